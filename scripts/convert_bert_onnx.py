@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""Convert a BERT checkpoint in safetensors into an ONNX graph that tract can run.
+
+No torch: the graph is written op by op with `onnx.helper`, the weights are read with
+`safetensors.numpy`. Only plain opset-13 operators are used (MatMul, Add, Softmax, Erf,
+ReduceMean, ...), so any ONNX runtime, tract included, runs it.
+
+Three heads are supported, chosen with --kind:
+
+* ``dense``  (sentence-transformers, e.g. all-MiniLM-L6-v2): outputs
+  ``sentence_embedding`` [batch, hidden] = L2-normalised mean of the last hidden states
+  over the real attention mask, and ``token_embeddings`` [batch, seq, hidden].
+* ``splade`` (BertForMaskedLM): outputs ``sparse_weights`` [batch, vocab] =
+  max over tokens of log(1 + relu(MLM logits)) * attention_mask.
+* ``cross``  (BertForSequenceClassification): outputs ``logits`` [batch, labels] from the
+  tanh pooler over [CLS] and the classifier; --head names a safetensors file holding
+  ``bert.pooler.dense.*`` and ``classifier.*`` when they are not in the checkpoint.
+
+Inputs are always ``input_ids``, ``attention_mask`` and ``token_type_ids`` (int64,
+[batch, seq]).
+"""
+import argparse
+import json
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+from safetensors.numpy import load_file
+
+
+class Graph:
+    """Accumulates nodes and initializers with unique names."""
+
+    def __init__(self):
+        self.nodes = []
+        self.inits = []
+        self.n = 0
+
+    def name(self, hint):
+        self.n += 1
+        return f"{hint}_{self.n}"
+
+    def const(self, array, hint="c"):
+        name = self.name(hint)
+        self.inits.append(numpy_helper.from_array(np.asarray(array), name))
+        return name
+
+    def op(self, op_type, inputs, hint=None, **attrs):
+        out = self.name(hint or op_type.lower())
+        self.nodes.append(helper.make_node(op_type, inputs, [out], **attrs))
+        return out
+
+
+def strip_prefix(weights):
+    """Accept both `bert.`-prefixed (BertFor*) and bare (BertModel) names, and the old
+    `gamma`/`beta` LayerNorm names."""
+    out = {}
+    for k, v in weights.items():
+        k2 = k[len("bert."):] if k.startswith("bert.") else k
+        k2 = k2.replace("LayerNorm.gamma", "LayerNorm.weight").replace("LayerNorm.beta", "LayerNorm.bias")
+        out[k2] = v
+    return out
+
+
+def layer_norm(g, x, w, b, eps):
+    mean = g.op("ReduceMean", [x], axes=[-1], keepdims=1)
+    d = g.op("Sub", [x, mean])
+    var = g.op("ReduceMean", [g.op("Mul", [d, d])], axes=[-1], keepdims=1)
+    std = g.op("Sqrt", [g.op("Add", [var, g.const(np.float32(eps), "eps")])])
+    y = g.op("Div", [d, std])
+    return g.op("Add", [g.op("Mul", [y, g.const(w, "ln_w")]), g.const(b, "ln_b")])
+
+
+def linear(g, x, w, b):
+    """x @ w.T + b, with the transpose done once here, not in the graph."""
+    y = g.op("MatMul", [x, g.const(np.ascontiguousarray(w.T), "w")])
+    return g.op("Add", [y, g.const(b, "b")])
+
+
+def gelu(g, x):
+    """Exact (erf) GELU, as BERT's `gelu` activation."""
+    e = g.op("Erf", [g.op("Mul", [x, g.const(np.float32(1.0 / np.sqrt(2.0)), "rsqrt2")])])
+    one_plus = g.op("Add", [e, g.const(np.float32(1.0), "one")])
+    return g.op("Mul", [g.op("Mul", [x, one_plus]), g.const(np.float32(0.5), "half")])
+
+
+def encoder(g, w, cfg, ids, mask, types):
+    hidden = cfg["hidden_size"]
+    heads = cfg["num_attention_heads"]
+    dh = hidden // heads
+    eps = cfg.get("layer_norm_eps", 1e-12)
+
+    # Embeddings: word + position (sliced to the sequence length) + token type.
+    word = g.op("Gather", [g.const(w["embeddings.word_embeddings.weight"], "word_emb"), ids], axis=0)
+    seq_len = g.op("Gather", [g.op("Shape", [ids]), g.const(np.array([1], dtype=np.int64), "i1")], axis=0)
+    pos = g.op("Slice", [g.const(w["embeddings.position_embeddings.weight"], "pos_emb"),
+                         g.const(np.array([0], dtype=np.int64), "z"), seq_len,
+                         g.const(np.array([0], dtype=np.int64), "ax0")])
+    typ = g.op("Gather", [g.const(w["embeddings.token_type_embeddings.weight"], "type_emb"), types], axis=0)
+    x = g.op("Add", [g.op("Add", [word, pos]), typ])
+    x = layer_norm(g, x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"], eps)
+
+    # Additive attention bias: 0 where attended, a large negative number on padding.
+    maskf = g.op("Cast", [mask], to=TensorProto.FLOAT)
+    bias = g.op("Mul", [g.op("Sub", [g.const(np.float32(1.0), "one"), maskf]),
+                        g.const(np.float32(-1e9), "neg")])
+    bias = g.op("Unsqueeze", [bias, g.const(np.array([1, 2], dtype=np.int64), "ax12")])  # [B,1,1,S]
+
+    split_shape = g.const(np.array([0, 0, heads, dh], dtype=np.int64), "split")
+    merge_shape = g.const(np.array([0, 0, hidden], dtype=np.int64), "merge")
+    scale = g.const(np.float32(1.0 / np.sqrt(dh)), "scale")
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"encoder.layer.{i}."
+
+        def heads_of(name, perm):
+            t = linear(g, x, w[p + f"attention.self.{name}.weight"], w[p + f"attention.self.{name}.bias"])
+            return g.op("Transpose", [g.op("Reshape", [t, split_shape])], perm=perm)
+
+        q = heads_of("query", [0, 2, 1, 3])  # [B,h,S,d]
+        k = heads_of("key", [0, 2, 3, 1])  # [B,h,d,S]
+        v = heads_of("value", [0, 2, 1, 3])  # [B,h,S,d]
+        scores = g.op("Add", [g.op("Mul", [g.op("MatMul", [q, k]), scale]), bias])
+        probs = g.op("Softmax", [scores], axis=-1)
+        ctx = g.op("Transpose", [g.op("MatMul", [probs, v])], perm=[0, 2, 1, 3])
+        ctx = g.op("Reshape", [ctx, merge_shape])
+        attn = linear(g, ctx, w[p + "attention.output.dense.weight"], w[p + "attention.output.dense.bias"])
+        x = layer_norm(g, g.op("Add", [attn, x]), w[p + "attention.output.LayerNorm.weight"],
+                       w[p + "attention.output.LayerNorm.bias"], eps)
+        inter = gelu(g, linear(g, x, w[p + "intermediate.dense.weight"], w[p + "intermediate.dense.bias"]))
+        out = linear(g, inter, w[p + "output.dense.weight"], w[p + "output.dense.bias"])
+        x = layer_norm(g, g.op("Add", [out, x]), w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"], eps)
+    return x, maskf
+
+
+def build(kind, w, cfg, raw):
+    g = Graph()
+    ids, mask, types = "input_ids", "attention_mask", "token_type_ids"
+    x, maskf = encoder(g, w, cfg, ids, mask, types)
+    hidden = cfg["hidden_size"]
+    outputs = []
+    if kind == "dense":
+        m3 = g.op("Unsqueeze", [maskf, g.const(np.array([2], dtype=np.int64), "ax2")])  # [B,S,1]
+        summed = g.op("ReduceSum", [g.op("Mul", [x, m3]), g.const(np.array([1], dtype=np.int64), "ax1")], keepdims=0)
+        count = g.op("Max", [g.op("ReduceSum", [m3, g.const(np.array([1], dtype=np.int64), "ax1")], keepdims=0),
+                             g.const(np.float32(1e-9), "tiny")])
+        mean = g.op("Div", [summed, count])
+        norm = g.op("Sqrt", [g.op("ReduceSum", [g.op("Mul", [mean, mean]), g.const(np.array([1], dtype=np.int64), "ax1")], keepdims=1)])
+        norm = g.op("Max", [norm, g.const(np.float32(1e-12), "tiny")])
+        g.nodes.append(helper.make_node("Div", [mean, norm], ["sentence_embedding"]))
+        g.nodes.append(helper.make_node("Identity", [x], ["token_embeddings"]))
+        outputs = [helper.make_tensor_value_info("sentence_embedding", TensorProto.FLOAT, ["batch", hidden]),
+                   helper.make_tensor_value_info("token_embeddings", TensorProto.FLOAT, ["batch", "seq", hidden])]
+    elif kind == "splade":
+        t = gelu(g, linear(g, x, raw["cls.predictions.transform.dense.weight"], raw["cls.predictions.transform.dense.bias"]))
+        t = layer_norm(g, t, raw["cls.predictions.transform.LayerNorm.weight"],
+                       raw["cls.predictions.transform.LayerNorm.bias"], cfg.get("layer_norm_eps", 1e-12))
+        dec = raw.get("cls.predictions.decoder.weight", w["embeddings.word_embeddings.weight"])  # tied
+        logits = linear(g, t, dec, raw["cls.predictions.bias"])  # [B,S,V]
+        act = g.op("Log", [g.op("Add", [g.op("Relu", [logits]), g.const(np.float32(1.0), "one")])])
+        m3 = g.op("Unsqueeze", [maskf, g.const(np.array([2], dtype=np.int64), "ax2")])
+        g.nodes.append(helper.make_node("ReduceMax", [g.op("Mul", [act, m3])], ["sparse_weights"], axes=[1], keepdims=0))
+        outputs = [helper.make_tensor_value_info("sparse_weights", TensorProto.FLOAT, ["batch", cfg["vocab_size"]])]
+    elif kind == "cross":
+        cls = g.op("Gather", [x, g.const(np.int64(0), "i0")], axis=1)  # [B,H]
+        pooled = g.op("Tanh", [linear(g, cls, w["pooler.dense.weight"], w["pooler.dense.bias"])])
+        cw, cb = w["classifier.weight"], w["classifier.bias"]
+        g.nodes.append(helper.make_node("Add", [g.op("MatMul", [pooled, g.const(np.ascontiguousarray(cw.T), "w")]),
+                                               g.const(cb, "b")], ["logits"]))
+        outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", cw.shape[0]])]
+    else:
+        raise SystemExit(f"unknown kind {kind}")
+    inputs = [helper.make_tensor_value_info(n, TensorProto.INT64, ["batch", "seq"]) for n in (ids, mask, types)]
+    graph = helper.make_graph(g.nodes, f"sextant_{kind}", inputs, outputs, g.inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="sextant-convert")
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--safetensors", required=True)
+    ap.add_argument("--config", required=True)
+    ap.add_argument("--kind", choices=["dense", "splade", "cross"], required=True)
+    ap.add_argument("--head", help="extra safetensors with pooler/classifier weights (cross)")
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    cfg = json.load(open(a.config))
+    raw = {k: v.astype(np.float32) if v.dtype != np.int64 else v for k, v in load_file(a.safetensors).items()}
+    if a.head:
+        raw.update(load_file(a.head))
+    w = strip_prefix(raw)
+    raw = {k.replace("LayerNorm.gamma", "LayerNorm.weight").replace("LayerNorm.beta", "LayerNorm.bias"): v
+           for k, v in raw.items()}
+    model = build(a.kind, w, cfg, raw)
+    onnx.save(model, a.out)
+    print(f"wrote {a.out} ({a.kind}, {cfg['num_hidden_layers']} layers, hidden {cfg['hidden_size']})", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
