@@ -1,1 +1,19 @@
+//! # Sextant
+//!
+//! A hybrid retrieval engine: documents are cut into chunks of whole segments, indexed by
+//! three paths (dense HNSW, BM25, SPLADE), retrieved with filters applied before ranking,
+//! fused with Reciprocal Rank Fusion and optionally reranked by a cross-encoder.
+//!
+//! Modules follow the pipeline: [`corpus`] → [`encode`] → [`index`] → [`search`], with
+//! [`storage`] for where index files live and [`eval`] for BEIR-style evaluation.
+
+pub mod encode;
+pub mod error;
+
+pub use error::{Error, Result};
+
+#[cfg(test)]
+mod testutil;
+
+/// The engine's version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,91 @@
+//! Dense sentence embeddings.
+
+use std::path::Path;
+
+use rayon::prelude::*;
+
+use super::runtime::{rows_f32, OnnxBert};
+use super::tokenize::{Encoded, TextTokenizer, MAX_TOKENS};
+use crate::error::Result;
+
+/// Inputs per inference call when encoding documents.
+const DOC_BATCH: usize = 16;
+
+/// A sentence-transformers encoder (e.g. all-MiniLM-L6-v2): L2-normalised embeddings.
+pub struct DenseEncoder {
+    tokenizer: TextTokenizer,
+    model: OnnxBert,
+    dim: usize,
+}
+
+impl DenseEncoder {
+    /// Loads `model.onnx` and `tokenizer.json` from a converted model directory.
+    pub fn load(dir: &Path) -> Result<Self> {
+        let tokenizer = TextTokenizer::from_file(&dir.join("tokenizer.json"), MAX_TOKENS)?;
+        let model = OnnxBert::load(&dir.join("model.onnx"))?;
+        let probe = model.run(&[tokenizer.encode("probe")?])?;
+        let (_, dim) = rows_f32(&probe, 0)?;
+        Ok(DenseEncoder { tokenizer, model, dim })
+    }
+
+    /// The embedding dimension.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// The tokenizer (for token counts and late interaction).
+    pub fn tokenizer(&self) -> &TextTokenizer {
+        &self.tokenizer
+    }
+
+    /// Embeds one query.
+    pub fn embed(&self, text: &str) -> Result<Vec<f32>> {
+        Ok(self.embed_encoded(&[self.tokenizer.encode(text)?])?.pop().unwrap_or_default())
+    }
+
+    /// Embeds many texts: sorted by length into batches (little padding), batches run in
+    /// parallel on the rayon pool. Output order matches input order.
+    pub fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        let encoded = self.tokenizer.encode_batch(texts)?;
+        run_sorted(&encoded, DOC_BATCH, |b| self.embed_encoded(b))
+    }
+
+    /// Per-token output vectors of the last layer (no pooling), for late interaction.
+    pub fn token_embeddings(&self, text: &str) -> Result<Vec<Vec<f32>>> {
+        let out = self.model.run(&[self.tokenizer.encode(text)?])?;
+        let (flat, cols) = rows_f32(&out, 1)?;
+        Ok(flat.chunks(cols).map(|c| c.to_vec()).collect())
+    }
+
+    fn embed_encoded(&self, batch: &[Encoded]) -> Result<Vec<Vec<f32>>> {
+        let out = self.model.run(batch)?;
+        let (flat, cols) = rows_f32(&out, 0)?;
+        Ok(flat.chunks(cols).map(|c| c.to_vec()).collect())
+    }
+}
+
+/// Runs `f` over `items` grouped by similar token length, in parallel, and returns the
+/// results in the original order.
+pub(crate) fn run_sorted<T: Send>(
+    items: &[Encoded],
+    batch: usize,
+    f: impl Fn(&[Encoded]) -> Result<Vec<T>> + Sync,
+) -> Result<Vec<T>> {
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    order.sort_by_key(|&i| items[i].ids.len());
+    let groups: Vec<Vec<usize>> = order.chunks(batch).map(|c| c.to_vec()).collect();
+    let results: Vec<Vec<T>> = groups
+        .par_iter()
+        .map(|g| {
+            let b: Vec<Encoded> = g.iter().map(|&i| items[i].clone()).collect();
+            f(&b)
+        })
+        .collect::<Result<_>>()?;
+    let mut slots: Vec<Option<T>> = (0..items.len()).map(|_| None).collect();
+    for (g, r) in groups.iter().zip(results) {
+        for (&i, v) in g.iter().zip(r) {
+            slots[i] = Some(v);
+        }
+    }
+    Ok(slots.into_iter().map(|s| s.expect("every input encoded")).collect())
+}

@@ -1,0 +1,90 @@
+//! The encoders against reference outputs computed with PyTorch (`shared/golden`).
+
+use serde_json::Value;
+
+use super::*;
+use crate::testutil::{golden, model_dir, shared_dir};
+
+fn ids(v: &Value) -> Vec<u32> {
+    v.as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as u32).collect()
+}
+
+#[test]
+fn dense_matches_pytorch_embeddings() {
+    let enc = DenseEncoder::load(&model_dir().join("minilm-l6-v2")).unwrap();
+    let rows = golden("dense_all-MiniLM-L6-v2.jsonl");
+    let texts: Vec<&str> = rows.iter().map(|r| r["text"].as_str().unwrap()).collect();
+    // Batched (padded) and one by one must both match: padding must not leak into pooling.
+    let batched = enc.embed_batch(&texts).unwrap();
+    for (row, got) in rows.iter().zip(&batched) {
+        let text = row["text"].as_str().unwrap();
+        assert_eq!(enc.tokenizer().encode(text).unwrap().ids, ids(&row["input_ids"]), "input_ids of {text:?}");
+        let want: Vec<f32> = row["embedding"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap() as f32).collect();
+        let single = enc.embed(text).unwrap();
+        for got in [got, &single] {
+            let cos: f32 = got.iter().zip(&want).map(|(a, b)| a * b).sum();
+            let max = got.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+            assert!(cos >= 0.9999 && max <= 1e-4, "{text:?}: cosine {cos}, max abs diff {max}");
+        }
+    }
+}
+
+#[test]
+fn splade_matches_pytorch_term_weights() {
+    let enc = SparseEncoder::load(&model_dir().join("splade-tiny")).unwrap();
+    let rows = golden("splade_tiny.jsonl");
+    let texts: Vec<&str> = rows.iter().map(|r| r["text"].as_str().unwrap()).collect();
+    let batched = enc.encode_batch(&texts).unwrap();
+    for (row, got) in rows.iter().zip(&batched) {
+        let text = row["text"].as_str().unwrap();
+        assert_eq!(enc.tokenizer().encode(text).unwrap().ids, ids(&row["input_ids"]), "input_ids of {text:?}");
+        let weights = row["weights"].as_object().unwrap();
+        let token_ids = row["token_ids"].as_object().unwrap();
+        let mut want: Vec<(u32, f32)> = weights
+            .iter()
+            .map(|(tok, w)| (token_ids[tok].as_u64().unwrap() as u32, w.as_f64().unwrap() as f32))
+            .filter(|&(_, w)| w >= 1e-3)
+            .collect();
+        want.sort_by_key(|p| p.0);
+        let got: Vec<(u32, f32)> = got.ids.iter().copied().zip(got.weights.iter().copied()).filter(|&(_, w)| w >= 1e-3).collect();
+        // Same term set, up to terms right at the 1e-3 edge.
+        let want_ids: Vec<u32> = want.iter().map(|p| p.0).collect();
+        let got_ids: Vec<u32> = got.iter().map(|p| p.0).collect();
+        for (id, w) in &want {
+            match got.iter().find(|p| p.0 == *id) {
+                Some((_, g)) => assert!((g - w).abs() <= 1e-3, "{text:?}: term {id} weight {g} vs {w}"),
+                None => assert!(*w < 2e-3, "{text:?}: term {id} (weight {w}) missing"),
+            }
+        }
+        for (id, g) in &got {
+            assert!(want_ids.contains(id) || *g < 2e-3, "{text:?}: extra term {id} weight {g}");
+        }
+        assert!(!got_ids.is_empty());
+    }
+}
+
+#[test]
+fn cross_encoder_matches_pytorch_logits() {
+    let dir = std::env::var_os("SEXTANT_MODEL_DIR").map(std::path::PathBuf::from).unwrap_or_else(model_dir).join("ce-standin");
+    assert!(dir.is_dir(), "{} missing: fetch_models.sh builds it from {}", dir.display(), shared_dir().display());
+    let enc = CrossEncoder::load(&dir).unwrap();
+    for row in golden("cross_encoder_standin.jsonl") {
+        let (q, p) = (row["query"].as_str().unwrap(), row["passage"].as_str().unwrap());
+        let e = enc.tokenizer().encode_pair(q, p).unwrap();
+        assert_eq!(e.ids, ids(&row["input_ids"]));
+        assert_eq!(e.type_ids, ids(&row["token_type_ids"]));
+        let got = enc.score(q, &[p, "an unrelated passage to make a padded batch"]).unwrap()[0];
+        let want = row["logit"].as_f64().unwrap() as f32;
+        assert!((got - want).abs() <= 1e-3, "logit {got} vs {want}");
+    }
+}
+
+#[test]
+fn truncates_long_inputs_to_the_window() {
+    let enc = DenseEncoder::load(&model_dir().join("minilm-l6-v2")).unwrap();
+    let long = "revenue ".repeat(600);
+    let e = enc.tokenizer().encode(&long).unwrap();
+    assert_eq!(e.ids.len(), MAX_TOKENS);
+    assert!(e.truncated);
+    assert_eq!(enc.embed(&long).unwrap().len(), enc.dim());
+}

@@ -1,0 +1,86 @@
+//! Tokenization with explicit truncation and no padding.
+//!
+//! The all-MiniLM-L6-v2 `tokenizer.json` ships with `Fixed(128)` padding and truncation at
+//! 128: left as is, every input would be padded, and pooling over the pads ruins retrieval.
+//! [`TextTokenizer`] therefore clears the padding and sets truncation itself.
+
+use std::path::Path;
+
+use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
+
+use crate::error::{Error, Result};
+
+/// The model window used everywhere: inputs are truncated to this many tokens.
+pub const MAX_TOKENS: usize = 256;
+
+/// One tokenized input: ids and token type ids (no padding).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Encoded {
+    /// Vocabulary ids, `[CLS] ... [SEP]` included.
+    pub ids: Vec<u32>,
+    /// Segment ids (0 for the first text, 1 for the second of a pair).
+    pub type_ids: Vec<u32>,
+    /// Whether the input was cut to fit the window.
+    pub truncated: bool,
+}
+
+/// A WordPiece tokenizer with the project's truncation rules.
+#[derive(Clone)]
+pub struct TextTokenizer {
+    single: Tokenizer,
+    pair: Tokenizer,
+}
+
+impl TextTokenizer {
+    /// Loads `tokenizer.json`, truncating at `max_tokens` (longest-first for single texts,
+    /// only the second text for pairs).
+    pub fn from_file(path: &Path, max_tokens: usize) -> Result<Self> {
+        let base = Tokenizer::from_file(path)
+            .map_err(|e| Error::Model { path: path.into(), reason: format!("tokenizer: {e}") })?;
+        let with = |strategy| -> Result<Tokenizer> {
+            let mut t = base.clone();
+            t.with_padding(None);
+            t.with_truncation(Some(TruncationParams {
+                max_length: max_tokens,
+                strategy,
+                stride: 0,
+                direction: TruncationDirection::Right,
+            }))
+            .map_err(|e| Error::Tokenizer(e.to_string()))?;
+            Ok(t)
+        };
+        Ok(TextTokenizer { single: with(TruncationStrategy::LongestFirst)?, pair: with(TruncationStrategy::OnlySecond)? })
+    }
+
+    /// Tokenizes a batch of single texts.
+    pub fn encode_batch(&self, texts: &[&str]) -> Result<Vec<Encoded>> {
+        texts.iter().map(|t| self.encode(t)).collect()
+    }
+
+    /// Tokenizes one text.
+    pub fn encode(&self, text: &str) -> Result<Encoded> {
+        let e = self.single.encode(text, true).map_err(|e| Error::Tokenizer(e.to_string()))?;
+        Ok(Encoded { ids: e.get_ids().to_vec(), type_ids: e.get_type_ids().to_vec(), truncated: !e.get_overflowing().is_empty() })
+    }
+
+    /// Tokenizes a (query, passage) pair, truncating only the passage.
+    pub fn encode_pair(&self, first: &str, second: &str) -> Result<Encoded> {
+        let e = self.pair.encode((first, second), true).map_err(|e| Error::Tokenizer(e.to_string()))?;
+        Ok(Encoded { ids: e.get_ids().to_vec(), type_ids: e.get_type_ids().to_vec(), truncated: !e.get_overflowing().is_empty() })
+    }
+
+    /// Number of tokens of `text` without special tokens and without truncation.
+    pub fn count_tokens(&self, text: &str) -> usize {
+        self.single.encode_fast(text, false).map(|e| e.len() + e.get_overflowing().iter().map(|o| o.len()).sum::<usize>()).unwrap_or(0)
+    }
+
+    /// The vocabulary string of an id, if any.
+    pub fn id_to_token(&self, id: u32) -> Option<String> {
+        self.single.id_to_token(id)
+    }
+
+    /// The vocabulary size (special tokens included).
+    pub fn vocab_size(&self) -> usize {
+        self.single.get_vocab_size(true)
+    }
+}
