@@ -7,7 +7,10 @@
 //! Modules follow the pipeline: [`corpus`] → [`encode`] → [`index`] → [`search`], with
 //! [`storage`] for where index files live and [`eval`] for BEIR-style evaluation.
 
+pub mod corpus;
 pub mod encode;
+pub mod index;
+pub mod storage;
 pub mod error;
 
 pub use error::{Error, Result};

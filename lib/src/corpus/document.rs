@@ -1,0 +1,104 @@
+//! The document model.
+
+use serde::{Deserialize, Serialize};
+
+/// What joins two segments in a document's rebuilt text.
+pub const SEGMENT_SEPARATOR: &str = "\n\n";
+
+/// A source document: metadata plus ordered segments (sentences or paragraphs).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct Document {
+    /// Stable identifier, unique in a corpus.
+    pub document_id: String,
+    /// Human-readable title.
+    #[serde(default)]
+    pub title: String,
+    /// `earnings_call`, `10-K`, `10-Q`, `article`, ...
+    #[serde(default)]
+    pub document_type: String,
+    /// Company ticker, when the document is about one company.
+    #[serde(default)]
+    pub ticker: Option<String>,
+    /// Fiscal year discussed.
+    #[serde(default)]
+    pub year: Option<i32>,
+    /// Fiscal quarter discussed (`Q1`..`Q4`).
+    #[serde(default)]
+    pub quarter: Option<String>,
+    /// Filing form (`10-K`, `10-Q`, ...).
+    #[serde(default)]
+    pub filing_type: Option<String>,
+    /// Where the original can be read.
+    #[serde(default)]
+    pub source_url: Option<String>,
+    /// Publication date, `YYYY-MM-DD`.
+    #[serde(default)]
+    pub published_at: Option<String>,
+    /// Ordered segments; the text is their join with [`SEGMENT_SEPARATOR`].
+    pub segments: Vec<String>,
+}
+
+/// Where a segment sits in its document's rebuilt text, in `char`s, end exclusive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegmentSpan {
+    /// First char of the segment.
+    pub char_start: usize,
+    /// One past its last char.
+    pub char_end: usize,
+}
+
+impl Document {
+    /// The document text: segments joined by [`SEGMENT_SEPARATOR`].
+    pub fn text(&self) -> String {
+        self.segments.join(SEGMENT_SEPARATOR)
+    }
+
+    /// The char span of every segment in [`Document::text`].
+    pub fn segment_spans(&self) -> Vec<SegmentSpan> {
+        let sep = SEGMENT_SEPARATOR.chars().count();
+        let mut at = 0;
+        self.segments
+            .iter()
+            .map(|s| {
+                let len = s.chars().count();
+                let span = SegmentSpan { char_start: at, char_end: at + len };
+                at += len + sep;
+                span
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slice(text: &str, span: SegmentSpan) -> String {
+        text.chars().skip(span.char_start).take(span.char_end - span.char_start).collect()
+    }
+
+    #[test]
+    fn spans_slice_the_rebuilt_text_to_each_segment_in_chars() {
+        let doc = Document {
+            segments: vec!["Revenue rose 8% — a record.".into(), "Marge brute: 46,2 %".into(), "".into(), "日本での売上".into(), "🙂 end".into()],
+            ..Default::default()
+        };
+        let text = doc.text();
+        let spans = doc.segment_spans();
+        for (seg, span) in doc.segments.iter().zip(spans) {
+            assert_eq!(&slice(&text, span), seg);
+        }
+    }
+
+    #[test]
+    fn document_json_uses_the_public_field_names() {
+        let doc: Document = serde_json::from_str(
+            r#"{"documentId":"d1","title":"T","documentType":"10-K","ticker":"AAPL","year":2024,"quarter":null,"filingType":"10-K","sourceUrl":null,"publishedAt":"2024-11-01","segments":["a","b"]}"#,
+        )
+        .unwrap();
+        assert_eq!(doc.document_id, "d1");
+        assert_eq!(doc.year, Some(2024));
+        assert_eq!(doc.text(), "a\n\nb");
+    }
+}

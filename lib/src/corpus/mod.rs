@@ -1,0 +1,15 @@
+//! Documents, their segments, and chunks made of runs of whole segments.
+//!
+//! A document's text is its segments joined by [`SEGMENT_SEPARATOR`]; every offset the
+//! engine reports (`charStart`, `charEnd`, end exclusive) counts Unicode scalar values
+//! (Rust `char`s) into that text, not bytes.
+
+mod chunk;
+mod document;
+mod load;
+mod sentences;
+
+pub use chunk::{chunk_document, Chunk, ChunkSpan};
+pub use document::{Document, SegmentSpan, SEGMENT_SEPARATOR};
+pub use load::{load_beir, load_documents, BeirSet};
+pub use sentences::split_sentences;

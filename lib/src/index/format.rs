@@ -1,0 +1,134 @@
+//! The on-disk format: a manifest naming every file with its size and SHA-256.
+//!
+//! The manifest is written last, so an index whose manifest exists is complete; the
+//! loader refuses a file whose size or checksum differs, or a manifest of another
+//! format version, with an error naming the file.
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, Result};
+use crate::storage::Storage;
+
+/// The format name written in every manifest.
+pub const FORMAT_NAME: &str = "sextant-index";
+/// The format version this build writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+/// The manifest's object key.
+pub const MANIFEST: &str = "manifest.json";
+
+/// One file of an index.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileEntry {
+    /// Object key.
+    pub name: String,
+    /// Size in bytes.
+    pub bytes: u64,
+    /// Lower-case hex SHA-256.
+    pub sha256: String,
+}
+
+/// A model an index was built with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelRef {
+    /// Model id.
+    pub id: String,
+    /// SHA-256 of its weights.
+    pub weights_sha256: String,
+}
+
+/// The manifest of an index.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Always [`FORMAT_NAME`].
+    pub format: String,
+    /// [`FORMAT_VERSION`] of the writer.
+    pub version: u32,
+    /// Index id (`demo`, `scifact`, ...).
+    pub index_id: String,
+    /// Seconds since the Unix epoch at build time.
+    pub created_unix: u64,
+    /// Documents indexed.
+    pub documents: usize,
+    /// Chunks indexed.
+    pub chunks: usize,
+    /// Token budget of a chunk.
+    pub chunk_tokens: usize,
+    /// Dense embedding dimension.
+    pub dense_dim: usize,
+    /// Dense model.
+    pub dense_model: ModelRef,
+    /// SPLADE model.
+    pub sparse_model: ModelRef,
+    /// BM25 parameters.
+    pub bm25: super::Bm25Params,
+    /// Every data file.
+    pub files: Vec<FileEntry>,
+}
+
+/// Hex SHA-256 of bytes.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// Writes the data files, then the manifest (the commit point).
+pub fn write_files(storage: &dyn Storage, files: Vec<(String, Vec<u8>)>, mut manifest: Manifest) -> Result<Manifest> {
+    let entries: Vec<FileEntry> = files
+        .par_iter()
+        .map(|(name, bytes)| {
+            storage.write(name, bytes)?;
+            Ok(FileEntry { name: name.clone(), bytes: bytes.len() as u64, sha256: sha256_hex(bytes) })
+        })
+        .collect::<Result<_>>()?;
+    manifest.files = entries;
+    storage.write(MANIFEST, &serde_json::to_vec_pretty(&manifest)?)?;
+    Ok(manifest)
+}
+
+/// Reads and checks the manifest.
+pub fn read_manifest(storage: &dyn Storage) -> Result<Manifest> {
+    let bytes = storage.read(MANIFEST)?;
+    let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| Error::IndexCorrupted {
+        file: format!("{}/{MANIFEST}", storage.location()),
+        expected: "a JSON manifest".into(),
+        found: e.to_string(),
+    })?;
+    if value.get("format").and_then(|f| f.as_str()) != Some(FORMAT_NAME) {
+        return Err(Error::IndexCorrupted {
+            file: format!("{}/{MANIFEST}", storage.location()),
+            expected: format!("format {FORMAT_NAME:?}"),
+            found: format!("{}", value.get("format").unwrap_or(&serde_json::Value::Null)),
+        });
+    }
+    let version = value.get("version").and_then(|v| v.as_u64()).unwrap_or(0) as u32;
+    if version != FORMAT_VERSION {
+        return Err(Error::UnsupportedFormat { expected: FORMAT_VERSION, found: version });
+    }
+    serde_json::from_value(value).map_err(|e| Error::IndexCorrupted {
+        file: format!("{}/{MANIFEST}", storage.location()),
+        expected: "a complete manifest".into(),
+        found: e.to_string(),
+    })
+}
+
+/// Reads every file of the manifest in parallel, verifying size and checksum.
+/// Returns them in manifest order.
+pub fn read_files(storage: &dyn Storage, manifest: &Manifest) -> Result<Vec<Vec<u8>>> {
+    manifest
+        .files
+        .par_iter()
+        .map(|f| {
+            let bytes = storage.read(&f.name)?;
+            let file = || format!("{}/{}", storage.location(), f.name);
+            if bytes.len() as u64 != f.bytes {
+                return Err(Error::IndexCorrupted { file: file(), expected: format!("{} bytes", f.bytes), found: format!("{} bytes", bytes.len()) });
+            }
+            let sum = sha256_hex(&bytes);
+            if sum != f.sha256 {
+                return Err(Error::IndexCorrupted { file: file(), expected: format!("sha256 {}", f.sha256), found: format!("sha256 {sum}") });
+            }
+            Ok(bytes)
+        })
+        .collect()
+}
