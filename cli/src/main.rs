@@ -1,1 +1,13 @@
-fn main(){}
+//! `sextant`: build indexes, search them, evaluate on BEIR sets.
+
+mod commands;
+
+use clap::Parser;
+
+fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("SEXTANT_LOG").unwrap_or_else(|_| "warn".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    commands::run(commands::Cli::parse())
+}

@@ -10,8 +10,10 @@
 pub mod corpus;
 pub mod encode;
 pub mod index;
+pub mod search;
 pub mod storage;
 pub mod error;
+pub mod eval;
 
 pub use error::{Error, Result};
 

@@ -7,7 +7,7 @@ use tract_onnx::prelude::*;
 use super::tokenize::Encoded;
 use crate::error::{Error, Result};
 
-type Plan = SimplePlan<TypedFact, Box<dyn TypedOp>, Graph<TypedFact, Box<dyn TypedOp>>>;
+type Plan = std::sync::Arc<TypedRunnableModel>;
 
 /// An optimised tract plan for a graph with inputs `input_ids`, `attention_mask`,
 /// `token_type_ids` (int64, `[batch, seq]`, both dimensions symbolic).
@@ -64,7 +64,7 @@ impl OnnxBert {
 /// Reads output `i` as a row-major `f32` matrix `[rows, cols]`.
 pub(crate) fn rows_f32(outputs: &TVec<TValue>, i: usize) -> Result<(Vec<f32>, usize)> {
     let out = outputs.get(i).ok_or_else(|| Error::Inference(format!("missing output {i}")))?;
-    let view = out.to_array_view::<f32>().map_err(|e| Error::Inference(e.to_string()))?;
+    let view = out.to_plain_array_view::<f32>().map_err(|e| Error::Inference(e.to_string()))?;
     let cols = *view.shape().last().unwrap_or(&0);
     Ok((view.iter().copied().collect(), cols))
 }

@@ -1,0 +1,296 @@
+//! The sub-commands.
+
+use std::path::{Path as FsPath, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use sextant::corpus::{load_beir, load_documents, Document};
+use sextant::encode::{default_model_dir, DenseEncoder, ModelInfo, ModelSet, SparseEncoder};
+use sextant::eval::{evaluate, Metrics};
+use sextant::index::format::{sha256_hex, ModelRef};
+use sextant::index::{Bm25Params, BuildOptions, Filter, Index};
+use sextant::search::{open_engine, Engine, Path, SearchRequest};
+use sextant::storage::LocalDir;
+
+/// Sextant: hybrid retrieval (dense + BM25 + SPLADE, RRF, rerank).
+#[derive(Parser)]
+#[command(version, about)]
+pub struct Cli {
+    /// Directory of converted models (default: $SEXTANT_MODEL_DIR or ~/.cache/sextant/models).
+    #[arg(long, global = true)]
+    models: Option<PathBuf>,
+    /// A cross-encoder model directory to rerank with.
+    #[arg(long, global = true)]
+    reranker: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Build an index from a JSONL (or .jsonl.gz) file of documents.
+    Build {
+        /// Documents, one JSON object a line.
+        #[arg(long)]
+        docs: PathBuf,
+        /// Output index directory.
+        #[arg(long)]
+        out: PathBuf,
+        /// Index id.
+        #[arg(long, default_value = "default")]
+        id: String,
+        #[command(flatten)]
+        build: BuildArgs,
+    },
+    /// Search an index and print the results.
+    Search {
+        /// Index directory.
+        #[arg(long)]
+        index: PathBuf,
+        /// The query.
+        query: String,
+        /// Results to print.
+        #[arg(long, default_value_t = 10)]
+        top_k: usize,
+        /// Restrict to these tickers (repeatable).
+        #[arg(long)]
+        ticker: Vec<String>,
+        /// Restrict to these fiscal years (repeatable).
+        #[arg(long)]
+        year: Vec<i32>,
+        #[arg(long, value_enum, default_value_t = Mode::Hybrid)]
+        mode: Mode,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Evaluate on a BEIR directory (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv).
+    Eval {
+        /// The BEIR directory.
+        #[arg(long)]
+        beir: PathBuf,
+        /// The qrels split to evaluate.
+        #[arg(long, default_value = "test")]
+        split: String,
+        #[arg(long, value_enum, default_value_t = Mode::Hybrid)]
+        mode: Mode,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+        /// Also write every path's document ranking per query (JSONL) to this file, for
+        /// studying fusion offline.
+        #[arg(long, hide = true)]
+        dump_runs: Option<PathBuf>,
+        #[command(flatten)]
+        build: BuildArgs,
+    },
+}
+
+#[derive(clap::Args, Clone)]
+pub struct BuildArgs {
+    /// Token budget of a chunk.
+    #[arg(long, default_value_t = 200)]
+    chunk_tokens: usize,
+    /// BM25 k1.
+    #[arg(long, default_value_t = 0.9)]
+    k1: f32,
+    /// BM25 b.
+    #[arg(long, default_value_t = 0.4)]
+    b: f32,
+}
+
+/// Which paths a search runs.
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq, Debug)]
+pub enum Mode {
+    /// Every path, fused.
+    Hybrid,
+    /// Dense only.
+    Dense,
+    /// BM25 only.
+    Bm25,
+    /// SPLADE only.
+    Splade,
+}
+
+impl Mode {
+    fn paths(self) -> Vec<Path> {
+        match self {
+            Mode::Hybrid => Path::ALL.to_vec(),
+            Mode::Dense => vec![Path::Dense],
+            Mode::Bm25 => vec![Path::Bm25],
+            Mode::Splade => vec![Path::Splade],
+        }
+    }
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Hybrid => "hybrid",
+            Mode::Dense => "dense",
+            Mode::Bm25 => "bm25",
+            Mode::Splade => "splade",
+        }
+    }
+}
+
+pub fn run(cli: Cli) -> Result<()> {
+    let mut models = ModelSet::under(&cli.models.clone().unwrap_or_else(default_model_dir));
+    models.reranker = cli.reranker.clone();
+    match cli.command {
+        Command::Build { docs, out, id, build } => {
+            let documents = load_documents(&docs).with_context(|| format!("reading {}", docs.display()))?;
+            let index = build_index(documents, &models, &id, &build)?;
+            let m = index.save(&LocalDir::new(&out))?;
+            eprintln!("index {} written to {} ({} documents, {} chunks)", m.index_id, out.display(), m.documents, m.chunks);
+            Ok(())
+        }
+        Command::Search { index, query, top_k, ticker, year, mode, json } => {
+            let engine = load_engine(&index, &models)?;
+            let mut req = SearchRequest::new(query, top_k);
+            req.paths = mode.paths();
+            req.filter = Filter { tickers: ticker, years: year, ..Default::default() };
+            let out = engine.search(&req)?;
+            print_hits(&engine, &out, json)
+        }
+        Command::Eval { beir, split, mode, json, dump_runs, build } => {
+            let set = load_beir(&beir, &split)?;
+            let name = beir.file_name().and_then(|n| n.to_str()).unwrap_or("beir").to_string();
+            let corpus_sum = sha256_hex(&std::fs::read(beir.join("corpus.jsonl"))?);
+            let key = format!("beir-{name}-{}-c{}-k{}-b{}", &corpus_sum[..12], build.chunk_tokens, build.k1, build.b);
+            let dir = cache_dir().join("indexes").join(key);
+            let docs = set.documents.len();
+            let index = match Index::load(&LocalDir::new(&dir)) {
+                Ok(i) => i,
+                Err(_) => {
+                    let i = build_index(set.documents.clone(), &models, &name, &build)?;
+                    i.save(&LocalDir::new(&dir))?;
+                    i
+                }
+            };
+            let engine = open_engine(Arc::new(index), &models)?;
+            if let Some(path) = dump_runs {
+                dump_path_runs(&engine, &set, &path)?;
+            }
+            let mut req = SearchRequest::new("", 100);
+            req.paths = mode.paths();
+            req.per_path_k = 100;
+            req.rerank = models.reranker.is_some();
+            let t = Instant::now();
+            let m: Metrics = evaluate(&engine, &set, &req)?;
+            let secs = t.elapsed().as_secs_f64();
+            if json {
+                let v = serde_json::json!({
+                    "mode": mode.name(), "split": split, "queries": m.queries, "docs": docs,
+                    "ndcg@10": m.ndcg_at_10, "recall@10": m.recall_at_10, "recall@100": m.recall_at_100, "mrr@10": m.mrr_at_10,
+                });
+                println!("{v}");
+            } else {
+                println!("{name} {split} mode={} queries={} docs={docs} ({secs:.1}s)", mode.name(), m.queries);
+                println!("  nDCG@10    {:.4}\n  Recall@10  {:.4}\n  Recall@100 {:.4}\n  MRR@10     {:.4}", m.ndcg_at_10, m.recall_at_10, m.recall_at_100, m.mrr_at_10);
+            }
+            Ok(())
+        }
+    }
+}
+
+fn cache_dir() -> PathBuf {
+    std::env::var_os("SEXTANT_CACHE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/sextant"))
+}
+
+fn model_ref(dir: &FsPath) -> Result<ModelRef> {
+    let info = ModelInfo::read(dir)?;
+    Ok(ModelRef { id: info.id, weights_sha256: info.weights_sha256 })
+}
+
+/// Builds an index with a progress bar that shows chunks/s.
+pub fn build_index(documents: Vec<Document>, models: &ModelSet, id: &str, args: &BuildArgs) -> Result<Index> {
+    if documents.is_empty() {
+        bail!("no documents to index");
+    }
+    let (dense, sparse) = (DenseEncoder::load(&models.dense)?, SparseEncoder::load(&models.sparse)?);
+    let options = BuildOptions {
+        index_id: id.to_string(),
+        chunk_tokens: args.chunk_tokens,
+        bm25: Bm25Params { k1: args.k1, b: args.b },
+        dense_model: model_ref(&models.dense)?,
+        sparse_model: model_ref(&models.sparse)?,
+    };
+    let bar = ProgressBar::new(0);
+    bar.set_style(ProgressStyle::with_template("{msg:8} [{bar:40}] {pos}/{len} chunks {per_sec} eta {eta}").unwrap().progress_chars("=> "));
+    let ndocs = documents.len();
+    let t = Instant::now();
+    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let index = Index::build(documents, &dense, &sparse, &options, &|stage, done, total| {
+        if !tty && (done % 2048 == 0 || done == total) && total > 1 {
+            eprintln!("{stage}: {done}/{total} chunks ({:.1}/s)", done as f64 / t.elapsed().as_secs_f64());
+        }
+        bar.set_message(stage.to_string());
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    })?;
+    bar.finish_and_clear();
+    let secs = t.elapsed().as_secs_f64();
+    eprintln!("built {} documents, {} chunks in {secs:.1}s ({:.1} docs/s)", ndocs, index.chunks.len(), ndocs as f64 / secs);
+    Ok(index)
+}
+
+fn load_engine(dir: &FsPath, models: &ModelSet) -> Result<Engine> {
+    let index = Index::load(&LocalDir::new(dir)).with_context(|| format!("loading index {}", dir.display()))?;
+    Ok(open_engine(Arc::new(index), models)?)
+}
+
+fn print_hits(engine: &Engine, out: &sextant::search::SearchOutcome, json: bool) -> Result<()> {
+    let index = engine.index();
+    if json {
+        let hits: Vec<_> = out
+            .hits
+            .iter()
+            .map(|h| {
+                let doc = index.document_of(h.chunk);
+                serde_json::json!({"documentId": doc.document_id, "title": doc.title, "score": h.score,
+                    "text": index.chunks[h.chunk as usize].text, "diagnostics": h.diagnostics})
+            })
+            .collect();
+        println!("{}", serde_json::json!({"hits": hits, "rerank": out.rerank, "timings": out.timings}));
+        return Ok(());
+    }
+    for (i, h) in out.hits.iter().enumerate() {
+        let doc = index.document_of(h.chunk);
+        let text: String = index.chunks[h.chunk as usize].text.chars().take(240).collect();
+        println!("{:>2}. [{:.4}] {} — {}\n    {}", i + 1, h.score, doc.document_id, doc.title, text.replace('\n', " "));
+    }
+    eprintln!("({:.1} ms)", out.timings.total_ms);
+    Ok(())
+}
+
+/// Writes, per query, each path's top-100 documents (best chunk per document) with scores.
+fn dump_path_runs(engine: &Engine, set: &sextant::corpus::BeirSet, out: &FsPath) -> Result<()> {
+    use rayon::prelude::*;
+    let lines: Vec<String> = set
+        .queries
+        .par_iter()
+        .map(|(qid, text)| -> Result<String> {
+            let mut paths = serde_json::Map::new();
+            for p in Path::ALL {
+                let mut req = SearchRequest::new(text.clone(), 100);
+                req.paths = vec![p];
+                req.per_path_k = 300;
+                req.rerank = false;
+                req.max_per_document = Some(1);
+                let o = engine.search(&req)?;
+                let list: Vec<_> = o
+                    .hits
+                    .iter()
+                    .map(|h| serde_json::json!([engine.index().document_of(h.chunk).document_id, h.diagnostics.paths[&p].score]))
+                    .collect();
+                paths.insert(p.name().to_string(), list.into());
+            }
+            Ok(serde_json::json!({"qid": qid, "query": text, "paths": paths}).to_string())
+        })
+        .collect::<Result<_>>()?;
+    std::fs::write(out, lines.join("\n") + "\n")?;
+    Ok(())
+}

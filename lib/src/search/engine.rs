@@ -1,0 +1,408 @@
+//! The engine: one index, the query encoders and an optional reranker.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use super::dates::days_from_iso_date;
+use super::fusion::{rrf_fuse, DEFAULT_RRF_K};
+use super::rerank::Reranker;
+use super::retrieve::{Bm25Retriever, DenseRetriever, Path, PreparedQuery, Retriever, SpladeRetriever};
+use crate::encode::{DenseEncoder, SparseEncoder};
+use crate::error::{Error, Result};
+use crate::index::{Filter, Index};
+
+/// How the paths' lists are fused.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FusionConfig {
+    /// RRF's `k`.
+    pub k: f32,
+    /// Weight of each path (absent: 1).
+    pub weights: BTreeMap<Path, f32>,
+}
+
+impl Default for FusionConfig {
+    fn default() -> Self {
+        FusionConfig { k: DEFAULT_RRF_K, weights: BTreeMap::new() }
+    }
+}
+
+impl FusionConfig {
+    /// The weight of a path.
+    pub fn weight(&self, p: Path) -> f32 {
+        self.weights.get(&p).copied().unwrap_or(1.0)
+    }
+}
+
+/// Boost of recent documents: `score · (1 + weight · 0.5^(age_days / half_life_days))`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Recency {
+    /// Age at which the boost halves.
+    pub half_life_days: f32,
+    /// Boost of a document published "now".
+    pub weight: f32,
+    /// "Now" as `YYYY-MM-DD`; default: the newest publication date in the index.
+    pub now: Option<String>,
+}
+
+/// A search.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchRequest {
+    /// The query text (non-empty).
+    pub query: String,
+    /// Metadata conditions applied before ranking.
+    pub filter: Filter,
+    /// Hits to return.
+    pub top_k: usize,
+    /// Candidates each path contributes to fusion.
+    pub per_path_k: usize,
+    /// Paths to run.
+    pub paths: Vec<Path>,
+    /// Fusion settings.
+    pub fusion: FusionConfig,
+    /// Rerank the fused top `rerank_depth` when a reranker is configured.
+    pub rerank: bool,
+    /// How many fused candidates the reranker sees.
+    pub rerank_depth: usize,
+    /// Recency boost, if any.
+    pub recency: Option<Recency>,
+    /// At most this many chunks of one document in the results.
+    pub max_per_document: Option<usize>,
+}
+
+impl SearchRequest {
+    /// A hybrid search over every path with the default settings.
+    pub fn new(query: impl Into<String>, top_k: usize) -> Self {
+        SearchRequest {
+            query: query.into(),
+            filter: Filter::default(),
+            top_k,
+            per_path_k: 50,
+            paths: Path::ALL.to_vec(),
+            fusion: FusionConfig::default(),
+            rerank: true,
+            rerank_depth: 50,
+            recency: None,
+            max_per_document: None,
+        }
+    }
+}
+
+/// A hit's rank and score in one path.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PathRank {
+    /// 1-based rank in the path's list.
+    pub rank: usize,
+    /// The path's own score (cosine, BM25, SPLADE dot product).
+    pub score: f32,
+}
+
+/// Why a hit is where it is.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Diagnostics {
+    /// Rank and score in each path that found it.
+    pub paths: BTreeMap<Path, PathRank>,
+    /// 1-based rank after fusion.
+    pub rrf_rank: usize,
+    /// Fused score.
+    pub rrf_score: f32,
+    /// 1-based rank after reranking, when reranked.
+    pub rerank_rank: Option<usize>,
+    /// Reranker score, when reranked.
+    pub rerank_score: Option<f32>,
+}
+
+/// One result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    /// Chunk ordinal in the index.
+    pub chunk: u32,
+    /// Final score (rerank score when reranked, else fused score), after recency.
+    pub score: f32,
+    /// Per-stage ranks and scores.
+    pub diagnostics: Diagnostics,
+}
+
+/// What happened to reranking.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "status", content = "reason")]
+pub enum RerankStatus {
+    /// The request did not ask for it.
+    NotRequested,
+    /// No reranker is configured: fused order.
+    Unavailable,
+    /// Applied.
+    Applied,
+    /// The reranker failed: fused order.
+    Failed(String),
+}
+
+/// Time spent in each stage, in milliseconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StageTimings {
+    /// Query encoding (dense and SPLADE, in parallel).
+    pub encode_ms: f64,
+    /// Each path's retrieval.
+    pub paths_ms: BTreeMap<Path, f64>,
+    /// Fusion.
+    pub fuse_ms: f64,
+    /// Reranking.
+    pub rerank_ms: f64,
+    /// Whole search.
+    pub total_ms: f64,
+}
+
+/// The outcome of a search.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchOutcome {
+    /// Hits, best first.
+    pub hits: Vec<Hit>,
+    /// Paths that failed and why (skipped in fusion).
+    pub failed_paths: Vec<(Path, String)>,
+    /// Reranking status.
+    pub rerank: RerankStatus,
+    /// Chunks that passed the filter.
+    pub candidates: usize,
+    /// Whether the query was cut to the model window.
+    pub query_truncated: bool,
+    /// Stage timings.
+    pub timings: StageTimings,
+}
+
+/// One index with everything needed to search it.
+pub struct Engine {
+    index: Arc<Index>,
+    dense: Arc<DenseEncoder>,
+    sparse: Arc<SparseEncoder>,
+    reranker: Option<Arc<dyn Reranker>>,
+    retrievers: Vec<Box<dyn Retriever>>,
+    newest_day: Option<i64>,
+}
+
+fn ms(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e3
+}
+
+impl Engine {
+    /// Assembles an engine.
+    pub fn new(index: Arc<Index>, dense: Arc<DenseEncoder>, sparse: Arc<SparseEncoder>, reranker: Option<Arc<dyn Reranker>>) -> Self {
+        let retrievers: Vec<Box<dyn Retriever>> = vec![
+            Box::new(DenseRetriever(index.clone())),
+            Box::new(Bm25Retriever(index.clone())),
+            Box::new(SpladeRetriever(index.clone())),
+        ];
+        let newest_day = index.documents.iter().filter_map(|d| d.published_at.as_deref().and_then(days_from_iso_date)).max();
+        Engine { index, dense, sparse, reranker, retrievers, newest_day }
+    }
+
+    /// Replaces the retriever of one path (tests use this to make a path fail).
+    pub fn with_retriever(mut self, r: Box<dyn Retriever>) -> Self {
+        self.retrievers.retain(|x| x.path() != r.path());
+        self.retrievers.push(r);
+        self
+    }
+
+    /// Sets or removes the reranker.
+    pub fn with_reranker(mut self, r: Option<Arc<dyn Reranker>>) -> Self {
+        self.reranker = r;
+        self
+    }
+
+    /// The index searched.
+    pub fn index(&self) -> &Arc<Index> {
+        &self.index
+    }
+
+    /// The dense encoder.
+    pub fn dense_encoder(&self) -> &Arc<DenseEncoder> {
+        &self.dense
+    }
+
+    /// The SPLADE encoder.
+    pub fn sparse_encoder(&self) -> &Arc<SparseEncoder> {
+        &self.sparse
+    }
+
+    /// Whether a reranker is configured.
+    pub fn has_reranker(&self) -> bool {
+        self.reranker.is_some()
+    }
+
+    /// Encodes a query for the paths that need it (dense and SPLADE run in parallel).
+    pub fn prepare(&self, text: &str, paths: &[Path]) -> Result<(PreparedQuery, bool)> {
+        let need_dense = paths.contains(&Path::Dense);
+        let need_sparse = paths.contains(&Path::Splade);
+        let (dense, sparse) = rayon::join(
+            || need_dense.then(|| self.dense.embed(text)).transpose(),
+            || need_sparse.then(|| self.sparse.encode(text)).transpose(),
+        );
+        let truncated = self.dense.tokenizer().encode(text).map(|e| e.truncated).unwrap_or(false);
+        // An encoder failure is a failure of its path only, reported by the retriever.
+        Ok((PreparedQuery { text: text.to_string(), dense: dense.ok().flatten(), sparse: sparse.ok().flatten() }, truncated))
+    }
+
+    /// Runs a search.
+    pub fn search(&self, req: &SearchRequest) -> Result<SearchOutcome> {
+        let start = Instant::now();
+        if req.query.trim().is_empty() {
+            return Err(Error::invalid("query", "must not be empty"));
+        }
+        if req.top_k == 0 {
+            return Err(Error::invalid("top_k", "must be at least 1"));
+        }
+        if req.paths.is_empty() {
+            return Err(Error::invalid("paths", "at least one retrieval path is needed"));
+        }
+        let mut timings = StageTimings::default();
+        let allowed = self.index.allowed(&req.filter);
+        let candidates = allowed.as_ref().map_or(self.index.chunks.len(), |a| a.count());
+
+        let t = Instant::now();
+        let (query, query_truncated) = self.prepare(&req.query, &req.paths)?;
+        timings.encode_ms = ms(t);
+
+        let mut lists = Vec::new();
+        let mut used_paths = Vec::new();
+        let mut failed_paths = Vec::new();
+        for &p in &req.paths {
+            let Some(r) = self.retrievers.iter().find(|r| r.path() == p) else { continue };
+            let t = Instant::now();
+            match r.retrieve(&query, allowed.as_ref(), req.per_path_k.max(req.top_k)) {
+                Ok(hits) => {
+                    lists.push(hits);
+                    used_paths.push(p);
+                }
+                Err(e) => {
+                    tracing::warn!(path = p.name(), error = %e, "retrieval path failed; skipped");
+                    failed_paths.push((p, e.to_string()));
+                }
+            }
+            timings.paths_ms.insert(p, ms(t));
+        }
+        if used_paths.is_empty() {
+            let why = failed_paths.iter().map(|(p, e)| format!("{p}: {e}")).collect::<Vec<_>>().join("; ");
+            return Err(Error::AllPathsFailed(why));
+        }
+
+        let t = Instant::now();
+        let ids: Vec<Vec<u32>> = lists.iter().map(|l| l.iter().map(|h| h.0).collect()).collect();
+        let weights: Vec<f32> = used_paths.iter().map(|&p| req.fusion.weight(p)).collect();
+        let fused = rrf_fuse(&ids, Some(&weights), req.fusion.k, usize::MAX)?;
+        let mut hits: Vec<Hit> = fused
+            .into_iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let mut d = Diagnostics { rrf_rank: i + 1, rrf_score: f.score, ..Default::default() };
+                for ((&p, rank), list) in used_paths.iter().zip(&f.ranks).zip(&lists) {
+                    if let Some(r) = rank {
+                        d.paths.insert(p, PathRank { rank: *r, score: list[r - 1].1 });
+                    }
+                }
+                Hit { chunk: f.item, score: f.score, diagnostics: d }
+            })
+            .collect();
+        timings.fuse_ms = ms(t);
+
+        let t = Instant::now();
+        let rerank = if !req.rerank {
+            RerankStatus::NotRequested
+        } else if let Some(rr) = &self.reranker {
+            let depth = req.rerank_depth.min(hits.len());
+            let passages: Vec<&str> = hits[..depth].iter().map(|h| self.index.chunks[h.chunk as usize].text.as_str()).collect();
+            match rr.score(&req.query, &passages) {
+                Ok(scores) if scores.len() == depth => {
+                    let mut head: Vec<Hit> = hits.drain(..depth).zip(scores).map(|(mut h, s)| {
+                        h.diagnostics.rerank_score = Some(s);
+                        h.score = s;
+                        h
+                    }).collect();
+                    head.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.diagnostics.rrf_rank.cmp(&b.diagnostics.rrf_rank)));
+                    for (i, h) in head.iter_mut().enumerate() {
+                        h.diagnostics.rerank_rank = Some(i + 1);
+                    }
+                    // Candidates beyond the rerank depth stay below every reranked one.
+                    head.extend(hits.drain(..));
+                    hits = head;
+                    RerankStatus::Applied
+                }
+                Ok(scores) => RerankStatus::Failed(format!("reranker returned {} scores for {depth} passages", scores.len())),
+                Err(e) => {
+                    tracing::warn!(error = %e, "reranker failed; fused order kept");
+                    RerankStatus::Failed(e.to_string())
+                }
+            }
+        } else {
+            RerankStatus::Unavailable
+        };
+        timings.rerank_ms = ms(t);
+
+        if let Some(rec) = &req.recency {
+            self.apply_recency(&mut hits, rec, matches!(rerank, RerankStatus::Applied))?;
+        }
+        let mut out = Vec::with_capacity(req.top_k);
+        let mut per_doc: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();
+        for h in hits {
+            if out.len() == req.top_k {
+                break;
+            }
+            let doc = self.index.chunks[h.chunk as usize].doc;
+            let n = per_doc.entry(doc).or_default();
+            if req.max_per_document.is_some_and(|m| *n >= m) {
+                continue;
+            }
+            *n += 1;
+            out.push(h);
+        }
+        timings.total_ms = ms(start);
+        Ok(SearchOutcome { hits: out, failed_paths, rerank, candidates, query_truncated, timings })
+    }
+
+    fn apply_recency(&self, hits: &mut [Hit], rec: &Recency, reranked: bool) -> Result<()> {
+        if !(rec.half_life_days > 0.0) || !rec.weight.is_finite() || rec.weight < 0.0 {
+            return Err(Error::invalid("recency", "half_life_days must be positive and weight non-negative"));
+        }
+        let now = match &rec.now {
+            Some(s) => Some(days_from_iso_date(s).ok_or_else(|| Error::invalid("recency.now", format!("{s:?} is not YYYY-MM-DD")))?),
+            None => self.newest_day,
+        };
+        let Some(now) = now else { return Ok(()) };
+        for h in hits.iter_mut() {
+            let doc = self.index.document_of(h.chunk);
+            if let Some(day) = doc.published_at.as_deref().and_then(days_from_iso_date) {
+                let age = (now - day).max(0) as f32;
+                let boost = 1.0 + rec.weight * 0.5f32.powf(age / rec.half_life_days);
+                // Rerank logits can be negative: boost the margin above the minimum instead.
+                h.score = if h.score >= 0.0 { h.score * boost } else { h.score / boost };
+            }
+        }
+        let _ = reranked;
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.diagnostics.rrf_rank.cmp(&b.diagnostics.rrf_rank)));
+        Ok(())
+    }
+}
+
+/// Loads the encoders of `models` (and the reranker when one is configured) and checks
+/// that `index` was built with the same dense and SPLADE weights.
+pub fn open_engine(index: Arc<Index>, models: &crate::encode::ModelSet) -> Result<Engine> {
+    use crate::encode::{CrossEncoder, ModelInfo};
+    let (dense_info, sparse_info) = (ModelInfo::read(&models.dense)?, ModelInfo::read(&models.sparse)?);
+    for (what, info, built) in [("dense", &dense_info, &index.manifest.dense_model), ("sparse", &sparse_info, &index.manifest.sparse_model)] {
+        if info.weights_sha256 != built.weights_sha256 {
+            return Err(Error::Model {
+                path: if what == "dense" { models.dense.clone() } else { models.sparse.clone() },
+                reason: format!("index was built with {} ({}), not these weights ({}): rebuild the index", built.id, built.weights_sha256, info.weights_sha256),
+            });
+        }
+    }
+    let (dense, sparse) = rayon::join(|| DenseEncoder::load(&models.dense), || SparseEncoder::load(&models.sparse));
+    let reranker: Option<Arc<dyn Reranker>> = match &models.reranker {
+        Some(dir) => {
+            let name = ModelInfo::read(dir).map(|i| i.id).unwrap_or_else(|_| dir.display().to_string());
+            Some(Arc::new(super::rerank::CrossEncoderReranker::new(CrossEncoder::load(dir)?, name)))
+        }
+        None => None,
+    };
+    Ok(Engine::new(index, Arc::new(dense?), Arc::new(sparse?), reranker))
+}

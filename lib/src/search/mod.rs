@@ -1,0 +1,16 @@
+//! The ranking pipeline: plan, retrieve on every path with filters pre-applied, fuse with
+//! RRF, rerank, boost recent documents, diversify.
+
+mod dates;
+mod engine;
+mod fusion;
+mod rerank;
+mod retrieve;
+
+pub use dates::days_from_iso_date;
+pub use engine::{
+    open_engine, Diagnostics, Engine, FusionConfig, Hit, PathRank, Recency, RerankStatus, SearchOutcome, SearchRequest, StageTimings,
+};
+pub use fusion::{rrf_fuse, Fused, DEFAULT_RRF_K};
+pub use rerank::{CrossEncoderReranker, Reranker};
+pub use retrieve::{Bm25Retriever, DenseRetriever, Path, PathHit, PreparedQuery, Retriever, SpladeRetriever};
