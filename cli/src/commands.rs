@@ -87,6 +87,21 @@ enum Command {
         #[command(flatten)]
         build: BuildArgs,
     },
+    /// Benchmark per-stage latency, HNSW recall and index load time on a BEIR set, at its
+    /// real size and at a synthetic larger size.
+    Bench {
+        /// The BEIR directory (its index is built or reused as by `eval`).
+        #[arg(long)]
+        beir: PathBuf,
+        /// Queries to time.
+        #[arg(long, default_value_t = 200)]
+        queries: usize,
+        /// Also measure at these synthetic sizes (chunks), e.g. 100000.
+        #[arg(long)]
+        scale: Vec<usize>,
+        #[command(flatten)]
+        build: BuildArgs,
+    },
 }
 
 #[derive(clap::Args, Clone)]
@@ -153,21 +168,28 @@ pub fn run(cli: Cli) -> Result<()> {
             let out = engine.search(&req)?;
             print_hits(&engine, &out, json)
         }
+        Command::Bench { beir, queries, scale, build } => {
+            let set = load_beir(&beir, "test")?;
+            let engine = open_engine(Arc::new(beir_index(&beir, &set, &models, &build)?), &models)?;
+            let qs: Vec<String> = set.queries.iter().take(queries).map(|q| q.1.clone()).collect();
+            crate::bench::run(&engine, &qs, "real index")?;
+            if let Some(dir) = &models.reranker {
+                let rr = sextant::search::CrossEncoderReranker::new(sextant::encode::CrossEncoder::load(dir)?, "reranker");
+                crate::bench::rerank50(&engine, &qs, &rr)?;
+            }
+            crate::bench::load_time(engine.index())?;
+            for n in scale {
+                let big = crate::bench::scaled(&engine, n)?;
+                crate::bench::run(&big, &qs, &format!("synthetic ×{:.0}", n as f64 / engine.index().chunks.len() as f64))?;
+                crate::bench::load_time(big.index())?;
+            }
+            Ok(())
+        }
         Command::Eval { beir, split, mode, json, dump_runs, build } => {
             let set = load_beir(&beir, &split)?;
             let name = beir.file_name().and_then(|n| n.to_str()).unwrap_or("beir").to_string();
-            let corpus_sum = sha256_hex(&std::fs::read(beir.join("corpus.jsonl"))?);
-            let key = format!("beir-{name}-{}-c{}-k{}-b{}", &corpus_sum[..12], build.chunk_tokens, build.k1, build.b);
-            let dir = cache_dir().join("indexes").join(key);
             let docs = set.documents.len();
-            let index = match Index::load(&LocalDir::new(&dir)) {
-                Ok(i) => i,
-                Err(_) => {
-                    let i = build_index(set.documents.clone(), &models, &name, &build)?;
-                    i.save(&LocalDir::new(&dir))?;
-                    i
-                }
-            };
+            let index = beir_index(&beir, &set, &models, &build)?;
             let engine = open_engine(Arc::new(index), &models)?;
             if let Some(path) = dump_runs {
                 dump_path_runs(&engine, &set, &path)?;
@@ -190,6 +212,23 @@ pub fn run(cli: Cli) -> Result<()> {
                 println!("  nDCG@10    {:.4}\n  Recall@10  {:.4}\n  Recall@100 {:.4}\n  MRR@10     {:.4}", m.ndcg_at_10, m.recall_at_10, m.recall_at_100, m.mrr_at_10);
             }
             Ok(())
+        }
+    }
+}
+
+/// The index of a BEIR corpus, built once and cached under the cache directory (keyed
+/// by the corpus checksum and the build settings).
+fn beir_index(beir: &FsPath, set: &sextant::corpus::BeirSet, models: &ModelSet, build: &BuildArgs) -> Result<Index> {
+    let name = beir.file_name().and_then(|n| n.to_str()).unwrap_or("beir").to_string();
+    let corpus_sum = sha256_hex(&std::fs::read(beir.join("corpus.jsonl"))?);
+    let key = format!("beir-{name}-{}-c{}-k{}-b{}", &corpus_sum[..12], build.chunk_tokens, build.k1, build.b);
+    let dir = cache_dir().join("indexes").join(key);
+    match Index::load(&LocalDir::new(&dir)) {
+        Ok(i) => Ok(i),
+        Err(_) => {
+            let i = build_index(set.documents.clone(), models, &name, build)?;
+            i.save(&LocalDir::new(&dir))?;
+            Ok(i)
         }
     }
 }

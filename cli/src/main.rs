@@ -1,5 +1,6 @@
 //! `sextant`: build indexes, search them, evaluate on BEIR sets.
 
+mod bench;
 mod commands;
 
 use clap::Parser;

@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
+use super::adaptive::{adaptive_weights, confidence};
 use super::dates::days_from_iso_date;
 use super::fusion::{rrf_fuse, DEFAULT_RRF_K};
 use super::rerank::Reranker;
@@ -14,18 +15,30 @@ use crate::encode::{DenseEncoder, SparseEncoder};
 use crate::error::{Error, Result};
 use crate::index::{Filter, Index};
 
-/// How the paths' lists are fused.
+/// How the paths' lists are fused: weighted RRF whose weights adapt per query to each
+/// path's confidence (see [`super::adaptive`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FusionConfig {
     /// RRF's `k`.
     pub k: f32,
-    /// Weight of each path (absent: 1).
+    /// Base weight of each path (absent: 1).
     pub weights: BTreeMap<Path, f32>,
+    /// How strongly weights follow per-query path confidence (0: fixed weights).
+    pub alpha: f32,
+    /// How many top scores of a path its confidence looks at.
+    pub confidence_depth: usize,
 }
 
 impl Default for FusionConfig {
     fn default() -> Self {
-        FusionConfig { k: DEFAULT_RRF_K, weights: BTreeMap::new() }
+        FusionConfig { k: DEFAULT_RRF_K, weights: BTreeMap::new(), alpha: 0.0, confidence_depth: 10 }
+    }
+}
+
+impl FusionConfig {
+    /// Plain RRF with equal weights and `k` = 60.
+    pub fn plain() -> Self {
+        FusionConfig { k: DEFAULT_RRF_K, weights: BTreeMap::new(), alpha: 0.0, confidence_depth: 10 }
     }
 }
 
@@ -288,7 +301,16 @@ impl Engine {
 
         let t = Instant::now();
         let ids: Vec<Vec<u32>> = lists.iter().map(|l| l.iter().map(|h| h.0).collect()).collect();
-        let weights: Vec<f32> = used_paths.iter().map(|&p| req.fusion.weight(p)).collect();
+        let base: Vec<f32> = used_paths.iter().map(|&p| req.fusion.weight(p)).collect();
+        let weights = if req.fusion.alpha != 0.0 && lists.len() > 1 {
+            let conf: Vec<f32> = lists
+                .iter()
+                .map(|l| confidence(&l.iter().map(|h| h.1).collect::<Vec<_>>(), req.fusion.confidence_depth))
+                .collect();
+            adaptive_weights(&base, &conf, req.fusion.alpha)
+        } else {
+            base
+        };
         let fused = rrf_fuse(&ids, Some(&weights), req.fusion.k, usize::MAX)?;
         let mut hits: Vec<Hit> = fused
             .into_iter()
@@ -339,7 +361,7 @@ impl Engine {
         timings.rerank_ms = ms(t);
 
         if let Some(rec) = &req.recency {
-            self.apply_recency(&mut hits, rec, matches!(rerank, RerankStatus::Applied))?;
+            self.apply_recency(&mut hits, rec)?;
         }
         let mut out = Vec::with_capacity(req.top_k);
         let mut per_doc: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();
@@ -359,7 +381,7 @@ impl Engine {
         Ok(SearchOutcome { hits: out, failed_paths, rerank, candidates, query_truncated, timings })
     }
 
-    fn apply_recency(&self, hits: &mut [Hit], rec: &Recency, reranked: bool) -> Result<()> {
+    fn apply_recency(&self, hits: &mut [Hit], rec: &Recency) -> Result<()> {
         if !(rec.half_life_days > 0.0) || !rec.weight.is_finite() || rec.weight < 0.0 {
             return Err(Error::invalid("recency", "half_life_days must be positive and weight non-negative"));
         }
@@ -377,7 +399,6 @@ impl Engine {
                 h.score = if h.score >= 0.0 { h.score * boost } else { h.score / boost };
             }
         }
-        let _ = reranked;
         hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.diagnostics.rrf_rank.cmp(&b.diagnostics.rrf_rank)));
         Ok(())
     }

@@ -1,12 +1,14 @@
 //! The ranking pipeline: plan, retrieve on every path with filters pre-applied, fuse with
 //! RRF, rerank, boost recent documents, diversify.
 
+mod adaptive;
 mod dates;
 mod engine;
 mod fusion;
 mod rerank;
 mod retrieve;
 
+pub use adaptive::{adaptive_weights, confidence};
 pub use dates::days_from_iso_date;
 pub use engine::{
     open_engine, Diagnostics, Engine, FusionConfig, Hit, PathRank, Recency, RerankStatus, SearchOutcome, SearchRequest, StageTimings,

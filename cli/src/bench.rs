@@ -1,0 +1,187 @@
+//! `sextant bench`: per-stage latency, HNSW recall against exact search, index load time,
+//! at the size of a real index and at a synthetic larger size made from it.
+//!
+//! The synthetic index repeats the real chunks with variations: each copy's dense vector
+//! is the original plus Gaussian-like noise (renormalised), its SPLADE weights are
+//! jittered with some terms dropped, and its BM25 text drops a share of the words. No
+//! model runs to make it, so a 100k-chunk index takes minutes, not hours; query encoding
+//! is measured on the real models either way.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use sextant::corpus::Chunk;
+use sextant::encode::SparseVector;
+use sextant::index::{Bm25Index, DenseIndex, Index, SpladeIndex};
+use sextant::search::{rrf_fuse, Engine, Path, SearchRequest};
+use sextant::storage::LocalDir;
+
+/// Latency summary of one stage, in milliseconds.
+struct Stats {
+    p50: f64,
+    p99: f64,
+    mean: f64,
+}
+
+fn stats(mut xs: Vec<f64>) -> Stats {
+    xs.sort_by(|a, b| a.total_cmp(b));
+    let at = |q: f64| xs[((xs.len() as f64 - 1.0) * q).round() as usize];
+    Stats { p50: at(0.5), p99: at(0.99), mean: xs.iter().sum::<f64>() / xs.len() as f64 }
+}
+
+fn row(name: &str, s: &Stats, baseline: &str) {
+    println!("| {name:<38} | {:>8.3} | {:>8.3} | {:>8.3} | {baseline} |", s.p50, s.p99, s.mean);
+}
+
+fn time<T>(f: impl FnOnce() -> T) -> (T, f64) {
+    let t = Instant::now();
+    let v = f();
+    (v, t.elapsed().as_secs_f64() * 1e3)
+}
+
+/// xorshift, deterministic.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> f32 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % 1_000_000) as f32 / 1_000_000.0
+    }
+    fn normal(&mut self) -> f32 {
+        (0..4).map(|_| self.next()).sum::<f32>() - 2.0
+    }
+}
+
+/// Builds an index of `target` chunks by repeating `base` with variations.
+pub fn synthesize(base: &Index, target: usize) -> Result<Index> {
+    let n = base.chunks.len();
+    let dim = base.dense.dim;
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut vectors = Vec::with_capacity(target * dim);
+    let mut texts = Vec::with_capacity(target);
+    let mut sparse = Vec::with_capacity(target);
+    let mut chunks = Vec::with_capacity(target);
+    // Forward SPLADE vectors, rebuilt from the inverted lists.
+    let mut forward = vec![SparseVector::default(); n];
+    for (term, list) in base.splade.inverted.postings.iter().enumerate() {
+        for &(c, w) in list {
+            forward[c as usize].ids.push(term as u32);
+            forward[c as usize].weights.push(w);
+        }
+    }
+    for i in 0..target {
+        let src = i % n;
+        let copy = i / n;
+        let v = base.dense.vector(src);
+        let noisy: Vec<f32> = v.iter().map(|x| x + if copy == 0 { 0.0 } else { 0.02 * rng.normal() }).collect();
+        let norm = noisy.iter().map(|x| x * x).sum::<f32>().sqrt();
+        vectors.extend(noisy.iter().map(|x| x / norm));
+        let text = &base.chunks[src].text;
+        texts.push(if copy == 0 { text.clone() } else { text.split(' ').filter(|_| rng.next() > 0.15).collect::<Vec<_>>().join(" ") });
+        let mut sv = SparseVector::default();
+        for (&id, &w) in forward[src].ids.iter().zip(&forward[src].weights) {
+            if copy == 0 || rng.next() > 0.1 {
+                sv.ids.push(id);
+                sv.weights.push(if copy == 0 { w } else { w * (0.8 + 0.4 * rng.next()) });
+            }
+        }
+        sparse.push(sv);
+        chunks.push(Chunk { doc: base.chunks[src].doc, span: base.chunks[src].span, text: String::new() });
+    }
+    let bm25 = Bm25Index::build(texts.iter().map(|s| s.as_str()), base.bm25.params);
+    let splade = SpladeIndex::build(base.splade.inverted.postings.len(), &sparse);
+    let dense = DenseIndex::build(dim, vectors);
+    for (c, t) in chunks.iter_mut().zip(texts) {
+        c.text = t;
+    }
+    let mut manifest = base.manifest.clone();
+    manifest.chunks = target;
+    Ok(Index::from_parts(manifest, base.documents.clone(), chunks, dense, bm25, splade)?)
+}
+
+/// Runs the benchmark over `queries` against `engine` and prints a Markdown table.
+pub fn run(engine: &Engine, queries: &[String], label: &str) -> Result<()> {
+    let index = engine.index();
+    println!("\n### {label}: {} chunks, {} queries\n", index.chunks.len(), queries.len());
+    println!("| stage | p50 ms | p99 ms | mean ms | baseline |");
+    println!("|---|---:|---:|---:|---|");
+    let (mut enc_d, mut enc_s, mut prep, mut dense, mut bm25, mut splade, mut exact, mut fuse, mut total) =
+        (vec![], vec![], vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
+    let mut hit = 0usize;
+    let mut want = 0usize;
+    for q in queries {
+        enc_d.push(time(|| engine.dense_encoder().embed(q)).1);
+        enc_s.push(time(|| engine.sparse_encoder().encode(q)).1);
+        let ((pq, _), t) = time(|| engine.prepare(q, &Path::ALL).expect("encode"));
+        prep.push(t);
+        let qv = pq.dense.clone().context("dense vector")?;
+        let (d, t) = time(|| index.dense.search(&qv, None, 50));
+        dense.push(t);
+        let (b, t) = time(|| index.bm25.search(q, None, 50));
+        bm25.push(t);
+        let (s, t) = time(|| index.splade.search(pq.sparse.as_ref().expect("sparse"), None, 50));
+        splade.push(t);
+        let (e, t) = time(|| index.dense.exact(&qv, None, 10));
+        exact.push(t);
+        let lists: Vec<Vec<u32>> = [&d, &b, &s].iter().map(|l| l.iter().map(|h| h.0).collect()).collect();
+        fuse.push(time(|| rrf_fuse(&lists, None, 60.0, 50)).1);
+        let exact10: Vec<u32> = e.iter().map(|h| h.0).collect();
+        hit += d.iter().take(10).filter(|h| exact10.contains(&h.0)).count();
+        want += exact10.len();
+        let mut req = SearchRequest::new(q.clone(), 10);
+        req.rerank = false;
+        total.push(time(|| engine.search(&req)).1);
+    }
+    let (sd, ss) = (stats(enc_d), stats(enc_s));
+    let slower = sd.p50.max(ss.p50);
+    row("encode query: dense (MiniLM-L6)", &sd, "");
+    row("encode query: SPLADE-tiny", &ss, "");
+    row("encode query: both (parallel)", &stats(prep), &format!("slower encoder alone {slower:.3}"));
+    let dstats = stats(dense);
+    let estats = stats(exact);
+    row("path: dense HNSW top-50 (+exact rescoring)", &dstats, &format!("exact scan top-10 p50 {:.3}", estats.p50));
+    row("path: dense exact scan top-10", &estats, "");
+    row("path: BM25 top-50", &stats(bm25), "");
+    row("path: SPLADE top-50", &stats(splade), "");
+    row("fusion: RRF of 3×50", &stats(fuse), "");
+    let t = stats(total);
+    row("search total (no cross-encoder)", &t, &format!("target ≤ 1.3 × {slower:.3} = {:.3}", 1.3 * slower));
+    println!("\nHNSW recall@10 against exact search: {:.4} (target ≥ 0.98)", hit as f64 / want.max(1) as f64);
+    Ok(())
+}
+
+/// Times a reranker over 50 passages.
+pub fn rerank50(engine: &Engine, queries: &[String], reranker: &dyn sextant::search::Reranker) -> Result<()> {
+    let index = engine.index();
+    let passages: Vec<&str> = index.chunks.iter().take(50).map(|c| c.text.as_str()).collect();
+    let times: Vec<f64> = queries.iter().take(10).map(|q| time(|| reranker.score(q, &passages)).1).collect();
+    row("rerank 50 passages (cross-encoder)", &stats(times), "");
+    Ok(())
+}
+
+/// Measures saving and loading `index` (verification included) in a temporary directory.
+pub fn load_time(index: &Index) -> Result<()> {
+    let dir = std::env::temp_dir().join(format!("sextant-bench-{}", std::process::id()));
+    let storage = LocalDir::new(&dir);
+    let (_, save_ms) = time(|| index.save(&storage));
+    let mut loads = Vec::new();
+    for _ in 0..3 {
+        let (r, t) = time(|| Index::load(&storage));
+        r?;
+        loads.push(t);
+    }
+    let bytes: u64 = std::fs::read_dir(&dir)?.filter_map(|e| e.ok()?.metadata().ok()).map(|m| m.len()).sum();
+    println!("\nindex load ({} chunks, {:.1} MB, checksums verified): {:.1} ms (best of 3; save {:.0} ms)",
+        index.chunks.len(), bytes as f64 / 1e6, loads.iter().cloned().fold(f64::MAX, f64::min), save_ms);
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// An engine over a synthetic index, sharing the encoders of `engine`.
+pub fn scaled(engine: &Engine, target: usize) -> Result<Engine> {
+    let (idx, ms) = time(|| synthesize(engine.index(), target));
+    eprintln!("synthesised {target} chunks in {:.1}s", ms / 1e3);
+    Ok(Engine::new(Arc::new(idx?), engine.dense_encoder().clone(), engine.sparse_encoder().clone(), None))
+}

@@ -1,0 +1,124 @@
+//! End-to-end: the real `sextant` binary builds an index from real filings, searches it
+//! with filters, refuses a corrupted index, and reaches its quality bar on SciFact.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn shared() -> PathBuf {
+    std::env::var_os("SEXTANT_SHARED_DIR").map(PathBuf::from).unwrap_or_else(|| repo().join("../shared"))
+}
+
+fn sextant(args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_sextant")).args(args).output().expect("run sextant");
+    out
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = sextant(args);
+    assert!(out.status.success(), "sextant {args:?} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Filing sections of two companies from the bundled demo corpus.
+fn write_filings(dir: &Path) -> PathBuf {
+    let f = std::fs::File::open(repo().join("data/demo/documents.jsonl.gz")).unwrap();
+    let r = BufReader::new(flate2::read::GzDecoder::new(f));
+    let path = dir.join("docs.jsonl");
+    let mut out = std::fs::File::create(&path).unwrap();
+    let mut n = 0;
+    for line in r.lines() {
+        let line = line.unwrap();
+        let v: Value = serde_json::from_str(&line).unwrap();
+        let keep = matches!(v["ticker"].as_str(), Some("AAPL" | "KO")) && v["documentType"] == "10-K";
+        if keep {
+            writeln!(out, "{line}").unwrap();
+            n += 1;
+        }
+    }
+    assert!(n >= 20, "expected the AAPL and KO 10-K sections in the demo corpus, got {n}");
+    path
+}
+
+#[test]
+fn build_search_filter_and_refuse_a_corrupted_index() {
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = write_filings(tmp.path());
+    let idx = tmp.path().join("idx");
+    let idx_s = idx.to_str().unwrap();
+    let out = sextant(&["build", "--docs", docs.to_str().unwrap(), "--out", idx_s, "--id", "filings"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("docs/s"), "the build reports its speed");
+
+    // A question only one company's filing answers comes back first, attributed.
+    let v: Value = serde_json::from_str(&ok(&["search", "--index", idx_s, "--json", "--top-k", "5", "bottlers concentrate syrup"])).unwrap();
+    let hits = v["hits"].as_array().unwrap();
+    assert_eq!(hits.len(), 5);
+    assert!(hits[0]["documentId"].as_str().unwrap().starts_with("KO_"), "{}", hits[0]);
+    // Every hit says how each path ranked it and where fusion put it.
+    for (i, h) in hits.iter().enumerate() {
+        let d = &h["diagnostics"];
+        assert_eq!(d["rrf_rank"].as_u64().unwrap() as usize, i + 1);
+        assert!(d["paths"].as_object().unwrap().len() >= 1);
+    }
+    assert_eq!(v["rerank"]["status"], "unavailable", "no reranker configured");
+
+    // The filter applies before ranking: a Coca-Cola question restricted to Apple returns Apple only.
+    let v: Value =
+        serde_json::from_str(&ok(&["search", "--index", idx_s, "--json", "--ticker", "AAPL", "--top-k", "8", "bottlers concentrate syrup"])).unwrap();
+    let hits = v["hits"].as_array().unwrap();
+    assert_eq!(hits.len(), 8);
+    assert!(hits.iter().all(|h| h["documentId"].as_str().unwrap().starts_with("AAPL_")), "{v}");
+
+    // Each single path works on its own.
+    for mode in ["dense", "bm25", "splade"] {
+        let v: Value = serde_json::from_str(&ok(&["search", "--index", idx_s, "--json", "--mode", mode, "iPhone net sales"])).unwrap();
+        let top = &v["hits"][0];
+        assert!(top["documentId"].as_str().unwrap().starts_with("AAPL_"), "{mode}: {top}");
+        assert_eq!(top["diagnostics"]["paths"].as_object().unwrap().keys().collect::<Vec<_>>(), vec![mode]);
+    }
+
+    // Flip one byte of the BM25 file: the index is refused, naming the file.
+    let bm25 = idx.join("bm25.bin");
+    let mut bytes = std::fs::read(&bm25).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x55;
+    std::fs::write(&bm25, &bytes).unwrap();
+    let out = sextant(&["search", "--index", idx_s, "revenue"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("index corrupted") && err.contains("bm25.bin"), "{err}");
+
+    // A truncated file too.
+    bytes.truncate(mid);
+    std::fs::write(&bm25, &bytes).unwrap();
+    let err = String::from_utf8_lossy(&sextant(&["search", "--index", idx_s, "revenue"]).stderr).to_string();
+    assert!(err.contains("bm25.bin") && err.contains("bytes"), "{err}");
+}
+
+fn eval(set: &str, split: &str, mode: &str) -> f64 {
+    let dir = shared().join("data").join(set);
+    let v: Value = serde_json::from_str(&ok(&["eval", "--beir", dir.to_str().unwrap(), "--split", split, "--mode", mode, "--json"])).unwrap();
+    assert_eq!(v["mode"], mode);
+    assert!(v["queries"].as_u64().unwrap() > 100);
+    v["ndcg@10"].as_f64().unwrap()
+}
+
+/// The default hybrid beats every single path and the best peer figure on both sets.
+#[test]
+fn hybrid_beats_every_single_path_on_scifact_and_tatqa() {
+    for (set, split, peer) in [("scifact", "test", 0.715), ("tatqa", "test", 0.524)] {
+        let hybrid = eval(set, split, "hybrid");
+        for mode in ["dense", "bm25", "splade"] {
+            let single = eval(set, split, mode);
+            assert!(hybrid > single, "{set}: hybrid {hybrid:.4} <= {mode} {single:.4}");
+        }
+        assert!(hybrid > peer, "{set}: hybrid {hybrid:.4} <= best peer {peer}");
+    }
+}
