@@ -49,8 +49,8 @@ def confidence(lst, depth=10):
     top = lst[0][1]
     rest = [x[1] for x in lst[1:depth]]
     mean = sum(rest) / len(rest)
-    sd = math.sqrt(sum((x - mean) ** 2 for x in rest) / len(rest)) or 1e-9
-    return (top - mean) / sd
+    sd = max(math.sqrt(sum((x - mean) ** 2 for x in rest) / len(rest)), 1e-6)
+    return min((top - mean) / sd, 50.0)
 
 
 def adaptive_rrf(lists, base, k, alpha, depth=10):
@@ -86,9 +86,9 @@ def main():
     report("rrf(dense,bm25) k=60", lambda L: rrf(L, [1, 1, 0], 60))
     report("rrf(bm25,splade) k=60", lambda L: rrf(L, [0, 1, 1], 60))
     best = []
-    for k in [10, 30, 60]:
-        for w in itertools.product([0.5, 1.0, 1.5], repeat=3):
-            for alpha in [0.0, 0.25, 0.5, 0.75, 1.0]:
+    for k in [float(x) for x in sys.argv[0:0]] or [5, 10, 20, 60]:
+        for w in itertools.product([0.25, 0.5, 1.0, 1.5], repeat=3):
+            for alpha in [0.0, 0.2, 0.4, 0.7]:
                 s = [evaluate([st], lambda L: adaptive_rrf(L, w, k, alpha)) for st in sets]
                 best.append((sum(s) / len(s), k, w, alpha, s))
     best.sort(reverse=True)
