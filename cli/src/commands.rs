@@ -180,7 +180,7 @@ pub fn run(cli: Cli) -> Result<()> {
             crate::bench::load_time(engine.index())?;
             for n in scale {
                 let big = crate::bench::scaled(&engine, n)?;
-                crate::bench::run(&big, &qs, &format!("synthetic ×{:.0}", n as f64 / engine.index().chunks.len() as f64))?;
+                crate::bench::run(&big, &qs, &format!("synthetic {n}"))?;
                 crate::bench::load_time(big.index())?;
             }
             Ok(())
