@@ -107,7 +107,12 @@ fn eval(set: &str, split: &str, mode: &str) -> f64 {
     let v: Value = serde_json::from_str(&ok(&["eval", "--beir", dir.to_str().unwrap(), "--split", split, "--mode", mode, "--json"])).unwrap();
     assert_eq!(v["mode"], mode);
     assert!(v["queries"].as_u64().unwrap() > 100);
-    v["ndcg@10"].as_f64().unwrap()
+    assert!(v["docs"].as_u64().unwrap() > 3000);
+    for key in ["Recall@10", "Recall@100", "MRR@10"] {
+        let x = v[key].as_f64().unwrap_or_else(|| panic!("{key} missing: {v}"));
+        assert!((0.0..=1.0).contains(&x));
+    }
+    v["nDCG@10"].as_f64().unwrap()
 }
 
 /// The default hybrid beats every single path and the best peer figure on both sets.

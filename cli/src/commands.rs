@@ -204,7 +204,7 @@ pub fn run(cli: Cli) -> Result<()> {
             if json {
                 let v = serde_json::json!({
                     "mode": mode.name(), "split": split, "queries": m.queries, "docs": docs,
-                    "ndcg@10": m.ndcg_at_10, "recall@10": m.recall_at_10, "recall@100": m.recall_at_100, "mrr@10": m.mrr_at_10,
+                    "nDCG@10": m.ndcg_at_10, "Recall@10": m.recall_at_10, "Recall@100": m.recall_at_100, "MRR@10": m.mrr_at_10,
                 });
                 println!("{v}");
             } else {

@@ -16,3 +16,6 @@ pub use engine::{
 pub use fusion::{rrf_fuse, Fused, DEFAULT_RRF_K};
 pub use rerank::{CrossEncoderReranker, Reranker};
 pub use retrieve::{Bm25Retriever, DenseRetriever, Path, PathHit, PreparedQuery, Retriever, SpladeRetriever};
+
+#[cfg(test)]
+mod engine_tests;
