@@ -2,8 +2,8 @@
 
 use std::path::Path;
 
-use super::runtime::{rows_f32, OnnxBert};
-use super::tokenize::{TextTokenizer, MAX_TOKENS};
+use super::runtime::{load_model_dir, rows_f32, OnnxBert};
+use super::tokenize::TextTokenizer;
 use crate::error::Result;
 
 /// Pairs per inference call.
@@ -18,8 +18,7 @@ pub struct CrossEncoder {
 impl CrossEncoder {
     /// Loads `model.onnx` and `tokenizer.json` from a model directory.
     pub fn load(dir: &Path) -> Result<Self> {
-        let tokenizer = TextTokenizer::from_file(&dir.join("tokenizer.json"), MAX_TOKENS)?;
-        let model = OnnxBert::load(&dir.join("model.onnx"))?;
+        let (tokenizer, model) = load_model_dir(dir)?;
         Ok(CrossEncoder { tokenizer, model })
     }
 

@@ -4,8 +4,8 @@ use std::path::Path;
 
 use rayon::prelude::*;
 
-use super::runtime::{rows_f32, OnnxBert};
-use super::tokenize::{Encoded, TextTokenizer, MAX_TOKENS};
+use super::runtime::{load_model_dir, rows_f32, OnnxBert};
+use super::tokenize::{Encoded, TextTokenizer};
 use crate::error::Result;
 
 /// Inputs per inference call when encoding documents.
@@ -21,8 +21,7 @@ pub struct DenseEncoder {
 impl DenseEncoder {
     /// Loads `model.onnx` and `tokenizer.json` from a converted model directory.
     pub fn load(dir: &Path) -> Result<Self> {
-        let tokenizer = TextTokenizer::from_file(&dir.join("tokenizer.json"), MAX_TOKENS)?;
-        let model = OnnxBert::load(&dir.join("model.onnx"))?;
+        let (tokenizer, model) = load_model_dir(dir)?;
         let probe = model.run(&[tokenizer.encode("probe")?])?;
         let (_, dim) = rows_f32(&probe, 0)?;
         Ok(DenseEncoder { tokenizer, model, dim })

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use tract_onnx::prelude::*;
 
-use super::tokenize::Encoded;
+use super::tokenize::{Encoded, TextTokenizer, MAX_TOKENS};
 use crate::error::{Error, Result};
 
 type Plan = std::sync::Arc<TypedRunnableModel>;
@@ -67,4 +67,11 @@ pub(crate) fn rows_f32(outputs: &TVec<TValue>, i: usize) -> Result<(Vec<f32>, us
     let view = out.to_plain_array_view::<f32>().map_err(|e| Error::Inference(e.to_string()))?;
     let cols = *view.shape().last().unwrap_or(&0);
     Ok((view.iter().copied().collect(), cols))
+}
+
+/// Loads the `tokenizer.json` and `model.onnx` of a converted model directory.
+pub(crate) fn load_model_dir(dir: &Path) -> Result<(TextTokenizer, OnnxBert)> {
+    let tokenizer = TextTokenizer::from_file(&dir.join("tokenizer.json"), MAX_TOKENS)?;
+    let model = OnnxBert::load(&dir.join("model.onnx"))?;
+    Ok((tokenizer, model))
 }

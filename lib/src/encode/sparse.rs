@@ -5,8 +5,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::dense::run_sorted;
-use super::runtime::{rows_f32, OnnxBert};
-use super::tokenize::{Encoded, TextTokenizer, MAX_TOKENS};
+use super::runtime::{load_model_dir, rows_f32, OnnxBert};
+use super::tokenize::{Encoded, TextTokenizer};
 use crate::error::Result;
 
 /// Weights below this are dropped (they change no ranking and bloat the index).
@@ -51,8 +51,7 @@ pub struct SparseEncoder {
 impl SparseEncoder {
     /// Loads `model.onnx` and `tokenizer.json` from a converted model directory.
     pub fn load(dir: &Path) -> Result<Self> {
-        let tokenizer = TextTokenizer::from_file(&dir.join("tokenizer.json"), MAX_TOKENS)?;
-        let model = OnnxBert::load(&dir.join("model.onnx"))?;
+        let (tokenizer, model) = load_model_dir(dir)?;
         Ok(SparseEncoder { tokenizer, model })
     }
 
