@@ -342,57 +342,68 @@ impl Engine {
         timings.fuse_ms = ms(t);
 
         let t = Instant::now();
-        let rerank = if !req.rerank {
-            RerankStatus::NotRequested
-        } else if let Some(rr) = &self.reranker {
-            let depth = req.rerank_depth.min(hits.len());
-            let passages: Vec<&str> = hits[..depth].iter().map(|h| self.index.chunks[h.chunk as usize].text.as_str()).collect();
-            match rr.score(&req.query, &passages) {
-                Ok(scores) if scores.len() == depth => {
-                    let mut head: Vec<Hit> = hits.drain(..depth).zip(scores).map(|(mut h, s)| {
-                        h.diagnostics.rerank_score = Some(s);
-                        h.score = s;
-                        h
-                    }).collect();
-                    head.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.diagnostics.rrf_rank.cmp(&b.diagnostics.rrf_rank)));
-                    for (i, h) in head.iter_mut().enumerate() {
-                        h.diagnostics.rerank_rank = Some(i + 1);
-                    }
-                    // Candidates beyond the rerank depth stay below every reranked one.
-                    head.extend(hits.drain(..));
-                    hits = head;
-                    RerankStatus::Applied
-                }
-                Ok(scores) => RerankStatus::Failed(format!("reranker returned {} scores for {depth} passages", scores.len())),
-                Err(e) => {
-                    tracing::warn!(error = %e, "reranker failed; fused order kept");
-                    RerankStatus::Failed(e.to_string())
-                }
-            }
-        } else {
-            RerankStatus::Unavailable
-        };
+        let rerank = self.rerank(req, &mut hits);
         timings.rerank_ms = ms(t);
 
         if let Some(rec) = &req.recency {
             self.apply_recency(&mut hits, rec)?;
         }
-        let mut out = Vec::with_capacity(req.top_k);
+        let out = self.diversify(hits, req.top_k, req.max_per_document);
+        timings.total_ms = ms(start);
+        Ok(SearchOutcome { hits: out, failed_paths, rerank, candidates, query_truncated, timings })
+    }
+
+    /// Reranks the fused top `rerank_depth` in place when asked and possible; candidates
+    /// beyond the depth stay below every reranked one. On failure the fused order stays.
+    fn rerank(&self, req: &SearchRequest, hits: &mut Vec<Hit>) -> RerankStatus {
+        if !req.rerank {
+            return RerankStatus::NotRequested;
+        }
+        let Some(rr) = &self.reranker else { return RerankStatus::Unavailable };
+        let depth = req.rerank_depth.min(hits.len());
+        let passages: Vec<&str> = hits[..depth].iter().map(|h| self.index.chunks[h.chunk as usize].text.as_str()).collect();
+        let scores = match rr.score(&req.query, &passages) {
+            Ok(s) if s.len() == depth => s,
+            Ok(s) => return RerankStatus::Failed(format!("reranker returned {} scores for {depth} passages", s.len())),
+            Err(e) => {
+                tracing::warn!(error = %e, "reranker failed; fused order kept");
+                return RerankStatus::Failed(e.to_string());
+            }
+        };
+        let mut head: Vec<Hit> = hits
+            .drain(..depth)
+            .zip(scores)
+            .map(|(mut h, s)| {
+                h.diagnostics.rerank_score = Some(s);
+                h.score = s;
+                h
+            })
+            .collect();
+        head.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.diagnostics.rrf_rank.cmp(&b.diagnostics.rrf_rank)));
+        for (i, h) in head.iter_mut().enumerate() {
+            h.diagnostics.rerank_rank = Some(i + 1);
+        }
+        head.append(hits);
+        *hits = head;
+        RerankStatus::Applied
+    }
+
+    /// The first `top_k` hits, keeping at most `max_per_document` chunks of a document.
+    fn diversify(&self, hits: Vec<Hit>, top_k: usize, max_per_document: Option<usize>) -> Vec<Hit> {
+        let mut out = Vec::with_capacity(top_k);
         let mut per_doc: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();
         for h in hits {
-            if out.len() == req.top_k {
+            if out.len() == top_k {
                 break;
             }
-            let doc = self.index.chunks[h.chunk as usize].doc;
-            let n = per_doc.entry(doc).or_default();
-            if req.max_per_document.is_some_and(|m| *n >= m) {
+            let n = per_doc.entry(self.index.chunks[h.chunk as usize].doc).or_default();
+            if max_per_document.is_some_and(|m| *n >= m) {
                 continue;
             }
             *n += 1;
             out.push(h);
         }
-        timings.total_ms = ms(start);
-        Ok(SearchOutcome { hits: out, failed_paths, rerank, candidates, query_truncated, timings })
+        out
     }
 
     fn apply_recency(&self, hits: &mut [Hit], rec: &Recency) -> Result<()> {
@@ -409,7 +420,7 @@ impl Engine {
             if let Some(day) = doc.published_at.as_deref().and_then(days_from_iso_date) {
                 let age = (now - day).max(0) as f32;
                 let boost = 1.0 + rec.weight * 0.5f32.powf(age / rec.half_life_days);
-                // Rerank logits can be negative: boost the margin above the minimum instead.
+                // Rerank logits can be negative: dividing by the boost moves those up too.
                 h.score = if h.score >= 0.0 { h.score * boost } else { h.score / boost };
             }
         }
