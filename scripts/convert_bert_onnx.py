@@ -11,7 +11,8 @@ Three heads are supported, chosen with --kind:
   ``sentence_embedding`` [batch, hidden] = L2-normalised mean of the last hidden states
   over the real attention mask, and ``token_embeddings`` [batch, seq, hidden].
 * ``splade`` (BertForMaskedLM): outputs ``sparse_weights`` [batch, vocab] =
-  max over tokens of log(1 + relu(MLM logits)) * attention_mask.
+  max over real tokens of log(1 + relu(MLM logits)), computed as log(1 + relu(max logits))
+  (the activation is monotone), so the big [batch, seq, vocab] tensor sees only the max.
 * ``cross``  (BertForSequenceClassification): outputs ``logits`` [batch, labels] from the
   tanh pooler over [CLS] and the classifier; --head names a safetensors file holding
   ``bert.pooler.dense.*`` and ``classifier.*`` when they are not in the checkpoint.
@@ -157,9 +158,14 @@ def build(kind, w, cfg, raw):
                        raw["cls.predictions.transform.LayerNorm.bias"], cfg.get("layer_norm_eps", 1e-12))
         dec = raw.get("cls.predictions.decoder.weight", w["embeddings.word_embeddings.weight"])  # tied
         logits = linear(g, t, dec, raw["cls.predictions.bias"])  # [B,S,V]
-        act = g.op("Log", [g.op("Add", [g.op("Relu", [logits]), g.const(np.float32(1.0), "one")])])
-        m3 = g.op("Unsqueeze", [maskf, g.const(np.array([2], dtype=np.int64), "ax2")])
-        g.nodes.append(helper.make_node("ReduceMax", [g.op("Mul", [act, m3])], ["sparse_weights"], axes=[1], keepdims=0))
+        # max_t log(1 + relu(x_t)) over real tokens == log(1 + relu(max_t x_t)) because
+        # log1p∘relu is monotone: mask padding with a large negative bias, take the max,
+        # and run the activation on [B,V] instead of [B,S,V].
+        pad_bias = g.op("Mul", [g.op("Sub", [g.const(np.float32(1.0), "one"), maskf]), g.const(np.float32(-1e9), "neg")])
+        pad_bias = g.op("Unsqueeze", [pad_bias, g.const(np.array([2], dtype=np.int64), "ax2")])  # [B,S,1]
+        best = g.op("ReduceMax", [g.op("Add", [logits, pad_bias])], axes=[1], keepdims=0)  # [B,V]
+        g.nodes.append(helper.make_node("Log", [g.op("Add", [g.op("Relu", [best]), g.const(np.float32(1.0), "one")])],
+                                        ["sparse_weights"]))
         outputs = [helper.make_tensor_value_info("sparse_weights", TensorProto.FLOAT, ["batch", cfg["vocab_size"]])]
     elif kind == "cross":
         cls = g.op("Gather", [x, g.const(np.int64(0), "i0")], axis=1)  # [B,H]
