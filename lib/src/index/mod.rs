@@ -18,7 +18,7 @@ pub use analyzer::{Analyzer, STOP_WORDS};
 pub use bitset::Bitset;
 pub use bm25::{Bm25Index, Bm25Params};
 pub use build::{BuildOptions, Progress};
-pub use dense::{dot, DenseIndex, EF_SEARCH, EXACT_SCAN_FRACTION};
+pub use dense::{dot, DenseIndex, EF_SEARCH, EXACT_ONLY_BELOW, EXACT_SCAN_FRACTION};
 pub use filter::Filter;
 pub use format::Manifest;
 pub use inverted::InvertedIndex;

@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::index::{Filter, Index};
 
 /// How the paths' lists are fused: weighted RRF whose weights adapt per query to each
-/// path's confidence (see [`super::adaptive`]).
+/// path's confidence (see [`confidence`](super::confidence) and [`adaptive_weights`](super::adaptive_weights)).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FusionConfig {
     /// RRF's `k`.
