@@ -2,12 +2,13 @@
 
 use std::path::Path;
 
+use super::dense::run_sorted;
 use super::runtime::{load_model_dir, rows_f32, OnnxBert};
 use super::tokenize::TextTokenizer;
 use crate::error::Result;
 
 /// Pairs per inference call.
-const PAIR_BATCH: usize = 16;
+const PAIR_BATCH: usize = 8;
 
 /// A BertForSequenceClassification model with one output logit.
 pub struct CrossEncoder {
@@ -27,15 +28,14 @@ impl CrossEncoder {
         &self.tokenizer
     }
 
-    /// One logit per passage, in input order (higher is more relevant).
+    /// One logit per passage, in input order (higher is more relevant). Pairs are
+    /// batched by similar length and the batches run in parallel.
     pub fn score(&self, query: &str, passages: &[&str]) -> Result<Vec<f32>> {
-        let mut scores = Vec::with_capacity(passages.len());
-        for chunk in passages.chunks(PAIR_BATCH) {
-            let batch = chunk.iter().map(|p| self.tokenizer.encode_pair(query, p)).collect::<Result<Vec<_>>>()?;
-            let out = self.model.run(&batch)?;
+        let pairs = passages.iter().map(|p| self.tokenizer.encode_pair(query, p)).collect::<Result<Vec<_>>>()?;
+        run_sorted(&pairs, PAIR_BATCH, |batch| {
+            let out = self.model.run(batch)?;
             let (flat, cols) = rows_f32(&out, 0)?;
-            scores.extend(flat.chunks(cols).map(|r| r[0]));
-        }
-        Ok(scores)
+            Ok(flat.chunks(cols).map(|r| r[0]).collect())
+        })
     }
 }
