@@ -42,6 +42,12 @@ enum Command {
         /// Index id.
         #[arg(long, default_value = "default")]
         id: String,
+        /// Only documents of these tickers (repeatable).
+        #[arg(long)]
+        ticker: Vec<String>,
+        /// Only documents of these types, e.g. 10-K, 10-Q, earnings_call (repeatable).
+        #[arg(long)]
+        document_type: Vec<String>,
         #[command(flatten)]
         build: BuildArgs,
     },
@@ -153,8 +159,10 @@ pub fn run(cli: Cli) -> Result<()> {
     let mut models = ModelSet::under(&cli.models.clone().unwrap_or_else(default_model_dir));
     models.reranker = cli.reranker.clone();
     match cli.command {
-        Command::Build { docs, out, id, build } => {
-            let documents = load_documents(&docs).with_context(|| format!("reading {}", docs.display()))?;
+        Command::Build { docs, out, id, ticker, document_type, build } => {
+            let subset = Filter { tickers: ticker, document_types: document_type, ..Default::default() };
+            let mut documents = load_documents(&docs).with_context(|| format!("reading {}", docs.display()))?;
+            documents.retain(|d| subset.matches(d));
             let index = build_index(documents, &models, &id, &build)?;
             let m = index.save(&LocalDir::new(&out))?;
             eprintln!("index {} written to {} ({} documents, {} chunks)", m.index_id, out.display(), m.documents, m.chunks);
@@ -272,7 +280,8 @@ pub fn build_index(documents: Vec<Document>, models: &ModelSet, id: &str, args: 
     })?;
     bar.finish_and_clear();
     let secs = t.elapsed().as_secs_f64();
-    eprintln!("built {} documents, {} chunks in {secs:.1}s ({:.1} docs/s)", ndocs, index.chunks.len(), ndocs as f64 / secs);
+    let nchunks = index.chunks.len();
+    eprintln!("built {ndocs} documents, {nchunks} chunks in {secs:.1}s ({:.1} docs/s, {:.1} chunks/s)", ndocs as f64 / secs, nchunks as f64 / secs);
     Ok(index)
 }
 
