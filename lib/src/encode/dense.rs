@@ -2,9 +2,7 @@
 
 use std::path::Path;
 
-use rayon::prelude::*;
-
-use super::runtime::{load_model_dir, rows_f32, OnnxBert};
+use super::runtime::{load_model_dir, rows_f32, run_sorted, OnnxBert};
 use super::tokenize::{Encoded, TextTokenizer};
 use crate::error::Result;
 
@@ -39,7 +37,14 @@ impl DenseEncoder {
 
     /// Embeds one query.
     pub fn embed(&self, text: &str) -> Result<Vec<f32>> {
-        Ok(self.embed_encoded(&[self.tokenizer.encode(text)?])?.pop().unwrap_or_default())
+        Ok(self.embed_query(text)?.0)
+    }
+
+    /// Embeds one query and tells whether it was cut to the model window.
+    pub fn embed_query(&self, text: &str) -> Result<(Vec<f32>, bool)> {
+        let encoded = self.tokenizer.encode(text)?;
+        let truncated = encoded.truncated;
+        Ok((self.embed_encoded(&[encoded])?.pop().unwrap_or_default(), truncated))
     }
 
     /// Embeds many texts: sorted by length into batches (little padding), batches run in
@@ -61,30 +66,4 @@ impl DenseEncoder {
         let (flat, cols) = rows_f32(&out, 0)?;
         Ok(flat.chunks(cols).map(|c| c.to_vec()).collect())
     }
-}
-
-/// Runs `f` over `items` grouped by similar token length, in parallel, and returns the
-/// results in the original order.
-pub(crate) fn run_sorted<T: Send>(
-    items: &[Encoded],
-    batch: usize,
-    f: impl Fn(&[Encoded]) -> Result<Vec<T>> + Sync,
-) -> Result<Vec<T>> {
-    let mut order: Vec<usize> = (0..items.len()).collect();
-    order.sort_by_key(|&i| items[i].ids.len());
-    let groups: Vec<Vec<usize>> = order.chunks(batch).map(|c| c.to_vec()).collect();
-    let results: Vec<Vec<T>> = groups
-        .par_iter()
-        .map(|g| {
-            let b: Vec<Encoded> = g.iter().map(|&i| items[i].clone()).collect();
-            f(&b)
-        })
-        .collect::<Result<_>>()?;
-    let mut slots: Vec<Option<T>> = (0..items.len()).map(|_| None).collect();
-    for (g, r) in groups.iter().zip(results) {
-        for (&i, v) in g.iter().zip(r) {
-            slots[i] = Some(v);
-        }
-    }
-    Ok(slots.into_iter().map(|s| s.expect("every input encoded")).collect())
 }

@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use rayon::prelude::*;
 use tract_onnx::prelude::*;
 
 use super::tokenize::{Encoded, TextTokenizer, MAX_TOKENS};
@@ -74,4 +75,30 @@ pub(crate) fn load_model_dir(dir: &Path) -> Result<(TextTokenizer, OnnxBert)> {
     let tokenizer = TextTokenizer::from_file(&dir.join("tokenizer.json"), MAX_TOKENS)?;
     let model = OnnxBert::load(&dir.join("model.onnx"))?;
     Ok((tokenizer, model))
+}
+
+/// Runs `f` over `items` grouped by similar token length, in parallel, and returns the
+/// results in the original order.
+pub(crate) fn run_sorted<T: Send>(
+    items: &[Encoded],
+    batch: usize,
+    f: impl Fn(&[Encoded]) -> Result<Vec<T>> + Sync,
+) -> Result<Vec<T>> {
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    order.sort_by_key(|&i| items[i].ids.len());
+    let groups: Vec<Vec<usize>> = order.chunks(batch).map(|c| c.to_vec()).collect();
+    let results: Vec<Vec<T>> = groups
+        .par_iter()
+        .map(|g| {
+            let b: Vec<Encoded> = g.iter().map(|&i| items[i].clone()).collect();
+            f(&b)
+        })
+        .collect::<Result<_>>()?;
+    let mut slots: Vec<Option<T>> = (0..items.len()).map(|_| None).collect();
+    for (g, r) in groups.iter().zip(results) {
+        for (&i, v) in g.iter().zip(r) {
+            slots[i] = Some(v);
+        }
+    }
+    Ok(slots.into_iter().map(|s| s.expect("every input encoded")).collect())
 }

@@ -4,8 +4,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::dense::run_sorted;
-use super::runtime::{load_model_dir, rows_f32, OnnxBert};
+use super::runtime::{load_model_dir, rows_f32, run_sorted, OnnxBert};
 use super::tokenize::{Encoded, TextTokenizer};
 use crate::error::Result;
 

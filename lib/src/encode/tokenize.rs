@@ -24,6 +24,12 @@ pub struct Encoded {
     pub truncated: bool,
 }
 
+impl From<tokenizers::Encoding> for Encoded {
+    fn from(e: tokenizers::Encoding) -> Self {
+        Encoded { ids: e.get_ids().to_vec(), type_ids: e.get_type_ids().to_vec(), truncated: !e.get_overflowing().is_empty() }
+    }
+}
+
 /// A WordPiece tokenizer with the project's truncation rules.
 #[derive(Clone)]
 pub struct TextTokenizer {
@@ -59,14 +65,12 @@ impl TextTokenizer {
 
     /// Tokenizes one text.
     pub fn encode(&self, text: &str) -> Result<Encoded> {
-        let e = self.single.encode(text, true).map_err(|e| Error::Tokenizer(e.to_string()))?;
-        Ok(Encoded { ids: e.get_ids().to_vec(), type_ids: e.get_type_ids().to_vec(), truncated: !e.get_overflowing().is_empty() })
+        self.single.encode(text, true).map(Encoded::from).map_err(|e| Error::Tokenizer(e.to_string()))
     }
 
     /// Tokenizes a (query, passage) pair, truncating only the passage.
     pub fn encode_pair(&self, first: &str, second: &str) -> Result<Encoded> {
-        let e = self.pair.encode((first, second), true).map_err(|e| Error::Tokenizer(e.to_string()))?;
-        Ok(Encoded { ids: e.get_ids().to_vec(), type_ids: e.get_type_ids().to_vec(), truncated: !e.get_overflowing().is_empty() })
+        self.pair.encode((first, second), true).map(Encoded::from).map_err(|e| Error::Tokenizer(e.to_string()))
     }
 
     /// Number of tokens of `text` without special tokens and without truncation.

@@ -53,6 +53,15 @@ const DENSE_GRAPH: &str = "dense.graph";
 const BM25: &str = "bm25.bin";
 const SPLADE: &str = "splade.bin";
 
+/// Decodes one bincode file of an index, naming it in the error.
+fn decode_file<T: serde::de::DeserializeOwned>(location: &str, name: &str, bytes: Result<&[u8]>) -> Result<T> {
+    bincode::deserialize(bytes?).map_err(|e| Error::IndexCorrupted {
+        file: format!("{location}/{name}"),
+        expected: "a decodable file".into(),
+        found: e.to_string(),
+    })
+}
+
 impl Index {
     /// Assembles an index from its parts (checks that the parts agree).
     pub fn from_parts(
@@ -147,37 +156,18 @@ impl Index {
                 found: "none".into(),
             })
         };
-        let decode_err = |name: &str, e: bincode::Error| Error::IndexCorrupted {
-            file: format!("{}/{name}", storage.location()),
-            expected: "a decodable file".into(),
-            found: e.to_string(),
-        };
-        let (documents, chunks, mut dense, bm25, splade) = {
-            let (a, rest) = rayon::join(
-                || -> Result<(Vec<Document>, Vec<Chunk>)> {
-                    Ok((
-                        bincode::deserialize(get(DOCUMENTS)?).map_err(|e| decode_err(DOCUMENTS, e))?,
-                        bincode::deserialize(get(CHUNKS)?).map_err(|e| decode_err(CHUNKS, e))?,
-                    ))
-                },
-                || -> Result<(DenseIndex, Bm25Index, SpladeIndex)> {
-                    let (d, bs) = rayon::join(
-                        || bincode::deserialize::<DenseIndex>(get(DENSE_GRAPH)?).map_err(|e| decode_err(DENSE_GRAPH, e)),
-                        || -> Result<(Bm25Index, SpladeIndex)> {
-                            Ok((
-                                bincode::deserialize(get(BM25)?).map_err(|e| decode_err(BM25, e))?,
-                                bincode::deserialize(get(SPLADE)?).map_err(|e| decode_err(SPLADE, e))?,
-                            ))
-                        },
-                    );
-                    let (b, s) = bs?;
-                    Ok((d?, b, s))
-                },
-            );
-            let (docs, chunks) = a?;
-            let (d, b, s) = rest?;
-            (docs, chunks, d, b, s)
-        };
+        let loc = storage.location();
+        let ((documents, chunks), (dense, (bm25, splade))) = rayon::join(
+            || rayon::join(|| decode_file(&loc, DOCUMENTS, get(DOCUMENTS)), || decode_file(&loc, CHUNKS, get(CHUNKS))),
+            || {
+                rayon::join(
+                    || decode_file::<DenseIndex>(&loc, DENSE_GRAPH, get(DENSE_GRAPH)),
+                    || rayon::join(|| decode_file(&loc, BM25, get(BM25)), || decode_file(&loc, SPLADE, get(SPLADE))),
+                )
+            },
+        );
+        let (documents, chunks, mut dense, bm25, splade): (Vec<Document>, Vec<Chunk>, DenseIndex, Bm25Index, SpladeIndex) =
+            (documents?, chunks?, dense?, bm25?, splade?);
         let raw = get(DENSE_VECTORS)?;
         dense.vectors = raw.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
         if dense.dim != manifest.dense_dim {

@@ -262,12 +262,18 @@ impl Engine {
         let need_dense = paths.contains(&Path::Dense);
         let need_sparse = paths.contains(&Path::Splade);
         let (dense, sparse) = rayon::join(
-            || need_dense.then(|| self.dense.embed(text)).transpose(),
+            || need_dense.then(|| self.dense.embed_query(text)).transpose(),
             || need_sparse.then(|| self.sparse.encode(text)).transpose(),
         );
-        let truncated = self.dense.tokenizer().encode(text).map(|e| e.truncated).unwrap_or(false);
         // An encoder failure is a failure of its path only, reported by the retriever.
-        Ok((PreparedQuery { text: text.to_string(), dense: dense.ok().flatten(), sparse: sparse.ok().flatten() }, truncated))
+        let dense = dense.ok().flatten();
+        // Only tokenize again to learn about truncation when the dense path did not run.
+        let truncated = match &dense {
+            Some((_, t)) => *t,
+            None => self.dense.tokenizer().encode(text).map(|e| e.truncated).unwrap_or(false),
+        };
+        let dense = dense.map(|(v, _)| v);
+        Ok((PreparedQuery { text: text.to_string(), dense, sparse: sparse.ok().flatten() }, truncated))
     }
 
     /// Runs a search.
