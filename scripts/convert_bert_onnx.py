@@ -12,7 +12,8 @@ Three heads are supported, chosen with --kind:
   over the real attention mask, and ``token_embeddings`` [batch, seq, hidden].
 * ``splade`` (BertForMaskedLM): outputs ``sparse_weights`` [batch, vocab] =
   max over real tokens of log(1 + relu(MLM logits)), computed as log(1 + relu(max logits))
-  (the activation is monotone), so the big [batch, seq, vocab] tensor sees only the max.
+  (the activation is monotone), so the big [batch, seq, vocab] tensor sees only the max;
+  and ``mlm_logits`` [batch, seq, vocab], the logits before pooling.
 * ``cross``  (BertForSequenceClassification): outputs ``logits`` [batch, labels] from the
   tanh pooler over [CLS] and the classifier; --head names a safetensors file holding
   ``bert.pooler.dense.*`` and ``classifier.*`` when they are not in the checkpoint.
@@ -166,7 +167,11 @@ def build(kind, w, cfg, raw):
         best = g.op("ReduceMax", [g.op("Add", [logits, pad_bias])], axes=[1], keepdims=0)  # [B,V]
         g.nodes.append(helper.make_node("Log", [g.op("Add", [g.op("Relu", [best]), g.const(np.float32(1.0), "one")])],
                                         ["sparse_weights"]))
-        outputs = [helper.make_tensor_value_info("sparse_weights", TensorProto.FLOAT, ["batch", cfg["vocab_size"]])]
+        # The raw logits are a second output so that a runtime can pick them for short
+        # single inputs (a query) and pool them itself, skipping the [B,S,V] reduction.
+        g.nodes.append(helper.make_node("Identity", [logits], ["mlm_logits"]))
+        outputs = [helper.make_tensor_value_info("sparse_weights", TensorProto.FLOAT, ["batch", cfg["vocab_size"]]),
+                   helper.make_tensor_value_info("mlm_logits", TensorProto.FLOAT, ["batch", "seq", cfg["vocab_size"]])]
     elif kind == "cross":
         cls = g.op("Gather", [x, g.const(np.int64(0), "i0")], axis=1)  # [B,H]
         pooled = g.op("Tanh", [linear(g, cls, w["pooler.dense.weight"], w["pooler.dense.bias"])])

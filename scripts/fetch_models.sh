@@ -15,7 +15,7 @@ repo=$(cd "$here/.." && pwd)
 cache=${SEXTANT_CACHE_DIR:-$HOME/.cache/sextant}
 models=${SEXTANT_MODEL_DIR:-$cache/models}
 shared=${SEXTANT_SHARED_DIR:-$repo/../shared}
-recipe=2   # bump when the conversion changes, to rebuild every cache
+recipe=3   # bump when the conversion changes, to rebuild every cache
 mkdir -p "$cache/wheels" "$models"
 
 venv="$cache/venv-convert"

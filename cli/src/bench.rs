@@ -179,9 +179,26 @@ pub fn load_time(index: &Index) -> Result<()> {
     Ok(())
 }
 
-/// An engine over a synthetic index, sharing the encoders of `engine`.
-pub fn scaled(engine: &Engine, target: usize) -> Result<Engine> {
-    let (idx, ms) = time(|| synthesize(engine.index(), target));
-    eprintln!("synthesised {target} chunks in {:.1}s", ms / 1e3);
-    Ok(Engine::new(Arc::new(idx?), engine.dense_encoder().clone(), engine.sparse_encoder().clone(), None))
+/// An engine over a synthetic index of `target` chunks, sharing the encoders of `engine`.
+///
+/// Synthesis is deterministic, so the result is kept under `cache` (keyed by the base
+/// index's checksums and the size) and reused by later runs; the load-time figure is
+/// measured separately on a fresh copy either way.
+pub fn scaled(engine: &Engine, target: usize, cache: &std::path::Path) -> Result<Engine> {
+    let key = sextant::index::format::sha256_hex(&serde_json::to_vec(&engine.index().manifest.files)?);
+    let dir = cache.join(format!("synthetic-{target}-{}", &key[..12]));
+    let index = match Index::load(&LocalDir::new(&dir)) {
+        Ok(index) => {
+            eprintln!("reusing the synthetic {target}-chunk index in {}", dir.display());
+            index
+        }
+        Err(_) => {
+            let (idx, ms) = time(|| synthesize(engine.index(), target));
+            eprintln!("synthesised {target} chunks in {:.1}s", ms / 1e3);
+            let idx = idx?;
+            idx.save(&LocalDir::new(&dir))?;
+            idx
+        }
+    };
+    Ok(Engine::new(Arc::new(index), engine.dense_encoder().clone(), engine.sparse_encoder().clone(), None))
 }

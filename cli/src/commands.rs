@@ -187,7 +187,7 @@ pub fn run(cli: Cli) -> Result<()> {
             }
             crate::bench::load_time(engine.index())?;
             for n in scale {
-                let big = crate::bench::scaled(&engine, n)?;
+                let big = crate::bench::scaled(&engine, n, &cache_dir().join("bench"))?;
                 crate::bench::run(&big, &qs, &format!("synthetic {n}"))?;
                 crate::bench::load_time(big.index())?;
             }

@@ -20,13 +20,22 @@ pub struct OnnxBert {
 }
 
 impl OnnxBert {
-    /// Loads and optimises `model.onnx`.
+    /// Loads and optimises `model.onnx` with all of the graph's outputs.
     pub fn load(path: &Path) -> Result<Self> {
+        Self::load_outputs(path, None)
+    }
+
+    /// Loads and optimises `model.onnx`, keeping only the named outputs (in that order)
+    /// when `outputs` is given: tract then computes only what they need.
+    pub fn load_outputs(path: &Path, outputs: Option<&[&str]>) -> Result<Self> {
         if !path.is_file() {
             return Err(Error::Model { path: path.into(), reason: "file not found (run scripts/fetch_models.sh)".into() });
         }
         let fail = |e: TractError| Error::Model { path: path.into(), reason: format!("{e:#}") };
-        let model = tract_onnx::onnx().model_for_path(path).map_err(fail)?;
+        let mut model = tract_onnx::onnx().model_for_path(path).map_err(fail)?;
+        if let Some(names) = outputs {
+            model.select_outputs_by_name(names.iter().copied()).map_err(fail)?;
+        }
         let outputs = model.output_outlets().map_err(fail)?.iter().map(|o| model.node(o.node).name.clone()).collect();
         let plan = model.into_optimized().map_err(fail)?.into_runnable().map_err(fail)?;
         Ok(OnnxBert { plan, outputs })

@@ -4,9 +4,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::runtime::{load_model_dir, rows_f32, run_sorted, OnnxBert};
-use super::tokenize::{Encoded, TextTokenizer};
-use crate::error::Result;
+use super::runtime::{rows_f32, run_sorted, OnnxBert};
+use super::tokenize::{Encoded, TextTokenizer, MAX_TOKENS};
+use crate::error::{Error, Result};
 
 /// Weights below this are dropped (they change no ranking and bloat the index).
 const MIN_WEIGHT: f32 = 1e-3;
@@ -42,16 +42,31 @@ impl SparseVector {
 }
 
 /// A SPLADE encoder (BertForMaskedLM + max-pooled log-saturated ReLU).
+///
+/// Two plans of the same graph: documents run in batches through the graph's own pooled
+/// output (`sparse_weights`); a query runs alone through the raw `mlm_logits` and is
+/// pooled here, because tract's generic reduction over the sequence axis of a
+/// `[1, seq, 30522]` tensor costs more than the whole model for a short input.
 pub struct SparseEncoder {
     tokenizer: TextTokenizer,
     model: OnnxBert,
+    query_model: OnnxBert,
 }
 
 impl SparseEncoder {
     /// Loads `model.onnx` and `tokenizer.json` from a converted model directory.
     pub fn load(dir: &Path) -> Result<Self> {
-        let (tokenizer, model) = load_model_dir(dir)?;
-        Ok(SparseEncoder { tokenizer, model })
+        let tokenizer = TextTokenizer::from_file(&dir.join("tokenizer.json"), MAX_TOKENS)?;
+        let path = dir.join("model.onnx");
+        let model = OnnxBert::load_outputs(&path, Some(&["sparse_weights"]))?;
+        let query_model = OnnxBert::load_outputs(&path, Some(&["mlm_logits"])).map_err(|e| match e {
+            Error::Model { path, reason } => Error::Model {
+                path,
+                reason: format!("{reason} (no mlm_logits output: re-run scripts/fetch_models.sh)"),
+            },
+            other => other,
+        })?;
+        Ok(SparseEncoder { tokenizer, model, query_model })
     }
 
     /// The tokenizer (to show terms of a vector).
@@ -59,9 +74,17 @@ impl SparseEncoder {
         &self.tokenizer
     }
 
-    /// Encodes one query.
+    /// Encodes one query: logits of every token, max-pooled, then `ln(1 + relu(x))`.
     pub fn encode(&self, text: &str) -> Result<SparseVector> {
-        Ok(self.encode_encoded(&[self.tokenizer.encode(text)?])?.pop().unwrap_or_default())
+        let out = self.query_model.run(&[self.tokenizer.encode(text)?])?;
+        let (flat, vocab) = rows_f32(&out, 0)?;
+        let mut best = vec![f32::NEG_INFINITY; vocab];
+        for token in flat.chunks(vocab) {
+            for (b, &x) in best.iter_mut().zip(token) {
+                *b = b.max(x);
+            }
+        }
+        Ok(sparsify(best.iter().map(|&x| x.max(0.0).ln_1p())))
     }
 
     /// Encodes many texts in parallel batches; output order matches input order.
@@ -73,18 +96,18 @@ impl SparseEncoder {
     fn encode_encoded(&self, batch: &[Encoded]) -> Result<Vec<SparseVector>> {
         let out = self.model.run(batch)?;
         let (flat, cols) = rows_f32(&out, 0)?;
-        Ok(flat
-            .chunks(cols)
-            .map(|row| {
-                let mut v = SparseVector::default();
-                for (id, &w) in row.iter().enumerate() {
-                    if w > MIN_WEIGHT {
-                        v.ids.push(id as u32);
-                        v.weights.push(w);
-                    }
-                }
-                v
-            })
-            .collect())
+        Ok(flat.chunks(cols).map(|row| sparsify(row.iter().copied())).collect())
     }
+}
+
+/// Keeps the weights above [`MIN_WEIGHT`] of a dense row over the vocabulary.
+fn sparsify(row: impl Iterator<Item = f32>) -> SparseVector {
+    let mut v = SparseVector::default();
+    for (id, w) in row.enumerate() {
+        if w > MIN_WEIGHT {
+            v.ids.push(id as u32);
+            v.weights.push(w);
+        }
+    }
+    v
 }

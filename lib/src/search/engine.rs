@@ -10,10 +10,10 @@ use super::adaptive::{adaptive_weights, confidence};
 use super::dates::days_from_iso_date;
 use super::fusion::{rrf_fuse, DEFAULT_RRF_K};
 use super::rerank::Reranker;
-use super::retrieve::{Bm25Retriever, DenseRetriever, Path, PreparedQuery, Retriever, SpladeRetriever};
+use super::retrieve::{Bm25Retriever, DenseRetriever, Path, PathHit, PreparedQuery, Retriever, SpladeRetriever};
 use crate::encode::{DenseEncoder, SparseEncoder};
 use crate::error::{Error, Result};
-use crate::index::{Filter, Index};
+use crate::index::{Bitset, Filter, Index};
 
 /// How the paths' lists are fused: weighted RRF whose weights adapt per query to each
 /// path's confidence (see [`confidence`](super::confidence) and [`adaptive_weights`](super::adaptive_weights)).
@@ -169,7 +169,7 @@ pub enum RerankStatus {
 /// Time spent in each stage, in milliseconds.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StageTimings {
-    /// Query encoding (dense and SPLADE, in parallel).
+    /// Query encoding (dense and SPLADE run in parallel: the slower of the two).
     pub encode_ms: f64,
     /// Each path's retrieval.
     pub paths_ms: BTreeMap<Path, f64>,
@@ -179,6 +179,14 @@ pub struct StageTimings {
     pub rerank_ms: f64,
     /// Whole search.
     pub total_ms: f64,
+}
+
+/// What one branch of a search produced: its paths' results and how long encoding took.
+#[derive(Default)]
+struct Branch {
+    encode_ms: f64,
+    truncated: Option<bool>,
+    results: Vec<(Path, Result<Vec<PathHit>>, f64)>,
 }
 
 /// The outcome of a search.
@@ -276,6 +284,49 @@ impl Engine {
         Ok((PreparedQuery { text: text.to_string(), dense, sparse: sparse.ok().flatten() }, truncated))
     }
 
+    /// Encodes `text` for `paths` (only what they need) and runs their retrievers in order.
+    /// An encoder failure fails the paths that needed it, not the search.
+    fn run_branch(&self, text: &str, paths: &[Path], allowed: Option<&Bitset>, k: usize) -> Branch {
+        let mut branch = Branch::default();
+        if paths.is_empty() {
+            return branch;
+        }
+        let t = Instant::now();
+        let mut query = PreparedQuery { text: text.to_string(), dense: None, sparse: None };
+        let mut encode_error = None;
+        if paths.contains(&Path::Dense) {
+            match self.dense.embed_query(text) {
+                Ok((v, truncated)) => {
+                    query.dense = Some(v);
+                    branch.truncated = Some(truncated);
+                }
+                Err(e) => encode_error = Some(e.to_string()),
+            }
+        }
+        if paths.contains(&Path::Splade) {
+            match self.sparse.encode(text) {
+                Ok(v) => query.sparse = Some(v),
+                Err(e) => encode_error = Some(e.to_string()),
+            }
+        }
+        branch.encode_ms = ms(t);
+        for &p in paths {
+            let Some(r) = self.retrievers.iter().find(|r| r.path() == p) else { continue };
+            let t = Instant::now();
+            let needs_encoding = match p {
+                Path::Dense => query.dense.is_none(),
+                Path::Splade => query.sparse.is_none(),
+                Path::Bm25 => false,
+            };
+            let result = match (&encode_error, needs_encoding) {
+                (Some(e), true) => Err(Error::Component { component: p.name().into(), reason: format!("query encoding failed: {e}") }),
+                _ => r.retrieve(&query, allowed, k),
+            };
+            branch.results.push((p, result, ms(t)));
+        }
+        branch
+    }
+
     /// Runs a search.
     pub fn search(&self, req: &SearchRequest) -> Result<SearchOutcome> {
         let start = Instant::now();
@@ -292,17 +343,32 @@ impl Engine {
         let allowed = self.index.allowed(&req.filter);
         let candidates = allowed.as_ref().map_or(self.index.chunks.len(), |a| a.count());
 
-        let t = Instant::now();
-        let (query, query_truncated) = self.prepare(&req.query, &req.paths)?;
-        timings.encode_ms = ms(t);
+        // Two branches run side by side, each encoding what its paths need and then
+        // retrieving at once: dense encode → dense path on one core; SPLADE encode →
+        // SPLADE path → BM25 on the other. BM25 and SPLADE thus hide behind the dense
+        // encoder, the slowest stage.
+        let k = req.per_path_k.max(req.top_k);
+        let on_dense: Vec<Path> = req.paths.iter().copied().filter(|&p| p == Path::Dense).collect();
+        let on_sparse: Vec<Path> = req.paths.iter().copied().filter(|&p| p != Path::Dense).collect();
+        let (dense_branch, sparse_branch) = rayon::join(
+            || self.run_branch(&req.query, &on_dense, allowed.as_ref(), k),
+            || self.run_branch(&req.query, &on_sparse, allowed.as_ref(), k),
+        );
+        timings.encode_ms = dense_branch.encode_ms.max(sparse_branch.encode_ms);
+        let query_truncated = match dense_branch.truncated {
+            Some(t) => t,
+            None => self.dense.tokenizer().encode(&req.query).map(|e| e.truncated).unwrap_or(false),
+        };
+        let mut results: Vec<(Path, Result<Vec<PathHit>>, f64)> =
+            dense_branch.results.into_iter().chain(sparse_branch.results).collect();
+        // Report paths in the order the request named them.
+        results.sort_by_key(|(p, _, _)| req.paths.iter().position(|x| x == p));
 
         let mut lists = Vec::new();
         let mut used_paths = Vec::new();
         let mut failed_paths = Vec::new();
-        for &p in &req.paths {
-            let Some(r) = self.retrievers.iter().find(|r| r.path() == p) else { continue };
-            let t = Instant::now();
-            match r.retrieve(&query, allowed.as_ref(), req.per_path_k.max(req.top_k)) {
+        for (p, result, took) in results {
+            match result {
                 Ok(hits) => {
                     lists.push(hits);
                     used_paths.push(p);
@@ -312,7 +378,7 @@ impl Engine {
                     failed_paths.push((p, e.to_string()));
                 }
             }
-            timings.paths_ms.insert(p, ms(t));
+            timings.paths_ms.insert(p, took);
         }
         if used_paths.is_empty() {
             let why = failed_paths.iter().map(|(p, e)| format!("{p}: {e}")).collect::<Vec<_>>().join("; ");
