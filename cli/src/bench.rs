@@ -65,8 +65,9 @@ pub fn synthesize(base: &Index, target: usize) -> Result<Index> {
     let mut chunks = Vec::with_capacity(target);
     // Forward SPLADE vectors, rebuilt from the inverted lists.
     let mut forward = vec![SparseVector::default(); n];
-    for (term, list) in base.splade.inverted.postings.iter().enumerate() {
-        for &(c, w) in list {
+    for term in 0..base.splade.inverted.num_terms() as u32 {
+        let (cs, ws) = base.splade.inverted.postings(term);
+        for (&c, &w) in cs.iter().zip(ws) {
             forward[c as usize].ids.push(term as u32);
             forward[c as usize].weights.push(w);
         }
@@ -91,7 +92,7 @@ pub fn synthesize(base: &Index, target: usize) -> Result<Index> {
         chunks.push(Chunk { doc: base.chunks[src].doc, span: base.chunks[src].span, text: String::new() });
     }
     let bm25 = Bm25Index::build(texts.iter().map(|s| s.as_str()), base.bm25.params);
-    let splade = SpladeIndex::build(base.splade.inverted.postings.len(), &sparse);
+    let splade = SpladeIndex::build(base.splade.inverted.num_terms(), &sparse);
     let dense = DenseIndex::build(dim, vectors);
     for (c, t) in chunks.iter_mut().zip(texts) {
         c.text = t;

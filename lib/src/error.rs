@@ -38,9 +38,9 @@ pub enum Error {
         found: String,
     },
     /// The index on disk was written by an incompatible version of the format.
-    #[error("index format version {found} is not supported (this build reads {expected})")]
+    #[error("index format version {found} is not supported (this build reads versions 1 to {expected}): rebuild the index")]
     UnsupportedFormat {
-        /// The version this build reads.
+        /// The newest version this build reads.
         expected: u32,
         /// The version on disk.
         found: u32,

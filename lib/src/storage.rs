@@ -5,10 +5,33 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 
+/// The bytes of one object: owned, or a read-only memory map of a local file.
+pub enum Blob {
+    /// Bytes in memory (downloaded, or read).
+    Owned(Vec<u8>),
+    /// A mapped local file: no copy into a buffer, pages come straight from the page cache.
+    Mapped(memmap2::Mmap),
+}
+
+impl std::ops::Deref for Blob {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Blob::Owned(v) => v,
+            Blob::Mapped(m) => m,
+        }
+    }
+}
+
 /// A flat key → bytes store for the files of one index.
 pub trait Storage: Send + Sync {
     /// Reads a whole object.
     fn read(&self, key: &str) -> Result<Vec<u8>>;
+    /// Reads a whole object without copying it where the store allows (a local file is
+    /// memory-mapped). Defaults to [`Storage::read`].
+    fn read_blob(&self, key: &str) -> Result<Blob> {
+        self.read(key).map(Blob::Owned)
+    }
     /// Writes a whole object; a reader never sees a partial object.
     fn write(&self, key: &str, bytes: &[u8]) -> Result<()>;
     /// Whether an object exists.
@@ -46,6 +69,21 @@ impl Storage for LocalDir {
     fn read(&self, key: &str) -> Result<Vec<u8>> {
         let p = self.path(key)?;
         std::fs::read(&p).map_err(|e| Error::io(p, e))
+    }
+
+    fn read_blob(&self, key: &str) -> Result<Blob> {
+        let p = self.path(key)?;
+        let file = std::fs::File::open(&p).map_err(|e| Error::io(&p, e))?;
+        let len = file.metadata().map_err(|e| Error::io(&p, e))?.len();
+        if len == 0 {
+            return Ok(Blob::Owned(Vec::new()));
+        }
+        // SAFETY: the map is read-only and lives only while the index is decoded. Index
+        // files are never modified in place: `write` replaces them by rename, which leaves
+        // an existing map on the old inode. (A third party truncating the file meanwhile
+        // could fault the process; that is the documented caveat of any file map.)
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(&p, e))?;
+        Ok(Blob::Mapped(map))
     }
 
     fn write(&self, key: &str, bytes: &[u8]) -> Result<()> {

@@ -40,6 +40,20 @@ pub struct Bm25Index {
     pub inverted: InvertedIndex,
 }
 
+/// Format 1's BM25 file. Read for compatibility.
+#[derive(Deserialize)]
+pub(crate) struct Bm25IndexV1 {
+    params: Bm25Params,
+    vocab: HashMap<String, u32>,
+    inverted: super::inverted::InvertedIndexV1,
+}
+
+impl From<Bm25IndexV1> for Bm25Index {
+    fn from(v1: Bm25IndexV1) -> Self {
+        Bm25Index { params: v1.params, vocab: v1.vocab, inverted: v1.inverted.into() }
+    }
+}
+
 impl Bm25Index {
     /// Indexes texts (one per chunk).
     pub fn build<'a>(texts: impl IntoIterator<Item = &'a str>, params: Bm25Params) -> Self {

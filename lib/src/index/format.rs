@@ -9,12 +9,17 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
-use crate::storage::Storage;
+use crate::storage::{Blob, Storage};
 
 /// The format name written in every manifest.
 pub const FORMAT_NAME: &str = "sextant-index";
-/// The format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The format version this build writes.
+///
+/// Version 2 stores postings as flat little-endian arrays; version 1 (a list per term) is
+/// still read.
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest format version this build reads.
+pub const OLDEST_READABLE_VERSION: u32 = 1;
 /// The manifest's object key.
 pub const MANIFEST: &str = "manifest.json";
 
@@ -82,6 +87,7 @@ pub fn write_files(storage: &dyn Storage, files: Vec<(String, Vec<u8>)>, mut man
         })
         .collect::<Result<_>>()?;
     manifest.files = entries;
+    manifest.version = FORMAT_VERSION;
     storage.write(MANIFEST, &serde_json::to_vec_pretty(&manifest)?)?;
     Ok(manifest)
 }
@@ -102,7 +108,7 @@ pub fn read_manifest(storage: &dyn Storage) -> Result<Manifest> {
         });
     }
     let version = value.get("version").and_then(|v| v.as_u64()).unwrap_or(0) as u32;
-    if version != FORMAT_VERSION {
+    if !(OLDEST_READABLE_VERSION..=FORMAT_VERSION).contains(&version) {
         return Err(Error::UnsupportedFormat { expected: FORMAT_VERSION, found: version });
     }
     serde_json::from_value(value).map_err(|e| Error::IndexCorrupted {
@@ -112,23 +118,22 @@ pub fn read_manifest(storage: &dyn Storage) -> Result<Manifest> {
     })
 }
 
+/// Reads one file of the manifest, verifying its size and checksum.
+pub fn read_verified(storage: &dyn Storage, f: &FileEntry) -> Result<Blob> {
+    let bytes = storage.read_blob(&f.name)?;
+    let file = || format!("{}/{}", storage.location(), f.name);
+    if bytes.len() as u64 != f.bytes {
+        return Err(Error::IndexCorrupted { file: file(), expected: format!("{} bytes", f.bytes), found: format!("{} bytes", bytes.len()) });
+    }
+    let sum = sha256_hex(&bytes);
+    if sum != f.sha256 {
+        return Err(Error::IndexCorrupted { file: file(), expected: format!("sha256 {}", f.sha256), found: format!("sha256 {sum}") });
+    }
+    Ok(bytes)
+}
+
 /// Reads every file of the manifest in parallel, verifying size and checksum.
 /// Returns them in manifest order.
-pub fn read_files(storage: &dyn Storage, manifest: &Manifest) -> Result<Vec<Vec<u8>>> {
-    manifest
-        .files
-        .par_iter()
-        .map(|f| {
-            let bytes = storage.read(&f.name)?;
-            let file = || format!("{}/{}", storage.location(), f.name);
-            if bytes.len() as u64 != f.bytes {
-                return Err(Error::IndexCorrupted { file: file(), expected: format!("{} bytes", f.bytes), found: format!("{} bytes", bytes.len()) });
-            }
-            let sum = sha256_hex(&bytes);
-            if sum != f.sha256 {
-                return Err(Error::IndexCorrupted { file: file(), expected: format!("sha256 {}", f.sha256), found: format!("sha256 {sum}") });
-            }
-            Ok(bytes)
-        })
-        .collect()
+pub fn read_files(storage: &dyn Storage, manifest: &Manifest) -> Result<Vec<Blob>> {
+    manifest.files.par_iter().map(|f| read_verified(storage, f)).collect()
 }

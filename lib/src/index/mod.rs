@@ -9,6 +9,7 @@ mod dense;
 mod filter;
 pub mod format;
 mod inverted;
+mod le_bytes;
 mod splade;
 mod topk;
 
@@ -53,6 +54,30 @@ const DENSE_GRAPH: &str = "dense.graph";
 const BM25: &str = "bm25.bin";
 const SPLADE: &str = "splade.bin";
 
+/// One decoded file of an index.
+enum Part {
+    Documents(Vec<Document>),
+    Chunks(Vec<Chunk>),
+    Vectors(Vec<f32>),
+    Graph(DenseIndex),
+    Bm25(Bm25Index),
+    Splade(SpladeIndex),
+    /// A file this version does not use.
+    Other,
+}
+
+/// Decodes the raw little-endian `f32` vector file.
+fn decode_f32s(location: &str, bytes: &[u8]) -> Result<Vec<f32>> {
+    if bytes.len() % 4 != 0 {
+        return Err(Error::IndexCorrupted {
+            file: format!("{location}/{DENSE_VECTORS}"),
+            expected: "a whole number of f32".into(),
+            found: format!("{} bytes", bytes.len()),
+        });
+    }
+    Ok(bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
+}
+
 /// Decodes one bincode file of an index, naming it in the error.
 fn decode_file<T: serde::de::DeserializeOwned>(location: &str, name: &str, bytes: Result<&[u8]>) -> Result<T> {
     bincode::deserialize(bytes?).map_err(|e| Error::IndexCorrupted {
@@ -83,6 +108,13 @@ impl Index {
         check(DENSE_VECTORS, dense.len())?;
         check(BM25, bm25.inverted.num_chunks as usize)?;
         check(SPLADE, splade.inverted.num_chunks as usize)?;
+        for (file, inverted) in [(BM25, &bm25.inverted), (SPLADE, &splade.inverted)] {
+            inverted.validate().map_err(|found| Error::IndexCorrupted {
+                file: file.into(),
+                expected: "consistent postings".into(),
+                found,
+            })?;
+        }
         let mut doc_chunks = vec![0..0; documents.len()];
         for (i, c) in chunks.iter().enumerate() {
             let r = doc_chunks.get_mut(c.doc as usize).ok_or_else(|| Error::IndexCorrupted {
@@ -146,30 +178,66 @@ impl Index {
     }
 
     /// Loads and verifies an index from `storage`.
+    ///
+    /// Each file is verified and decoded in its own task, largest first, so checksums and
+    /// decoding of different files overlap on all cores. Local files are memory-mapped.
     pub fn load(storage: &dyn Storage) -> Result<Self> {
+        use rayon::prelude::*;
         let manifest = format::read_manifest(storage)?;
-        let bytes = format::read_files(storage, &manifest)?;
-        let get = |name: &str| -> Result<&[u8]> {
-            manifest.files.iter().position(|f| f.name == name).map(|i| bytes[i].as_slice()).ok_or_else(|| Error::IndexCorrupted {
-                file: format!("{}/{}", storage.location(), format::MANIFEST),
-                expected: format!("an entry for {name}"),
-                found: "none".into(),
-            })
-        };
         let loc = storage.location();
-        let ((documents, chunks), (dense, (bm25, splade))) = rayon::join(
-            || rayon::join(|| decode_file(&loc, DOCUMENTS, get(DOCUMENTS)), || decode_file(&loc, CHUNKS, get(CHUNKS))),
-            || {
-                rayon::join(
-                    || decode_file::<DenseIndex>(&loc, DENSE_GRAPH, get(DENSE_GRAPH)),
-                    || rayon::join(|| decode_file(&loc, BM25, get(BM25)), || decode_file(&loc, SPLADE, get(SPLADE))),
-                )
-            },
-        );
-        let (documents, chunks, mut dense, bm25, splade): (Vec<Document>, Vec<Chunk>, DenseIndex, Bm25Index, SpladeIndex) =
-            (documents?, chunks?, dense?, bm25?, splade?);
-        let raw = get(DENSE_VECTORS)?;
-        dense.vectors = raw.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+        for name in [DOCUMENTS, CHUNKS, DENSE_VECTORS, DENSE_GRAPH, BM25, SPLADE] {
+            if !manifest.files.iter().any(|f| f.name == name) {
+                return Err(Error::IndexCorrupted {
+                    file: format!("{loc}/{}", format::MANIFEST),
+                    expected: format!("an entry for {name}"),
+                    found: "none".into(),
+                });
+            }
+        }
+        let mut files: Vec<&format::FileEntry> = manifest.files.iter().collect();
+        files.sort_by_key(|f| std::cmp::Reverse(f.bytes));
+        let parts: Vec<Part> = files
+            .par_iter()
+            .with_max_len(1)
+            .map(|f| {
+                let blob = format::read_verified(storage, f)?;
+                let bytes: Result<&[u8]> = Ok(&blob);
+                Ok(match f.name.as_str() {
+                    DOCUMENTS => Part::Documents(decode_file(&loc, DOCUMENTS, bytes)?),
+                    CHUNKS => Part::Chunks(decode_file(&loc, CHUNKS, bytes)?),
+                    DENSE_VECTORS => Part::Vectors(decode_f32s(&loc, &blob)?),
+                    DENSE_GRAPH => Part::Graph(decode_file(&loc, DENSE_GRAPH, bytes)?),
+                    BM25 if manifest.version == 1 => Part::Bm25(decode_file::<bm25::Bm25IndexV1>(&loc, BM25, bytes)?.into()),
+                    BM25 => Part::Bm25(decode_file(&loc, BM25, bytes)?),
+                    SPLADE if manifest.version == 1 => Part::Splade(decode_file::<splade::SpladeIndexV1>(&loc, SPLADE, bytes)?.into()),
+                    SPLADE => Part::Splade(decode_file(&loc, SPLADE, bytes)?),
+                    _ => Part::Other,
+                })
+            })
+            .collect::<Result<_>>()?;
+        let (mut documents, mut chunks, mut vectors, mut graph, mut bm25, mut splade) = (None, None, None, None, None, None);
+        for part in parts {
+            match part {
+                Part::Documents(d) => documents = Some(d),
+                Part::Chunks(c) => chunks = Some(c),
+                Part::Vectors(v) => vectors = Some(v),
+                Part::Graph(g) => graph = Some(g),
+                Part::Bm25(b) => bm25 = Some(b),
+                Part::Splade(s) => splade = Some(s),
+                Part::Other => {}
+            }
+        }
+        let missing = |name: &str| Error::IndexCorrupted {
+            file: format!("{loc}/{}", format::MANIFEST),
+            expected: format!("an entry for {name}"),
+            found: "none".into(),
+        };
+        let documents: Vec<Document> = documents.ok_or_else(|| missing(DOCUMENTS))?;
+        let chunks: Vec<Chunk> = chunks.ok_or_else(|| missing(CHUNKS))?;
+        let mut dense: DenseIndex = graph.ok_or_else(|| missing(DENSE_GRAPH))?;
+        let bm25: Bm25Index = bm25.ok_or_else(|| missing(BM25))?;
+        let splade: SpladeIndex = splade.ok_or_else(|| missing(SPLADE))?;
+        dense.vectors = vectors.ok_or_else(|| missing(DENSE_VECTORS))?;
         if dense.dim != manifest.dense_dim {
             return Err(Error::IndexCorrupted {
                 file: format!("{}/{DENSE_GRAPH}", storage.location()),

@@ -13,6 +13,18 @@ pub struct SpladeIndex {
     pub inverted: InvertedIndex,
 }
 
+/// Format 1's SPLADE file. Read for compatibility.
+#[derive(Deserialize)]
+pub(crate) struct SpladeIndexV1 {
+    inverted: super::inverted::InvertedIndexV1,
+}
+
+impl From<SpladeIndexV1> for SpladeIndex {
+    fn from(v1: SpladeIndexV1) -> Self {
+        SpladeIndex { inverted: v1.inverted.into() }
+    }
+}
+
 impl SpladeIndex {
     /// Indexes one sparse vector per chunk.
     pub fn build(vocab_size: usize, docs: &[SparseVector]) -> Self {
