@@ -51,6 +51,36 @@ enum Command {
         #[command(flatten)]
         build: BuildArgs,
     },
+    /// Serve the HTTP API on 127.0.0.1 (the embedded default: the bundled demo corpus,
+    /// its index built on first start, a printed development key).
+    Serve {
+        /// Listen address.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        addr: std::net::SocketAddr,
+        /// Serve these prebuilt index directories instead (repeatable).
+        #[arg(long)]
+        index: Vec<PathBuf>,
+        /// Index this corpus instead of the bundled demo corpus (cached after the first build).
+        #[arg(long)]
+        docs: Option<PathBuf>,
+        /// Only documents of these tickers (repeatable).
+        #[arg(long)]
+        ticker: Vec<String>,
+        /// Id of the index built from the corpus.
+        #[arg(long, default_value = "demo")]
+        id: String,
+        /// Use this development API key instead of a random one.
+        #[arg(long)]
+        dev_key: Option<String>,
+        /// Plan of the development key: free, pro, enterprise.
+        #[arg(long, default_value = "free")]
+        dev_plan: String,
+        /// Key store file (JSON; default: in memory).
+        #[arg(long)]
+        keys: Option<PathBuf>,
+        #[command(flatten)]
+        build: BuildArgs,
+    },
     /// Search an index and print the results.
     Search {
         /// Index directory.
@@ -114,13 +144,13 @@ enum Command {
 pub struct BuildArgs {
     /// Token budget of a chunk.
     #[arg(long, default_value_t = 200)]
-    chunk_tokens: usize,
+    pub chunk_tokens: usize,
     /// BM25 k1.
     #[arg(long, default_value_t = 0.9)]
-    k1: f32,
+    pub k1: f32,
     /// BM25 b.
     #[arg(long, default_value_t = 0.4)]
-    b: f32,
+    pub b: f32,
 }
 
 /// Which paths a search runs.
@@ -168,6 +198,10 @@ pub fn run(cli: Cli) -> Result<()> {
             eprintln!("index {} written to {} ({} documents, {} chunks)", m.index_id, out.display(), m.documents, m.chunks);
             Ok(())
         }
+        Command::Serve { addr, index, docs, ticker, id, dev_key, dev_plan, keys, build } => crate::serve::run(
+            crate::serve::ServeArgs { addr, indexes: index, docs, tickers: ticker, id, dev_key, dev_plan, keys, build },
+            models,
+        ),
         Command::Search { index, query, top_k, ticker, year, mode, json } => {
             let engine = load_engine(&index, &models)?;
             let mut req = SearchRequest::new(query, top_k);
@@ -241,7 +275,8 @@ fn beir_index(beir: &FsPath, set: &sextant::corpus::BeirSet, models: &ModelSet, 
     }
 }
 
-fn cache_dir() -> PathBuf {
+/// `$SEXTANT_CACHE_DIR`, else `~/.cache/sextant`.
+pub fn cache_dir() -> PathBuf {
     std::env::var_os("SEXTANT_CACHE_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/sextant"))

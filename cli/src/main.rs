@@ -1,7 +1,8 @@
-//! `sextant`: build indexes, search them, evaluate on BEIR sets.
+//! `sextant`: build indexes, search them, serve the HTTP API, evaluate on BEIR sets.
 
 mod bench;
 mod commands;
+mod serve;
 
 use clap::Parser;
 

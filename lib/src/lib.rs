@@ -5,8 +5,11 @@
 //! fused with Reciprocal Rank Fusion and optionally reranked by a cross-encoder.
 //!
 //! Modules follow the pipeline: [`corpus`] → [`encode`] → [`index`] → [`search`], with
-//! [`storage`] for where index files live and [`eval`] for BEIR-style evaluation.
+//! [`storage`] for where index files live, [`eval`] for BEIR-style evaluation and `api`
+//! (feature `api`, on by default) for the HTTP endpoints.
 
+#[cfg(feature = "api")]
+pub mod api;
 pub mod corpus;
 pub mod encode;
 pub mod index;

@@ -97,6 +97,8 @@ pub struct SearchRequest {
     pub recency: Option<Recency>,
     /// At most this many chunks of one document in the results.
     pub max_per_document: Option<usize>,
+    /// Dense candidates under this cosine similarity are dropped before fusion.
+    pub min_dense_similarity: Option<f32>,
 }
 
 impl SearchRequest {
@@ -113,6 +115,7 @@ impl SearchRequest {
             rerank_depth: 50,
             recency: None,
             max_per_document: None,
+            min_dense_similarity: None,
         }
     }
 }
@@ -286,7 +289,8 @@ impl Engine {
 
     /// Encodes `text` for `paths` (only what they need) and runs their retrievers in order.
     /// An encoder failure fails the paths that needed it, not the search.
-    fn run_branch(&self, text: &str, paths: &[Path], allowed: Option<&Bitset>, k: usize) -> Branch {
+    /// Dense hits under `min_dense` are dropped.
+    fn run_branch(&self, text: &str, paths: &[Path], allowed: Option<&Bitset>, k: usize, min_dense: Option<f32>) -> Branch {
         let mut branch = Branch::default();
         if paths.is_empty() {
             return branch;
@@ -322,6 +326,10 @@ impl Engine {
                 (Some(e), true) => Err(Error::Component { component: p.name().into(), reason: format!("query encoding failed: {e}") }),
                 _ => r.retrieve(&query, allowed, k),
             };
+            let result = match (p, min_dense) {
+                (Path::Dense, Some(min)) => result.map(|hits| hits.into_iter().filter(|h| h.1 >= min).collect()),
+                _ => result,
+            };
             branch.results.push((p, result, ms(t)));
         }
         branch
@@ -351,8 +359,8 @@ impl Engine {
         let on_dense: Vec<Path> = req.paths.iter().copied().filter(|&p| p == Path::Dense).collect();
         let on_sparse: Vec<Path> = req.paths.iter().copied().filter(|&p| p != Path::Dense).collect();
         let (dense_branch, sparse_branch) = rayon::join(
-            || self.run_branch(&req.query, &on_dense, allowed.as_ref(), k),
-            || self.run_branch(&req.query, &on_sparse, allowed.as_ref(), k),
+            || self.run_branch(&req.query, &on_dense, allowed.as_ref(), k, req.min_dense_similarity),
+            || self.run_branch(&req.query, &on_sparse, allowed.as_ref(), k, None),
         );
         timings.encode_ms = dense_branch.encode_ms.max(sparse_branch.encode_ms);
         let query_truncated = match dense_branch.truncated {

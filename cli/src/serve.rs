@@ -1,0 +1,151 @@
+//! `sextant serve`: the embedded default. One process serves every endpoint on
+//! 127.0.0.1 from a local index directory and a local key store; with no flags it serves
+//! the bundled demo corpus, building its index on first start.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use sextant::api::keys::{new_key, LocalKeyStore};
+use sextant::api::{router, ApiConfig, AppState, Engines};
+use sextant::corpus::load_documents;
+use sextant::encode::ModelSet;
+use sextant::index::format::sha256_hex;
+use sextant::index::{Filter, Index};
+use sextant::search::open_engine;
+use sextant::storage::LocalDir;
+
+use crate::commands::{build_index, cache_dir, BuildArgs};
+
+/// The demo corpus, compiled into the binary so a fresh clone needs no data path.
+const DEMO_CORPUS: &[u8] = include_bytes!("../../data/demo/documents.jsonl.gz");
+
+/// What to serve.
+pub struct ServeArgs {
+    /// Listen address.
+    pub addr: SocketAddr,
+    /// Prebuilt index directories (empty: build or reuse one from `docs`).
+    pub indexes: Vec<PathBuf>,
+    /// Corpus to index (default: the bundled demo corpus).
+    pub docs: Option<PathBuf>,
+    /// Only these tickers of the corpus.
+    pub tickers: Vec<String>,
+    /// Id of the index built from `docs`.
+    pub id: String,
+    /// A fixed development key (default: a random one, printed).
+    pub dev_key: Option<String>,
+    /// Its plan.
+    pub dev_plan: String,
+    /// The key store file (default: in memory).
+    pub keys: Option<PathBuf>,
+    /// Chunking and BM25 settings of a build.
+    pub build: BuildArgs,
+}
+
+/// Runs the server until Ctrl-C.
+pub fn run(args: ServeArgs, models: ModelSet) -> Result<()> {
+    let store = match &args.keys {
+        Some(p) => LocalKeyStore::open(p).with_context(|| format!("opening key store {}", p.display()))?,
+        None => LocalKeyStore::in_memory(),
+    };
+    let key = match &args.dev_key {
+        Some(k) => k.clone(),
+        None => new_key()?,
+    };
+    store.add(&key, "dev", &args.dev_plan, vec!["*".into()]).context("registering the development key")?;
+    let state = AppState::new(Arc::new(store), ApiConfig { default_index: args.id.clone(), ..Default::default() });
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(args.addr).await.with_context(|| format!("binding {}", args.addr))?;
+        let addr = listener.local_addr()?;
+        println!("sextant listening on http://{addr} (GET /health answers 200 once the index is loaded)");
+        println!("development API key ({} plan): {key}", args.dev_plan);
+        println!("try: curl -s http://{addr}/v1/retrieve -H 'Authorization: Bearer {key}' -H 'Content-Type: application/json' -d '{{\"query\": \"What drove revenue growth?\"}}'");
+        let loader_state = state.clone();
+        let loader = tokio::task::spawn_blocking(move || -> Result<()> {
+            let engines = load_engines(&args.indexes, args.docs.as_deref(), &args.tickers, &args.id, &args.build, &models, &loader_state)?;
+            let summary: Vec<String> = engines.iter().map(|(id, e)| format!("{id} ({} chunks)", e.index().chunks.len())).collect();
+            loader_state.set_engines(engines);
+            println!("ready: serving {}", summary.join(", "));
+            Ok(())
+        });
+        // A server without its index is of no use: a failed load stops the process.
+        tokio::spawn(async move {
+            match loader.await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    eprintln!("error: loading the index failed: {e:#}");
+                    std::process::exit(1);
+                }
+                Err(e) => {
+                    eprintln!("error: the loader stopped: {e}");
+                    std::process::exit(1);
+                }
+            }
+        });
+        axum::serve(listener, router(state))
+            .with_graceful_shutdown(async {
+                let _ = tokio::signal::ctrl_c().await;
+            })
+            .await
+            .context("server failed")?;
+        Ok::<(), anyhow::Error>(())
+    })
+}
+
+fn load_engines(indexes: &[PathBuf], docs: Option<&Path>, tickers: &[String], id: &str, build: &BuildArgs, models: &ModelSet, state: &AppState) -> Result<Engines> {
+    let mut engines = Engines::new();
+    let loaded: Vec<Index> = if indexes.is_empty() {
+        vec![corpus_index(docs, tickers, id, build, models, state)?]
+    } else {
+        indexes
+            .iter()
+            .map(|dir| {
+                state.set_loading(format!("loading index {}", dir.display()));
+                Index::load(&LocalDir::new(dir)).with_context(|| format!("loading index {}", dir.display()))
+            })
+            .collect::<Result<_>>()?
+    };
+    state.set_loading("loading models");
+    for index in loaded {
+        let engine = open_engine(Arc::new(index), models)?;
+        engines.insert(engine.index().manifest.index_id.clone(), Arc::new(engine));
+    }
+    Ok(engines)
+}
+
+/// The index of `docs` (or the demo corpus), restricted to `tickers`: reused from the
+/// cache when the same corpus and settings were built before, else built (with progress
+/// on stderr) and cached.
+fn corpus_index(docs: Option<&Path>, tickers: &[String], id: &str, build: &BuildArgs, models: &ModelSet, state: &AppState) -> Result<Index> {
+    let (path, bytes_sum) = match docs {
+        Some(p) => (p.to_path_buf(), sha256_hex(&std::fs::read(p).with_context(|| format!("reading {}", p.display()))?)),
+        None => {
+            let sum = sha256_hex(DEMO_CORPUS);
+            let p = cache_dir().join("demo").join(format!("documents-{}.jsonl.gz", &sum[..12]));
+            if !p.exists() {
+                std::fs::create_dir_all(p.parent().expect("has a parent"))?;
+                std::fs::write(&p, DEMO_CORPUS)?;
+            }
+            (p, sum)
+        }
+    };
+    let mut sorted = tickers.iter().map(|t| t.to_ascii_uppercase()).collect::<Vec<_>>();
+    sorted.sort();
+    let key = format!("{id}-{}-{}-c{}-k{}-b{}", &bytes_sum[..12], if sorted.is_empty() { "all".into() } else { sorted.join("+") }, build.chunk_tokens, build.k1, build.b);
+    let dir = cache_dir().join("indexes").join(key);
+    state.set_loading(format!("loading index {}", dir.display()));
+    if let Ok(index) = Index::load(&LocalDir::new(&dir)) {
+        eprintln!("reusing index {}", dir.display());
+        return Ok(index);
+    }
+    state.set_loading(format!("building index {id} from {} (first start only)", path.display()));
+    let mut documents = load_documents(&path)?;
+    let subset = Filter { tickers: sorted, ..Default::default() };
+    documents.retain(|d| subset.matches(d));
+    eprintln!("building index {id}: {} documents (first start only; cached in {})", documents.len(), dir.display());
+    let index = build_index(documents, models, id, build)?;
+    index.save(&LocalDir::new(&dir))?;
+    Ok(index)
+}

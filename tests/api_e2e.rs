@@ -1,0 +1,325 @@
+//! End-to-end tests of the HTTP API: the real `sextant serve` binary on a free port, real
+//! HTTP over TCP, a real index (three companies of the bundled demo corpus, built once and
+//! cached), a key store file with keys on every plan.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use sextant::api::keys::LocalKeyStore;
+use sextant::corpus::{load_documents, Document};
+
+/// The server process, killed when dropped (also on a failed assertion).
+struct Server {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// A response: status, lower-case headers, JSON body.
+struct Resp {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Value,
+}
+
+impl Resp {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+}
+
+/// One HTTP/1.1 request over a fresh connection.
+fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Resp {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
+    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes()).unwrap();
+    s.write_all(body).unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).expect("read response");
+    let text = String::from_utf8_lossy(&raw).to_string();
+    let (head, payload) = text.split_once("\r\n\r\n").expect("a complete response");
+    let mut lines = head.lines();
+    let status: u16 = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
+    let headers = lines.filter_map(|l| l.split_once(':')).map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string())).collect();
+    let body = if payload.trim().is_empty() { Value::Null } else { serde_json::from_str(payload).unwrap_or(Value::String(payload.to_string())) };
+    Resp { status, headers, body }
+}
+
+fn post(addr: &str, path: &str, key: Option<&str>, body: &Value) -> Resp {
+    let auth = key.map(|k| format!("Bearer {k}"));
+    let mut h = vec![("Content-Type", "application/json")];
+    if let Some(a) = &auth {
+        h.push(("Authorization", a.as_str()));
+    }
+    http(addr, "POST", path, &h, body.to_string().as_bytes())
+}
+
+const FREE: &str = "sx_free_key_for_tests";
+const PRO: &str = "sx_pro_key_for_tests";
+const ENTERPRISE: &str = "sx_enterprise_key_for_tests";
+const REVOKED: &str = "sx_revoked_key_for_tests";
+const SCOPED: &str = "sx_scoped_key_for_tests";
+const TINY: &str = "sx_tiny_key_for_tests";
+
+fn key_store(dir: &Path) -> PathBuf {
+    let path = dir.join("keys.json");
+    std::fs::write(&path, json!({"plans": [{"name": "tiny", "maxTopK": 5, "requestsPerMinute": 2, "requestsPerDay": 100}]}).to_string()).unwrap();
+    let store = LocalKeyStore::open(&path).unwrap();
+    for (key, plan) in [(FREE, "free"), (PRO, "pro"), (ENTERPRISE, "enterprise"), (REVOKED, "free"), (TINY, "tiny")] {
+        store.add(key, "tests", plan, vec!["*".into()]).unwrap();
+    }
+    store.add(SCOPED, "tests", "pro", vec!["another-index".into()]).unwrap();
+    store.revoke(&sextant::api::keys::hash_key(REVOKED)).unwrap();
+    path
+}
+
+fn start(keys: &Path) -> Server {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sextant"))
+        .current_dir(repo())
+        .args(["serve", "--addr", "127.0.0.1:0", "--docs", "data/demo/documents.jsonl.gz", "--ticker", "MA", "--ticker", "XOM", "--ticker", "ORCL", "--keys"])
+        .arg(keys)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start sextant serve");
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let addr = line.split("http://").nth(1).and_then(|r| r.split_whitespace().next()).unwrap_or_else(|| panic!("no address in {line:?}")).to_string();
+    std::thread::spawn(move || for _ in out.lines() {});
+    let server = Server { child, addr };
+    let t = Instant::now();
+    loop {
+        let r = http(&server.addr, "GET", "/health", &[], b"");
+        if r.status == 200 {
+            break;
+        }
+        assert_eq!(r.status, 503, "health while loading: {:?}", r.body);
+        assert_eq!(r.body["error"]["code"], "unavailable");
+        assert!(t.elapsed() < Duration::from_secs(900), "index not ready after 15 minutes");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    server
+}
+
+fn corpus() -> Vec<Document> {
+    load_documents(&repo().join("data/demo/documents.jsonl.gz")).unwrap()
+}
+
+fn doc_text(docs: &[Document], id: &str) -> Vec<char> {
+    docs.iter().find(|d| d.document_id == id).unwrap_or_else(|| panic!("document {id}")).text().chars().collect()
+}
+
+#[test]
+fn the_http_api_end_to_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(&key_store(dir.path()));
+    let a = server.addr.as_str();
+    let docs = corpus();
+
+    let health = http(a, "GET", "/health", &[], b"");
+    assert_eq!(health.body["indexes"]["demo"].as_u64().map(|n| n > 100), Some(true), "{:?}", health.body);
+
+    retrieve_returns_cited_chunks_with_exact_segment_offsets(a, &docs);
+    retrieve_filters_and_period_fallback(a);
+    retrieve_clamps_top_k_to_the_plan(a);
+    retrieve_without_rerank_is_dense_similarity_order(a);
+    every_error_status_uses_the_envelope(a);
+    search_returns_units_with_offsets_and_diagnostics(a, &docs);
+    rate_limit_answers_429_with_retry_after(a);
+}
+
+fn retrieve_returns_cited_chunks_with_exact_segment_offsets(a: &str, docs: &[Document]) {
+    let r = post(a, "/v1/retrieve", Some(FREE), &json!({"query": "Where are Mastercard's corporate headquarters and technology operations center?", "filters": {"tickers": ["MA"]}, "top_k": 5, "include_segments": true}));
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let chunks = r.body["chunks"].as_array().unwrap();
+    assert_eq!(chunks.len(), 5);
+    assert_eq!(r.body["meta"]["total"], 5);
+    assert_eq!(r.body["meta"]["requestId"].as_str(), r.header("x-request-id"));
+    assert!(r.body["meta"]["periodMismatch"].is_null());
+    for (i, c) in chunks.iter().enumerate() {
+        assert_eq!(c["id"], format!("chunk_{:02}", i + 1));
+        let src = &c["source"];
+        assert_eq!(src["ticker"], "MA");
+        let text = c["text"].as_str().unwrap();
+        let evidence = c["evidenceText"].as_str().unwrap();
+        assert!(text.contains(evidence), "evidence {evidence:?} is not from the chunk");
+        let full = doc_text(docs, src["documentId"].as_str().unwrap());
+        let segs = src["segments"].as_array().unwrap();
+        assert!(!segs.is_empty());
+        for s in segs {
+            let (s0, s1) = (s["charStart"].as_u64().unwrap() as usize, s["charEnd"].as_u64().unwrap() as usize);
+            assert_eq!(full[s0..s1].iter().collect::<String>(), s["content"].as_str().unwrap(), "segment offsets of {}", src["documentId"]);
+        }
+        let joined: Vec<&str> = segs.iter().map(|s| s["content"].as_str().unwrap()).collect();
+        assert_eq!(joined.join("\n\n"), text, "a chunk is its segments joined");
+    }
+    let answer = chunks.iter().take(3).position(|c| c["text"].as_str().unwrap().contains("Purchase, New York"));
+    assert!(answer.is_some(), "the Properties section is not in the top 3: {:?}", chunks.iter().map(|c| &c["source"]["documentTitle"]).collect::<Vec<_>>());
+    // Without include_segments there are none.
+    let r = post(a, "/v1/retrieve", Some(FREE), &json!({"query": "payment network revenue"}));
+    assert!(r.body["chunks"][0]["source"].get("segments").is_none());
+}
+
+fn retrieve_filters_and_period_fallback(a: &str) {
+    let r = post(a, "/v1/retrieve", Some(FREE), &json!({"query": "production volumes and earnings", "filters": {"tickers": ["xom"], "year": 2025, "quarter": "q2", "source_types": ["10-Q"]}}));
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let chunks = r.body["chunks"].as_array().unwrap();
+    assert!(!chunks.is_empty());
+    for c in chunks {
+        let s = &c["source"];
+        assert_eq!((s["ticker"].as_str(), s["year"].as_i64(), s["quarter"].as_str(), s["documentType"].as_str()), (Some("XOM"), Some(2025), Some("Q2"), Some("10-Q")));
+    }
+    assert!(r.body["meta"]["periodMismatch"].is_null());
+    // No XOM call for Q4 2015: the nearest prior one (Q2 2015) is served and flagged.
+    let r = post(a, "/v1/retrieve", Some(FREE), &json!({"query": "outlook for the next quarter", "filters": {"tickers": ["XOM"], "year": 2015, "quarter": "Q4", "source_types": ["earnings_call"]}}));
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let m = &r.body["meta"]["periodMismatch"];
+    assert_eq!(m["requested"], "Q4 2015");
+    assert_eq!(m["served"], json!(["XOM Q2 2015"]));
+    assert!(m["message"].as_str().unwrap().contains("nearest prior period"));
+    let chunks = r.body["chunks"].as_array().unwrap();
+    assert!(!chunks.is_empty());
+    for c in chunks {
+        assert_eq!((c["source"]["year"].as_i64(), c["source"]["quarter"].as_str()), (Some(2015), Some("Q2")));
+    }
+}
+
+fn retrieve_clamps_top_k_to_the_plan(a: &str) {
+    for (key, max) in [(FREE, 10), (PRO, 25), (ENTERPRISE, 50)] {
+        let r = post(a, "/v1/retrieve", Some(key), &json!({"query": "risk factors", "top_k": 50}));
+        assert_eq!(r.status, 200, "{:?}", r.body);
+        assert_eq!(r.body["meta"]["topK"], max);
+        assert_eq!(r.body["chunks"].as_array().unwrap().len(), max);
+    }
+    // Over 50 is capped too, never rejected.
+    let r = post(a, "/v1/retrieve", Some(PRO), &json!({"query": "risk factors", "top_k": 500}));
+    assert_eq!((r.status, r.body["meta"]["topK"].as_u64()), (200, Some(25)));
+}
+
+fn retrieve_without_rerank_is_dense_similarity_order(a: &str) {
+    let r = post(a, "/v1/retrieve", Some(FREE), &json!({"query": "cloud infrastructure growth", "rerank": false}));
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let scores: Vec<f64> = r.body["chunks"].as_array().unwrap().iter().map(|c| c["score"].as_f64().unwrap()).collect();
+    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
+    assert!(scores.iter().all(|s| (-1.0..=1.0001).contains(s)), "cosine similarities: {scores:?}");
+    assert_eq!(r.body["meta"]["rerank"]["status"], "not_requested");
+}
+
+fn every_error_status_uses_the_envelope(a: &str) {
+    let check = |r: Resp, status: u16, code: &str, field: Option<&str>| {
+        assert_eq!(r.status, status, "{:?}", r.body);
+        assert_eq!(r.body["success"], false);
+        assert_eq!(r.body["error"]["code"], code, "{:?}", r.body);
+        assert_eq!(r.body["error"]["field"].as_str(), field, "{:?}", r.body);
+        assert_eq!(r.body["error"]["requestId"].as_str(), r.header("x-request-id"));
+        assert!(!r.body["error"]["message"].as_str().unwrap().is_empty());
+    };
+    let p = |body: Value| post(a, "/v1/retrieve", Some(FREE), &body);
+    check(p(json!({"top_k": 5})), 400, "invalid_request", Some("query"));
+    check(p(json!({"query": "   "})), 400, "invalid_request", Some("query"));
+    check(p(json!({"query": "x", "top_k": 0})), 400, "invalid_request", Some("top_k"));
+    check(p(json!({"query": "x", "top_k": "ten"})), 400, "invalid_request", Some("top_k"));
+    check(p(json!({"query": "x", "filters": {"quarter": "Q5"}})), 400, "invalid_request", Some("filters.quarter"));
+    check(p(json!({"query": "x", "filters": {"year": 20240}})), 400, "invalid_request", Some("filters.year"));
+    check(p(json!({"query": "x", "filters": {"source_types": ["tweet"]}})), 400, "invalid_request", Some("filters.source_types[0]"));
+    check(p(json!({"query": "x", "filters": {"tickers": [""]}})), 400, "invalid_request", Some("filters.tickers[0]"));
+    check(p(json!({"query": "x", "topk": 5})), 400, "invalid_request", Some("topk"));
+    check(p(json!({"query": "x".repeat(5000)})), 400, "invalid_request", Some("query"));
+    check(http(a, "POST", "/v1/retrieve", &[("Content-Type", "application/json"), ("Authorization", &format!("Bearer {FREE}"))], b"{\"query\": "), 400, "invalid_request", None);
+    check(http(a, "POST", "/v1/retrieve", &[("Content-Type", "text/plain"), ("Authorization", &format!("Bearer {FREE}"))], b"{}"), 415, "unsupported_media_type", None);
+    let big = json!({"query": "x", "pad": "y".repeat(70_000)});
+    check(p(big), 413, "payload_too_large", None);
+    check(http(a, "GET", "/v1/retrieve", &[("Authorization", &format!("Bearer {FREE}"))], b""), 405, "method_not_allowed", None);
+    check(http(a, "GET", "/v1/nothing", &[], b""), 404, "not_found", None);
+    check(post(a, "/v1/retrieve", None, &json!({"query": "x"})), 401, "unauthorized", None);
+    check(post(a, "/v1/retrieve", Some("sx_not_a_key"), &json!({"query": "x"})), 401, "unauthorized", None);
+    let revoked = post(a, "/v1/retrieve", Some(REVOKED), &json!({"query": "x"}));
+    assert!(revoked.body["error"]["message"].as_str().unwrap().contains("revoked"));
+    check(revoked, 401, "unauthorized", None);
+    check(post(a, "/v1/retrieve", Some(SCOPED), &json!({"query": "x"})), 403, "forbidden", None);
+    // X-API-Key works like Authorization: Bearer.
+    let r = http(a, "POST", "/v1/search", &[("Content-Type", "application/json"), ("X-API-Key", FREE)], json!({"query": "dividends"}).to_string().as_bytes());
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let s = |body: Value| post(a, "/v1/search", Some(FREE), &body);
+    check(s(json!({"query": "x", "entity": "Nonexistent Corp"})), 400, "invalid_request", Some("entity[0]"));
+    check(s(json!({"query": "x", "theme": ["podcast"]})), 400, "invalid_request", Some("theme[0]"));
+    check(s(json!({"query": "x", "published_after": "2024-13-01"})), 400, "invalid_request", Some("published_after"));
+    check(s(json!({"query": "x", "published_after": "2025-01-01", "published_before": "2024-01-01"})), 400, "invalid_request", Some("published_before"));
+    check(s(json!({"query": "x", "limit": -1})), 400, "invalid_request", Some("limit"));
+    check(s(json!({"query": "x", "max_per_document": 0})), 400, "invalid_request", Some("max_per_document"));
+}
+
+fn search_returns_units_with_offsets_and_diagnostics(a: &str, docs: &[Document]) {
+    let r = post(a, "/v1/search", Some(PRO), &json!({"query": "cross-border transaction volume growth", "entity": ["Mastercard"], "limit": 8, "max_per_document": 2}));
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(r.body["meta"]["entities"], json!(["MA"]));
+    assert_eq!(r.body["meta"]["rerank"]["status"], "unavailable", "no reranker is configured");
+    let results = r.body["results"].as_array().unwrap();
+    assert!(!results.is_empty() && results.len() <= 8);
+    let mut per_doc = std::collections::HashMap::new();
+    for u in results {
+        let d = &u["document"];
+        assert_eq!(d["ticker"], "MA");
+        *per_doc.entry(d["document_id"].as_str().unwrap().to_string()).or_insert(0) += 1;
+        let text = u["text"].as_str().unwrap();
+        let one_sentence = sextant::corpus::split_sentences(text).len() == 1;
+        assert!(one_sentence || text.split_whitespace().count() <= 30, "a unit is one sentence or at most 30 words: {text:?}");
+        let p = &u["position"];
+        assert!(p["chunk_text"].as_str().unwrap().contains(text));
+        let full = doc_text(docs, d["document_id"].as_str().unwrap());
+        let (c0, c1) = (p["char_start"].as_u64().unwrap() as usize, p["char_end"].as_u64().unwrap() as usize);
+        assert_eq!(full[c0..c1].iter().collect::<String>(), text, "unit offsets");
+        let diag = &u["diagnostics"];
+        assert!(diag["rrf_rank"].as_u64().unwrap() >= 1);
+        assert!(diag["dense_rank"].is_u64() || diag["sparse_rank"].is_u64() || diag["bm25_rank"].is_u64());
+        if let Some(cos) = diag["dense_score"].as_f64() {
+            assert!(cos >= 0.3, "dense candidates under the 0.3 cosine floor are dropped");
+        }
+    }
+    assert!(per_doc.values().all(|&n| n <= 2), "max_per_document: {per_doc:?}");
+    // Dates filter before ranking.
+    let r = post(a, "/v1/search", Some(PRO), &json!({"query": "earnings", "published_before": "2016-12-31"}));
+    for u in r.body["results"].as_array().unwrap() {
+        assert!(u["document"]["published_at"].as_str().unwrap() <= "2016-12-31");
+    }
+}
+
+fn rate_limit_answers_429_with_retry_after(a: &str) {
+    // The "tiny" plan allows 2 requests a minute. The first two may straddle a minute
+    // boundary, so keep asking until refused (at most 5).
+    let mut refused = None;
+    for _ in 0..5 {
+        let r = post(a, "/v1/retrieve", Some(TINY), &json!({"query": "dividends", "top_k": 3}));
+        if r.status == 429 {
+            refused = Some(r);
+            break;
+        }
+        assert_eq!(r.status, 200, "{:?}", r.body);
+        assert!(r.header("x-ratelimit-remaining").is_some());
+    }
+    let r = refused.expect("the third request in a minute is refused");
+    assert_eq!(r.body["error"]["code"], "rate_limited");
+    let retry: u64 = r.header("retry-after").unwrap().parse().unwrap();
+    assert!((1..=60).contains(&retry));
+    assert_eq!(r.header("x-ratelimit-remaining"), Some("0"));
+}
