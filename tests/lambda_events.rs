@@ -1,0 +1,91 @@
+//! The API Gateway events in `events/` (REST v1 and HTTP API v2, good and bad), converted
+//! by `lambda_http` exactly as the `retrieve` and `search` functions receive them, through
+//! the same router, on a real index.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use axum::body::to_bytes;
+use serde_json::Value;
+use sextant::api::keys::LocalKeyStore;
+use sextant::api::{router, ApiConfig, AppState, Engines};
+use sextant::encode::{default_model_dir, ModelSet};
+use sextant::index::format::sha256_hex;
+use sextant::index::Index;
+use sextant::search::open_engine;
+use sextant::storage::LocalDir;
+use tower::ServiceExt;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The three-company index of the demo corpus that `sextant serve --ticker MA --ticker XOM
+/// --ticker ORCL` caches (same cache key); built with `sextant build` when absent.
+fn test_index() -> Index {
+    let corpus = repo().join("data/demo/documents.jsonl.gz");
+    let sum = sha256_hex(&std::fs::read(&corpus).unwrap());
+    let cache = std::env::var_os("SEXTANT_CACHE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/sextant"));
+    let dir = cache.join("indexes").join(format!("demo-{}-MA+ORCL+XOM-c200-k0.9-b0.4", &sum[..12]));
+    if let Ok(index) = Index::load(&LocalDir::new(&dir)) {
+        return index;
+    }
+    let status = Command::new(env!("CARGO_BIN_EXE_sextant"))
+        .args(["build", "--id", "demo", "--ticker", "MA", "--ticker", "XOM", "--ticker", "ORCL", "--docs"])
+        .arg(&corpus)
+        .arg("--out")
+        .arg(&dir)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    Index::load(&LocalDir::new(&dir)).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_gateway_events_go_through_lambda_http_and_the_router() {
+    let models = ModelSet::under(&default_model_dir());
+    let engine = open_engine(Arc::new(test_index()), &models).unwrap();
+    let keys = LocalKeyStore::in_memory();
+    keys.add("sx_dev", "events", "free", vec!["*".into()]).unwrap();
+    let state = AppState::new(Arc::new(keys), ApiConfig::default());
+    state.set_engines(Engines::from([("demo".to_string(), Arc::new(engine))]));
+    let app = router(state);
+    // As the functions' main does: REST API paths carry the stage (`/prod/v1/...`).
+    std::env::set_var("AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH", "true");
+
+    // (event, status, error field)
+    let expected: &[(&str, u16, Option<&str>)] = &[
+        ("retrieve-ok", 200, None),
+        ("retrieve-missing-query", 400, Some("query")),
+        ("retrieve-no-key", 401, None),
+        ("search-ok", 200, None),
+        ("search-bad-date", 400, Some("published_after")),
+    ];
+    let mut seen = 0;
+    for (name, status, field) in expected {
+        for kind in ["rest", "http"] {
+            let file = repo().join("events").join(format!("{name}.{kind}.json"));
+            let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            let request = lambda_http::request::from_str(&text).unwrap_or_else(|e| panic!("{name}.{kind}: {e}"));
+            assert!(request.uri().path().ends_with(&format!("/v1/{}", name.split('-').next().unwrap())), "{name}.{kind}: {}", request.uri());
+            let resp = app.clone().oneshot(request.map(axum::body::Body::new)).await.unwrap();
+            assert_eq!(resp.status().as_u16(), *status, "{name}.{kind}");
+            let id = resp.headers().get("x-request-id").unwrap().to_str().unwrap().to_string();
+            let body: Value = serde_json::from_slice(&to_bytes(resp.into_body(), 1 << 24).await.unwrap()).unwrap();
+            if *status == 200 {
+                let items = body.get("chunks").or_else(|| body.get("results")).and_then(|v| v.as_array()).unwrap();
+                assert!(!items.is_empty(), "{name}.{kind}: {body}");
+            } else {
+                assert_eq!(body["success"], false);
+                assert_eq!(body["error"]["field"].as_str(), *field, "{name}.{kind}: {body}");
+                assert_eq!(body["error"]["requestId"].as_str(), Some(id.as_str()));
+            }
+            seen += 1;
+        }
+    }
+    let on_disk = std::fs::read_dir(repo().join("events")).unwrap().filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "json")).count();
+    assert_eq!(seen, on_disk, "every event in events/ is exercised");
+}
