@@ -145,7 +145,71 @@ fn the_http_api_end_to_end() {
     retrieve_without_rerank_is_dense_similarity_order(a);
     every_error_status_uses_the_envelope(a);
     search_returns_units_with_offsets_and_diagnostics(a, &docs);
+    knowledge_base_retrieve_with_search_filters_and_rewrite(a);
     rate_limit_answers_429_with_retry_after(a);
+}
+
+fn knowledge_base_retrieve_with_search_filters_and_rewrite(a: &str) {
+    let kb = |key: Option<&str>, body: Value| post(a, "/ws_test/index/retrieve", key, &body);
+    let r = kb(Some(PRO), json!({"IndexId": "demo", "Query": "production and earnings", "SearchFilters": [{"ticker": "XOM", "year": {"gte": 2025}}]}));
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!((r.body["Code"].as_str(), r.body["Status"].as_str(), r.body["Success"].as_bool()), (Some("Success"), Some("200"), Some(true)));
+    assert_eq!(r.body["RequestId"].as_str(), r.header("x-request-id"));
+    let nodes = r.body["Data"]["Nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 5, "RerankTopN defaults to 5");
+    for n in nodes {
+        assert_eq!(n["Metadata"]["ticker"], "XOM");
+        assert!(n["Metadata"]["year"].as_i64().unwrap() >= 2025);
+        assert!(!n["Text"].as_str().unwrap().is_empty());
+    }
+    // Nested: MA anything, or XOM earnings calls.
+    let f = json!([{"_operator": "OR", "ticker": "MA", "_conditions": [{"ticker": "XOM", "documentType": "earnings_call"}], "_conditions_operator": "AND"}]);
+    let r = kb(Some(PRO), json!({"IndexId": "demo", "Query": "oil and gas prices", "SearchFilters": f, "RerankTopN": 20}));
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let nodes = r.body["Data"]["Nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 20);
+    assert!(nodes.iter().any(|n| n["Metadata"]["ticker"] == "XOM"), "the query is about oil: XOM calls qualify");
+    for n in nodes {
+        let m = &n["Metadata"];
+        assert!(m["ticker"] == "MA" || (m["ticker"] == "XOM" && m["documentType"] == "earnings_call"), "{m}");
+    }
+    // Only the sparse paths, only the dense path.
+    for (d, s) in [(0, 50), (50, 0)] {
+        let r = kb(Some(PRO), json!({"IndexId": "demo", "Query": "share repurchases", "DenseSimilarityTopK": d, "SparseSimilarityTopK": s}));
+        assert_eq!(r.status, 200, "{:?}", r.body);
+    }
+    // Rewrite across turns.
+    let history = json!([
+        {"Role": "user", "Content": "What was Mastercard's revenue in 2024?"},
+        {"Role": "assistant", "Content": "It was ..."},
+        {"Role": "user", "Content": "and in 2023?"}
+    ]);
+    let r = kb(Some(PRO), json!({"IndexId": "demo", "Query": "what about Exxon Mobil?", "EnableRewrite": true, "History": history}));
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(r.body["Data"]["RewrittenQuery"], "What was Exxon Mobil revenue in 2023?");
+    let r = kb(Some(PRO), json!({"IndexId": "demo", "Query": "and in 2023?", "EnableRewrite": true, "History": [{"Role": "user", "Content": "What were Mastercard's main risk factors in 2024?"}]}));
+    assert_eq!(r.body["Data"]["RewrittenQuery"], "What were Mastercard's main risk factors in 2023?");
+    let r = kb(Some(PRO), json!({"IndexId": "demo", "Query": "and in 2023?"}));
+    assert!(r.body["Data"].get("RewrittenQuery").is_none(), "no rewrite unless enabled");
+    // Errors in this API's envelope.
+    let check = |r: Resp, status: u16, code: &str, mentions: &str| {
+        assert_eq!(r.status, status, "{:?}", r.body);
+        assert_eq!((r.body["Code"].as_str(), r.body["Success"].as_bool()), (Some(code), Some(false)), "{:?}", r.body);
+        assert_eq!(r.body["Status"].as_str(), Some(status.to_string().as_str()));
+        assert!(r.body["Message"].as_str().unwrap().contains(mentions), "{:?}", r.body);
+        assert_eq!(r.body["RequestId"].as_str(), r.header("x-request-id"));
+    };
+    check(kb(Some(PRO), json!({"IndexId": "demo", "Query": "x", "SearchFilters": [{"year": {"between": 1}}]})), 400, "Index.InvalidParameter", "SearchFilters[0].year.between");
+    check(kb(Some(PRO), json!({"IndexId": "demo", "Query": "x", "SearchFilters": [{"_conditions": [{"colour": "red"}]}]})), 400, "Index.InvalidParameter", "SearchFilters[0]._conditions[0].colour");
+    check(kb(Some(PRO), json!({"IndexId": "demo", "Query": "x", "RerankTopN": 25})), 400, "Index.InvalidParameter", "RerankTopN");
+    check(kb(Some(PRO), json!({"IndexId": "demo", "Query": "x", "RerankMinScore": 2.0})), 400, "Index.InvalidParameter", "RerankMinScore");
+    check(kb(Some(PRO), json!({"IndexId": "demo", "Query": "x", "DenseSimilarityTopK": 0, "SparseSimilarityTopK": 0})), 400, "Index.InvalidParameter", "DenseSimilarityTopK");
+    check(kb(Some(PRO), json!({"IndexId": "demo", "Query": "x", "DenseSimilarityTopK": 101})), 400, "Index.InvalidParameter", "DenseSimilarityTopK");
+    check(kb(Some(PRO), json!({"Query": "x"})), 400, "Index.InvalidParameter", "IndexId");
+    check(kb(Some(PRO), json!({"IndexId": "demo"})), 400, "Index.InvalidParameter", "Query");
+    check(kb(Some(PRO), json!({"IndexId": "nope", "Query": "x"})), 404, "Index.NotFound", "nope");
+    check(kb(None, json!({"IndexId": "demo", "Query": "x"})), 401, "Index.Unauthorized", "API key");
+    check(kb(Some(SCOPED), json!({"IndexId": "demo", "Query": "x"})), 403, "Index.AccessDenied", "demo");
 }
 
 fn retrieve_returns_cited_chunks_with_exact_segment_offsets(a: &str, docs: &[Document]) {

@@ -1,4 +1,5 @@
-//! The HTTP API: one axum router serving `/v1/retrieve`, `/v1/search` and `/health`,
+//! The HTTP API: one axum router serving `/v1/retrieve`, `/v1/search`,
+//! `/{WorkspaceId}/index/retrieve` and `/health`,
 //! run by the Lambda functions (through `lambda_http`) and by `sextant serve` alike.
 //!
 //! Every request gets a `requestId`; every failure answers with the error envelope of
@@ -10,10 +11,13 @@ pub mod envelope;
 pub mod context;
 pub mod evidence;
 pub mod keys;
+mod kb;
 mod period;
 mod request;
 mod retrieve;
+mod rewrite;
 mod search;
+pub mod search_filters;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -132,6 +136,7 @@ pub fn router(state: Arc<AppState>) -> Router {
     let api = Router::new()
         .route("/v1/retrieve", post(retrieve::handle).fallback(method_not_allowed))
         .route("/v1/search", post(search::handle).fallback(method_not_allowed))
+        .route("/{workspace}/index/retrieve", post(kb::handle).fallback(method_not_allowed))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), authenticate));
     Router::new()
         .merge(api)
@@ -146,7 +151,7 @@ async fn method_not_allowed() -> ApiError {
 }
 
 async fn not_found() -> ApiError {
-    ApiError::not_found("no such endpoint (POST /v1/retrieve, POST /v1/search, GET /health)")
+    ApiError::not_found("no such endpoint (POST /v1/retrieve, POST /v1/search, POST /{WorkspaceId}/index/retrieve, GET /health)")
 }
 
 /// `GET /health`: 200 with the loaded indexes once ready, 503 while loading.
@@ -164,11 +169,13 @@ async fn health(State(state): State<Arc<AppState>>) -> Response {
 /// errors, the id inside the envelope.
 async fn with_request_id(State(state): State<Arc<AppState>>, mut req: Request, next: Next) -> Response {
     let id = state.request_id();
+    // The knowledge-base route answers in its own envelope.
+    let kb_route = req.uri().path().ends_with("/index/retrieve");
     req.extensions_mut().insert(RequestId(id.clone()));
     let mut resp = next.run(req).await;
     if let Some(err) = resp.extensions_mut().remove::<envelope::PendingError>() {
         let mut headers = std::mem::take(resp.headers_mut());
-        resp = err.0.with_request_id(&id).into_response();
+        resp = if kb_route { kb::error_response(&err.0, &id) } else { err.0.with_request_id(&id).into_response() };
         for name in ["x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset"] {
             if let Some(v) = headers.remove(name) {
                 resp.headers_mut().insert(name, v);

@@ -99,6 +99,9 @@ pub struct SearchRequest {
     pub max_per_document: Option<usize>,
     /// Dense candidates under this cosine similarity are dropped before fusion.
     pub min_dense_similarity: Option<f32>,
+    /// Only documents whose ordinal is in this set (on top of `filter`): for conditions the
+    /// [`Filter`] struct cannot express, evaluated once per document by the caller.
+    pub documents: Option<Arc<Bitset>>,
 }
 
 impl SearchRequest {
@@ -116,6 +119,7 @@ impl SearchRequest {
             recency: None,
             max_per_document: None,
             min_dense_similarity: None,
+            documents: None,
         }
     }
 }
@@ -348,7 +352,18 @@ impl Engine {
             return Err(Error::invalid("paths", "at least one retrieval path is needed"));
         }
         let mut timings = StageTimings::default();
-        let allowed = self.index.allowed(&req.filter);
+        let allowed = match &req.documents {
+            None => self.index.allowed(&req.filter),
+            Some(docs) => {
+                let mut set = Bitset::empty(self.index.chunks.len());
+                for (d, doc) in self.index.documents.iter().enumerate() {
+                    if docs.contains(d) && req.filter.matches(doc) {
+                        self.index.chunks_of(d as u32).for_each(|c| set.insert(c as usize));
+                    }
+                }
+                Some(set)
+            }
+        };
         let candidates = allowed.as_ref().map_or(self.index.chunks.len(), |a| a.count());
 
         // Two branches run side by side, each encoding what its paths need and then
