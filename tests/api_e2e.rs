@@ -287,6 +287,14 @@ fn retrieve_without_rerank_is_dense_similarity_order(a: &str) {
     assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
     assert!(scores.iter().all(|s| (-1.0..=1.0001).contains(s)), "cosine similarities: {scores:?}");
     assert_eq!(r.body["meta"]["rerank"]["status"], "not_requested");
+    assert_eq!(r.body["meta"]["queryTruncated"], false);
+    // Longer than the 256-token model window (but under the 4,000-character limit): served,
+    // and flagged.
+    let long = "What did management say about cloud infrastructure capacity and demand? ".repeat(30);
+    let r = post(a, "/v1/retrieve", Some(FREE), &json!({"query": long}));
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(r.body["meta"]["queryTruncated"], true);
+    assert!(!r.body["chunks"].as_array().unwrap().is_empty());
 }
 
 fn every_error_status_uses_the_envelope(a: &str) {

@@ -1,6 +1,6 @@
-//! The API Gateway events in `events/` (REST v1 and HTTP API v2, good and bad), converted
-//! by `lambda_http` exactly as the `retrieve` and `search` functions receive them, through
-//! the same router, on a real index.
+//! The router in process on a real index: the API Gateway events in `events/` (REST v1 and
+//! HTTP API v2, good and bad), converted by `lambda_http` exactly as the `retrieve` and
+//! `search` functions receive them; and a reranker that fails mid-request.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -88,4 +88,53 @@ async fn api_gateway_events_go_through_lambda_http_and_the_router() {
     }
     let on_disk = std::fs::read_dir(repo().join("events")).unwrap().filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "json")).count();
     assert_eq!(seen, on_disk, "every event in events/ is exercised");
+}
+
+/// A reranker that always fails, as a hosted reranking service would when it is down.
+struct DownReranker;
+
+impl sextant::search::Reranker for DownReranker {
+    fn name(&self) -> &str {
+        "down"
+    }
+    fn score(&self, _query: &str, _passages: &[&str]) -> sextant::Result<Vec<f32>> {
+        Err(sextant::Error::Component { component: "reranker".into(), reason: "connection refused".into() })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_reranker_leaves_the_fused_order_and_says_so() {
+    let models = ModelSet::under(&default_model_dir());
+    let index = Arc::new(test_index());
+    let healthy = open_engine(index.clone(), &models).unwrap();
+    let down = open_engine(index, &models).unwrap().with_reranker(Some(Arc::new(DownReranker)));
+    let app = |engine| {
+        let keys = LocalKeyStore::in_memory();
+        keys.add("sx_dev", "t", "pro", vec!["*".into()]).unwrap();
+        let state = AppState::new(Arc::new(keys), ApiConfig::default());
+        state.set_engines(Engines::from([("demo".to_string(), Arc::new(engine))]));
+        router(state)
+    };
+    let call = |app: axum::Router, path: &'static str, body: Value| async move {
+        let req = axum::http::Request::post(path)
+            .header("content-type", "application/json")
+            .header("authorization", "Bearer sx_dev")
+            .body(axum::body::Body::from(body.to_string()))
+            .unwrap();
+        let resp = app.oneshot(req).await.unwrap();
+        assert_eq!(resp.status().as_u16(), 200);
+        serde_json::from_slice::<Value>(&to_bytes(resp.into_body(), 1 << 24).await.unwrap()).unwrap()
+    };
+    let body = serde_json::json!({"query": "share repurchase program", "limit": 10, "recency_boost": false});
+    let fused = call(app(healthy), "/v1/search", body.clone()).await;
+    let fallback = call(app(down), "/v1/search", body).await;
+    assert_eq!(fused["meta"]["rerank"]["status"], "unavailable");
+    assert_eq!(fallback["meta"]["rerank"]["status"], "failed");
+    assert!(fallback["meta"]["rerank"]["reason"].as_str().unwrap().contains("connection refused"));
+    let ids = |v: &Value| v["results"].as_array().unwrap().iter().map(|u| u["unit_id"].as_str().unwrap().to_string()).collect::<Vec<_>>();
+    assert!(!ids(&fused).is_empty());
+    assert_eq!(ids(&fallback), ids(&fused), "the fused order is served when the reranker fails");
+    for u in fallback["results"].as_array().unwrap() {
+        assert!(u["diagnostics"]["rerank_rank"].is_null());
+    }
 }
