@@ -146,6 +146,7 @@ fn the_http_api_end_to_end() {
     every_error_status_uses_the_envelope(a);
     search_returns_units_with_offsets_and_diagnostics(a, &docs);
     knowledge_base_retrieve_with_search_filters_and_rewrite(a);
+    openapi_document_describes_real_responses(a);
     rate_limit_answers_429_with_retry_after(a);
 }
 
@@ -394,4 +395,116 @@ fn rate_limit_answers_429_with_retry_after(a: &str) {
     let retry: u64 = r.header("retry-after").unwrap().parse().unwrap();
     assert!((1..=60).contains(&retry));
     assert_eq!(r.header("x-ratelimit-remaining"), Some("0"));
+}
+
+/// Checks `v` against `schema` (the JSON Schema subset `schemars` emits: `$ref`, `type`,
+/// `properties`, `required`, `additionalProperties`, `items`, `anyOf`/`oneOf`/`allOf`,
+/// `enum`, `const`). Returns the first mismatch as `path: reason`.
+fn validate(v: &Value, schema: &Value, doc: &Value, path: &str) -> Result<(), String> {
+    if schema == &Value::Bool(true) {
+        return Ok(());
+    }
+    if schema == &Value::Bool(false) {
+        return Err(format!("{path}: no value allowed"));
+    }
+    if let Some(r) = schema.get("$ref").and_then(|r| r.as_str()) {
+        let name = r.strip_prefix("#/components/schemas/").ok_or(format!("{path}: unsupported $ref {r}"))?;
+        validate(v, &doc["components"]["schemas"][name], doc, path)?;
+    }
+    if let Some(t) = schema.get("type") {
+        let types: Vec<&str> = match t {
+            Value::String(s) => vec![s.as_str()],
+            Value::Array(a) => a.iter().filter_map(|x| x.as_str()).collect(),
+            _ => vec![],
+        };
+        let ok = types.iter().any(|t| match *t {
+            "null" => v.is_null(),
+            "boolean" => v.is_boolean(),
+            "integer" => v.is_i64() || v.is_u64(),
+            "number" => v.is_number(),
+            "string" => v.is_string(),
+            "array" => v.is_array(),
+            "object" => v.is_object(),
+            _ => false,
+        });
+        if !ok {
+            return Err(format!("{path}: {v} is not of type {t}"));
+        }
+    }
+    if let Some(c) = schema.get("const") {
+        if c != v {
+            return Err(format!("{path}: {v} is not {c}"));
+        }
+    }
+    if let Some(e) = schema.get("enum").and_then(|e| e.as_array()) {
+        if !e.contains(v) {
+            return Err(format!("{path}: {v} is not one of {e:?}"));
+        }
+    }
+    for key in ["anyOf", "oneOf"] {
+        if let Some(alts) = schema.get(key).and_then(|a| a.as_array()) {
+            let passing = alts.iter().filter(|s| validate(v, s, doc, path).is_ok()).count();
+            if passing == 0 || (key == "oneOf" && passing > 1) {
+                return Err(format!("{path}: {v} matches {passing} of the {key} alternatives"));
+            }
+        }
+    }
+    if let Some(all) = schema.get("allOf").and_then(|a| a.as_array()) {
+        for s in all {
+            validate(v, s, doc, path)?;
+        }
+    }
+    if let Some(obj) = v.as_object() {
+        let props = schema.get("properties").and_then(|p| p.as_object());
+        for r in schema.get("required").and_then(|r| r.as_array()).into_iter().flatten() {
+            let r = r.as_str().unwrap();
+            if !obj.contains_key(r) {
+                return Err(format!("{path}: required field {r} is missing"));
+            }
+        }
+        for (k, x) in obj {
+            match (props.and_then(|p| p.get(k)), schema.get("additionalProperties")) {
+                (Some(s), _) => validate(x, s, doc, &format!("{path}.{k}"))?,
+                (None, Some(Value::Bool(false))) => return Err(format!("{path}: field {k} is not in the schema")),
+                (None, Some(s)) if s.is_object() => validate(x, s, doc, &format!("{path}.{k}"))?,
+                _ => {}
+            }
+        }
+    }
+    if let (Some(items), Some(arr)) = (schema.get("items"), v.as_array()) {
+        for (i, x) in arr.iter().enumerate() {
+            validate(x, items, doc, &format!("{path}[{i}]"))?;
+        }
+    }
+    Ok(())
+}
+
+fn openapi_document_describes_real_responses(a: &str) {
+    let doc = http(a, "GET", "/openapi.json", &[], b"").body;
+    assert_eq!(doc["openapi"], "3.1.0");
+    let schema_of = |path: &str, status: u16| doc["paths"][path]["post"]["responses"][status.to_string()]["content"]["application/json"]["schema"].clone();
+    let request_schema = |path: &str| doc["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"].clone();
+    let cases: Vec<(&str, &str, Option<&str>, Value)> = vec![
+        ("/v1/retrieve", "/v1/retrieve", Some(FREE), json!({"query": "dividends", "include_segments": true, "filters": {"tickers": ["MA"], "year": 2024}})),
+        ("/v1/retrieve", "/v1/retrieve", Some(FREE), json!({"query": "outlook", "filters": {"tickers": ["XOM"], "year": 2015, "quarter": "Q4"}})),
+        ("/v1/retrieve", "/v1/retrieve", Some(FREE), json!({"top_k": 3})),
+        ("/v1/retrieve", "/v1/retrieve", None, json!({"query": "x"})),
+        ("/v1/search", "/v1/search", Some(FREE), json!({"query": "dividends", "entity": "MA"})),
+        ("/v1/search", "/v1/search", Some(FREE), json!({"query": "x", "theme": "blog"})),
+        ("/{WorkspaceId}/index/retrieve", "/ws/index/retrieve", Some(FREE), json!({"IndexId": "demo", "Query": "and in 2023?", "EnableRewrite": true, "History": [{"Role": "user", "Content": "MA revenue in 2024"}]})),
+        ("/{WorkspaceId}/index/retrieve", "/ws/index/retrieve", Some(FREE), json!({"IndexId": "demo", "Query": "x", "SearchFilters": [{"year": {"from": 1}}]})),
+    ];
+    for (spec_path, url, key, body) in cases {
+        let r = post(a, url, key, &body);
+        let schema = schema_of(spec_path, r.status);
+        assert!(!schema.is_null(), "{spec_path} documents no {} response", r.status);
+        validate(&r.body, &schema, &doc, "$").unwrap_or_else(|e| panic!("{spec_path} {} response does not match the document: {e}\n{}", r.status, r.body));
+        if r.status == 200 {
+            validate(&body, &request_schema(spec_path), &doc, "$").unwrap_or_else(|e| panic!("{spec_path} request: {e}"));
+        }
+    }
+    // The validator is not a rubber stamp.
+    let retrieve_ok = schema_of("/v1/retrieve", 200);
+    assert!(validate(&json!({"chunks": []}), &retrieve_ok, &doc, "$").is_err(), "meta is required");
+    assert!(validate(&json!({"chunks": [{"id": 1}], "meta": {}}), &retrieve_ok, &doc, "$").is_err());
 }

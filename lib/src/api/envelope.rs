@@ -114,16 +114,20 @@ impl From<crate::Error> for ApiError {
     }
 }
 
-#[derive(Serialize)]
+/// The body of every failed `/v1` request.
+#[derive(Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-struct Body<'a> {
+pub(crate) struct ErrorEnvelope<'a> {
+    /// Always false.
     success: bool,
-    error: Inner<'a>,
+    /// What went wrong.
+    error: ErrorDetail<'a>,
 }
 
-#[derive(Serialize)]
+/// The `error` of an [`ErrorEnvelope`].
+#[derive(Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-struct Inner<'a> {
+pub(crate) struct ErrorDetail<'a> {
     code: &'a str,
     message: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -145,9 +149,9 @@ impl IntoResponse for ApiError {
             resp.extensions_mut().insert(PendingError(self));
             return resp;
         }
-        let body = Body {
+        let body = ErrorEnvelope {
             success: false,
-            error: Inner { code: self.code, message: &self.message, field: self.field.as_deref(), request_id: &self.request_id },
+            error: ErrorDetail { code: self.code, message: &self.message, field: self.field.as_deref(), request_id: &self.request_id },
         };
         let mut resp = (self.status, axum::Json(body)).into_response();
         let h = resp.headers_mut();

@@ -21,7 +21,7 @@ use crate::search::{Path, SearchRequest};
 
 /// A model choice (`Rerank`, `Rewrite`): accepted for compatibility; the configured models
 /// are used.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ModelChoice {
     /// Model name.
@@ -30,7 +30,7 @@ pub struct ModelChoice {
 }
 
 /// One earlier turn of the conversation.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Turn {
     /// `user` or `assistant` (only user turns are rewritten from).
@@ -42,7 +42,7 @@ pub struct Turn {
 }
 
 /// The request body (field names as in the seed).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KbRequest {
     /// The knowledge base (index id); required.
@@ -87,7 +87,7 @@ pub struct KbRequest {
 }
 
 /// One result.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Node {
     /// The chunk text.
     #[serde(rename = "Text")]
@@ -101,7 +101,7 @@ pub struct Node {
 }
 
 /// `Data` of a response.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct KbData {
     /// Results.
     #[serde(rename = "Nodes")]
@@ -112,7 +112,7 @@ pub struct KbData {
 }
 
 /// The envelope.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct KbResponse {
     /// `Success` or an error code (`Index.InvalidParameter`, ...).
     #[serde(rename = "Code")]

@@ -12,6 +12,7 @@ pub mod context;
 pub mod evidence;
 pub mod keys;
 mod kb;
+pub mod openapi;
 mod period;
 mod request;
 mod retrieve;
@@ -141,6 +142,7 @@ pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .merge(api)
         .route("/health", get(health))
+        .route("/openapi.json", get(|| async { axum::Json(openapi::document()) }))
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(state.clone(), with_request_id))
         .with_state(state)

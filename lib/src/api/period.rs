@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::corpus::Document;
 
 /// Reported in `meta.periodMismatch` when the chunks come from another period.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct PeriodMismatch {
     /// The period asked for (`Q4 2025`, or `2025`).
     pub requested: String,

@@ -25,7 +25,7 @@ pub const MAX_TOP_K: i64 = 50;
 const EVIDENCE_WORDS: usize = 60;
 
 /// The request body.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RetrieveRequest {
     /// The question (required, non-empty).
@@ -46,7 +46,7 @@ pub struct RetrieveRequest {
 }
 
 /// `filters` of a request.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RetrieveFilters {
     /// Any of these tickers.
@@ -64,7 +64,7 @@ pub struct RetrieveFilters {
 }
 
 /// The response body.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct RetrieveResponse {
     /// Cited passages, best first.
     pub chunks: Vec<ChunkOut>,
@@ -73,7 +73,7 @@ pub struct RetrieveResponse {
 }
 
 /// One passage.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ChunkOut {
     /// `chunk_01`, `chunk_02`, ... in rank order, for citation markers.
@@ -89,7 +89,7 @@ pub struct ChunkOut {
 }
 
 /// A passage's provenance.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SourceOut {
     /// Document id.
@@ -118,7 +118,7 @@ pub struct SourceOut {
 
 /// One document segment. Offsets count characters (Unicode scalar values, not bytes) in
 /// the document text rebuilt by joining its segments with `"\n\n"`; `charEnd` is exclusive.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SegmentOut {
     /// `seg_<sequence>`.
@@ -134,7 +134,7 @@ pub struct SegmentOut {
 }
 
 /// `meta` of a response.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Meta {
     /// Chunks returned.

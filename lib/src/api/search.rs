@@ -24,7 +24,7 @@ const UNIT_WORDS: usize = 30;
 const RERANK_DEPTH: usize = 150;
 
 /// One value or a list of values.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum OneOrMany {
     /// `"AAPL"`.
@@ -43,7 +43,7 @@ impl OneOrMany {
 }
 
 /// The request body.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchBody {
     /// The query (required, non-empty).
@@ -78,7 +78,7 @@ pub struct SearchBody {
 }
 
 /// The response body.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct SearchResponse {
     /// Units, best first.
     pub results: Vec<Unit>,
@@ -87,7 +87,7 @@ pub struct SearchResponse {
 }
 
 /// One citable unit.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Unit {
     /// `<document id>#<chunk ordinal>:<start>-<end>`: stable for one index version.
     pub unit_id: String,
@@ -104,7 +104,7 @@ pub struct Unit {
 }
 
 /// A unit's document.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct DocumentRef {
     /// Document id.
     pub document_id: String,
@@ -126,7 +126,7 @@ pub struct DocumentRef {
 
 /// Where a unit sits: its chunk, and character offsets (Unicode scalar values, end
 /// exclusive) into the document text rebuilt by joining segments with `"\n\n"`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Position {
     /// The chunk the unit came from (as `/v1/retrieve` would return it).
     pub chunk_text: String,
@@ -141,7 +141,7 @@ pub struct Position {
 }
 
 /// Ranks at each stage.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct UnitDiagnostics {
     /// Rank in the dense path (absent: not found by it).
     pub dense_rank: Option<usize>,
@@ -162,7 +162,7 @@ pub struct UnitDiagnostics {
 }
 
 /// `meta` of a response.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct SearchMeta {
     /// Units returned.
     pub total: usize,

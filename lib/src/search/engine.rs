@@ -161,6 +161,7 @@ pub struct Hit {
 
 /// What happened to reranking.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "api", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case", tag = "status", content = "reason")]
 pub enum RerankStatus {
     /// The request did not ask for it.
