@@ -138,3 +138,47 @@ async fn a_failing_reranker_leaves_the_fused_order_and_says_so() {
         assert!(u["diagnostics"]["rerank_rank"].is_null());
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_configured_cross_encoder_reranks_and_reports_its_ranks() {
+    let mut models = ModelSet::under(&default_model_dir());
+    // The golden stand-in cross-encoder (MiniLM + a classification head): not a trained
+    // reranker, but the real cross-encoder path end to end.
+    models.reranker = Some(default_model_dir().join("ce-standin"));
+    let engine = open_engine(Arc::new(test_index()), &models).unwrap();
+    assert!(engine.has_reranker());
+    let keys = LocalKeyStore::in_memory();
+    keys.add("sx_dev", "t", "pro", vec!["*".into()]).unwrap();
+    let state = AppState::new(Arc::new(keys), ApiConfig::default());
+    state.set_engines(Engines::from([("demo".to_string(), Arc::new(engine))]));
+    let app = router(state);
+    let call = |path: &'static str, body: Value| {
+        let app = app.clone();
+        async move {
+            let req = axum::http::Request::post(path)
+                .header("content-type", "application/json")
+                .header("authorization", "Bearer sx_dev")
+                .body(axum::body::Body::from(body.to_string()))
+                .unwrap();
+            let resp = app.oneshot(req).await.unwrap();
+            assert_eq!(resp.status().as_u16(), 200);
+            serde_json::from_slice::<Value>(&to_bytes(resp.into_body(), 1 << 24).await.unwrap()).unwrap()
+        }
+    };
+    let r = call("/v1/retrieve", serde_json::json!({"query": "share repurchase program", "top_k": 5})).await;
+    assert_eq!(r["meta"]["rerank"]["status"], "applied", "{}", r["meta"]);
+    assert_eq!(r["chunks"].as_array().unwrap().len(), 5);
+    // The knowledge-base endpoint keeps only nodes whose rerank score reaches RerankMinScore.
+    let all = call("/ws/index/retrieve", serde_json::json!({"IndexId": "demo", "Query": "share repurchase program", "RerankTopN": 20})).await;
+    let scores: Vec<f64> = all["Data"]["Nodes"].as_array().unwrap().iter().map(|n| n["Score"].as_f64().unwrap()).collect();
+    assert_eq!(scores.len(), 20);
+    assert!(all["Data"]["Nodes"][0]["Metadata"]["rerank"]["status"] == "applied");
+    let mut sorted = scores.clone();
+    sorted.sort_by(|a, b| b.total_cmp(a));
+    let threshold = sorted[sorted.len() / 2];
+    if threshold > 0.01 && threshold <= 1.0 {
+        let some = call("/ws/index/retrieve", serde_json::json!({"IndexId": "demo", "Query": "share repurchase program", "RerankTopN": 20, "RerankMinScore": threshold})).await;
+        let kept = some["Data"]["Nodes"].as_array().unwrap();
+        assert!(!kept.is_empty() && kept.len() < 20, "{} of 20 kept at {threshold}", kept.len());
+    }
+}

@@ -28,7 +28,9 @@ impl Reranker for CrossEncoderReranker {
     fn name(&self) -> &str {
         &self.name
     }
+    /// The logistic of the model's relevance logit: a score in (0, 1), in the same order as
+    /// the logits, comparable to a threshold such as `RerankMinScore`.
     fn score(&self, query: &str, passages: &[&str]) -> Result<Vec<f32>> {
-        self.model.score(query, passages)
+        Ok(self.model.score(query, passages)?.into_iter().map(|x| 1.0 / (1.0 + (-x).exp())).collect())
     }
 }
