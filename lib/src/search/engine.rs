@@ -417,7 +417,12 @@ impl Engine {
                 .iter()
                 .map(|l| confidence(&l.iter().map(|h| h.1).collect::<Vec<_>>(), req.fusion.confidence_depth))
                 .collect();
-            adaptive_weights(&base, &conf, req.fusion.alpha)
+            let w = adaptive_weights(&base, &conf, req.fusion.alpha);
+            // Rescale to the base weights' total: the fused order is unchanged (one common
+            // factor), and fused scores stay on the scale of plain weighted RRF instead of
+            // growing with exp(α · confidence).
+            let (sum_base, sum_w) = (base.iter().sum::<f32>(), w.iter().sum::<f32>());
+            if sum_w > 0.0 && sum_w.is_finite() { w.iter().map(|x| x * sum_base / sum_w).collect() } else { w }
         } else {
             base
         };
