@@ -44,15 +44,32 @@ fn test_index() -> Index {
     Index::load(&LocalDir::new(&dir)).unwrap()
 }
 
+/// The router over `engine` as index `demo`, with the key `sx_dev` on `plan`.
+fn app_with(engine: sextant::search::Engine, plan: &str) -> axum::Router {
+    let keys = LocalKeyStore::in_memory();
+    keys.add("sx_dev", "tests", plan, vec!["*".into()]).unwrap();
+    let state = AppState::new(Arc::new(keys), ApiConfig::default());
+    state.set_engines(Engines::from([("demo".to_string(), Arc::new(engine))]));
+    router(state)
+}
+
+/// POSTs `body` to `path` with the key `sx_dev`; asserts a 200 and returns the JSON body.
+async fn post_ok(app: &axum::Router, path: &str, body: Value) -> Value {
+    let req = axum::http::Request::post(path)
+        .header("content-type", "application/json")
+        .header("authorization", "Bearer sx_dev")
+        .body(axum::body::Body::from(body.to_string()))
+        .unwrap();
+    let resp = app.clone().oneshot(req).await.unwrap();
+    assert_eq!(resp.status().as_u16(), 200, "{path}");
+    serde_json::from_slice::<Value>(&to_bytes(resp.into_body(), 1 << 24).await.unwrap()).unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn api_gateway_events_go_through_lambda_http_and_the_router() {
     let models = ModelSet::under(&default_model_dir());
     let engine = open_engine(Arc::new(test_index()), &models).unwrap();
-    let keys = LocalKeyStore::in_memory();
-    keys.add("sx_dev", "events", "free", vec!["*".into()]).unwrap();
-    let state = AppState::new(Arc::new(keys), ApiConfig::default());
-    state.set_engines(Engines::from([("demo".to_string(), Arc::new(engine))]));
-    let app = router(state);
+    let app = app_with(engine, "free");
     // As the functions' main does: REST API paths carry the stage (`/prod/v1/...`).
     std::env::set_var("AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH", "true");
 
@@ -108,26 +125,9 @@ async fn a_failing_reranker_leaves_the_fused_order_and_says_so() {
     let index = Arc::new(test_index());
     let healthy = open_engine(index.clone(), &models).unwrap();
     let down = open_engine(index, &models).unwrap().with_reranker(Some(Arc::new(DownReranker)));
-    let app = |engine| {
-        let keys = LocalKeyStore::in_memory();
-        keys.add("sx_dev", "t", "pro", vec!["*".into()]).unwrap();
-        let state = AppState::new(Arc::new(keys), ApiConfig::default());
-        state.set_engines(Engines::from([("demo".to_string(), Arc::new(engine))]));
-        router(state)
-    };
-    let call = |app: axum::Router, path: &'static str, body: Value| async move {
-        let req = axum::http::Request::post(path)
-            .header("content-type", "application/json")
-            .header("authorization", "Bearer sx_dev")
-            .body(axum::body::Body::from(body.to_string()))
-            .unwrap();
-        let resp = app.oneshot(req).await.unwrap();
-        assert_eq!(resp.status().as_u16(), 200);
-        serde_json::from_slice::<Value>(&to_bytes(resp.into_body(), 1 << 24).await.unwrap()).unwrap()
-    };
     let body = serde_json::json!({"query": "share repurchase program", "limit": 10, "recency_boost": false});
-    let fused = call(app(healthy), "/v1/search", body.clone()).await;
-    let fallback = call(app(down), "/v1/search", body).await;
+    let fused = post_ok(&app_with(healthy, "pro"), "/v1/search", body.clone()).await;
+    let fallback = post_ok(&app_with(down, "pro"), "/v1/search", body).await;
     assert_eq!(fused["meta"]["rerank"]["status"], "unavailable");
     assert_eq!(fallback["meta"]["rerank"]["status"], "failed");
     assert!(fallback["meta"]["rerank"]["reason"].as_str().unwrap().contains("connection refused"));
@@ -147,29 +147,12 @@ async fn a_configured_cross_encoder_reranks_and_reports_its_ranks() {
     models.reranker = Some(default_model_dir().join("ce-standin"));
     let engine = open_engine(Arc::new(test_index()), &models).unwrap();
     assert!(engine.has_reranker());
-    let keys = LocalKeyStore::in_memory();
-    keys.add("sx_dev", "t", "pro", vec!["*".into()]).unwrap();
-    let state = AppState::new(Arc::new(keys), ApiConfig::default());
-    state.set_engines(Engines::from([("demo".to_string(), Arc::new(engine))]));
-    let app = router(state);
-    let call = |path: &'static str, body: Value| {
-        let app = app.clone();
-        async move {
-            let req = axum::http::Request::post(path)
-                .header("content-type", "application/json")
-                .header("authorization", "Bearer sx_dev")
-                .body(axum::body::Body::from(body.to_string()))
-                .unwrap();
-            let resp = app.oneshot(req).await.unwrap();
-            assert_eq!(resp.status().as_u16(), 200);
-            serde_json::from_slice::<Value>(&to_bytes(resp.into_body(), 1 << 24).await.unwrap()).unwrap()
-        }
-    };
-    let r = call("/v1/retrieve", serde_json::json!({"query": "share repurchase program", "top_k": 5})).await;
+    let app = app_with(engine, "pro");
+    let r = post_ok(&app, "/v1/retrieve", serde_json::json!({"query": "share repurchase program", "top_k": 5})).await;
     assert_eq!(r["meta"]["rerank"]["status"], "applied", "{}", r["meta"]);
     assert_eq!(r["chunks"].as_array().unwrap().len(), 5);
     // The knowledge-base endpoint keeps only nodes whose rerank score reaches RerankMinScore.
-    let all = call("/ws/index/retrieve", serde_json::json!({"IndexId": "demo", "Query": "share repurchase program", "RerankTopN": 20})).await;
+    let all = post_ok(&app, "/ws/index/retrieve", serde_json::json!({"IndexId": "demo", "Query": "share repurchase program", "RerankTopN": 20})).await;
     let scores: Vec<f64> = all["Data"]["Nodes"].as_array().unwrap().iter().map(|n| n["Score"].as_f64().unwrap()).collect();
     assert_eq!(scores.len(), 20);
     assert!(all["Data"]["Nodes"][0]["Metadata"]["rerank"]["status"] == "applied");
@@ -177,7 +160,7 @@ async fn a_configured_cross_encoder_reranks_and_reports_its_ranks() {
     sorted.sort_by(|a, b| b.total_cmp(a));
     let threshold = sorted[sorted.len() / 2];
     if threshold > 0.01 && threshold <= 1.0 {
-        let some = call("/ws/index/retrieve", serde_json::json!({"IndexId": "demo", "Query": "share repurchase program", "RerankTopN": 20, "RerankMinScore": threshold})).await;
+        let some = post_ok(&app, "/ws/index/retrieve", serde_json::json!({"IndexId": "demo", "Query": "share repurchase program", "RerankTopN": 20, "RerankMinScore": threshold})).await;
         let kept = some["Data"]["Nodes"].as_array().unwrap();
         assert!(!kept.is_empty() && kept.len() < 20, "{} of 20 kept at {threshold}", kept.len());
     }
