@@ -70,7 +70,7 @@ async fn api_gateway_events_go_through_lambda_http_and_the_router() {
     let models = ModelSet::under(&default_model_dir());
     let engine = open_engine(Arc::new(test_index()), &models).unwrap();
     let app = app_with(engine, "free");
-    // As the functions' main does: REST API paths carry the stage (`/prod/v1/...`).
+    // As `sextant::api::lambda::serve` does: REST API paths carry the stage (`/prod/v1/...`).
     std::env::set_var("AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH", "true");
 
     // (event, status, error field)

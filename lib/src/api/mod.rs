@@ -12,6 +12,8 @@ pub mod context;
 pub mod evidence;
 pub mod keys;
 mod kb;
+#[cfg(feature = "lambda")]
+pub mod lambda;
 pub mod openapi;
 mod period;
 mod request;
