@@ -143,17 +143,18 @@ impl Index {
 
     /// The chunks whose document passes `filter` (`None` when the filter is empty).
     pub fn allowed(&self, filter: &Filter) -> Option<Bitset> {
-        self.allowed_by(|d| filter.matches(d), filter.is_empty())
+        self.allowed_by(|_, d| filter.matches(d), filter.is_empty())
     }
 
-    /// The chunks whose document passes `pred`; `None` when `match_all` (no filter).
-    pub fn allowed_by(&self, pred: impl Fn(&Document) -> bool, match_all: bool) -> Option<Bitset> {
+    /// The chunks whose document passes `pred` (given the document's ordinal and the
+    /// document); `None` when `match_all` (no filter).
+    pub fn allowed_by(&self, pred: impl Fn(usize, &Document) -> bool, match_all: bool) -> Option<Bitset> {
         if match_all {
             return None;
         }
         let mut set = Bitset::empty(self.chunks.len());
         for (d, doc) in self.documents.iter().enumerate() {
-            if pred(doc) {
+            if pred(d, doc) {
                 self.doc_chunks[d].clone().for_each(|c| set.insert(c as usize));
             }
         }
@@ -185,13 +186,15 @@ impl Index {
         use rayon::prelude::*;
         let manifest = format::read_manifest(storage)?;
         let loc = storage.location();
+        let missing = |name: &str| Error::IndexCorrupted {
+            file: format!("{loc}/{}", format::MANIFEST),
+            expected: format!("an entry for {name}"),
+            found: "none".into(),
+        };
+        // Refuse an incomplete manifest before reading anything.
         for name in [DOCUMENTS, CHUNKS, DENSE_VECTORS, DENSE_GRAPH, BM25, SPLADE] {
             if !manifest.files.iter().any(|f| f.name == name) {
-                return Err(Error::IndexCorrupted {
-                    file: format!("{loc}/{}", format::MANIFEST),
-                    expected: format!("an entry for {name}"),
-                    found: "none".into(),
-                });
+                return Err(missing(name));
             }
         }
         let mut files: Vec<&format::FileEntry> = manifest.files.iter().collect();
@@ -227,11 +230,6 @@ impl Index {
                 Part::Other => {}
             }
         }
-        let missing = |name: &str| Error::IndexCorrupted {
-            file: format!("{loc}/{}", format::MANIFEST),
-            expected: format!("an entry for {name}"),
-            found: "none".into(),
-        };
         let documents: Vec<Document> = documents.ok_or_else(|| missing(DOCUMENTS))?;
         let chunks: Vec<Chunk> = chunks.ok_or_else(|| missing(CHUNKS))?;
         let mut dense: DenseIndex = graph.ok_or_else(|| missing(DENSE_GRAPH))?;

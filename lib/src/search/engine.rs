@@ -189,6 +189,14 @@ pub struct StageTimings {
     pub total_ms: f64,
 }
 
+/// A query encoded for some paths: what ran, whether the text was cut (known when the
+/// dense encoder ran), and the last encoder error.
+struct Encoding {
+    query: PreparedQuery,
+    truncated: Option<bool>,
+    error: Option<String>,
+}
+
 /// What one branch of a search produced: its paths' results and how long encoding took.
 #[derive(Default)]
 struct Branch {
@@ -273,23 +281,43 @@ impl Engine {
         self.reranker.is_some()
     }
 
-    /// Encodes a query for the paths that need it (dense and SPLADE run in parallel).
+    /// Encodes a query for the paths that need it (dense and SPLADE run in parallel), and
+    /// tells whether it was cut to the model window.
     pub fn prepare(&self, text: &str, paths: &[Path]) -> Result<(PreparedQuery, bool)> {
-        let need_dense = paths.contains(&Path::Dense);
-        let need_sparse = paths.contains(&Path::Splade);
-        let (dense, sparse) = rayon::join(
-            || need_dense.then(|| self.dense.embed_query(text)).transpose(),
-            || need_sparse.then(|| self.sparse.encode(text)).transpose(),
-        );
+        let dense_paths: Vec<Path> = paths.iter().copied().filter(|&p| p == Path::Dense).collect();
+        let sparse_paths: Vec<Path> = paths.iter().copied().filter(|&p| p == Path::Splade).collect();
+        let (d, s) = rayon::join(|| self.encode(text, &dense_paths), || self.encode(text, &sparse_paths));
         // An encoder failure is a failure of its path only, reported by the retriever.
-        let dense = dense.ok().flatten();
-        // Only tokenize again to learn about truncation when the dense path did not run.
-        let truncated = match &dense {
-            Some((_, t)) => *t,
-            None => self.dense.tokenizer().encode(text).map(|e| e.truncated).unwrap_or(false),
-        };
-        let dense = dense.map(|(v, _)| v);
-        Ok((PreparedQuery { text: text.to_string(), dense, sparse: sparse.ok().flatten() }, truncated))
+        let query = PreparedQuery { text: text.to_string(), dense: d.query.dense, sparse: s.query.sparse };
+        Ok((query, self.query_truncated(text, d.truncated)))
+    }
+
+    /// Whether `text` is cut to the model window: known from the dense encoding when it
+    /// ran, else learnt by tokenizing once more.
+    fn query_truncated(&self, text: &str, from_dense: Option<bool>) -> bool {
+        from_dense.unwrap_or_else(|| self.dense.tokenizer().encode(text).map(|e| e.truncated).unwrap_or(false))
+    }
+
+    /// Runs the encoders `paths` need on `text` (one after the other), keeping the last
+    /// encoder error instead of failing.
+    fn encode(&self, text: &str, paths: &[Path]) -> Encoding {
+        let mut out = Encoding { query: PreparedQuery { text: text.to_string(), dense: None, sparse: None }, truncated: None, error: None };
+        if paths.contains(&Path::Dense) {
+            match self.dense.embed_query(text) {
+                Ok((v, truncated)) => {
+                    out.query.dense = Some(v);
+                    out.truncated = Some(truncated);
+                }
+                Err(e) => out.error = Some(e.to_string()),
+            }
+        }
+        if paths.contains(&Path::Splade) {
+            match self.sparse.encode(text) {
+                Ok(v) => out.query.sparse = Some(v),
+                Err(e) => out.error = Some(e.to_string()),
+            }
+        }
+        out
     }
 
     /// Encodes `text` for `paths` (only what they need) and runs their retrievers in order.
@@ -301,23 +329,8 @@ impl Engine {
             return branch;
         }
         let t = Instant::now();
-        let mut query = PreparedQuery { text: text.to_string(), dense: None, sparse: None };
-        let mut encode_error = None;
-        if paths.contains(&Path::Dense) {
-            match self.dense.embed_query(text) {
-                Ok((v, truncated)) => {
-                    query.dense = Some(v);
-                    branch.truncated = Some(truncated);
-                }
-                Err(e) => encode_error = Some(e.to_string()),
-            }
-        }
-        if paths.contains(&Path::Splade) {
-            match self.sparse.encode(text) {
-                Ok(v) => query.sparse = Some(v),
-                Err(e) => encode_error = Some(e.to_string()),
-            }
-        }
+        let Encoding { query, truncated, error: encode_error } = self.encode(text, paths);
+        branch.truncated = truncated;
         branch.encode_ms = ms(t);
         for &p in paths {
             let Some(r) = self.retrievers.iter().find(|r| r.path() == p) else { continue };
@@ -355,15 +368,7 @@ impl Engine {
         let mut timings = StageTimings::default();
         let allowed = match &req.documents {
             None => self.index.allowed(&req.filter),
-            Some(docs) => {
-                let mut set = Bitset::empty(self.index.chunks.len());
-                for (d, doc) in self.index.documents.iter().enumerate() {
-                    if docs.contains(d) && req.filter.matches(doc) {
-                        self.index.chunks_of(d as u32).for_each(|c| set.insert(c as usize));
-                    }
-                }
-                Some(set)
-            }
+            Some(docs) => self.index.allowed_by(|d, doc| docs.contains(d) && req.filter.matches(doc), false),
         };
         let candidates = allowed.as_ref().map_or(self.index.chunks.len(), |a| a.count());
 
@@ -379,10 +384,7 @@ impl Engine {
             || self.run_branch(&req.query, &on_sparse, allowed.as_ref(), k, None),
         );
         timings.encode_ms = dense_branch.encode_ms.max(sparse_branch.encode_ms);
-        let query_truncated = match dense_branch.truncated {
-            Some(t) => t,
-            None => self.dense.tokenizer().encode(&req.query).map(|e| e.truncated).unwrap_or(false),
-        };
+        let query_truncated = self.query_truncated(&req.query, dense_branch.truncated);
         let mut results: Vec<(Path, Result<Vec<PathHit>>, f64)> =
             dense_branch.results.into_iter().chain(sparse_branch.results).collect();
         // Report paths in the order the request named them.
