@@ -131,9 +131,3 @@ pub fn read_verified(storage: &dyn Storage, f: &FileEntry) -> Result<Blob> {
     }
     Ok(bytes)
 }
-
-/// Reads every file of the manifest in parallel, verifying size and checksum.
-/// Returns them in manifest order.
-pub fn read_files(storage: &dyn Storage, manifest: &Manifest) -> Result<Vec<Blob>> {
-    manifest.files.par_iter().map(|f| read_verified(storage, f)).collect()
-}
