@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::envelope::ApiError;
+use super::params::{check_query, run_search};
 use super::request::json_body;
 use super::{AppState, Caller, RequestId};
 use crate::index::Bitset;
@@ -189,10 +190,7 @@ pub(crate) async fn handle(
     if req.index_id.trim().is_empty() {
         return Err(ApiError::invalid("IndexId", "must not be empty"));
     }
-    if !caller.key.can_read(&req.index_id) {
-        return Err(ApiError::forbidden(format!("this API key may not read index {:?}", req.index_id)));
-    }
-    let engine = state.engine(&req.index_id)?;
+    let engine = state.engine_for(&caller, &req.index_id)?;
     let names = |m: &Option<Vec<ModelChoice>>| m.iter().flatten().filter_map(|c| c.model_name.clone()).collect::<Vec<_>>();
     tracing::debug!(
         rerank_models = ?names(&req.rerank),
@@ -201,12 +199,7 @@ pub(crate) async fn handle(
         "model choices are accepted for compatibility; the configured models run, and no history is stored"
     );
     let query = req.query.clone().unwrap_or_default();
-    if query.trim().is_empty() {
-        return Err(ApiError::invalid("Query", "must not be empty"));
-    }
-    if query.chars().count() > state.config.max_query_chars {
-        return Err(ApiError::invalid("Query", format!("is longer than {} characters", state.config.max_query_chars)));
-    }
+    check_query(&query, "Query", state.config.max_query_chars)?;
     let dense_k = range(req.dense_top_k, "DenseSimilarityTopK", 0, 100, 100)? as usize;
     let sparse_k = range(req.sparse_top_k, "SparseSimilarityTopK", 0, 100, 100)? as usize;
     if dense_k == 0 && sparse_k == 0 {
@@ -251,9 +244,7 @@ pub(crate) async fn handle(
     search.per_path_k = dense_k.max(sparse_k).max(top_n);
     search.rerank = req.enable_reranking.unwrap_or(true);
     search.documents = documents;
-    let e2 = engine.clone();
-    let s2 = search.clone();
-    let out = tokio::task::spawn_blocking(move || e2.search(&s2)).await.map_err(|_| ApiError::internal())??;
+    let out = run_search(&engine, &search).await?;
     let reranked = out.rerank == crate::search::RerankStatus::Applied;
     let nodes: Vec<Node> = out
         .hits

@@ -15,6 +15,7 @@ mod kb;
 #[cfg(feature = "lambda")]
 pub mod lambda;
 pub mod openapi;
+mod params;
 mod period;
 mod request;
 mod retrieve;
@@ -107,6 +108,15 @@ impl AppState {
         engines.get(id).cloned().ok_or_else(|| {
             ApiError::not_found(format!("no index {id:?} is loaded (loaded: {})", engines.keys().cloned().collect::<Vec<_>>().join(", ")))
         })
+    }
+
+    /// The engine of index `id` for `caller`: 403 when the key may not read it, then as
+    /// [`AppState::engine`].
+    fn engine_for(&self, caller: &Caller, id: &str) -> Result<Arc<Engine>, ApiError> {
+        if !caller.key.can_read(id) {
+            return Err(ApiError::forbidden(format!("this API key may not read index {id:?}")));
+        }
+        self.engine(id)
     }
 
     /// A new request id: `req_` and 16 hex digits (time and a counter, mixed).

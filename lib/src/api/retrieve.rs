@@ -10,17 +10,16 @@ use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 
 use super::envelope::ApiError;
+use super::params::{check_query, default_recency, document_types, result_count, run_search};
 use super::period::{fallback, quarter_number, PeriodMismatch};
 use super::request::json_body;
 use super::{AppState, Caller, RequestId};
 use crate::corpus::Document;
 use crate::index::Filter;
-use crate::search::{Engine, Path, Recency, RerankStatus, SearchRequest};
+use crate::search::{Engine, Path, RerankStatus, SearchRequest};
 
 /// Default `top_k`.
 pub const DEFAULT_TOP_K: i64 = 10;
-/// Largest `top_k` any plan may ask for.
-pub const MAX_TOP_K: i64 = 50;
 /// Words in an `evidenceText` at most (it grows from the best sentence).
 const EVIDENCE_WORDS: usize = 60;
 
@@ -154,17 +153,8 @@ pub struct Meta {
 /// Checks the request and turns it into an engine search (plus the period mismatch).
 pub(crate) fn plan_search(engine: &Engine, req: &RetrieveRequest, max_top_k: usize, max_query_chars: usize) -> Result<(SearchRequest, Option<PeriodMismatch>), ApiError> {
     let query = req.query.trim();
-    if query.is_empty() {
-        return Err(ApiError::invalid("query", "must not be empty"));
-    }
-    if query.chars().count() > max_query_chars {
-        return Err(ApiError::invalid("query", format!("is longer than {max_query_chars} characters")));
-    }
-    let top_k = req.top_k.unwrap_or(DEFAULT_TOP_K);
-    if top_k < 1 {
-        return Err(ApiError::invalid("top_k", format!("must be between 1 and {MAX_TOP_K}, got {top_k}")));
-    }
-    let top_k = (top_k.min(MAX_TOP_K) as usize).min(max_top_k);
+    check_query(query, "query", max_query_chars)?;
+    let top_k = result_count(req.top_k, "top_k", DEFAULT_TOP_K, max_top_k)?;
     let f = req.filters.clone().unwrap_or_default();
     let index = engine.index();
     let mut filter = Filter::default();
@@ -175,16 +165,7 @@ pub(crate) fn plan_search(engine: &Engine, req: &RetrieveRequest, max_top_k: usi
         filter.tickers = tickers.iter().map(|t| t.trim().to_ascii_uppercase()).collect();
     }
     if let Some(types) = &f.source_types {
-        let known: std::collections::BTreeSet<&str> = index.documents.iter().map(|d| d.document_type.as_str()).collect();
-        for (i, t) in types.iter().enumerate() {
-            if !known.iter().any(|k| k.eq_ignore_ascii_case(t.trim())) {
-                return Err(ApiError::invalid(
-                    format!("filters.source_types[{i}]"),
-                    format!("unknown source type {t:?} (this index holds: {})", known.into_iter().collect::<Vec<_>>().join(", ")),
-                ));
-            }
-        }
-        filter.document_types = types.iter().map(|t| t.trim().to_string()).collect();
+        filter.document_types = document_types(index, types, "filters.source_types", "source type")?;
     }
     if let Some(y) = f.year {
         if !(1900..=2100).contains(&y) {
@@ -211,7 +192,7 @@ pub(crate) fn plan_search(engine: &Engine, req: &RetrieveRequest, max_top_k: usi
     let mut search = SearchRequest::new(query, top_k);
     search.filter = filter;
     if req.rerank.unwrap_or(true) {
-        search.recency = Some(Recency { half_life_days: 365.0, weight: 0.1, now: None });
+        search.recency = Some(default_recency());
     } else {
         search.paths = vec![Path::Dense];
         search.rerank = false;
@@ -287,13 +268,8 @@ pub(crate) async fn handle(
     body: Bytes,
 ) -> Result<Json<RetrieveResponse>, ApiError> {
     let req: RetrieveRequest = json_body(&headers, &body, state.config.max_body_bytes)?;
-    let index_id = state.config.default_index.clone();
-    if !caller.key.can_read(&index_id) {
-        return Err(ApiError::forbidden(format!("this API key may not read index {index_id:?}")));
-    }
-    let engine = state.engine(&index_id)?;
+    let engine = state.engine_for(&caller, &state.config.default_index)?;
     let (search, mismatch) = plan_search(&engine, &req, caller.plan.max_top_k, state.config.max_query_chars)?;
-    let (engine2, search2) = (engine.clone(), search.clone());
-    let out = tokio::task::spawn_blocking(move || engine2.search(&search2)).await.map_err(|_| ApiError::internal())??;
+    let out = run_search(&engine, &search).await?;
     Ok(Json(respond(&engine, &req, &search, out, mismatch, request_id)))
 }

@@ -69,8 +69,7 @@ fn year_of(w: &str) -> Option<String> {
 }
 
 fn quarter_of(w: &str) -> Option<String> {
-    let w = w.to_ascii_uppercase();
-    (w.len() == 2 && w.starts_with('Q') && matches!(&w[1..], "1" | "2" | "3" | "4")).then_some(w)
+    super::period::quarter_number(w).map(|n| format!("Q{n}"))
 }
 
 /// Companies (with the text that named them), periods and the count of content words.

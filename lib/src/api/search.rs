@@ -13,10 +13,11 @@ use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 
 use super::envelope::ApiError;
+use super::params::{check_query, default_recency, document_types, result_count, run_search};
 use super::request::json_body;
 use super::{AppState, Caller, RequestId};
 use crate::index::{Filter, Index};
-use crate::search::{Path, Recency, RerankStatus, SearchRequest};
+use crate::search::{days_from_iso_date, Path, RerankStatus, SearchRequest};
 
 /// Words in a unit at most (about 40 tokens).
 const UNIT_WORDS: usize = 30;
@@ -214,14 +215,10 @@ fn normalise_name(s: &str) -> String {
     words[start..end].join(" ")
 }
 
+/// Exactly `YYYY-MM-DD` (the calendar checks are [`days_from_iso_date`]'s).
 fn valid_date(s: &str) -> bool {
     let b = s.as_bytes();
-    b.len() == 10
-        && b[4] == b'-'
-        && b[7] == b'-'
-        && s[..4].parse::<u32>().is_ok()
-        && s[5..7].parse::<u32>().is_ok_and(|m| (1..=12).contains(&m))
-        && s[8..10].parse::<u32>().is_ok_and(|d| (1..=31).contains(&d))
+    b.len() == 10 && b[4] == b'-' && b[7] == b'-' && s[..4].parse::<u32>().is_ok() && days_from_iso_date(s).is_some()
 }
 
 /// The handler.
@@ -233,24 +230,11 @@ pub(crate) async fn handle(
     body: Bytes,
 ) -> Result<Json<SearchResponse>, ApiError> {
     let req: SearchBody = json_body(&headers, &body, state.config.max_body_bytes)?;
-    let index_id = state.config.default_index.clone();
-    if !caller.key.can_read(&index_id) {
-        return Err(ApiError::forbidden(format!("this API key may not read index {index_id:?}")));
-    }
-    let engine = state.engine(&index_id)?;
+    let engine = state.engine_for(&caller, &state.config.default_index)?;
     let index = engine.index().clone();
     let query = req.query.trim().to_string();
-    if query.is_empty() {
-        return Err(ApiError::invalid("query", "must not be empty"));
-    }
-    if query.chars().count() > state.config.max_query_chars {
-        return Err(ApiError::invalid("query", format!("is longer than {} characters", state.config.max_query_chars)));
-    }
-    let limit = req.limit.unwrap_or(10);
-    if limit < 1 {
-        return Err(ApiError::invalid("limit", format!("must be between 1 and 50, got {limit}")));
-    }
-    let limit = (limit.min(50) as usize).min(caller.plan.max_top_k);
+    check_query(&query, "query", state.config.max_query_chars)?;
+    let limit = result_count(req.limit, "limit", 10, caller.plan.max_top_k)?;
     let max_per_document = req.max_per_document.unwrap_or(3);
     if max_per_document < 1 {
         return Err(ApiError::invalid("max_per_document", format!("must be at least 1, got {max_per_document}")));
@@ -275,13 +259,7 @@ pub(crate) async fn handle(
         filter.tickers = entities.clone();
     }
     if let Some(t) = req.theme.clone() {
-        let known: std::collections::BTreeSet<&str> = index.documents.iter().map(|d| d.document_type.as_str()).collect();
-        for (i, t) in t.into_vec().into_iter().enumerate() {
-            if !known.iter().any(|k| k.eq_ignore_ascii_case(t.trim())) {
-                return Err(ApiError::invalid(format!("theme[{i}]"), format!("unknown theme {t:?} (this index holds: {})", known.iter().copied().collect::<Vec<_>>().join(", "))));
-            }
-            filter.document_types.push(t.trim().to_string());
-        }
+        filter.document_types = document_types(&index, &t.into_vec(), "theme", "theme")?;
     }
     for (field, value) in [("published_after", &req.published_after), ("published_before", &req.published_before)] {
         if let Some(v) = value {
@@ -305,10 +283,9 @@ pub(crate) async fn handle(
     search.max_per_document = Some(max_per_document as usize);
     search.min_dense_similarity = Some(min_similarity);
     if req.recency_boost.unwrap_or(true) {
-        search.recency = Some(Recency { half_life_days: 365.0, weight: 0.1, now: None });
+        search.recency = Some(default_recency());
     }
-    let e2 = engine.clone();
-    let out = tokio::task::spawn_blocking(move || e2.search(&search)).await.map_err(|_| ApiError::internal())??;
+    let out = run_search(&engine, &search).await?;
 
     let results: Vec<Unit> = out
         .hits

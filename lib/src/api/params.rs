@@ -1,0 +1,58 @@
+//! Checks and defaults the endpoints share: the query, result counts, document types,
+//! the recency boost, and running a search off the async runtime.
+
+use std::sync::Arc;
+
+use super::envelope::ApiError;
+use crate::index::Index;
+use crate::search::{Engine, Recency, SearchOutcome, SearchRequest};
+
+/// The most results any request may ask for (plans clamp further).
+pub const MAX_RESULTS: i64 = 50;
+
+/// Refuses an empty (or all-blank) query, or one over `max_chars` characters, on `field`.
+pub fn check_query(text: &str, field: &str, max_chars: usize) -> Result<(), ApiError> {
+    if text.trim().is_empty() {
+        return Err(ApiError::invalid(field, "must not be empty"));
+    }
+    if text.chars().count() > max_chars {
+        return Err(ApiError::invalid(field, format!("is longer than {max_chars} characters")));
+    }
+    Ok(())
+}
+
+/// A result count: `default` when absent, a 400 on `field` below 1, otherwise capped
+/// silently at [`MAX_RESULTS`] and at the plan's `plan_max`.
+pub fn result_count(value: Option<i64>, field: &str, default: i64, plan_max: usize) -> Result<usize, ApiError> {
+    let n = value.unwrap_or(default);
+    if n < 1 {
+        return Err(ApiError::invalid(field, format!("must be between 1 and {MAX_RESULTS}, got {n}")));
+    }
+    Ok((n.min(MAX_RESULTS) as usize).min(plan_max))
+}
+
+/// Each value must name a document type `index` holds (any case); a 400 on `field[i]`
+/// otherwise, calling the values `what` ("source type", "theme"). Returns them trimmed.
+pub fn document_types(index: &Index, values: &[String], field: &str, what: &str) -> Result<Vec<String>, ApiError> {
+    let known: std::collections::BTreeSet<&str> = index.documents.iter().map(|d| d.document_type.as_str()).collect();
+    for (i, t) in values.iter().enumerate() {
+        if !known.iter().any(|k| k.eq_ignore_ascii_case(t.trim())) {
+            return Err(ApiError::invalid(
+                format!("{field}[{i}]"),
+                format!("unknown {what} {t:?} (this index holds: {})", known.iter().copied().collect::<Vec<_>>().join(", ")),
+            ));
+        }
+    }
+    Ok(values.iter().map(|t| t.trim().to_string()).collect())
+}
+
+/// The recency boost of the public endpoints: a 365-day half-life, weight 0.1.
+pub fn default_recency() -> Recency {
+    Recency { half_life_days: 365.0, weight: 0.1, now: None }
+}
+
+/// Runs `search` on the blocking pool (it is CPU-bound), so the runtime keeps serving.
+pub async fn run_search(engine: &Arc<Engine>, search: &SearchRequest) -> Result<SearchOutcome, ApiError> {
+    let (engine, search) = (engine.clone(), search.clone());
+    Ok(tokio::task::spawn_blocking(move || engine.search(&search)).await.map_err(|_| ApiError::internal())??)
+}
