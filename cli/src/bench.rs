@@ -188,18 +188,13 @@ pub fn load_time(index: &Index) -> Result<()> {
 pub fn scaled(engine: &Engine, target: usize, cache: &std::path::Path) -> Result<Engine> {
     let key = sextant::index::format::sha256_hex(&serde_json::to_vec(&engine.index().manifest.files)?);
     let dir = cache.join(format!("synthetic-{target}-{}", &key[..12]));
-    let index = match Index::load(&LocalDir::new(&dir)) {
-        Ok(index) => {
-            eprintln!("reusing the synthetic {target}-chunk index in {}", dir.display());
-            index
-        }
-        Err(_) => {
-            let (idx, ms) = time(|| synthesize(engine.index(), target));
-            eprintln!("synthesised {target} chunks in {:.1}s", ms / 1e3);
-            let idx = idx?;
-            idx.save(&LocalDir::new(&dir))?;
-            idx
-        }
-    };
+    let (index, reused) = crate::commands::cached_index(&dir, || {
+        let (idx, ms) = time(|| synthesize(engine.index(), target));
+        eprintln!("synthesised {target} chunks in {:.1}s", ms / 1e3);
+        idx
+    })?;
+    if reused {
+        eprintln!("reusing the synthetic {target}-chunk index in {}", dir.display());
+    }
     Ok(Engine::new(Arc::new(index), engine.dense_encoder().clone(), engine.sparse_encoder().clone(), None))
 }

@@ -265,14 +265,18 @@ fn beir_index(beir: &FsPath, set: &sextant::corpus::BeirSet, models: &ModelSet, 
     let corpus_sum = sha256_hex(&std::fs::read(beir.join("corpus.jsonl"))?);
     let key = format!("beir-{name}-{}-c{}-k{}-b{}", &corpus_sum[..12], build.chunk_tokens, build.k1, build.b);
     let dir = cache_dir().join("indexes").join(key);
-    match Index::load(&LocalDir::new(&dir)) {
-        Ok(i) => Ok(i),
-        Err(_) => {
-            let i = build_index(set.documents.clone(), models, &name, build)?;
-            i.save(&LocalDir::new(&dir))?;
-            Ok(i)
-        }
+    Ok(cached_index(&dir, || build_index(set.documents.clone(), models, &name, build))?.0)
+}
+
+/// The index cached in `dir` when one loads from there; else the one `build` makes, saved
+/// in `dir` for the next run. Tells whether the cached one was reused.
+pub fn cached_index(dir: &FsPath, build: impl FnOnce() -> Result<Index>) -> Result<(Index, bool)> {
+    if let Ok(index) = Index::load(&LocalDir::new(dir)) {
+        return Ok((index, true));
     }
+    let index = build()?;
+    index.save(&LocalDir::new(dir))?;
+    Ok((index, false))
 }
 
 /// `$SEXTANT_CACHE_DIR`, else `~/.cache/sextant`.

@@ -16,7 +16,7 @@ use sextant::index::{Filter, Index};
 use sextant::search::open_engine;
 use sextant::storage::LocalDir;
 
-use crate::commands::{build_index, cache_dir, BuildArgs};
+use crate::commands::{build_index, cache_dir, cached_index, BuildArgs};
 
 /// The demo corpus, compiled into the binary so a fresh clone needs no data path.
 const DEMO_CORPUS: &[u8] = include_bytes!("../../data/demo/documents.jsonl.gz");
@@ -136,16 +136,16 @@ fn corpus_index(docs: Option<&Path>, tickers: &[String], id: &str, build: &Build
     let key = format!("{id}-{}-{}-c{}-k{}-b{}", &bytes_sum[..12], if sorted.is_empty() { "all".into() } else { sorted.join("+") }, build.chunk_tokens, build.k1, build.b);
     let dir = cache_dir().join("indexes").join(key);
     state.set_loading(format!("loading index {}", dir.display()));
-    if let Ok(index) = Index::load(&LocalDir::new(&dir)) {
+    let (index, reused) = cached_index(&dir, || {
+        state.set_loading(format!("building index {id} from {} (first start only)", path.display()));
+        let mut documents = load_documents(&path)?;
+        let subset = Filter { tickers: sorted, ..Default::default() };
+        documents.retain(|d| subset.matches(d));
+        eprintln!("building index {id}: {} documents (first start only; cached in {})", documents.len(), dir.display());
+        build_index(documents, models, id, build)
+    })?;
+    if reused {
         eprintln!("reusing index {}", dir.display());
-        return Ok(index);
     }
-    state.set_loading(format!("building index {id} from {} (first start only)", path.display()));
-    let mut documents = load_documents(&path)?;
-    let subset = Filter { tickers: sorted, ..Default::default() };
-    documents.retain(|d| subset.matches(d));
-    eprintln!("building index {id}: {} documents (first start only; cached in {})", documents.len(), dir.display());
-    let index = build_index(documents, models, id, build)?;
-    index.save(&LocalDir::new(&dir))?;
     Ok(index)
 }
