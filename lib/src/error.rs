@@ -74,6 +74,14 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// A conditional write lost a race: someone else changed the object first.
+    #[error("conflict at {location}: {reason}")]
+    Conflict {
+        /// The object.
+        location: String,
+        /// What changed.
+        reason: String,
+    },
     /// An I/O error with the path it happened on.
     #[error("i/o error on {path}: {source}")]
     Io {

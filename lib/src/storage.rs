@@ -105,6 +105,132 @@ impl Storage for LocalDir {
     }
 }
 
+/// Objects held in memory: what an object-store download is decoded from, and what a
+/// build is written to before it is published.
+///
+/// [`Storage::read_blob`] hands out the object itself when nothing else holds it and
+/// removes it from the store, so decoding a download never holds two copies.
+#[derive(Debug, Default)]
+pub struct MemStore {
+    label: String,
+    objects: std::sync::RwLock<std::collections::BTreeMap<String, std::sync::Arc<Vec<u8>>>>,
+}
+
+impl MemStore {
+    /// An empty store; `label` is its [`Storage::location`] in messages (`s3://b/p/versions/v`).
+    pub fn new(label: impl Into<String>) -> Self {
+        MemStore { label: label.into(), objects: Default::default() }
+    }
+
+    /// Adds or replaces an object without copying it.
+    pub fn insert(&self, key: impl Into<String>, bytes: Vec<u8>) {
+        self.objects.write().expect("mem store lock").insert(key.into(), std::sync::Arc::new(bytes));
+    }
+
+    /// Every object, in key order.
+    pub fn objects(&self) -> Vec<(String, std::sync::Arc<Vec<u8>>)> {
+        self.objects.read().expect("mem store lock").iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+    }
+
+    /// Total bytes held.
+    pub fn total_bytes(&self) -> u64 {
+        self.objects.read().expect("mem store lock").values().map(|v| v.len() as u64).sum()
+    }
+
+    fn get(&self, key: &str) -> Result<std::sync::Arc<Vec<u8>>> {
+        self.objects.read().expect("mem store lock").get(key).cloned().ok_or_else(|| Error::Storage {
+            location: format!("{}/{key}", self.label),
+            reason: "no such object".into(),
+        })
+    }
+}
+
+impl Storage for MemStore {
+    fn read(&self, key: &str) -> Result<Vec<u8>> {
+        Ok(self.get(key)?.as_ref().clone())
+    }
+
+    fn read_blob(&self, key: &str) -> Result<Blob> {
+        // Take the bytes out when this is the only holder (a download decoded once).
+        let arc = self.get(key)?;
+        let mut objects = self.objects.write().expect("mem store lock");
+        drop(arc);
+        match objects.remove(key).map(std::sync::Arc::try_unwrap) {
+            Some(Ok(bytes)) => Ok(Blob::Owned(bytes)),
+            Some(Err(shared)) => {
+                let copy = shared.as_ref().clone();
+                objects.insert(key.to_string(), shared);
+                Ok(Blob::Owned(copy))
+            }
+            None => Err(Error::Storage { location: format!("{}/{key}", self.label), reason: "no such object".into() }),
+        }
+    }
+
+    fn write(&self, key: &str, bytes: &[u8]) -> Result<()> {
+        self.insert(key, bytes.to_vec());
+        Ok(())
+    }
+
+    fn exists(&self, key: &str) -> Result<bool> {
+        Ok(self.objects.read().expect("mem store lock").contains_key(key))
+    }
+
+    fn location(&self) -> String {
+        self.label.clone()
+    }
+}
+
+/// Where an index lives: a local directory or an object-store prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// A directory.
+    Local(PathBuf),
+    /// `s3://bucket/prefix`: versions under `prefix/versions/`, the `prefix/CURRENT` pointer.
+    S3 {
+        /// Bucket name.
+        bucket: String,
+        /// Key prefix, without leading or trailing `/` (may be empty).
+        prefix: String,
+    },
+}
+
+impl Location {
+    /// Parses `s3://bucket/prefix` or a path.
+    pub fn parse(s: &str) -> Result<Location> {
+        let s = s.trim();
+        if s.is_empty() {
+            return Err(Error::invalid("location", "is empty"));
+        }
+        let Some(rest) = s.strip_prefix("s3://") else {
+            if s.contains("://") {
+                return Err(Error::invalid("location", format!("{s:?}: only s3:// URIs and paths are supported")));
+            }
+            return Ok(Location::Local(PathBuf::from(s)));
+        };
+        let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+        let valid_bucket = (3..=63).contains(&bucket.len())
+            && bucket.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.');
+        if !valid_bucket {
+            return Err(Error::invalid("location", format!("{s:?}: {bucket:?} is not an S3 bucket name")));
+        }
+        let prefix = prefix.trim_matches('/');
+        if prefix.split('/').any(|p| p == "." || p == "..") || prefix.contains("//") {
+            return Err(Error::invalid("location", format!("{s:?}: the prefix has an empty, `.` or `..` part")));
+        }
+        Ok(Location::S3 { bucket: bucket.to_string(), prefix: prefix.to_string() })
+    }
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Location::Local(p) => write!(f, "{}", p.display()),
+            Location::S3 { bucket, prefix } if prefix.is_empty() => write!(f, "s3://{bucket}"),
+            Location::S3 { bucket, prefix } => write!(f, "s3://{bucket}/{prefix}"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,5 +248,33 @@ mod tests {
             assert!(matches!(s.read(bad), Err(Error::InvalidArgument { .. })), "{bad}");
         }
         assert!(matches!(s.read("missing"), Err(Error::Io { .. })));
+    }
+
+    #[test]
+    fn mem_store_hands_out_a_sole_copy_without_cloning_and_reports_missing_keys() {
+        let m = MemStore::new("mem://x");
+        m.write("a", b"abc").unwrap();
+        assert!(m.exists("a").unwrap());
+        assert_eq!(m.read("a").unwrap(), b"abc");
+        assert_eq!(&*m.read_blob("a").unwrap(), b"abc");
+        // The blob took the only copy out.
+        assert!(!m.exists("a").unwrap());
+        let e = m.read("a").unwrap_err().to_string();
+        assert!(e.contains("mem://x/a") && e.contains("no such object"), "{e}");
+    }
+
+    #[test]
+    fn locations_parse_s3_uris_and_paths_and_refuse_the_rest() {
+        assert_eq!(
+            Location::parse("s3://my-bucket/indexes/demo/").unwrap(),
+            Location::S3 { bucket: "my-bucket".into(), prefix: "indexes/demo".into() }
+        );
+        assert_eq!(Location::parse("s3://my-bucket").unwrap(), Location::S3 { bucket: "my-bucket".into(), prefix: String::new() });
+        assert_eq!(Location::parse("s3://my-bucket/indexes/demo").unwrap().to_string(), "s3://my-bucket/indexes/demo");
+        assert_eq!(Location::parse("/data/idx").unwrap(), Location::Local("/data/idx".into()));
+        for bad in ["", "s3://", "s3://UPPER/x", "s3://b/x", "s3://bucket/a//b", "s3://bucket/../x", "gs://bucket/x"] {
+            let e = Location::parse(bad).unwrap_err();
+            assert!(matches!(e, Error::InvalidArgument { ref field, .. } if field == "location"), "{bad}: {e}");
+        }
     }
 }
