@@ -88,7 +88,7 @@ fn key_store(dir: &Path) -> PathBuf {
         store.add(key, "tests", plan, vec!["*".into()]).unwrap();
     }
     store.add(SCOPED, "tests", "pro", vec!["another-index".into()]).unwrap();
-    store.revoke(&sextant::api::keys::hash_key(REVOKED)).unwrap();
+    store.revoke_now(&sextant::api::keys::hash_key(REVOKED), sextant::api::keys::now_unix()).unwrap();
     path
 }
 

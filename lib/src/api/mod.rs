@@ -66,6 +66,7 @@ pub type Engines = BTreeMap<String, Arc<Engine>>;
 /// What the handlers share: the engines once loaded, the key store, the limits.
 pub struct AppState {
     engines: RwLock<Option<Arc<Engines>>>,
+    versions: RwLock<BTreeMap<String, String>>,
     loading: RwLock<String>,
     keys: Arc<dyn KeyStore>,
     config: ApiConfig,
@@ -78,6 +79,7 @@ impl AppState {
     pub fn new(keys: Arc<dyn KeyStore>, config: ApiConfig) -> Arc<Self> {
         Arc::new(AppState {
             engines: RwLock::new(None),
+            versions: RwLock::new(BTreeMap::new()),
             loading: RwLock::new("starting".into()),
             keys,
             config,
@@ -88,6 +90,37 @@ impl AppState {
     /// Publishes the loaded engines: from now on requests are served.
     pub fn set_engines(&self, engines: Engines) {
         *self.engines.write().expect("engines lock") = Some(Arc::new(engines));
+    }
+
+    /// Swaps in a new engine for index `id` (a newly published version): requests already
+    /// holding the old engine finish on it, later ones get the new one. `version` is shown
+    /// by `/health`.
+    pub fn replace_engine(&self, id: &str, engine: Arc<Engine>, version: Option<String>) {
+        let mut slot = self.engines.write().expect("engines lock");
+        let mut engines: Engines = slot.as_deref().cloned().unwrap_or_default();
+        engines.insert(id.to_string(), engine);
+        *slot = Some(Arc::new(engines));
+        drop(slot);
+        self.set_version(id, version);
+    }
+
+    /// Records which published version of index `id` is served (shown by `/health`).
+    pub fn set_version(&self, id: &str, version: Option<String>) {
+        let mut versions = self.versions.write().expect("versions lock");
+        match version {
+            Some(v) => versions.insert(id.to_string(), v),
+            None => versions.remove(id),
+        };
+    }
+
+    /// The published version served for index `id`, when it came from an object store.
+    pub fn version(&self, id: &str) -> Option<String> {
+        self.versions.read().expect("versions lock").get(id).cloned()
+    }
+
+    /// The engine of index `id`, if loaded.
+    pub fn loaded_engine(&self, id: &str) -> Option<Arc<Engine>> {
+        self.engines.read().expect("engines lock").as_ref()?.get(id).cloned()
     }
 
     /// Tells `/health` what is being loaded.
@@ -173,7 +206,8 @@ async fn health(State(state): State<Arc<AppState>>) -> Response {
     match state.engines() {
         Ok(engines) => {
             let indexes: BTreeMap<&str, usize> = engines.iter().map(|(id, e)| (id.as_str(), e.index().chunks.len())).collect();
-            axum::Json(serde_json::json!({ "status": "ok", "indexes": indexes, "version": crate::VERSION })).into_response()
+            let versions = state.versions.read().expect("versions lock").clone();
+            axum::Json(serde_json::json!({ "status": "ok", "indexes": indexes, "indexVersions": versions, "version": crate::VERSION })).into_response()
         }
         Err(e) => e.into_response(),
     }
@@ -208,25 +242,25 @@ async fn authenticate(State(state): State<Arc<AppState>>, mut req: Request, next
     let Some(key) = presented else {
         return (ApiError::unauthorized("missing API key: send Authorization: Bearer <key> or X-API-Key: <key>")).into_response();
     };
-    let keys = state.keys.clone();
     let hash = keys::hash_key(&key);
-    let looked_up = tokio::task::spawn_blocking(move || -> Result<(Option<ApiKey>, Option<Plan>, Option<RateDecision>), crate::Error> {
-        let Some(record) = keys.find(&hash)? else { return Ok((None, None, None)) };
+    drop(key);
+    let looked_up = async {
+        let keys = &state.keys;
+        let Some(record) = keys.find(&hash).await? else { return Ok((None, None, None)) };
         if record.status != KeyStatus::Active {
             return Ok((Some(record), None, None));
         }
-        let Some(plan) = keys.plan(&record.plan)? else { return Ok((Some(record), None, None)) };
-        let decision = keys.count(&record, &plan, keys::now_unix())?;
-        Ok((Some(record), Some(plan), Some(decision)))
-    })
+        let Some(plan) = keys.plan(&record.plan).await? else { return Ok((Some(record), None, None)) };
+        let decision = keys.count(&record, &plan, keys::now_unix()).await?;
+        Ok::<_, crate::Error>((Some(record), Some(plan), Some(decision)))
+    }
     .await;
     let (record, plan, decision) = match looked_up {
-        Ok(Ok(x)) => x,
-        Ok(Err(e)) => {
+        Ok(x) => x,
+        Err(e) => {
             tracing::error!(error = %e, "key store unavailable");
             return (ApiError::unavailable("the key store is unavailable; retry shortly", 5)).into_response();
         }
-        Err(_) => return (ApiError::internal()).into_response(),
     };
     let Some(record) = record else {
         return (ApiError::unauthorized("unknown API key")).into_response();

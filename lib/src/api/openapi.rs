@@ -79,7 +79,9 @@ pub fn document() -> Value {
         "/health".into(),
         json!({"get": {"summary": "200 once models and indexes are loaded, 503 while loading", "responses": {
             "200": {"description": "Ready", "content": {"application/json": {"schema": {"type": "object", "required": ["status", "indexes", "version"], "properties": {
-                "status": {"const": "ok"}, "indexes": {"type": "object", "additionalProperties": {"type": "integer"}}, "version": {"type": "string"}}}}}},
+                "status": {"const": "ok"}, "indexes": {"type": "object", "description": "Chunks per loaded index", "additionalProperties": {"type": "integer"}},
+                "indexVersions": {"type": "object", "description": "The published version served, for indexes loaded from S3", "additionalProperties": {"type": "string"}},
+                "version": {"type": "string"}}}}}},
             "503": {"description": "Loading", "content": {"application/json": {"schema": schema(of::<ErrorEnvelope>)}}}}}}),
     );
     json!({
