@@ -10,6 +10,8 @@
 
 #[cfg(feature = "api")]
 pub mod api;
+#[cfg(feature = "aws")]
+pub mod cloud;
 pub mod corpus;
 pub mod encode;
 pub mod index;

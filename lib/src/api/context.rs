@@ -1,48 +1,210 @@
 //! The context a Lambda function builds once at cold start, from its environment.
 //!
-//! - `SEXTANT_INDEX_DIRS`: index directories, separated by `:` (required).
+//! - `SEXTANT_INDEXES`: index locations, separated by `,`: directories, or (feature
+//!   `aws`) `s3://bucket/prefix` of published versions. `SEXTANT_INDEX_DIRS` (directories
+//!   separated by `:`) is read when it is not set.
 //! - `SEXTANT_DEFAULT_INDEX`: the index of `/v1/retrieve` and `/v1/search` (default: the
-//!   first one loaded).
-//! - `SEXTANT_MODEL_DIR` / `SEXTANT_CACHE_DIR`: where the converted models are.
+//!   first one named).
+//! - `SEXTANT_MODEL_DIR` / `SEXTANT_CACHE_DIR`: where the converted models are;
+//!   `SEXTANT_MODEL_URI` (`s3://bucket/models/`, feature `aws`) downloads them there first
+//!   (default directory `/tmp/sextant-models`).
 //! - `SEXTANT_RERANKER_DIR`: a cross-encoder to rerank with (optional).
-//! - `SEXTANT_KEYS_FILE`: the local key store (JSON; the AWS issue adds DynamoDB).
+//! - `SEXTANT_KEYS`: the key store, a JSON file or `dynamodb://KEYS_TABLE/RATE_TABLE`
+//!   (feature `aws`); `SEXTANT_KEYS_FILE` is read when it is not set.
+//! - `SEXTANT_KEY_CACHE_SECS` (default 30): how long a DynamoDB key lookup is cached.
+//! - `SEXTANT_KEYS_FAIL_OPEN` (default `false`): serve expired cached keys while DynamoDB
+//!   is unreachable.
+//! - `SEXTANT_REFRESH_SECS` (default 60): how often a warm function checks for a newly
+//!   published version of its S3 indexes.
+//!
+//! An index that fails to load at cold start does not stop the function: the others are
+//! served, `/health` and the endpoints answer 503 for it, and (from S3) it is tried again
+//! at the next refresh.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
+#[cfg(not(feature = "aws"))]
 use super::keys::LocalKeyStore;
+use super::keys::KeyStore;
 use super::{ApiConfig, AppState, Engines};
 use crate::encode::{default_model_dir, ModelSet};
 use crate::error::{Error, Result};
 use crate::index::Index;
 use crate::search::open_engine;
-use crate::storage::LocalDir;
+use crate::storage::{LocalDir, Location};
+
+/// What cold start produces: the router's state, and the watcher of S3 indexes.
+pub struct Context {
+    /// The handlers' state.
+    pub state: Arc<AppState>,
+    /// Checks S3 indexes for new versions (none when every index is local).
+    #[cfg(feature = "aws")]
+    pub refresher: Option<Arc<crate::cloud::refresh::Refresher>>,
+}
+
+fn var(k: &str) -> Option<String> {
+    std::env::var(k).ok().filter(|v| !v.trim().is_empty())
+}
+
+fn secs(k: &str, default: u64) -> Result<std::time::Duration> {
+    match var(k) {
+        None => Ok(std::time::Duration::from_secs(default)),
+        Some(v) => v.trim().parse::<f64>().ok().filter(|s| *s >= 0.0).map(std::time::Duration::from_secs_f64).ok_or_else(|| Error::invalid(k, format!("{v:?} is not a number of seconds"))),
+    }
+}
+
+/// The index locations named by the environment.
+pub fn index_locations() -> Result<Vec<Location>> {
+    let list: Vec<String> = match (var("SEXTANT_INDEXES"), var("SEXTANT_INDEX_DIRS")) {
+        (Some(v), _) => v.split(',').map(str::to_string).collect(),
+        (None, Some(v)) => v.split(':').map(str::to_string).collect(),
+        (None, None) => return Err(Error::invalid("SEXTANT_INDEXES", "is not set: name the indexes to serve (directories or s3:// URIs, separated by commas)")),
+    };
+    let locations: Vec<Location> = list.iter().filter(|s| !s.trim().is_empty()).map(|s| Location::parse(s)).collect::<Result<_>>()?;
+    if locations.is_empty() {
+        return Err(Error::invalid("SEXTANT_INDEXES", "names no index"));
+    }
+    Ok(locations)
+}
+
+/// The models named by the environment, downloaded first when `SEXTANT_MODEL_URI` is set.
+pub async fn models_from_env() -> Result<ModelSet> {
+    #[allow(unused_mut)]
+    let mut root = var("SEXTANT_MODEL_DIR").map(PathBuf::from);
+    if let Some(uri) = var("SEXTANT_MODEL_URI") {
+        #[cfg(feature = "aws")]
+        {
+            let Location::S3 { bucket, prefix } = Location::parse(&uri)? else {
+                return Err(Error::invalid("SEXTANT_MODEL_URI", "must be an s3:// URI"));
+            };
+            let dir = root.clone().unwrap_or_else(|| PathBuf::from("/tmp/sextant-models"));
+            let t = Instant::now();
+            let store = crate::cloud::S3Store::new(&crate::cloud::sdk_config().await, bucket);
+            let bytes = store.download_prefix(&prefix, &dir).await?;
+            tracing::info!(uri, dir = %dir.display(), bytes, ms = t.elapsed().as_millis() as u64, "cold start: models downloaded");
+            root = Some(dir);
+        }
+        #[cfg(not(feature = "aws"))]
+        return Err(Error::invalid("SEXTANT_MODEL_URI", format!("{uri}: this build has no S3 support (feature `aws`)")));
+    }
+    let mut models = ModelSet::under(&root.unwrap_or_else(default_model_dir));
+    models.reranker = var("SEXTANT_RERANKER_DIR").map(PathBuf::from);
+    Ok(models)
+}
+
+/// The key store named by the environment.
+pub async fn key_store_from_env() -> Result<Arc<dyn KeyStore>> {
+    let spec = var("SEXTANT_KEYS").or_else(|| var("SEXTANT_KEYS_FILE")).ok_or_else(|| Error::invalid("SEXTANT_KEYS", "is not set: name the key store (a file, or dynamodb://KEYS_TABLE/RATE_TABLE)"))?;
+    #[cfg(feature = "aws")]
+    {
+        let parsed = crate::cloud::KeyStoreSpec::parse(&spec)?;
+        let store = parsed.open().await?;
+        if matches!(parsed, crate::cloud::KeyStoreSpec::Dynamo { rate_table: None, .. }) {
+            return Err(Error::invalid("SEXTANT_KEYS", "serving needs the rate table too: dynamodb://KEYS_TABLE/RATE_TABLE"));
+        }
+        if matches!(parsed, crate::cloud::KeyStoreSpec::File(_)) {
+            return Ok(store);
+        }
+        let fail_open = matches!(var("SEXTANT_KEYS_FAIL_OPEN").as_deref().map(str::to_ascii_lowercase).as_deref(), Some("true" | "1" | "yes"));
+        Ok(Arc::new(super::keys::CachedKeyStore::new(store, secs("SEXTANT_KEY_CACHE_SECS", 30)?, fail_open)))
+    }
+    #[cfg(not(feature = "aws"))]
+    {
+        if spec.starts_with("dynamodb://") {
+            return Err(Error::invalid("SEXTANT_KEYS", "this build has no DynamoDB support (feature `aws`)"));
+        }
+        Ok(Arc::new(LocalKeyStore::open(std::path::Path::new(&spec))?))
+    }
+}
 
 /// Loads indexes, models and the key store named by the environment, logging how long
 /// each phase took.
-pub fn state_from_env() -> Result<Arc<AppState>> {
-    let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
-    let dirs = var("SEXTANT_INDEX_DIRS").ok_or_else(|| Error::invalid("SEXTANT_INDEX_DIRS", "is not set: name the index directories to serve"))?;
-    let keys_file = var("SEXTANT_KEYS_FILE").ok_or_else(|| Error::invalid("SEXTANT_KEYS_FILE", "is not set: name the key store file"))?;
-    let mut models = ModelSet::under(&var("SEXTANT_MODEL_DIR").map(PathBuf::from).unwrap_or_else(default_model_dir));
-    models.reranker = var("SEXTANT_RERANKER_DIR").map(PathBuf::from);
+pub async fn from_env() -> Result<Context> {
+    let t0 = Instant::now();
+    let locations = index_locations()?;
+    let keys = key_store_from_env().await?;
+    let models = models_from_env().await?;
+    let mut versions: Vec<(String, String)> = Vec::new();
     let mut engines = Engines::new();
     let mut first = None;
-    for dir in dirs.split(':').filter(|d| !d.is_empty()) {
-        let t = Instant::now();
-        let index = Index::load(&LocalDir::new(dir))?;
-        let load_ms = t.elapsed().as_millis();
-        let t = Instant::now();
-        let engine = open_engine(Arc::new(index), &models)?;
-        let id = engine.index().manifest.index_id.clone();
-        tracing::info!(index = %id, dir, load_ms, models_ms = t.elapsed().as_millis() as u64, "cold start: index ready");
-        first.get_or_insert_with(|| id.clone());
-        engines.insert(id, Arc::new(engine));
+    let mut failures = Vec::new();
+    #[cfg(feature = "aws")]
+    let mut watched: Vec<(String, crate::cloud::versions::VersionedIndex, String)> = Vec::new();
+    for location in &locations {
+        match location {
+            Location::Local(dir) => {
+                let t = Instant::now();
+                let index = Index::load(&LocalDir::new(dir))?;
+                let load_ms = t.elapsed().as_millis() as u64;
+                let t = Instant::now();
+                let m = models.clone();
+                let engine = tokio::task::spawn_blocking(move || open_engine(Arc::new(index), &m)).await.map_err(|e| Error::Inference(e.to_string()))??;
+                let id = engine.index().manifest.index_id.clone();
+                tracing::info!(index = %id, dir = %dir.display(), load_ms, models_ms = t.elapsed().as_millis() as u64, "cold start: index ready");
+                first.get_or_insert_with(|| id.clone());
+                engines.insert(id, Arc::new(engine));
+            }
+            #[cfg(feature = "aws")]
+            Location::S3 { .. } => {
+                let source = crate::cloud::versions::VersionedIndex::new(&crate::cloud::sdk_config().await, location)?;
+                let id = location_id(location);
+                first.get_or_insert_with(|| id.clone());
+                match crate::cloud::refresh::open_from_s3(&source, &models).await {
+                    Ok((engine, pointer, _)) => {
+                        let loaded = engine.index().manifest.index_id.clone();
+                        if loaded != id {
+                            tracing::warn!(location = %location, index = %loaded, "the index id differs from the location's last path part; serving it as {loaded}");
+                        }
+                        versions.push((loaded.clone(), pointer.version.clone()));
+                        watched.push((loaded.clone(), source, pointer.version));
+                        engines.insert(loaded, Arc::new(engine));
+                    }
+                    Err(e) => {
+                        tracing::error!(location = %location, error = %e, "cold start: index not loaded; will retry at the next refresh");
+                        failures.push(format!("{id}: {e}"));
+                        watched.push((id, source, String::new()));
+                    }
+                }
+            }
+            #[cfg(not(feature = "aws"))]
+            Location::S3 { .. } => return Err(Error::invalid("SEXTANT_INDEXES", format!("{location}: this build has no S3 support (feature `aws`)"))),
+        }
     }
-    let default_index = var("SEXTANT_DEFAULT_INDEX").or(first).ok_or_else(|| Error::invalid("SEXTANT_INDEX_DIRS", "names no directory"))?;
-    let keys = LocalKeyStore::open(std::path::Path::new(&keys_file))?;
-    let state = AppState::new(Arc::new(keys), ApiConfig { default_index, ..Default::default() });
-    state.set_engines(engines);
-    Ok(state)
+    let default_index = var("SEXTANT_DEFAULT_INDEX").or(first).ok_or_else(|| Error::invalid("SEXTANT_INDEXES", "names no index"))?;
+    let state = AppState::new(keys, ApiConfig { default_index, ..Default::default() });
+    for (id, v) in versions {
+        state.set_version(&id, Some(v));
+    }
+    if engines.is_empty() {
+        state.set_loading(format!("no index could be loaded ({}); retrying", failures.join("; ")));
+    } else {
+        state.set_engines(engines);
+    }
+    #[cfg(feature = "aws")]
+    let refresher = if watched.is_empty() {
+        None
+    } else {
+        let r = crate::cloud::refresh::Refresher::new(state.clone(), secs("SEXTANT_REFRESH_SECS", 60)?, models.clone());
+        for (id, source, version) in watched {
+            r.watch(&id, source, version);
+        }
+        Some(r)
+    };
+    tracing::info!(total_ms = t0.elapsed().as_millis() as u64, "cold start: done");
+    Ok(Context {
+        state,
+        #[cfg(feature = "aws")]
+        refresher,
+    })
+}
+
+/// The index id a location names: its last path part.
+#[cfg(feature = "aws")]
+fn location_id(location: &Location) -> String {
+    match location {
+        Location::S3 { prefix, bucket } => prefix.rsplit('/').next().filter(|s| !s.is_empty()).unwrap_or(bucket).to_string(),
+        Location::Local(p) => p.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
+    }
 }

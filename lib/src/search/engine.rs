@@ -248,6 +248,22 @@ impl Engine {
         Engine { index, dense, sparse, reranker, retrievers, newest_day }
     }
 
+    /// The same models over another index (a newly published version of the same
+    /// corpus): refused unless that index was built with the same dense and SPLADE weights.
+    pub fn with_index(&self, index: Arc<Index>) -> Result<Engine> {
+        let (old, new) = (&self.index.manifest, &index.manifest);
+        for (what, a, b) in [("dense", &old.dense_model, &new.dense_model), ("sparse", &old.sparse_model, &new.sparse_model)] {
+            if a.weights_sha256 != b.weights_sha256 {
+                return Err(Error::IndexCorrupted {
+                    file: format!("{}/manifest.json", new.index_id),
+                    expected: format!("{what} model {} ({}), the one loaded", a.id, a.weights_sha256),
+                    found: format!("{} ({})", b.id, b.weights_sha256),
+                });
+            }
+        }
+        Ok(Engine::new(index, self.dense.clone(), self.sparse.clone(), self.reranker.clone()))
+    }
+
     /// Replaces the retriever of one path (tests use this to make a path fail).
     pub fn with_retriever(mut self, r: Box<dyn Retriever>) -> Self {
         self.retrievers.retain(|x| x.path() != r.path());
