@@ -1,8 +1,18 @@
 #!/usr/bin/env bash
-# The project's test command: fetch and convert the models (cached), then run every test.
+# The project's test command: fetch and convert the models (cached), start the S3 and
+# DynamoDB test servers (SeaweedFS, moto), build the binaries the end-to-end tests run,
+# then run every test; the servers are stopped on exit.
 #   scripts/test.sh            # all tests
 #   scripts/test.sh -p sextant # arguments go to cargo test
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/fetch_models.sh >/dev/null
+envfile=$(bash scripts/aws_servers.sh start | tail -n1)
+trap 'bash scripts/aws_servers.sh stop >/dev/null 2>&1 || true' EXIT
+# shellcheck disable=SC1090
+. "$envfile"
+# The Lambda end-to-end tests run the function binaries and the CLI as processes.
+locked=()
+for a in "$@"; do [ "$a" = --locked ] && locked=(--locked); done
+cargo build --workspace --bins "${locked[@]}"
 cargo test --workspace "$@"

@@ -138,6 +138,65 @@ enum Command {
         #[command(flatten)]
         build: BuildArgs,
     },
+    /// Manage API keys in a key file or DynamoDB.
+    Keys {
+        #[command(flatten)]
+        store: StoreArg,
+        #[command(subcommand)]
+        command: crate::admin::KeysCommand,
+    },
+    /// List the plans (built-in and custom), or set a custom one.
+    Plans {
+        #[command(flatten)]
+        store: StoreArg,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(subcommand)]
+        command: Option<crate::admin::PlansCommand>,
+    },
+    /// Publish a built index directory to S3 as a new version and make it current.
+    Publish {
+        /// The index directory (from `sextant build`).
+        #[arg(long)]
+        index: PathBuf,
+        /// Where: s3://bucket/prefix (versions/ and CURRENT go under it).
+        #[arg(long)]
+        to: String,
+        /// Versions to keep.
+        #[arg(long, default_value_t = 5)]
+        keep_versions: usize,
+    },
+    /// Show the current version and the versions kept of an index in S3.
+    Versions {
+        /// s3://bucket/prefix.
+        location: String,
+    },
+    /// Run the index-build function's job here: read a corpus (S3 or local), build, publish to S3.
+    IndexBuild {
+        /// An event file as the function receives (events/index-build.json).
+        #[arg(long)]
+        event: Option<PathBuf>,
+        /// Index id.
+        #[arg(long)]
+        index_id: Option<String>,
+        /// Corpus: s3://bucket/prefix/, s3://bucket/manifest.json, or a local file or directory.
+        #[arg(long)]
+        corpus: Option<String>,
+        /// Target: s3://bucket/indexes/ID.
+        #[arg(long)]
+        target: Option<String>,
+        /// Versions to keep.
+        #[arg(long)]
+        keep_versions: Option<usize>,
+    },
+}
+
+#[derive(clap::Args, Clone)]
+pub struct StoreArg {
+    /// Key store: a JSON file, or dynamodb://KEYS_TABLE[/RATE_TABLE].
+    #[arg(long, env = "SEXTANT_KEYS")]
+    store: String,
 }
 
 #[derive(clap::Args, Clone)]
@@ -226,6 +285,22 @@ pub fn run(cli: Cli) -> Result<()> {
                 crate::bench::load_time(big.index())?;
             }
             Ok(())
+        }
+        Command::Keys { store, command } => crate::admin::keys(&store.store, command),
+        Command::Plans { store, json, command } => crate::admin::plans(&store.store, command, json),
+        Command::Publish { index, to, keep_versions } => crate::admin::publish(&index, &to, keep_versions),
+        Command::Versions { location } => crate::admin::versions(&location),
+        Command::IndexBuild { event, index_id, corpus, target, keep_versions } => {
+            let mut fields = serde_json::Map::new();
+            for (k, v) in [("index_id", index_id), ("corpus", corpus), ("target", target)] {
+                if let Some(v) = v {
+                    fields.insert(k.into(), v.into());
+                }
+            }
+            if let Some(k) = keep_versions {
+                fields.insert("keep_versions".into(), k.into());
+            }
+            crate::admin::index_build(event, fields, &models)
         }
         Command::Eval { beir, split, mode, json, dump_runs, build } => {
             let set = load_beir(&beir, &split)?;

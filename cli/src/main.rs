@@ -1,5 +1,6 @@
 //! `sextant`: build indexes, search them, serve the HTTP API, evaluate on BEIR sets.
 
+mod admin;
 mod bench;
 mod commands;
 mod serve;

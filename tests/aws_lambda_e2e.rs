@@ -1,0 +1,281 @@
+//! The compiled Lambda functions end to end, each run as a real process against a Lambda
+//! Runtime API emulator, with SeaweedFS as S3 and moto as DynamoDB (behind a proxy that
+//! can take it down): index-build publishes, retrieve cold-starts from S3, a new version
+//! is swapped in warm, a corrupt one is refused, a plan's limit gives 429, and a DynamoDB
+//! outage gives 503 until it is back.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use aws_sdk_s3::primitives::ByteStream;
+use serde_json::{json, Value};
+use support::runtime_api::RuntimeApi;
+use support::servers::{create_bucket, create_tables, s3_client, servers, unique, Servers};
+use support::switch_proxy::SwitchProxy;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The workspace's built binaries (`cargo build --workspace` puts them beside `deps/`).
+fn binary(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().and_then(|d| d.parent()).unwrap();
+    let p = dir.join(name);
+    assert!(p.is_file(), "{} is missing: build the workspace binaries first (scripts/test.sh does)", p.display());
+    p
+}
+
+/// A function process attached to its own runtime API emulator, its output in a log file.
+struct Function {
+    api: RuntimeApi,
+    child: Child,
+    log: PathBuf,
+}
+
+impl Function {
+    async fn start(bin: &str, env: &[(String, String)], log_dir: &Path) -> Function {
+        let api = RuntimeApi::start().await;
+        let log = log_dir.join(format!("{bin}.log"));
+        let out = std::fs::File::create(&log).unwrap();
+        let mut cmd = Command::new(binary(bin));
+        cmd.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", std::env::var("HOME").unwrap_or_default())
+            .env("AWS_LAMBDA_RUNTIME_API", &api.addr)
+            .env("AWS_LAMBDA_FUNCTION_NAME", bin)
+            .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "3008")
+            .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+            .env("AWS_LAMBDA_LOG_GROUP_NAME", format!("/aws/lambda/{bin}"))
+            .env("AWS_LAMBDA_LOG_STREAM_NAME", "test")
+            .env("SEXTANT_MODEL_DIR", sextant::encode::default_model_dir())
+            .env("RUST_LOG", "info")
+            .stdout(out.try_clone().unwrap())
+            .stderr(out);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let child = cmd.spawn().unwrap();
+        Function { api, child, log }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    async fn invoke(&self, event: Value) -> Result<Value, Value> {
+        self.api.invoke(event, Duration::from_secs(300)).await
+    }
+
+    /// Sends an API Gateway (HTTP API) event and returns (status, headers, body).
+    async fn http(&self, method: &str, path: &str, key: Option<&str>, body: Option<Value>) -> (u16, Value, Value) {
+        let event = http_event(method, path, key, body);
+        let out = self.invoke(event).await.unwrap_or_else(|e| panic!("{path}: {e}\n{}", self.log()));
+        let status = out["statusCode"].as_u64().unwrap() as u16;
+        let body = out["body"].as_str().map(|b| serde_json::from_str(b).unwrap_or(Value::String(b.into()))).unwrap_or(Value::Null);
+        (status, out["headers"].clone(), body)
+    }
+}
+
+impl Drop for Function {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An HTTP API (payload v2) event from the `events/` template.
+fn http_event(method: &str, path: &str, key: Option<&str>, body: Option<Value>) -> Value {
+    let mut e: Value = serde_json::from_slice(&std::fs::read(repo().join("events/retrieve-ok.http.json")).unwrap()).unwrap();
+    e["rawPath"] = path.into();
+    e["routeKey"] = format!("{method} {path}").into();
+    e["requestContext"]["http"]["method"] = method.into();
+    e["requestContext"]["http"]["path"] = path.into();
+    e["requestContext"]["routeKey"] = e["routeKey"].clone();
+    match key {
+        Some(k) => e["headers"]["authorization"] = format!("Bearer {k}").into(),
+        None => {
+            e["headers"].as_object_mut().unwrap().remove("authorization");
+        }
+    }
+    match body {
+        Some(b) => e["body"] = b.to_string().into(),
+        None => {
+            e.as_object_mut().unwrap().remove("body");
+        }
+    }
+    e
+}
+
+fn demo_documents(tickers: &[&str]) -> Vec<u8> {
+    use std::io::Read;
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(repo().join("data/demo/documents.jsonl.gz")).unwrap()).read_to_string(&mut text).unwrap();
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let d: Value = serde_json::from_str(line).unwrap();
+        if tickers.contains(&d["ticker"].as_str().unwrap_or("")) {
+            out.extend_from_slice(line.as_bytes());
+            out.push(b'\n');
+        }
+    }
+    out
+}
+
+/// Runs the CLI with the servers' environment.
+fn cli(s: &Servers, dynamo: &str, args: &[&str]) -> String {
+    let out = Command::new(binary("sextant"))
+        .args(args)
+        .envs(s.function_env(&s.seaweed, dynamo))
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "sextant {args:?} failed");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+async fn health_version(f: &Function) -> Option<String> {
+    let (status, _, body) = f.http("GET", "/health", None, None).await;
+    (status == 200).then(|| body["indexVersions"]["demo"].as_str().map(str::to_string)).flatten()
+}
+
+#[test]
+fn functions_publish_cold_start_swap_refuse_limit_and_survive_a_store_outage() {
+    let s = servers();
+    let logs = tempfile::tempdir().unwrap();
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap().block_on(async {
+        // --- Infrastructure: a bucket with the corpus, the tables, keys made with the CLI.
+        let s3 = s.config(&s.seaweed).await;
+        let bucket = unique("e2e");
+        create_bucket(&s3, &bucket).await;
+        let raw = s3_client(&s3);
+        let put = |key: String, bytes: Vec<u8>| raw.put_object().bucket(&bucket).key(key).body(ByteStream::from(bytes)).send();
+        put("corpora/demo/part-1.jsonl".into(), demo_documents(&["MA"])).await.unwrap();
+        let proxy = SwitchProxy::start(s.moto.strip_prefix("http://").unwrap().to_string()).await;
+        let (keys_table, rate_table) = (unique("keys"), unique("rate"));
+        create_tables(&s.config(&proxy.url).await, &keys_table, &rate_table).await;
+        let store = format!("dynamodb://{keys_table}/{rate_table}");
+        cli(&s, &proxy.url, &["plans", "--store", &store, "set", "tiny", "--max-top-k", "5", "--per-minute", "2", "--per-day", "100"]);
+        cli(&s, &proxy.url, &["keys", "--store", &store, "create", "--tenant", "events", "--plan", "pro", "--key", "sx_dev"]);
+        cli(&s, &proxy.url, &["keys", "--store", &store, "create", "--tenant", "limits", "--plan", "tiny", "--key", "sx_tiny_e2e"]);
+        let created = cli(&s, &proxy.url, &["keys", "--store", &store, "create", "--tenant", "scoped", "--plan", "pro", "--index", "other"]);
+        let scoped_key = created.trim().to_string();
+        let listed: Value = serde_json::from_str(&cli(&s, &proxy.url, &["keys", "--store", &store, "list", "--json"])).unwrap();
+        assert_eq!(listed.as_array().unwrap().len(), 3);
+        assert!(!listed.to_string().contains(&scoped_key) && !listed.to_string().contains("sx_tiny_e2e"), "keys are never listed, only prefixes and hashes");
+        let plans = cli(&s, &proxy.url, &["plans", "--store", &store]);
+        assert!(plans.contains("tiny") && plans.contains("enterprise"), "{plans}");
+
+        // --- index-build: a bad event is refused with the field named; a good one publishes v1.
+        let aws_env = s.function_env(&s.seaweed, &proxy.url);
+        let builder = Function::start("sextant-index-build", &aws_env, logs.path()).await;
+        let err = builder.invoke(json!({"index_id": "demo", "corpus": "ftp://nowhere", "target": format!("s3://{bucket}/indexes/demo")})).await.unwrap_err();
+        assert_eq!(err["errorType"], "InvalidEvent", "{err}");
+        assert!(err["errorMessage"].as_str().unwrap().contains("corpus"), "{err}");
+        let job = json!({"index_id": "demo", "corpus": format!("s3://{bucket}/corpora/demo/"), "target": format!("s3://{bucket}/indexes/demo"), "keep_versions": 3});
+        let v1 = builder.invoke(job.clone()).await.unwrap_or_else(|e| panic!("{e}\n{}", builder.log()));
+        let v1_version = v1["version"].as_str().unwrap().to_string();
+        assert_eq!(v1["documents"], 16, "{v1}");
+
+        // --- retrieve: cold start from S3, the events/ request served, phases logged.
+        let mut env = aws_env.clone();
+        env.extend([
+            ("SEXTANT_INDEXES".to_string(), format!("s3://{bucket}/indexes/demo")),
+            ("SEXTANT_KEYS".into(), store.clone()),
+            ("SEXTANT_REFRESH_SECS".into(), "1".into()),
+            ("SEXTANT_KEY_CACHE_SECS".into(), "1".into()),
+            ("SEXTANT_AWS_ATTEMPT_TIMEOUT_SECS".into(), "2".into()),
+        ]);
+        let retrieve = Function::start("sextant-retrieve", &env, logs.path()).await;
+        let event: Value = serde_json::from_slice(&std::fs::read(repo().join("events/retrieve-ok.http.json")).unwrap()).unwrap();
+        let out = retrieve.invoke(event).await.unwrap_or_else(|e| panic!("{e}\n{}", retrieve.log()));
+        assert_eq!(out["statusCode"], 200, "{out}\n{}", retrieve.log());
+        let body: Value = serde_json::from_str(out["body"].as_str().unwrap_or_else(|| panic!("{out}"))).unwrap();
+        let results = body["chunks"].as_array().unwrap();
+        assert!(!results.is_empty() && results.iter().all(|r| r["source"]["ticker"] == "MA"), "{body}");
+        let log = retrieve.log();
+        for phase in ["pointer_ms", "download_ms", "decode_ms", "models_ms"] {
+            assert!(log.contains(phase), "cold start phase {phase} not logged:\n{log}");
+        }
+        assert_eq!(health_version(&retrieve).await.as_deref(), Some(v1_version.as_str()));
+        let exxon = json!({"query": "Exxon Mobil upstream oil production", "filters": {"tickers": ["XOM"]}, "top_k": 3});
+        let (status, _, body) = retrieve.http("POST", "/v1/retrieve", Some("sx_dev"), Some(exxon.clone())).await;
+        assert_eq!(status, 200, "{body}");
+        assert!(body["chunks"].as_array().unwrap().is_empty(), "v1 holds no Exxon documents: {body}");
+
+        // A key scoped to another index cannot read this one.
+        let (status, _, body) = retrieve.http("POST", "/v1/retrieve", Some(&scoped_key), Some(exxon.clone())).await;
+        assert_eq!(status, 403, "{body}");
+
+        // --- A new version (Exxon added) is swapped in while warm.
+        put("corpora/demo/part-2.jsonl".into(), demo_documents(&["XOM"])).await.unwrap();
+        let v2 = builder.invoke(job.clone()).await.unwrap_or_else(|e| panic!("{e}\n{}", builder.log()));
+        let v2_version = v2["version"].as_str().unwrap().to_string();
+        assert_eq!(v2["previous"].as_str(), Some(v1_version.as_str()));
+        let t = Instant::now();
+        while health_version(&retrieve).await.as_deref() != Some(v2_version.as_str()) {
+            assert!(t.elapsed() < Duration::from_secs(120), "v2 was not swapped in:\n{}", retrieve.log());
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+        let (status, _, body) = retrieve.http("POST", "/v1/retrieve", Some("sx_dev"), Some(exxon.clone())).await;
+        assert_eq!(status, 200, "{body}");
+        assert!(!body["chunks"].as_array().unwrap().is_empty(), "v2 answers about Exxon: {body}");
+
+        // --- A corrupt version made current is refused; v2 keeps serving.
+        let src = format!("indexes/demo/versions/{v2_version}");
+        let bad = "29991231T000000Z-corrupt00000";
+        let listing = raw.list_objects_v2().bucket(&bucket).prefix(format!("{src}/")).send().await.unwrap();
+        for obj in listing.contents() {
+            let key = obj.key().unwrap();
+            let mut bytes = raw.get_object().bucket(&bucket).key(key).send().await.unwrap().body.collect().await.unwrap().to_vec();
+            if key.ends_with("chunks.bin") {
+                let mid = bytes.len() / 2;
+                bytes[mid] ^= 0x55;
+            }
+            put(key.replace(&v2_version, bad), bytes).await.unwrap();
+        }
+        let mut pointer: Value = serde_json::from_slice(&raw.get_object().bucket(&bucket).key("indexes/demo/CURRENT").send().await.unwrap().body.collect().await.unwrap().to_vec()).unwrap();
+        pointer["version"] = bad.into();
+        put("indexes/demo/CURRENT".into(), serde_json::to_vec(&pointer).unwrap()).await.unwrap();
+        let t = Instant::now();
+        while !retrieve.log().contains("refused a new index version") {
+            assert!(t.elapsed() < Duration::from_secs(60), "the corrupt version was not refused:\n{}", retrieve.log());
+            let (status, _, _) = retrieve.http("POST", "/v1/retrieve", Some("sx_dev"), Some(exxon.clone())).await;
+            assert_eq!(status, 200, "requests keep being served meanwhile");
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+        assert!(retrieve.log().contains("chunks.bin"), "the refusal names the file:\n{}", retrieve.log());
+        assert_eq!(health_version(&retrieve).await.as_deref(), Some(v2_version.as_str()));
+
+        // --- Rate limit of the tiny plan (2 a minute): the third request is a 429.
+        let now = sextant::api::keys::now_unix();
+        if now % 60 > 50 {
+            tokio::time::sleep(Duration::from_secs(61 - now % 60)).await;
+        }
+        let q = json!({"query": "Mastercard revenue", "top_k": 3});
+        for remaining in ["1", "0"] {
+            let (status, headers, body) = retrieve.http("POST", "/v1/retrieve", Some("sx_tiny_e2e"), Some(q.clone())).await;
+            assert_eq!(status, 200, "{body}");
+            assert_eq!(headers["x-ratelimit-remaining"], remaining, "{headers}");
+        }
+        let (status, headers, body) = retrieve.http("POST", "/v1/retrieve", Some("sx_tiny_e2e"), Some(q.clone())).await;
+        assert_eq!(status, 429, "{body}");
+        assert_eq!(body["error"]["code"], "rate_limited", "{body}");
+        let retry: u64 = headers["retry-after"].as_str().unwrap().parse().unwrap();
+        assert!((1..=60).contains(&retry), "{headers}");
+        assert_eq!(headers["x-ratelimit-limit"], "2", "{headers}");
+
+        // --- DynamoDB down: 503 with the envelope (fail closed); back: served again.
+        proxy.set_up(false);
+        let (status, headers, body) = retrieve.http("POST", "/v1/retrieve", Some("sx_dev"), Some(q.clone())).await;
+        assert_eq!(status, 503, "{body}");
+        assert_eq!(body["error"]["code"], "unavailable", "{body}");
+        assert!(headers["retry-after"].is_string(), "{headers}");
+        proxy.set_up(true);
+        let (status, _, body) = retrieve.http("POST", "/v1/retrieve", Some("sx_dev"), Some(q.clone())).await;
+        assert_eq!(status, 200, "{body}");
+    });
+}
