@@ -16,3 +16,7 @@ locked=()
 for a in "$@"; do [ "$a" = --locked ] && locked=(--locked); done
 cargo build --workspace --bins "${locked[@]}"
 cargo test --workspace "$@"
+# With no filter, also prove events/ with cargo lambda watch + invoke.
+only_locked=true
+for a in "$@"; do [ "$a" != --locked ] && only_locked=false; done
+if $only_locked; then bash scripts/cargo_lambda_events.sh; fi

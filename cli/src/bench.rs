@@ -198,3 +198,60 @@ pub fn scaled(engine: &Engine, target: usize, cache: &std::path::Path) -> Result
     }
     Ok(Engine::new(Arc::new(index), engine.dense_encoder().clone(), engine.sparse_encoder().clone(), None))
 }
+
+/// Cold start from S3, phase by phase: publishes `index` under `s3`/`label` as a new
+/// version, then three times builds a client, reads `CURRENT`, downloads, verifies and
+/// decodes the files and opens the models, as a function does at cold start. Beside it,
+/// the baseline: the same index loaded from a local directory (memory-mapped).
+pub fn cold_start(index: &Index, s3: &str, label: &str, models: &sextant::encode::ModelSet) -> Result<()> {
+    use sextant::cloud::refresh::open_from_s3;
+    use sextant::cloud::versions::VersionedIndex;
+    use sextant::storage::{Location, MemStore};
+    let Location::S3 { bucket, prefix } = Location::parse(s3)? else { anyhow::bail!("--s3 must be an s3:// location") };
+    let location = Location::S3 { bucket, prefix: format!("{}/{label}", prefix.trim_end_matches('/')).trim_start_matches('/').to_string() };
+    let files = MemStore::new(label);
+    index.save(&files)?;
+    let bytes = files.total_bytes();
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    rt.block_on(async {
+        let source = VersionedIndex::new(&sextant::cloud::sdk_config().await, &location)?;
+        let expected = source.pointer().await?;
+        let (published, publish_ms) = {
+            let t = Instant::now();
+            (source.publish(&files, &expected, 2).await?, t.elapsed().as_secs_f64() * 1e3)
+        };
+        eprintln!("published {} ({:.1} MB) in {publish_ms:.0} ms", published.version, bytes as f64 / 1e6);
+        let mut runs = Vec::new();
+        for _ in 0..3 {
+            let t = Instant::now();
+            let source = VersionedIndex::new(&sextant::cloud::sdk_config().await, &location)?;
+            let client_ms = t.elapsed().as_secs_f64() * 1e3;
+            let (_, _, timings) = open_from_s3(&source, models).await?;
+            runs.push((client_ms, timings, t.elapsed().as_secs_f64() * 1e3));
+        }
+        runs.sort_by(|a, b| a.2.total_cmp(&b.2));
+        let (client_ms, t, total) = runs[1];
+        // Baseline: the same index from a local directory, and the same models.
+        let dir = std::env::temp_dir().join(format!("sextant-cold-{}", std::process::id()));
+        let local = LocalDir::new(&dir);
+        index.save(&local)?;
+        let mut local_runs = Vec::new();
+        for _ in 0..3 {
+            let (r, ms) = time(|| Index::load(&local));
+            r?;
+            local_runs.push(ms);
+        }
+        local_runs.sort_by(f64::total_cmp);
+        std::fs::remove_dir_all(&dir).ok();
+        println!("\n### cold start from S3, {label}: {} chunks, {:.1} MB (median of 3)\n", index.chunks.len(), bytes as f64 / 1e6);
+        println!("| phase | ms | baseline |");
+        println!("|---|---:|---|");
+        println!("| client | {client_ms:.0} | |");
+        println!("| pointer (GET CURRENT) | {} | |", t.pointer_ms);
+        println!("| download (manifest + ranged GETs) | {} | |", t.download_ms);
+        println!("| verify + decode | {} | local directory load (mmap, verified): {:.0} ms |", t.decode_ms, local_runs[1]);
+        println!("| models | {} | |", t.models_ms);
+        println!("| **total** | **{total:.0}** | local load + models: {:.0} ms |", local_runs[1] + t.models_ms as f64);
+        Ok(())
+    })
+}

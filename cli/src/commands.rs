@@ -138,6 +138,21 @@ enum Command {
         #[command(flatten)]
         build: BuildArgs,
     },
+    /// Benchmark cold start from S3 (pointer, download, decode, models) on a BEIR set's
+    /// index and synthetic larger ones, beside a local-directory load.
+    BenchColdStart {
+        /// The BEIR directory (its index is built or reused as by `eval`).
+        #[arg(long)]
+        beir: PathBuf,
+        /// Also at these synthetic sizes (chunks).
+        #[arg(long)]
+        scale: Vec<usize>,
+        /// Where to publish the benchmark indexes: s3://bucket/prefix.
+        #[arg(long)]
+        s3: String,
+        #[command(flatten)]
+        build: BuildArgs,
+    },
     /// Manage API keys in a key file or DynamoDB.
     Keys {
         #[command(flatten)]
@@ -283,6 +298,17 @@ pub fn run(cli: Cli) -> Result<()> {
                 let big = crate::bench::scaled(&engine, n, &cache_dir().join("bench"))?;
                 crate::bench::run(&big, &qs, &format!("synthetic {n}"))?;
                 crate::bench::load_time(big.index())?;
+            }
+            Ok(())
+        }
+        Command::BenchColdStart { beir, scale, s3, build } => {
+            let set = load_beir(&beir, "test")?;
+            let engine = open_engine(Arc::new(beir_index(&beir, &set, &models, &build)?), &models)?;
+            let name = beir.file_name().and_then(|n| n.to_str()).unwrap_or("beir").to_string();
+            crate::bench::cold_start(engine.index(), &s3, &name, &models)?;
+            for n in scale {
+                let big = crate::bench::scaled(&engine, n, &cache_dir().join("bench"))?;
+                crate::bench::cold_start(big.index(), &s3, &format!("synthetic-{n}"), &models)?;
             }
             Ok(())
         }

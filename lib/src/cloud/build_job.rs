@@ -283,4 +283,17 @@ mod tests {
             assert!(matches!(&e, Error::InvalidArgument { field: f, .. } if f == field), "{event}: {e}");
         }
     }
+
+    #[test]
+    fn the_index_build_events_in_events_parse() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../events/index-build");
+        let read = |name: &str| serde_json::from_slice::<serde_json::Value>(&std::fs::read(dir.join(name)).unwrap()).unwrap();
+        let direct = BuildJob::from_event(read("direct.json"), &serde_json::Map::new()).unwrap();
+        assert_eq!((direct.index_id.as_str(), direct.keep_versions), ("demo", 5));
+        // A schedule without input carries nothing: the function's environment names the job.
+        let env = serde_json::json!({"index_id": "demo", "corpus": "s3://b/corpora/demo/", "target": "s3://b/indexes/demo"});
+        let scheduled = BuildJob::from_event(read("scheduled.json"), env.as_object().unwrap()).unwrap();
+        assert_eq!(scheduled.target, "s3://b/indexes/demo");
+        assert!(BuildJob::from_event(read("scheduled.json"), &serde_json::Map::new()).is_err(), "no job named anywhere");
+    }
 }

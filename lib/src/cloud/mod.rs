@@ -110,4 +110,23 @@ mod tests {
             assert!(matches!(KeyStoreSpec::parse(bad), Err(Error::InvalidArgument { .. })), "{bad}");
         }
     }
+
+    #[test]
+    fn every_variable_template_yaml_sets_is_read_by_the_code() {
+        let template = include_str!("../../../template.yaml");
+        let code = [include_str!("../api/context.rs"), include_str!("build_job.rs"), include_str!("mod.rs")].concat();
+        let mut vars: Vec<&str> = template
+            .match_indices("SEXTANT_")
+            .map(|(i, _)| {
+                let rest = &template[i..];
+                &rest[..rest.find(|c: char| !(c.is_ascii_uppercase() || c == '_')).unwrap_or(rest.len())]
+            })
+            .collect();
+        vars.sort();
+        vars.dedup();
+        assert!(vars.len() >= 8, "{vars:?}");
+        for v in vars {
+            assert!(code.contains(&format!("\"{v}\"")), "template.yaml sets {v}, which no code reads");
+        }
+    }
 }
