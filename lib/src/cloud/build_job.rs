@@ -81,10 +81,17 @@ impl BuildJob {
         if job.index_id.is_empty() || !job.index_id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
             return Err(Error::invalid("index_id", format!("{:?}: use letters, digits, '-' and '_'", job.index_id)));
         }
-        if !matches!(Location::parse(&job.target)?, Location::S3 { .. }) {
+        let as_field = |field: &str| {
+            let field = field.to_string();
+            move |e: Error| match e {
+                Error::InvalidArgument { reason, .. } => Error::invalid(field.clone(), reason),
+                e => e,
+            }
+        };
+        if !matches!(Location::parse(&job.target).map_err(as_field("target"))?, Location::S3 { .. }) {
             return Err(Error::invalid("target", "must be an s3:// location"));
         }
-        Location::parse(&job.corpus).map_err(|e| Error::invalid("corpus", e.to_string()))?;
+        Location::parse(&job.corpus).map_err(as_field("corpus"))?;
         if !(16..=512).contains(&job.chunk_tokens) {
             return Err(Error::invalid("chunk_tokens", "must be between 16 and 512"));
         }
@@ -274,6 +281,7 @@ mod tests {
             (serde_json::json!({"index_id": "a b", "corpus": "s3://bucket/c/"}), "index_id"),
             (serde_json::json!({"index_id": "demo", "corpus": "s3://bucket/c/", "target": "/local/dir"}), "target"),
             (serde_json::json!({"index_id": "demo", "corpus": "ftp://x"}), "corpus"),
+            (serde_json::json!({"index_id": "demo", "corpus": "s3://bucket/c/", "target": "s3://B/x"}), "target"),
             (serde_json::json!({"index_id": "demo", "corpus": "s3://bucket/c/", "chunk_tokens": 4}), "chunk_tokens"),
             (serde_json::json!({"index_id": "demo", "corpus": "s3://bucket/c/", "keep_version": 4}), "keep_version"),
             (serde_json::json!({"index_id": "demo", "corpus": "s3://bucket/c/", "keep_versions": "x"}), "keep_versions"),
@@ -291,9 +299,9 @@ mod tests {
         let direct = BuildJob::from_event(read("direct.json"), &serde_json::Map::new()).unwrap();
         assert_eq!((direct.index_id.as_str(), direct.keep_versions), ("demo", 5));
         // A schedule without input carries nothing: the function's environment names the job.
-        let env = serde_json::json!({"index_id": "demo", "corpus": "s3://b/corpora/demo/", "target": "s3://b/indexes/demo"});
+        let env = serde_json::json!({"index_id": "demo", "corpus": "s3://bucket/corpora/demo/", "target": "s3://bucket/indexes/demo"});
         let scheduled = BuildJob::from_event(read("scheduled.json"), env.as_object().unwrap()).unwrap();
-        assert_eq!(scheduled.target, "s3://b/indexes/demo");
+        assert_eq!(scheduled.target, "s3://bucket/indexes/demo");
         assert!(BuildJob::from_event(read("scheduled.json"), &serde_json::Map::new()).is_err(), "no job named anywhere");
     }
 }
