@@ -279,3 +279,35 @@ fn functions_publish_cold_start_swap_refuse_limit_and_survive_a_store_outage() {
         assert_eq!(status, 200, "{body}");
     });
 }
+
+#[test]
+fn the_cli_publishes_a_local_index_runs_the_build_job_and_lists_versions() {
+    let s = servers();
+    let work = tempfile::tempdir().unwrap();
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+        let bucket = unique("cli");
+        create_bucket(&s.config(&s.seaweed).await, &bucket).await;
+        let corpus = work.path().join("xom.jsonl");
+        std::fs::write(&corpus, demo_documents(&["XOM"])).unwrap();
+        let index = work.path().join("index");
+        let (c, i) = (corpus.to_str().unwrap(), index.to_str().unwrap());
+        cli(&s, &s.moto, &["build", "--docs", c, "--id", "demo", "--out", i]);
+        let target = format!("s3://{bucket}/indexes/demo");
+        let published: Value = serde_json::from_str(&cli(&s, &s.moto, &["publish", "--index", i, "--to", &target])).unwrap();
+        // The same job the function runs, from a local corpus: a second version on top.
+        let built: Value = serde_json::from_str(&cli(&s, &s.moto, &["index-build", "--index-id", "demo", "--corpus", c, "--target", &target])).unwrap();
+        assert_eq!(built["previous"], published["version"], "{built}");
+        assert_eq!(built["documents"], 8, "{built}");
+        let versions: Value = serde_json::from_str(&cli(&s, &s.moto, &["versions", &target])).unwrap();
+        assert_eq!(versions["current"]["version"], built["version"], "{versions}");
+        assert_eq!(versions["versions"].as_array().unwrap().len(), 2, "{versions}");
+        // A corrupt local index is never published.
+        let bm25 = index.join("bm25.bin");
+        let mut bytes = std::fs::read(&bm25).unwrap();
+        bytes[10] ^= 1;
+        std::fs::write(&bm25, bytes).unwrap();
+        let out = Command::new(binary("sextant")).args(["publish", "--index", i, "--to", &target]).envs(s.function_env(&s.seaweed, &s.moto)).output().unwrap();
+        assert!(!out.status.success());
+        assert!(String::from_utf8_lossy(&out.stderr).contains("bm25.bin"), "{}", String::from_utf8_lossy(&out.stderr));
+    });
+}

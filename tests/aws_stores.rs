@@ -145,6 +145,40 @@ fn large_objects_go_up_in_parts_and_come_back_by_ranges_on_both_s3_servers() {
 }
 
 #[test]
+fn corpora_are_read_from_a_prefix_or_a_manifest() {
+    let s = servers();
+    rt().block_on(async {
+        let config = s.config(&s.seaweed).await;
+        let bucket = unique("corpus");
+        create_bucket(&config, &bucket).await;
+        let raw = s3_client(&config);
+        let doc = |id: &str| format!("{{\"documentId\": \"{id}\", \"segments\": [\"Text of {id}.\"]}}\n");
+        for (key, body) in [
+            ("corpora/a/one.jsonl", doc("d1") + &doc("d2")),
+            ("corpora/a/two.jsonl", doc("d3")),
+            ("corpora/a/notes.txt", "ignored".to_string()),
+            ("other/x.jsonl", doc("d4")),
+            ("manifest.json", r#"{"documents": ["corpora/a/two.jsonl", "other/x.jsonl"]}"#.to_string()),
+            ("broken.json", r#"{"documents": ["corpora/a/missing.jsonl"]}"#.to_string()),
+            ("corpora/bad/x.jsonl", "{not json\n".to_string()),
+        ] {
+            raw.put_object().bucket(&bucket).key(key).body(ByteStream::from(body.into_bytes())).send().await.unwrap();
+        }
+        let ids = |docs: Vec<sextant::corpus::Document>| docs.into_iter().map(|d| d.document_id).collect::<Vec<_>>();
+        let by_prefix = build_job::read_corpus(&format!("s3://{bucket}/corpora/a/"), &config).await.unwrap();
+        assert_eq!(ids(by_prefix), ["d1", "d2", "d3"]);
+        let by_manifest = build_job::read_corpus(&format!("s3://{bucket}/manifest.json"), &config).await.unwrap();
+        assert_eq!(ids(by_manifest), ["d3", "d4"]);
+        let e = build_job::read_corpus(&format!("s3://{bucket}/broken.json"), &config).await.unwrap_err();
+        assert!(e.to_string().contains("corpora/a/missing.jsonl"), "{e}");
+        let e = build_job::read_corpus(&format!("s3://{bucket}/corpora/bad/"), &config).await.unwrap_err();
+        assert!(matches!(e, Error::Corpus { ref source_name, line: 1, .. } if source_name.ends_with("corpora/bad/x.jsonl")), "{e}");
+        let e = build_job::read_corpus(&format!("s3://{bucket}/nothing/"), &config).await.unwrap_err();
+        assert!(e.to_string().contains("no .jsonl"), "{e}");
+    });
+}
+
+#[test]
 fn seaweedfs_checks_signatures() {
     let s = servers();
     rt().block_on(async {

@@ -226,8 +226,9 @@ pub fn cold_start(index: &Index, s3: &str, label: &str, models: &sextant::encode
             let t = Instant::now();
             let source = VersionedIndex::new(&sextant::cloud::sdk_config().await, &location)?;
             let client_ms = t.elapsed().as_secs_f64() * 1e3;
-            let (_, _, timings) = open_from_s3(&source, models).await?;
+            let (engine, _, timings) = open_from_s3(&source, models).await?;
             runs.push((client_ms, timings, t.elapsed().as_secs_f64() * 1e3));
+            drop(engine); // freeing the index is not part of a cold start
         }
         runs.sort_by(|a, b| a.2.total_cmp(&b.2));
         let (client_ms, t, total) = runs[1];

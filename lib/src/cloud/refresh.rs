@@ -22,7 +22,7 @@ use crate::api::AppState;
 use crate::encode::ModelSet;
 use crate::error::{Error, Result};
 use crate::index::Index;
-use crate::search::{open_engine, Engine};
+use crate::search::{open_engine, Engine, LoadedModels};
 
 /// Phase timings of one load, in milliseconds.
 #[derive(Debug, Clone, Copy, Default, serde::Serialize)]
@@ -42,21 +42,29 @@ pub struct LoadTimings {
 /// Downloads and decodes the current version of `source`; returns the index, the
 /// pointer it came from, and timings (without models).
 pub async fn load_current(source: &VersionedIndex) -> Result<(Index, Pointer, LoadTimings)> {
-    let d = source.download_current().await?;
-    let bytes = d.files.total_bytes();
     let t = Instant::now();
-    let files = d.files;
-    let index = tokio::task::spawn_blocking(move || Index::load(&files)).await.map_err(|e| Error::Inference(e.to_string()))??;
-    Ok((index, d.pointer, LoadTimings { pointer_ms: d.pointer_ms, download_ms: d.download_ms, decode_ms: t.elapsed().as_millis() as u64, models_ms: 0, bytes }))
+    let pointer = source.pointer().await?.pointer.ok_or_else(|| Error::Storage {
+        location: format!("{}/CURRENT", source.location()),
+        reason: "no version has been published here yet".into(),
+    })?;
+    let pointer_ms = t.elapsed().as_millis() as u64;
+    let (index, phases) = source.load(&pointer).await?;
+    Ok((index, pointer, LoadTimings { pointer_ms, download_ms: phases.download_ms, decode_ms: phases.decode_ms, models_ms: 0, bytes: phases.bytes }))
 }
 
-/// Cold start of one S3 index: download, verify, decode, then open the models.
+/// Cold start of one S3 index: download, verify and decode it, then load the models and
+/// assemble the engine (checking the index was built with these models).
+///
+/// The phases run one after the other. Loading the models alongside the download was
+/// measured slower on a 2-core machine (the model load and the decode compete for the
+/// same cores as the transfer): 2.1–2.3 s instead of 1.6 s for a 100k-chunk index.
 pub async fn open_from_s3(source: &VersionedIndex, models: &ModelSet) -> Result<(Engine, Pointer, LoadTimings)> {
     let (index, pointer, mut timings) = load_current(source).await?;
     let t = Instant::now();
-    let models = models.clone();
-    let engine = tokio::task::spawn_blocking(move || open_engine(Arc::new(index), &models)).await.map_err(|e| Error::Inference(e.to_string()))??;
+    let set = models.clone();
+    let models = tokio::task::spawn_blocking(move || LoadedModels::load(&set)).await.map_err(|e| Error::Inference(e.to_string()))??;
     timings.models_ms = t.elapsed().as_millis() as u64;
+    let engine = models.engine(Arc::new(index))?;
     tracing::info!(
         index = %source.location(), version = %pointer.version, pointer_ms = timings.pointer_ms, download_ms = timings.download_ms,
         decode_ms = timings.decode_ms, models_ms = timings.models_ms, bytes = timings.bytes, "cold start: index loaded from S3"
@@ -144,8 +152,7 @@ impl Refresher {
     }
 
     async fn swap(&self, id: &str, index: &VersionedIndex, pointer: &Pointer) -> Result<()> {
-        let files = index.download(pointer).await?;
-        let loaded = tokio::task::spawn_blocking(move || Index::load(&files)).await.map_err(|e| Error::Inference(e.to_string()))??;
+        let (loaded, _) = index.load(pointer).await?;
         if loaded.manifest.index_id != id {
             return Err(Error::IndexCorrupted { file: index.location(), expected: format!("index id {id:?}"), found: loaded.manifest.index_id.clone() });
         }

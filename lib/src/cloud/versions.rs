@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use super::s3::{Precondition, S3Store};
 use crate::error::{Error, Result};
 use crate::index::format::{read_manifest, sha256_hex, Manifest, MANIFEST};
+use crate::index::Index;
 use crate::storage::{Location, MemStore, Storage};
 
 /// The pointer object's name under an index prefix.
@@ -232,12 +233,13 @@ impl VersionedIndex {
         Ok(Download { pointer, files, pointer_ms, download_ms: t.elapsed().as_millis() as u64 })
     }
 
-    /// Downloads the version `pointer` names.
-    pub async fn download(&self, pointer: &Pointer) -> Result<MemStore> {
+    /// Fetches the manifest of the version `pointer` names and checks it against the
+    /// pointer's SHA-256; returns the version's label (`s3://…/versions/v`), key prefix and
+    /// manifest.
+    async fn manifest(&self, pointer: &Pointer) -> Result<(String, String, Manifest)> {
         let dir = self.key(&format!("versions/{}", pointer.version));
         let label = format!("s3://{}/{dir}", self.store.bucket());
-        let manifest_key = format!("{dir}/{MANIFEST}");
-        let manifest_bytes = self.store.get(&manifest_key).await?.ok_or_else(|| Error::IndexCorrupted {
+        let manifest_bytes = self.store.get(&format!("{dir}/{MANIFEST}")).await?.ok_or_else(|| Error::IndexCorrupted {
             file: format!("{label}/{MANIFEST}"),
             expected: "the manifest of the version CURRENT names".into(),
             found: "no such object".into(),
@@ -246,9 +248,16 @@ impl VersionedIndex {
         if sum != pointer.manifest_sha256 {
             return Err(Error::IndexCorrupted { file: format!("{label}/{MANIFEST}"), expected: format!("sha256 {}", pointer.manifest_sha256), found: format!("sha256 {sum}") });
         }
-        let files = MemStore::new(label);
+        let files = MemStore::new(label.clone());
         files.insert(MANIFEST, manifest_bytes.bytes);
-        let manifest = read_manifest(&files)?;
+        Ok((label, dir, read_manifest(&files)?))
+    }
+
+    /// Downloads the version `pointer` names into memory, every file at once.
+    pub async fn download(&self, pointer: &Pointer) -> Result<MemStore> {
+        let (label, dir, manifest) = self.manifest(pointer).await?;
+        let files = MemStore::new(label);
+        files.insert(MANIFEST, serde_json::to_vec(&manifest)?);
         let mut tasks = tokio::task::JoinSet::new();
         for f in manifest.files {
             let (store, key) = (self.store.clone(), format!("{dir}/{}", f.name));
@@ -260,6 +269,34 @@ impl VersionedIndex {
         }
         Ok(files)
     }
+
+    /// Downloads, verifies and decodes the version `pointer` names: every file at once
+    /// with parallel ranged GETs into memory, then each file verified and decoded in its
+    /// own task ([`Index::load`]). Returns the index and the phase timings.
+    ///
+    /// Decoding each file as soon as it arrives was tried and measured slower on a
+    /// 2-core machine with the S3 server on the same cores (1.9–2.3 s instead of 1.6 s
+    /// at 100k chunks): the decode competes with the transfer for the CPU.
+    pub async fn load(&self, pointer: &Pointer) -> Result<(Index, LoadPhases)> {
+        let t = Instant::now();
+        let files = self.download(pointer).await?;
+        let download_ms = t.elapsed().as_millis() as u64;
+        let bytes = files.total_bytes();
+        let t = Instant::now();
+        let index = tokio::task::spawn_blocking(move || Index::load(&files)).await.map_err(|e| Error::Inference(e.to_string()))??;
+        Ok((index, LoadPhases { download_ms, decode_ms: t.elapsed().as_millis() as u64, bytes }))
+    }
+}
+
+/// Timings of [`VersionedIndex::load`].
+#[derive(Debug, Clone, Copy)]
+pub struct LoadPhases {
+    /// Downloading the manifest and every file.
+    pub download_ms: u64,
+    /// Verifying and decoding them.
+    pub decode_ms: u64,
+    /// Bytes downloaded.
+    pub bytes: u64,
 }
 
 #[cfg(test)]

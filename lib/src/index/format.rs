@@ -121,7 +121,14 @@ pub fn read_manifest(storage: &dyn Storage) -> Result<Manifest> {
 /// Reads one file of the manifest, verifying its size and checksum.
 pub fn read_verified(storage: &dyn Storage, f: &FileEntry) -> Result<Blob> {
     let bytes = storage.read_blob(&f.name)?;
-    let file = || format!("{}/{}", storage.location(), f.name);
+    verify(&storage.location(), f, &bytes)?;
+    Ok(bytes)
+}
+
+/// Checks that `bytes` are the file `f` of the manifest (size, then SHA-256);
+/// `location` names the index in the error.
+pub fn verify(location: &str, f: &FileEntry, bytes: &[u8]) -> Result<()> {
+    let file = || format!("{location}/{}", f.name);
     if bytes.len() as u64 != f.bytes {
         return Err(Error::IndexCorrupted { file: file(), expected: format!("{} bytes", f.bytes), found: format!("{} bytes", bytes.len()) });
     }
@@ -129,5 +136,5 @@ pub fn read_verified(storage: &dyn Storage, f: &FileEntry) -> Result<Blob> {
     if sum != f.sha256 {
         return Err(Error::IndexCorrupted { file: file(), expected: format!("sha256 {}", f.sha256), found: format!("sha256 {sum}") });
     }
-    Ok(bytes)
+    Ok(())
 }

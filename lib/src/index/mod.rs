@@ -54,6 +54,9 @@ const DENSE_GRAPH: &str = "dense.graph";
 const BM25: &str = "bm25.bin";
 const SPLADE: &str = "splade.bin";
 
+/// One verified and decoded file of an index ([`Index::decode_file`]).
+pub struct DecodedFile(Part);
+
 /// One decoded file of an index.
 enum Part {
     Documents(Vec<Document>),
@@ -186,38 +189,60 @@ impl Index {
         use rayon::prelude::*;
         let manifest = format::read_manifest(storage)?;
         let loc = storage.location();
+        Self::check_manifest(&manifest, &loc)?;
+        let mut files: Vec<&format::FileEntry> = manifest.files.iter().collect();
+        files.sort_by_key(|f| std::cmp::Reverse(f.bytes));
+        let parts: Vec<DecodedFile> = files
+            .par_iter()
+            .with_max_len(1)
+            .map(|f| Self::decode_file(&manifest, &loc, f, storage.read_blob(&f.name)?))
+            .collect::<Result<_>>()?;
+        Self::assemble(manifest, parts, &loc)
+    }
+
+    /// Refuses a manifest that does not list every file an index needs, before anything
+    /// is read.
+    pub fn check_manifest(manifest: &Manifest, location: &str) -> Result<()> {
+        for name in [DOCUMENTS, CHUNKS, DENSE_VECTORS, DENSE_GRAPH, BM25, SPLADE] {
+            if !manifest.files.iter().any(|f| f.name == name) {
+                return Err(Error::IndexCorrupted {
+                    file: format!("{location}/{}", format::MANIFEST),
+                    expected: format!("an entry for {name}"),
+                    found: "none".into(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Verifies one file of `manifest` (size and SHA-256) and decodes it, so files can be
+    /// decoded as they arrive; [`Index::assemble`] puts them together.
+    pub fn decode_file(manifest: &Manifest, location: &str, f: &format::FileEntry, blob: crate::storage::Blob) -> Result<DecodedFile> {
+        let loc = location;
+        format::verify(loc, f, &blob)?;
+        let bytes: Result<&[u8]> = Ok(&blob);
+        Ok(DecodedFile(match f.name.as_str() {
+            DOCUMENTS => Part::Documents(decode_file(loc, DOCUMENTS, bytes)?),
+            CHUNKS => Part::Chunks(decode_file(loc, CHUNKS, bytes)?),
+            DENSE_VECTORS => Part::Vectors(decode_f32s(loc, &blob)?),
+            DENSE_GRAPH => Part::Graph(decode_file(loc, DENSE_GRAPH, bytes)?),
+            BM25 if manifest.version == 1 => Part::Bm25(decode_file::<bm25::Bm25IndexV1>(loc, BM25, bytes)?.into()),
+            BM25 => Part::Bm25(decode_file(loc, BM25, bytes)?),
+            SPLADE if manifest.version == 1 => Part::Splade(decode_file::<splade::SpladeIndexV1>(loc, SPLADE, bytes)?.into()),
+            SPLADE => Part::Splade(decode_file(loc, SPLADE, bytes)?),
+            _ => Part::Other,
+        }))
+    }
+
+    /// Puts decoded files together into an index, checking that they agree.
+    pub fn assemble(manifest: Manifest, parts: Vec<DecodedFile>, location: &str) -> Result<Self> {
+        let loc = location;
         let missing = |name: &str| Error::IndexCorrupted {
             file: format!("{loc}/{}", format::MANIFEST),
             expected: format!("an entry for {name}"),
             found: "none".into(),
         };
-        // Refuse an incomplete manifest before reading anything.
-        for name in [DOCUMENTS, CHUNKS, DENSE_VECTORS, DENSE_GRAPH, BM25, SPLADE] {
-            if !manifest.files.iter().any(|f| f.name == name) {
-                return Err(missing(name));
-            }
-        }
-        let mut files: Vec<&format::FileEntry> = manifest.files.iter().collect();
-        files.sort_by_key(|f| std::cmp::Reverse(f.bytes));
-        let parts: Vec<Part> = files
-            .par_iter()
-            .with_max_len(1)
-            .map(|f| {
-                let blob = format::read_verified(storage, f)?;
-                let bytes: Result<&[u8]> = Ok(&blob);
-                Ok(match f.name.as_str() {
-                    DOCUMENTS => Part::Documents(decode_file(&loc, DOCUMENTS, bytes)?),
-                    CHUNKS => Part::Chunks(decode_file(&loc, CHUNKS, bytes)?),
-                    DENSE_VECTORS => Part::Vectors(decode_f32s(&loc, &blob)?),
-                    DENSE_GRAPH => Part::Graph(decode_file(&loc, DENSE_GRAPH, bytes)?),
-                    BM25 if manifest.version == 1 => Part::Bm25(decode_file::<bm25::Bm25IndexV1>(&loc, BM25, bytes)?.into()),
-                    BM25 => Part::Bm25(decode_file(&loc, BM25, bytes)?),
-                    SPLADE if manifest.version == 1 => Part::Splade(decode_file::<splade::SpladeIndexV1>(&loc, SPLADE, bytes)?.into()),
-                    SPLADE => Part::Splade(decode_file(&loc, SPLADE, bytes)?),
-                    _ => Part::Other,
-                })
-            })
-            .collect::<Result<_>>()?;
+        let parts: Vec<Part> = parts.into_iter().map(|d| d.0).collect();
         let (mut documents, mut chunks, mut vectors, mut graph, mut bm25, mut splade) = (None, None, None, None, None, None);
         for part in parts {
             match part {
@@ -238,7 +263,7 @@ impl Index {
         dense.vectors = vectors.ok_or_else(|| missing(DENSE_VECTORS))?;
         if dense.dim != manifest.dense_dim {
             return Err(Error::IndexCorrupted {
-                file: format!("{}/{DENSE_GRAPH}", storage.location()),
+                file: format!("{loc}/{DENSE_GRAPH}"),
                 expected: format!("dimension {}", manifest.dense_dim),
                 found: dense.dim.to_string(),
             });

@@ -548,26 +548,60 @@ impl Engine {
     }
 }
 
+/// Loaded models, not yet tied to an index: loading them can overlap with fetching the
+/// index (a cold start from S3 does both at once).
+pub struct LoadedModels {
+    dense: Arc<DenseEncoder>,
+    sparse: Arc<SparseEncoder>,
+    reranker: Option<Arc<dyn Reranker>>,
+    dense_info: crate::encode::ModelInfo,
+    sparse_info: crate::encode::ModelInfo,
+    set: crate::encode::ModelSet,
+}
+
+impl LoadedModels {
+    /// Loads the encoders of `models` (and the reranker when one is configured).
+    pub fn load(models: &crate::encode::ModelSet) -> Result<Self> {
+        use crate::encode::{CrossEncoder, ModelInfo};
+        let (dense_info, sparse_info) = (ModelInfo::read(&models.dense)?, ModelInfo::read(&models.sparse)?);
+        let (dense, sparse) = rayon::join(|| DenseEncoder::load(&models.dense), || SparseEncoder::load(&models.sparse));
+        let reranker: Option<Arc<dyn Reranker>> = match &models.reranker {
+            Some(dir) => {
+                let name = ModelInfo::read(dir).map(|i| i.id).unwrap_or_else(|_| dir.display().to_string());
+                Some(Arc::new(super::rerank::CrossEncoderReranker::new(CrossEncoder::load(dir)?, name)))
+            }
+            None => None,
+        };
+        Ok(LoadedModels { dense: Arc::new(dense?), sparse: Arc::new(sparse?), reranker, dense_info, sparse_info, set: models.clone() })
+    }
+
+    /// An engine over `index`, refused unless it was built with these dense and SPLADE weights.
+    pub fn engine(&self, index: Arc<Index>) -> Result<Engine> {
+        for (what, info, built) in [("dense", &self.dense_info, &index.manifest.dense_model), ("sparse", &self.sparse_info, &index.manifest.sparse_model)] {
+            if info.weights_sha256 != built.weights_sha256 {
+                return Err(Error::Model {
+                    path: if what == "dense" { self.set.dense.clone() } else { self.set.sparse.clone() },
+                    reason: format!("index was built with {} ({}), not these weights ({}): rebuild the index", built.id, built.weights_sha256, info.weights_sha256),
+                });
+            }
+        }
+        Ok(Engine::new(index, self.dense.clone(), self.sparse.clone(), self.reranker.clone()))
+    }
+}
+
 /// Loads the encoders of `models` (and the reranker when one is configured) and checks
 /// that `index` was built with the same dense and SPLADE weights.
 pub fn open_engine(index: Arc<Index>, models: &crate::encode::ModelSet) -> Result<Engine> {
-    use crate::encode::{CrossEncoder, ModelInfo};
-    let (dense_info, sparse_info) = (ModelInfo::read(&models.dense)?, ModelInfo::read(&models.sparse)?);
-    for (what, info, built) in [("dense", &dense_info, &index.manifest.dense_model), ("sparse", &sparse_info, &index.manifest.sparse_model)] {
+    use crate::encode::ModelInfo;
+    // Check the weights before the (slow) load, so a mismatch fails fast.
+    for (what, dir, built) in [("dense", &models.dense, &index.manifest.dense_model), ("sparse", &models.sparse, &index.manifest.sparse_model)] {
+        let info = ModelInfo::read(dir)?;
         if info.weights_sha256 != built.weights_sha256 {
             return Err(Error::Model {
-                path: if what == "dense" { models.dense.clone() } else { models.sparse.clone() },
-                reason: format!("index was built with {} ({}), not these weights ({}): rebuild the index", built.id, built.weights_sha256, info.weights_sha256),
+                path: dir.clone(),
+                reason: format!("index was built with {} ({}), not these {what} weights ({}): rebuild the index", built.id, built.weights_sha256, info.weights_sha256),
             });
         }
     }
-    let (dense, sparse) = rayon::join(|| DenseEncoder::load(&models.dense), || SparseEncoder::load(&models.sparse));
-    let reranker: Option<Arc<dyn Reranker>> = match &models.reranker {
-        Some(dir) => {
-            let name = ModelInfo::read(dir).map(|i| i.id).unwrap_or_else(|_| dir.display().to_string());
-            Some(Arc::new(super::rerank::CrossEncoderReranker::new(CrossEncoder::load(dir)?, name)))
-        }
-        None => None,
-    };
-    Ok(Engine::new(index, Arc::new(dense?), Arc::new(sparse?), reranker))
+    LoadedModels::load(models)?.engine(index)
 }

@@ -11,7 +11,7 @@ mod retrieve;
 pub use adaptive::{adaptive_weights, confidence};
 pub use dates::days_from_iso_date;
 pub use engine::{
-    open_engine, Diagnostics, Engine, FusionConfig, Hit, PathRank, Recency, RerankStatus, SearchOutcome, SearchRequest, StageTimings,
+    open_engine, Diagnostics, Engine, LoadedModels, FusionConfig, Hit, PathRank, Recency, RerankStatus, SearchOutcome, SearchRequest, StageTimings,
 };
 pub use fusion::{rrf_fuse, Fused, DEFAULT_RRF_K};
 pub use rerank::{CrossEncoderReranker, Reranker};
