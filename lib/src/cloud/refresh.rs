@@ -43,10 +43,7 @@ pub struct LoadTimings {
 /// pointer it came from, and timings (without models).
 pub async fn load_current(source: &VersionedIndex) -> Result<(Index, Pointer, LoadTimings)> {
     let t = Instant::now();
-    let pointer = source.pointer().await?.pointer.ok_or_else(|| Error::Storage {
-        location: format!("{}/CURRENT", source.location()),
-        reason: "no version has been published here yet".into(),
-    })?;
+    let pointer = source.current().await?;
     let pointer_ms = t.elapsed().as_millis() as u64;
     let (index, phases) = source.load(&pointer).await?;
     Ok((index, pointer, LoadTimings { pointer_ms, download_ms: phases.download_ms, decode_ms: phases.decode_ms, models_ms: 0, bytes: phases.bytes }))

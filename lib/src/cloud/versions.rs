@@ -143,6 +143,14 @@ impl VersionedIndex {
         }
     }
 
+    /// The pointer of the current version; an error when nothing has been published yet.
+    pub async fn current(&self) -> Result<Pointer> {
+        self.pointer().await?.pointer.ok_or_else(|| Error::Storage {
+            location: format!("s3://{}/{}", self.store.bucket(), self.key(CURRENT)),
+            reason: "no version has been published here yet".into(),
+        })
+    }
+
     /// Uploads the index held in `files` (written by [`crate::index::Index::save`]) as a
     /// new version and makes it current, if `CURRENT` still is what `expected` says; then
     /// deletes all but the newest `keep` versions (never the current one).
@@ -222,11 +230,7 @@ impl VersionedIndex {
     /// SHA-256, then every file it lists with parallel ranged GETs.
     pub async fn download_current(&self) -> Result<Download> {
         let t = Instant::now();
-        let state = self.pointer().await?;
-        let pointer = state.pointer.ok_or_else(|| Error::Storage {
-            location: format!("s3://{}/{}", self.store.bucket(), self.key(CURRENT)),
-            reason: "no version has been published here yet".into(),
-        })?;
+        let pointer = self.current().await?;
         let pointer_ms = t.elapsed().as_millis() as u64;
         let t = Instant::now();
         let files = self.download(&pointer).await?;

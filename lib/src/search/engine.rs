@@ -577,25 +577,15 @@ impl LoadedModels {
 
     /// An engine over `index`, refused unless it was built with these dense and SPLADE weights.
     pub fn engine(&self, index: Arc<Index>) -> Result<Engine> {
-        for (what, info, built) in [("dense", &self.dense_info, &index.manifest.dense_model), ("sparse", &self.sparse_info, &index.manifest.sparse_model)] {
-            if info.weights_sha256 != built.weights_sha256 {
-                return Err(Error::Model {
-                    path: if what == "dense" { self.set.dense.clone() } else { self.set.sparse.clone() },
-                    reason: format!("index was built with {} ({}), not these weights ({}): rebuild the index", built.id, built.weights_sha256, info.weights_sha256),
-                });
-            }
-        }
+        check_built_with(&index, &self.set, &self.dense_info, &self.sparse_info)?;
         Ok(Engine::new(index, self.dense.clone(), self.sparse.clone(), self.reranker.clone()))
     }
 }
 
-/// Loads the encoders of `models` (and the reranker when one is configured) and checks
-/// that `index` was built with the same dense and SPLADE weights.
-pub fn open_engine(index: Arc<Index>, models: &crate::encode::ModelSet) -> Result<Engine> {
-    use crate::encode::ModelInfo;
-    // Check the weights before the (slow) load, so a mismatch fails fast.
-    for (what, dir, built) in [("dense", &models.dense, &index.manifest.dense_model), ("sparse", &models.sparse, &index.manifest.sparse_model)] {
-        let info = ModelInfo::read(dir)?;
+/// Refuses `index` unless it was built with the dense and SPLADE weights described by
+/// `dense` and `sparse` (the model infos of `models`).
+fn check_built_with(index: &Index, models: &crate::encode::ModelSet, dense: &crate::encode::ModelInfo, sparse: &crate::encode::ModelInfo) -> Result<()> {
+    for (what, dir, info, built) in [("dense", &models.dense, dense, &index.manifest.dense_model), ("sparse", &models.sparse, sparse, &index.manifest.sparse_model)] {
         if info.weights_sha256 != built.weights_sha256 {
             return Err(Error::Model {
                 path: dir.clone(),
@@ -603,5 +593,14 @@ pub fn open_engine(index: Arc<Index>, models: &crate::encode::ModelSet) -> Resul
             });
         }
     }
+    Ok(())
+}
+
+/// Loads the encoders of `models` (and the reranker when one is configured) and checks
+/// that `index` was built with the same dense and SPLADE weights.
+pub fn open_engine(index: Arc<Index>, models: &crate::encode::ModelSet) -> Result<Engine> {
+    use crate::encode::ModelInfo;
+    // Check the weights before the (slow) load, so a mismatch fails fast.
+    check_built_with(&index, models, &ModelInfo::read(&models.dense)?, &ModelInfo::read(&models.sparse)?)?;
     LoadedModels::load(models)?.engine(index)
 }
