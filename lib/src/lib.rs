@@ -5,7 +5,7 @@
 //! fused with Reciprocal Rank Fusion and optionally reranked by a cross-encoder.
 //!
 //! Modules follow the pipeline: [`corpus`] → [`encode`] → [`index`] → [`search`], with
-//! [`storage`] for where index files live, [`eval`] for BEIR-style evaluation and `api`
+//! [`storage`] for where index files live, [`finance`] for the financial question routes, [`eval`] for BEIR-style evaluation and `api`
 //! (feature `api`, on by default) for the HTTP endpoints.
 
 #[cfg(feature = "api")]
@@ -14,6 +14,7 @@ pub mod api;
 pub mod cloud;
 pub mod corpus;
 pub mod encode;
+pub mod finance;
 pub mod index;
 pub mod search;
 pub mod storage;

@@ -129,7 +129,7 @@ pub async fn from_env() -> Result<Context> {
     let mut versions: Vec<(String, String)> = Vec::new();
     let mut engines = Engines::new();
     let mut first = None;
-    let mut failures = Vec::new();
+    let mut failures: Vec<String> = Vec::new();
     #[cfg(feature = "aws")]
     let mut watched: Vec<(String, crate::cloud::versions::VersionedIndex, String)> = Vec::new();
     for location in &locations {

@@ -27,6 +27,7 @@ pub use splade::SpladeIndex;
 pub use topk::top_k;
 
 use crate::corpus::{Chunk, Document};
+use crate::finance::{Companies, FactStore};
 use crate::error::{Error, Result};
 use crate::storage::Storage;
 
@@ -44,7 +45,10 @@ pub struct Index {
     pub bm25: Bm25Index,
     /// SPLADE.
     pub splade: SpladeIndex,
+    /// XBRL facts of the corpus's companies (empty when the index was built without).
+    pub facts: FactStore,
     doc_chunks: Vec<Range<u32>>,
+    companies: std::sync::OnceLock<Companies>,
 }
 
 const DOCUMENTS: &str = "documents.bin";
@@ -53,6 +57,8 @@ const DENSE_VECTORS: &str = "dense.f32";
 const DENSE_GRAPH: &str = "dense.graph";
 const BM25: &str = "bm25.bin";
 const SPLADE: &str = "splade.bin";
+/// Optional: the facts of the `/v1/context` routes.
+const FACTS: &str = "facts.bin";
 
 /// One verified and decoded file of an index ([`Index::decode_file`]).
 pub struct DecodedFile(Part);
@@ -65,6 +71,7 @@ enum Part {
     Graph(DenseIndex),
     Bm25(Bm25Index),
     Splade(SpladeIndex),
+    Facts(FactStore),
     /// A file this version does not use.
     Other,
 }
@@ -131,7 +138,20 @@ impl Index {
                 r.end = i as u32 + 1;
             }
         }
-        Ok(Index { manifest, documents, chunks, dense, bm25, splade, doc_chunks })
+        Ok(Index { manifest, documents, chunks, dense, bm25, splade, facts: FactStore::default(), doc_chunks, companies: Default::default() })
+    }
+
+    /// The same index with `facts` (they are saved with it, as `facts.bin`).
+    pub fn with_facts(mut self, facts: FactStore) -> Self {
+        self.facts = facts;
+        self.companies = Default::default();
+        self
+    }
+
+    /// The company dictionary of the question classifier: the facts' companies and every
+    /// ticker of the documents (built on first use).
+    pub fn companies(&self) -> &Companies {
+        self.companies.get_or_init(|| Companies::new(&self.facts, self.documents.iter().filter_map(|d| d.ticker.clone())))
     }
 
     /// The document a chunk belongs to.
@@ -178,6 +198,10 @@ impl Index {
             (BM25.to_string(), bincode::serialize(&self.bm25)?),
             (SPLADE.to_string(), bincode::serialize(&self.splade)?),
         ];
+        let mut files = files;
+        if !self.facts.is_empty() {
+            files.push((FACTS.to_string(), bincode::serialize(&self.facts)?));
+        }
         format::write_files(storage, files, self.manifest.clone())
     }
 
@@ -230,6 +254,11 @@ impl Index {
             BM25 => Part::Bm25(decode_file(loc, BM25, bytes)?),
             SPLADE if manifest.version == 1 => Part::Splade(decode_file::<splade::SpladeIndexV1>(loc, SPLADE, bytes)?.into()),
             SPLADE => Part::Splade(decode_file(loc, SPLADE, bytes)?),
+            FACTS => Part::Facts({
+                let mut facts: FactStore = decode_file(loc, FACTS, bytes)?;
+                facts.reindex();
+                facts
+            }),
             _ => Part::Other,
         }))
     }
@@ -244,6 +273,7 @@ impl Index {
         };
         let parts: Vec<Part> = parts.into_iter().map(|d| d.0).collect();
         let (mut documents, mut chunks, mut vectors, mut graph, mut bm25, mut splade) = (None, None, None, None, None, None);
+        let mut facts = FactStore::default();
         for part in parts {
             match part {
                 Part::Documents(d) => documents = Some(d),
@@ -252,6 +282,7 @@ impl Index {
                 Part::Graph(g) => graph = Some(g),
                 Part::Bm25(b) => bm25 = Some(b),
                 Part::Splade(s) => splade = Some(s),
+                Part::Facts(f) => facts = f,
                 Part::Other => {}
             }
         }
@@ -268,6 +299,6 @@ impl Index {
                 found: dense.dim.to_string(),
             });
         }
-        Index::from_parts(manifest, documents, chunks, dense, bm25, splade)
+        Ok(Index::from_parts(manifest, documents, chunks, dense, bm25, splade)?.with_facts(facts))
     }
 }
