@@ -17,15 +17,33 @@ struct Labelled {
     quarters: Vec<u8>,
 }
 
-#[test]
-fn classifier_accuracy_on_the_labelled_questions() {
+/// The dictionary of the demo corpus: companies of the facts, tickers of the documents.
+fn companies() -> Companies {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let facts = FactStore::open(&[root.join("data/demo/facts.jsonl.gz")]).unwrap();
     let documents = sextant::corpus::load_documents(&root.join("data/demo/documents.jsonl.gz")).unwrap();
-    let companies = Companies::new(&facts, documents.into_iter().filter_map(|d| d.ticker));
-    let text = std::fs::read_to_string(root.join("tests/data/context_questions.jsonl")).unwrap();
+    Companies::new(&facts, documents.into_iter().filter_map(|d| d.ticker))
+}
+
+/// The set the rules were developed beside.
+#[test]
+fn classifier_accuracy_on_the_labelled_questions() {
+    measure("context_questions.jsonl", 95.0);
+}
+
+/// A second set, written by someone else after the rules were fixed and never used to
+/// change them.
+#[test]
+fn classifier_accuracy_on_the_held_out_questions() {
+    measure("context_questions_heldout.jsonl", 90.0);
+}
+
+fn measure(file: &str, min_route: f64) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let companies = companies();
+    let text = std::fs::read_to_string(root.join("tests/data").join(file)).unwrap();
     let labelled: Vec<Labelled> = text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert!(labelled.len() >= 80, "the set must hold at least 80 questions");
+    assert!(labelled.len() >= 60, "a set must hold at least 60 questions");
 
     let (mut route_ok, mut ticker_ok, mut period_ok) = (0, 0, 0);
     let mut per_route: BTreeMap<String, (usize, usize)> = BTreeMap::new();
@@ -54,7 +72,7 @@ fn classifier_accuracy_on_the_labelled_questions() {
     }
     let n = labelled.len() as f64;
     let pct = |k: usize| 100.0 * k as f64 / n;
-    println!("\n| measure | correct | accuracy |\n|---|---:|---:|");
+    println!("\n{file}\n\n| measure | correct | accuracy |\n|---|---:|---:|");
     println!("| route | {route_ok}/{} | {:.1}% |", labelled.len(), pct(route_ok));
     println!("| tickers (exact list) | {ticker_ok}/{} | {:.1}% |", labelled.len(), pct(ticker_ok));
     println!("| period (years and quarters exact) | {period_ok}/{} | {:.1}% |", labelled.len(), pct(period_ok));
@@ -63,7 +81,7 @@ fn classifier_accuracy_on_the_labelled_questions() {
         println!("| {r} | {ok}/{total} |");
     }
     println!("\nmisses:\n{}", misses.join("\n"));
-    assert!(pct(route_ok) >= 95.0, "route accuracy {:.1}% < 95%:\n{}", pct(route_ok), misses.join("\n"));
+    assert!(pct(route_ok) >= min_route, "route accuracy {:.1}% < 95%:\n{}", pct(route_ok), misses.join("\n"));
     assert!(pct(ticker_ok) >= 90.0, "ticker accuracy {:.1}%:\n{}", pct(ticker_ok), misses.join("\n"));
     assert!(pct(period_ok) >= 90.0, "period accuracy {:.1}%:\n{}", pct(period_ok), misses.join("\n"));
 }

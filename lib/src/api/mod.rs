@@ -10,6 +10,7 @@
 pub mod envelope;
 pub mod context;
 pub mod evidence;
+mod financial;
 pub mod keys;
 mod kb;
 #[cfg(feature = "lambda")]
@@ -182,6 +183,7 @@ pub fn router(state: Arc<AppState>) -> Router {
     let api = Router::new()
         .route("/v1/retrieve", post(retrieve::handle).fallback(method_not_allowed))
         .route("/v1/search", post(search::handle).fallback(method_not_allowed))
+        .route("/v1/context", post(financial::handle).fallback(method_not_allowed))
         .route("/{workspace}/index/retrieve", post(kb::handle).fallback(method_not_allowed))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), authenticate));
     Router::new()

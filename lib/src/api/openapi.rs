@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde_json::{json, Map, Value};
 
 use super::envelope::ErrorEnvelope;
+use super::financial::{ContextBody, ContextResponse};
 use super::kb::{KbRequest, KbResponse};
 use super::retrieve::{RetrieveRequest, RetrieveResponse};
 use super::search::{SearchBody, SearchResponse};
@@ -45,6 +46,14 @@ pub fn document() -> Value {
             summary: "Sentence units from dense + SPLADE + BM25 retrieval, fused, reranked where configured, with diagnostics",
             request: schema(of::<SearchBody>),
             ok: schema(of::<SearchResponse>),
+            error: schema(of::<ErrorEnvelope>),
+            statuses: v1_errors,
+        },
+        Endpoint {
+            path: "/v1/context",
+            summary: "Structured, cited context for a financial question: route (metric_lookup, timeseries, full_statement, narrative, hybrid), facts with YoY changes, statements, passages, contradictions, confidence",
+            request: schema(of::<ContextBody>),
+            ok: schema(of::<ContextResponse>),
             error: schema(of::<ErrorEnvelope>),
             statuses: v1_errors,
         },
@@ -124,7 +133,7 @@ mod tests {
             let name = piece.split('"').next().unwrap();
             assert!(schemas.contains_key(name), "dangling $ref {name}");
         }
-        for name in ["RetrieveRequest", "RetrieveResponse", "SearchBody", "SearchResponse", "KbRequest", "KbResponse", "ErrorEnvelope", "RerankStatus"] {
+        for name in ["RetrieveRequest", "RetrieveResponse", "SearchBody", "SearchResponse", "KbRequest", "KbResponse", "ErrorEnvelope", "RerankStatus", "ContextBody", "ContextResponse"] {
             assert!(schemas.contains_key(name), "{name} missing");
         }
     }

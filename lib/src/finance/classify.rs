@@ -26,6 +26,7 @@ use super::metrics::{find_metrics, Metric, Statement};
 
 /// The five retrieval routes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[cfg_attr(feature = "api", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Route {
     /// One metric for one period, with the year-over-year change.
@@ -63,6 +64,7 @@ impl Route {
 
 /// What the question asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "api", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Intent {
     /// A value.
@@ -79,6 +81,7 @@ pub enum Intent {
 
 /// Annual or quarterly values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "api", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Granularity {
     /// Fiscal years.
@@ -89,6 +92,7 @@ pub enum Granularity {
 
 /// Everything the classifier decided, with the words that decided it.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "api", derive(schemars::JsonSchema))]
 pub struct Classification {
     /// The route chosen.
     pub route: Route,
@@ -343,11 +347,11 @@ struct PeriodPatterns {
 fn patterns() -> &'static PeriodPatterns {
     static P: std::sync::OnceLock<PeriodPatterns> = std::sync::OnceLock::new();
     P.get_or_init(|| {
-        let fy = r"(?:fy\s*'?|fiscal\s+year\s+|fiscal\s+)?";
+        let fy = r"(?:(?:fy|fiscal\s+year|fiscal)\s*'?)?";
         let re = |s: &str| Regex::new(s).expect("period pattern");
         PeriodPatterns {
             forms: re(r"\b10-?[kq]\b|\b8-?k\b"),
-            quarter_range: re(&format!(r"\bq([1-4])(?:\s+{fy}(\d{{4}}))?\s*(?:-|–|to|through|thru)\s*q([1-4])\s+{fy}(\d{{4}})\b")),
+            quarter_range: re(&format!(r"\bq([1-4])(?:\s+{fy}(\d{{4}}))?\s*(?:-|–|to|through|thru)\s*q([1-4])\s+(?:of\s+)?{fy}(\d{{4}})\b")),
             year_range: re(&format!(r"\b{fy}(\d{{4}})\s*(?:-|–|to|through|thru|until|and)\s*{fy}(\d{{4}}|\d{{2}})\b")),
             quarter: re(&format!(
                 r"\b(?:q([1-4])|([1-4])q|(first|second|third|fourth|1st|2nd|3rd|4th)[\s-]+(?:fiscal\s+)?quarter)(?:\s+(?:of\s+)?{fy}(\d{{4}}|\d{{2}}))?\b|\b([1-4])q(\d{{2}})\b"
@@ -355,7 +359,7 @@ fn patterns() -> &'static PeriodPatterns {
             since: re(&format!(r"\bsince\s+{fy}(\d{{4}})\b")),
             last_n: re(r"\b(?:last|past|previous|prior|recent)\s+(\d+|two|three|four|five|six|seven|eight|nine|ten)\s+(?:fiscal\s+)?years?\b"),
             latest: re(r"\b(?:last|latest|most\s+recent|this|current|recent)\s+(?:fiscal\s+)?year\b|\blatest\s+10-?k\b"),
-            year: re(&format!(r"\b(?:fy\s*'?|fiscal\s+year\s+|fiscal\s+)(\d{{4}}|\d{{2}})\b|\b(19[89]\d|20\d\d)\b")),
+            year: re(r"\b(?:fy|fiscal\s+year|fiscal)\s*'?(\d{4}|\d{2})\b|\b(19[89]\d|20\d\d)\b"),
         }
     })
 }
@@ -474,7 +478,8 @@ const STATEMENT_CUES: &[(&str, Statement)] = &[
 ];
 const EXPLAIN_CUES: &[&str] = &[
     "why", "what drove", "drove", "drivers", "driver", "driven", "explain", "explains", "explained", "caused", "cause",
-    "reason", "reasons", "affect", "affected", "impact", "impacted", "contributed", "behind",
+    "causing", "causes", "reason", "reasons", "affect", "affected", "impact", "impacted", "contributed", "behind",
+    "what happened",
 ];
 const CHANGE_CUES: &[&str] = &[
     "decline", "declined", "fall", "fell", "drop", "dropped", "rise", "rose", "grow", "grew", "growth", "increase",
@@ -482,10 +487,12 @@ const CHANGE_CUES: &[&str] = &[
 ];
 const TREND_CUES: &[&str] = &[
     "trend", "trends", "trended", "trending", "history", "historical", "over time", "each year", "every year",
-    "year by year", "by year", "evolve", "evolved", "over the years", "quarterly", "each quarter", "per quarter",
+    "year by year", "by year", "evolve", "evolved", "over the years", "quarterly", "each quarter", "per quarter", "every quarter",
     "each of the last", "time series", "timeseries",
 ];
 const COMPARE_CUES: &[&str] = &["compare", "compared", "comparison", "versus", "vs", "more than", "less than", "higher", "lower", "which", "bigger", "larger"];
+/// Words that make a comparison of companies numeric even when no metric is named.
+const QUANTITY_CUES: &[&str] = &["margin", "margins", "growth", "grew", "bigger", "larger", "more profitable", "valuation", "size"];
 /// Words in metric phrases that only count when not part of a longer expression.
 const NOT_METRIC_CONTEXTS: &[&str] = &["earnings call", "earnings calls", "earnings release", "earnings conference"];
 
@@ -559,6 +566,8 @@ pub fn classify(question: &str, companies: &Companies, hints: &Hints) -> Classif
         (Route::Timeseries, Intent::Trend, format!("a metric and {cue}"))
     } else if has_metric {
         (Route::MetricLookup, Intent::Metric, "a metric for one period".to_string())
+    } else if tickers.len() > 1 && compare.is_some() && has_any(&norm, QUANTITY_CUES).is_some() {
+        (Route::Hybrid, Intent::Comparison, format!("{} companies compared on {:?}", tickers.len(), has_any(&norm, QUANTITY_CUES).unwrap_or_default()))
     } else if explain.is_some() && change.is_some() {
         (Route::Hybrid, Intent::Metric, format!("the explanation cue {:?} on the change {:?}", explain.clone().unwrap_or_default(), change.clone().unwrap_or_default()))
     } else {
@@ -574,7 +583,13 @@ pub fn classify(question: &str, companies: &Companies, hints: &Hints) -> Classif
         Some(r) => (r, true),
         None => (route, false),
     };
-    let granularity = if !quarters.is_empty() || trend.as_deref().is_some_and(|t| t.contains("quarter")) {
+    let every_quarter = trend.as_deref().is_some_and(|t| t.contains("quarter"));
+    let mut quarters = quarters;
+    if every_quarter && quarters.is_empty() && !years.is_empty() && hints.quarters.is_empty() {
+        quarters = vec![1, 2, 3, 4];
+        signals.push(format!("quarters Q1-Q4 from {:?}", trend.clone().unwrap_or_default()));
+    }
+    let granularity = if !quarters.is_empty() || every_quarter {
         Granularity::Quarterly
     } else {
         Granularity::Annual
@@ -660,6 +675,10 @@ mod tests {
         assert_eq!(y("in the latest fiscal year").years, [2024]);
         assert_eq!(y("last year").years, [2024]);
         assert_eq!(y("in its 10-K").years, Vec::<i32>::new());
+        assert_eq!(y("for fiscal '23").years, [2023]);
+        assert_eq!(y("FY25 results").years, [2025]);
+        let q = y("Q1 through Q4 of 2024");
+        assert_eq!((q.years, q.quarters), (vec![2024], vec![1, 2, 3, 4]));
         assert_eq!(find_periods("last year", None).years, Vec::<i32>::new(), "nothing held: nothing relative");
     }
 
@@ -673,6 +692,10 @@ mod tests {
         assert_eq!(route("Which is more profitable, AAPL or MSFT?"), Route::Hybrid);
         assert_eq!(route("Why did Apple's revenue fall in 2023?"), Route::Hybrid);
         assert_eq!(route("What did management say on the earnings call?"), Route::Narrative, "'earnings call' is not a metric");
+        assert_eq!(route("compare the margins of Visa and Mastercard"), Route::Hybrid, "a numeric comparison without a metric name");
+        assert_eq!(route("How does Visa's strategy compare with Mastercard's?"), Route::Narrative);
+        let c = classify("Apple revenue for each quarter of 2024", &companies(), &Hints::default());
+        assert_eq!((c.route, c.quarters.clone()), (Route::Timeseries, vec![1, 2, 3, 4]));
         let c = classify("Apple revenue 2023", &companies(), &Hints { route: Some(Route::Narrative), ..Default::default() });
         assert_eq!((c.route, c.forced), (Route::Narrative, true));
         assert!(c.signals.iter().any(|s| s.contains("forced")));

@@ -26,6 +26,7 @@ use super::classify::Route;
 
 /// One signal's value and weight.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "api", derive(schemars::JsonSchema))]
 pub struct Signal {
     /// `retrieval_quality`, `source_coverage`, `cross_source_agreement`, `data_recency`.
     pub name: &'static str,
@@ -39,6 +40,7 @@ pub struct Signal {
 
 /// The confidence object of a context.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "api", derive(schemars::JsonSchema))]
 pub struct Confidence {
     /// 0-100, one decimal.
     pub score: f64,

@@ -25,6 +25,7 @@ pub const TOLERANCE_RELATIVE: f64 = 0.25;
 
 /// A claim read from a passage.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "api", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Claim {
     /// The sentence.
@@ -43,6 +44,7 @@ pub struct Claim {
 
 /// A claim the facts disagree with.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "api", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Contradiction {
     /// `direction_mismatch` or `magnitude_gap`.

@@ -30,6 +30,7 @@ pub enum Span {
 
 /// Where a fact comes from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "api", derive(schemars::JsonSchema))]
 pub struct FactSource {
     /// `10-K` or `10-Q`.
     pub form: String,

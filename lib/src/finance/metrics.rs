@@ -7,6 +7,7 @@ use serde::Serialize;
 
 /// The statement a metric belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[cfg_attr(feature = "api", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Statement {
     /// Income statement (statement of operations).
@@ -69,7 +70,7 @@ pub static METRICS: &[Metric] = &[
         ["gross profit", "gross margin", "gross margins"],
         ["us-gaap:GrossProfit"]),
     metric!("research_and_development", "Research and development", I, false,
-        ["research and development", "r&d", "r & d"],
+        ["research and development", "r&d", "r & d", "spend on research", "spent on research", "spending on research", "research spending", "research costs", "research expenses", "research expense"],
         ["us-gaap:ResearchAndDevelopmentExpense", "us-gaap:ResearchAndDevelopmentExpenseExcludingAcquiredInProcessCost"]),
     metric!("sga", "Selling, general and administrative", I, false,
         ["sg&a", "selling general and administrative", "selling, general and administrative", "general and administrative"],
@@ -159,7 +160,7 @@ pub static METRICS: &[Metric] = &[
         ["financing cash flow", "cash from financing activities", "cash used in financing activities", "financing activities"],
         ["us-gaap:NetCashProvidedByUsedInFinancingActivities", "us-gaap:NetCashProvidedByUsedInFinancingActivitiesContinuingOperations"]),
     metric!("free_cash_flow", "Free cash flow", C, false,
-        ["free cash flow", "fcf"],
+        ["free cash flow", "fcf", "cash burn"],
         []),
 ];
 

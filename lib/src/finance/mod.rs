@@ -46,6 +46,7 @@ const DEFAULT_METRICS: [&str; 2] = ["revenue", "net_income"];
 
 /// A route's result: only the parts the route produces are filled.
 #[derive(Debug, Clone, Default, Serialize)]
+#[cfg_attr(feature = "api", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct RouteResult {
     /// Values asked for, with the prior year's beside them.
@@ -70,6 +71,7 @@ pub struct RouteResult {
 
 /// Everything `/v1/context` returns apart from request metadata.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "api", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Context {
     /// The route taken.

@@ -37,6 +37,7 @@ pub const NARRATIVE_TYPES: [&str; 3] = ["10-K", "10-Q", "earnings_call"];
 
 /// One cited passage.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "api", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Passage {
     /// The chunk's id in the index (`<documentId>#<chunk ordinal>`).

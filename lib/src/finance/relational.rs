@@ -9,6 +9,7 @@ use super::metrics::{metric, statement_metrics, Metric, Statement, FREE_CASH_FLO
 
 /// A period of a company: a fiscal year, or one quarter of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[cfg_attr(feature = "api", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Period {
     /// Fiscal year.
@@ -44,6 +45,7 @@ impl Period {
 
 /// One number with its source.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "api", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Value {
     /// Company.
@@ -74,6 +76,7 @@ pub struct Value {
 
 /// A value beside the same period a year earlier.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "api", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Comparison {
     /// Company.
@@ -227,6 +230,7 @@ pub fn metric_lookup(facts: &FactStore, ticker: &str, m: &Metric, period: Period
 
 /// A metric over a range of periods.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "api", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Series {
     /// Company.
@@ -261,6 +265,7 @@ pub fn timeseries(facts: &FactStore, ticker: &str, m: &Metric, periods: &[Period
 
 /// One line of a statement.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "api", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct StatementLine {
     /// Metric key.
@@ -273,6 +278,7 @@ pub struct StatementLine {
 
 /// A statement built from facts.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "api", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct StatementTable {
     /// Company.
