@@ -95,7 +95,7 @@ fn key_store(dir: &Path) -> PathBuf {
 fn start(keys: &Path) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_sextant"))
         .current_dir(repo())
-        .args(["serve", "--addr", "127.0.0.1:0", "--docs", "data/demo/documents.jsonl.gz", "--ticker", "MA", "--ticker", "XOM", "--ticker", "ORCL", "--keys"])
+        .args(["serve", "--addr", "127.0.0.1:0", "--docs", "data/demo/documents.jsonl.gz", "--ticker", "MA", "--ticker", "XOM", "--ticker", "ORCL", "--facts", "data/demo/facts.jsonl.gz", "--keys"])
         .arg(keys)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -138,6 +138,7 @@ fn the_http_api_end_to_end() {
 
     let health = http(a, "GET", "/health", &[], b"");
     assert_eq!(health.body["indexes"]["demo"].as_u64().map(|n| n > 100), Some(true), "{:?}", health.body);
+    context_endpoint(a);
 
     retrieve_returns_cited_chunks_with_exact_segment_offsets(a, &docs);
     retrieve_filters_and_period_fallback(a);
@@ -507,4 +508,76 @@ fn openapi_document_describes_real_responses(a: &str) {
     let retrieve_ok = schema_of("/v1/retrieve", 200);
     assert!(validate(&json!({"chunks": []}), &retrieve_ok, &doc, "$").is_err(), "meta is required");
     assert!(validate(&json!({"chunks": [{"id": 1}], "meta": {}}), &retrieve_ok, &doc, "$").is_err());
+}
+
+/// `POST /v1/context` on the served index (its facts restricted to MA, XOM and ORCL).
+fn context_endpoint(a: &str) {
+    let ask = |body: Value| {
+        let r = post(a, "/v1/context", Some(PRO), &body);
+        assert_eq!(r.status, 200, "{body} → {}", r.body);
+        r.body
+    };
+    // metric_lookup: the value, the year before, the change, each with its source.
+    let r = ask(json!({"question": "What was Mastercard's revenue in 2024?"}));
+    assert_eq!(r["route"], "metric_lookup", "{r}");
+    assert_eq!(r["classification"]["tickers"], json!(["MA"]));
+    assert_eq!(r["classification"]["years"], json!([2024]));
+    let fact = &r["result"]["facts"][0];
+    assert_eq!((fact["display"].as_str(), fact["concept"].as_str()), (Some("28,167 M USD"), Some("us-gaap:Revenues")), "{r}");
+    assert_eq!(fact["source"]["form"], "10-K");
+    assert_eq!(r["result"]["comparisons"][0]["priorValue"], json!(25_098_000_000.0));
+    assert_eq!(r["result"]["comparisons"][0]["pctChange"], json!(12.2));
+    assert_eq!(r["confidence"]["tier"], "high", "{r}");
+    assert_eq!(r["confidence"]["signals"].as_array().map(Vec::len), Some(4));
+    assert!(r["meta"]["factsHeld"][0].as_u64().unwrap() > 100);
+    // A quarter, compared with the same quarter a year earlier.
+    let r = ask(json!({"question": "Exxon Mobil revenue in Q2 2025"}));
+    assert_eq!(r["result"]["facts"][0]["value"], json!(81_506_000_000.0), "{r}");
+    assert_eq!(r["result"]["comparisons"][0]["pctChange"], json!(-12.4));
+    // full_statement: a markdown table built from facts.
+    let r = ask(json!({"question": "Mastercard balance sheet 2024"}));
+    assert_eq!(r["route"], "full_statement");
+    let md = r["result"]["statements"][0]["markdown"].as_str().unwrap();
+    assert!(md.contains("| Total assets |"), "{md}");
+    // narrative: passages of the company's filings and calls, guarded and cited.
+    let r = ask(json!({"question": "What are Mastercard's main risk factors?", "top_k": 5}));
+    assert_eq!(r["route"], "narrative", "{r}");
+    let passages = r["result"]["passages"].as_array().unwrap();
+    assert!(!passages.is_empty() && passages.len() <= 5, "{r}");
+    for p in passages {
+        assert_eq!(p["ticker"], "MA");
+        assert!(p["chunkId"].as_str().unwrap().contains('#'));
+        assert!(p["similarity"].as_f64().unwrap() >= 0.25);
+    }
+    assert!(passages.iter().any(|p| p["title"].as_str().unwrap().contains("Risk")), "{r}");
+    // Two companies: each gets its fair share of the passages.
+    let r = ask(json!({"question": "How do Mastercard's and Exxon Mobil's risk factors compare?", "top_k": 6}));
+    assert_eq!(r["route"], "narrative");
+    let passages = r["result"]["passages"].as_array().unwrap();
+    for t in ["MA", "XOM"] {
+        assert!(passages.iter().filter(|p| p["ticker"] == t).count() >= 2, "{t} under-represented: {r}");
+    }
+    assert!(r["guardrails"].as_array().unwrap().iter().any(|g| g.as_str().unwrap().starts_with("fair allocation")), "{r}");
+    // hybrid: relational and narrative together; what is not held is said.
+    let r = ask(json!({"question": "Why did Mastercard's revenue grow in 2024?", "top_k": 4}));
+    assert_eq!(r["route"], "hybrid", "{r}");
+    assert_eq!(r["result"]["facts"][0]["value"], json!(28_167_000_000.0));
+    assert!(!r["result"]["passages"].as_array().unwrap().is_empty());
+    // A forced route and caller-given periods are obeyed and reported.
+    let r = ask(json!({"question": "Mastercard revenue", "route": "timeseries", "years": [2022, 2023, 2024]}));
+    assert_eq!((r["route"].as_str(), r["classification"]["forced"].as_bool()), (Some("timeseries"), Some(true)));
+    assert_eq!(r["result"]["timeseries"][0]["coverage"], json!(1.0), "{r}");
+    // Bad input: 4xx in the envelope, naming the field.
+    for (body, field) in [
+        (json!({"question": ""}), "question"),
+        (json!({"question": "revenue", "tickers": ["NOPE1"]}), "tickers[0]"),
+        (json!({"question": "revenue", "quarters": ["Q7"]}), "quarters[0]"),
+        (json!({"question": "revenue", "route": "guess"}), "route"),
+        (json!({"question": "revenue", "answer": true}), "answer"),
+    ] {
+        let r = post(a, "/v1/context", Some(PRO), &body);
+        assert_eq!(r.status, 400, "{body}: {}", r.body);
+        assert_eq!(r.body["error"]["field"], field, "{body}: {}", r.body);
+    }
+    assert_eq!(post(a, "/v1/context", None, &json!({"question": "revenue"})).status, 401);
 }

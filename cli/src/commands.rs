@@ -14,6 +14,7 @@ use sextant::index::format::{sha256_hex, ModelRef};
 use sextant::index::{Bm25Params, BuildOptions, Filter, Index};
 use sextant::search::{open_engine, Engine, Path, SearchRequest};
 use sextant::storage::LocalDir;
+use sextant::finance::FactStore;
 
 /// Sextant: hybrid retrieval (dense + BM25 + SPLADE, RRF, rerank).
 #[derive(Parser)]
@@ -39,6 +40,10 @@ enum Command {
         /// Output index directory.
         #[arg(long)]
         out: PathBuf,
+        /// XBRL facts (JSONL or .jsonl.gz, repeatable) saved with the index for `/v1/context`;
+        /// restricted to `--ticker` when given.
+        #[arg(long)]
+        facts: Vec<PathBuf>,
         /// Index id.
         #[arg(long, default_value = "default")]
         id: String,
@@ -66,6 +71,9 @@ enum Command {
         /// Only documents of these tickers (repeatable).
         #[arg(long)]
         ticker: Vec<String>,
+        /// XBRL facts for `/v1/context` (repeatable; default with the demo corpus: its facts).
+        #[arg(long)]
+        facts: Vec<PathBuf>,
         /// Id of the index built from the corpus.
         #[arg(long, default_value = "demo")]
         id: String,
@@ -263,17 +271,22 @@ pub fn run(cli: Cli) -> Result<()> {
     let mut models = ModelSet::under(&cli.models.clone().unwrap_or_else(default_model_dir));
     models.reranker = cli.reranker.clone();
     match cli.command {
-        Command::Build { docs, out, id, ticker, document_type, build } => {
-            let subset = Filter { tickers: ticker, document_types: document_type, ..Default::default() };
+        Command::Build { docs, out, id, ticker, document_type, build, facts } => {
+            let subset = Filter { tickers: ticker.clone(), document_types: document_type, ..Default::default() };
             let mut documents = load_documents(&docs).with_context(|| format!("reading {}", docs.display()))?;
             documents.retain(|d| subset.matches(d));
-            let index = build_index(documents, &models, &id, &build)?;
+            let mut index = build_index(documents, &models, &id, &build)?;
+            if !facts.is_empty() {
+                let mut store = FactStore::open(&facts)?;
+                store.retain_tickers(&ticker);
+                index = index.with_facts(store);
+            }
             let m = index.save(&LocalDir::new(&out))?;
             eprintln!("index {} written to {} ({} documents, {} chunks)", m.index_id, out.display(), m.documents, m.chunks);
             Ok(())
         }
-        Command::Serve { addr, index, docs, ticker, id, dev_key, dev_plan, keys, build } => crate::serve::run(
-            crate::serve::ServeArgs { addr, indexes: index, docs, tickers: ticker, id, dev_key, dev_plan, keys, build },
+        Command::Serve { addr, index, docs, ticker, facts, id, dev_key, dev_plan, keys, build } => crate::serve::run(
+            crate::serve::ServeArgs { addr, indexes: index, docs, tickers: ticker, facts, id, dev_key, dev_plan, keys, build },
             models,
         ),
         Command::Search { index, query, top_k, ticker, year, mode, json } => {

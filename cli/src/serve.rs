@@ -11,6 +11,7 @@ use sextant::api::keys::{new_key, LocalKeyStore};
 use sextant::api::{router, ApiConfig, AppState, Engines};
 use sextant::corpus::load_documents;
 use sextant::encode::ModelSet;
+use sextant::finance::FactStore;
 use sextant::index::format::sha256_hex;
 use sextant::index::{Filter, Index};
 use sextant::search::open_engine;
@@ -20,6 +21,8 @@ use crate::commands::{build_index, cache_dir, cached_index, BuildArgs};
 
 /// The demo corpus, compiled into the binary so a fresh clone needs no data path.
 const DEMO_CORPUS: &[u8] = include_bytes!("../../data/demo/documents.jsonl.gz");
+/// The XBRL facts of the demo corpus's companies (`scripts/build_demo_facts.py`).
+const DEMO_FACTS: &[u8] = include_bytes!("../../data/demo/facts.jsonl.gz");
 
 /// What to serve.
 pub struct ServeArgs {
@@ -31,6 +34,8 @@ pub struct ServeArgs {
     pub docs: Option<PathBuf>,
     /// Only these tickers of the corpus.
     pub tickers: Vec<String>,
+    /// Fact files for `/v1/context` (default with the demo corpus: its facts).
+    pub facts: Vec<PathBuf>,
     /// Id of the index built from `docs`.
     pub id: String,
     /// A fixed development key (default: a random one, printed).
@@ -64,7 +69,7 @@ pub fn run(args: ServeArgs, models: ModelSet) -> Result<()> {
         println!("try: curl -s http://{addr}/v1/retrieve -H 'Authorization: Bearer {key}' -H 'Content-Type: application/json' -d '{{\"query\": \"What drove revenue growth?\"}}'");
         let loader_state = state.clone();
         let loader = tokio::task::spawn_blocking(move || -> Result<()> {
-            let engines = load_engines(&args.indexes, args.docs.as_deref(), &args.tickers, &args.id, &args.build, &models, &loader_state)?;
+            let engines = load_engines(&args, &models, &loader_state)?;
             let summary: Vec<String> = engines.iter().map(|(id, e)| format!("{id} ({} chunks)", e.index().chunks.len())).collect();
             loader_state.set_engines(engines);
             println!("ready: serving {}", summary.join(", "));
@@ -94,16 +99,27 @@ pub fn run(args: ServeArgs, models: ModelSet) -> Result<()> {
     })
 }
 
-fn load_engines(indexes: &[PathBuf], docs: Option<&Path>, tickers: &[String], id: &str, build: &BuildArgs, models: &ModelSet, state: &AppState) -> Result<Engines> {
+fn load_engines(args: &ServeArgs, models: &ModelSet, state: &AppState) -> Result<Engines> {
     let mut engines = Engines::new();
-    let loaded: Vec<Index> = if indexes.is_empty() {
-        vec![corpus_index(docs, tickers, id, build, models, state)?]
+    let loaded: Vec<Index> = if args.indexes.is_empty() {
+        let index = corpus_index(args.docs.as_deref(), &args.tickers, &args.id, &args.build, models, state)?;
+        // Facts are read at each start (under a second): the cached index holds the documents.
+        let mut facts = if !args.facts.is_empty() {
+            FactStore::open(&args.facts)?
+        } else if args.docs.is_none() {
+            FactStore::from_gz_bytes("demo facts", DEMO_FACTS)?
+        } else {
+            FactStore::default()
+        };
+        facts.retain_tickers(&args.tickers);
+        vec![index.with_facts(facts)]
     } else {
-        indexes
+        args.indexes
             .iter()
             .map(|dir| {
                 state.set_loading(format!("loading index {}", dir.display()));
-                Index::load(&LocalDir::new(dir)).with_context(|| format!("loading index {}", dir.display()))
+                let index = Index::load(&LocalDir::new(dir)).with_context(|| format!("loading index {}", dir.display()))?;
+                Ok(if args.facts.is_empty() { index } else { index.with_facts(FactStore::open(&args.facts)?) })
             })
             .collect::<Result<_>>()?
     };

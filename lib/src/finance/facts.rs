@@ -216,6 +216,11 @@ impl FactStore {
         Self::from_jsonl(inputs)
     }
 
+    /// Reads facts from gzip-compressed JSONL held in memory (an embedded file).
+    pub fn from_gz_bytes(name: &str, bytes: &[u8]) -> Result<FactStore> {
+        Self::from_jsonl(vec![(name.to_string(), std::io::BufReader::new(flate2::read::GzDecoder::new(bytes)))])
+    }
+
     fn from_raw(raws: Vec<RawFact>) -> FactStore {
         // Filings and names per ticker, to learn each calendar.
         let mut filings: BTreeMap<String, Vec<Filing>> = BTreeMap::new();
@@ -332,6 +337,18 @@ impl FactStore {
         let mut store = FactStore { companies, consolidated, dimensional, by_key: HashMap::new() };
         store.reindex();
         store
+    }
+
+    /// Keeps only the facts and companies of `tickers` (any case); all when empty.
+    pub fn retain_tickers(&mut self, tickers: &[String]) {
+        if tickers.is_empty() {
+            return;
+        }
+        let keep = |t: &str| tickers.iter().any(|x| x.eq_ignore_ascii_case(t));
+        self.consolidated.retain(|f| keep(&f.ticker));
+        self.dimensional.retain(|f| keep(&f.ticker));
+        self.companies.retain(|t, _| keep(t));
+        self.reindex();
     }
 
     /// Rebuilds the lookup table (after decoding).
