@@ -52,9 +52,24 @@ fn build_search_filter_and_refuse_a_corrupted_index() {
     let docs = write_filings(tmp.path());
     let idx = tmp.path().join("idx");
     let idx_s = idx.to_str().unwrap();
-    let out = sextant(&["build", "--docs", docs.to_str().unwrap(), "--out", idx_s, "--id", "filings"]);
+    let facts = repo().join("data/demo/facts.jsonl.gz");
+    let out = sextant(&["build", "--docs", docs.to_str().unwrap(), "--out", idx_s, "--id", "filings", "--facts", facts.to_str().unwrap(), "--ticker", "AAPL", "--ticker", "KO"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("docs/s"), "the build reports its speed");
+
+    // The facts are part of the index version: listed in the manifest, answered from after a load.
+    let manifest: Value = serde_json::from_str(&std::fs::read_to_string(idx.join("manifest.json")).unwrap()).unwrap();
+    assert!(manifest["files"].as_array().unwrap().iter().any(|f| f["name"] == "facts.bin"), "{manifest}");
+    let c: Value = serde_json::from_str(&ok(&["context", "--index", idx_s, "What was Apple's revenue in 2023?"])).unwrap();
+    assert_eq!(c["result"]["facts"][0]["display"], "383,285 M USD", "{c}");
+    assert_eq!(c["result"]["comparisons"][0]["pctChange"], 2.8 * -1.0);
+    let c: Value = serde_json::from_str(&ok(&["context", "--index", idx_s, "--top-k", "3", "What are Coca-Cola's main risks?"])).unwrap();
+    assert_eq!(c["route"], "narrative");
+    let passages = c["result"]["passages"].as_array().unwrap();
+    assert!(!passages.is_empty() && passages.iter().all(|p| p["ticker"] == "KO"), "{c}");
+    // Facts of companies not built in are left out.
+    let c: Value = serde_json::from_str(&ok(&["context", "--index", idx_s, "Netflix revenue 2023"])).unwrap();
+    assert!(c["result"]["facts"].is_null(), "{c}");
 
     // A question only one company's filing answers comes back first, attributed.
     let v: Value = serde_json::from_str(&ok(&["search", "--index", idx_s, "--json", "--top-k", "5", "bottlers concentrate syrup"])).unwrap();
@@ -87,6 +102,7 @@ fn build_search_filter_and_refuse_a_corrupted_index() {
     // Flip one byte of the BM25 file: the index is refused, naming the file.
     let bm25 = idx.join("bm25.bin");
     let mut bytes = std::fs::read(&bm25).unwrap();
+    let original = bytes.clone();
     let mid = bytes.len() / 2;
     bytes[mid] ^= 0x55;
     std::fs::write(&bm25, &bytes).unwrap();
@@ -100,6 +116,15 @@ fn build_search_filter_and_refuse_a_corrupted_index() {
     std::fs::write(&bm25, &bytes).unwrap();
     let err = String::from_utf8_lossy(&sextant(&["search", "--index", idx_s, "revenue"]).stderr).to_string();
     assert!(err.contains("bm25.bin") && err.contains("bytes"), "{err}");
+
+    // So is a corrupted facts file.
+    std::fs::write(&bm25, &original).unwrap();
+    let facts_bin = idx.join("facts.bin");
+    let mut f = std::fs::read(&facts_bin).unwrap();
+    f[10] ^= 0x01;
+    std::fs::write(&facts_bin, &f).unwrap();
+    let err = String::from_utf8_lossy(&sextant(&["context", "--index", idx_s, "revenue"]).stderr).to_string();
+    assert!(err.contains("index corrupted") && err.contains("facts.bin"), "{err}");
 }
 
 fn eval(set: &str, split: &str, mode: &str) -> f64 {

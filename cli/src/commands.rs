@@ -111,6 +111,21 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Structured, cited context for a financial question (what `POST /v1/context` returns),
+    /// printed as JSON.
+    Context {
+        /// Index directory (built with `--facts` for the relational routes).
+        #[arg(long)]
+        index: PathBuf,
+        /// The question.
+        question: String,
+        /// Passages at most.
+        #[arg(long, default_value_t = 10)]
+        top_k: usize,
+        /// Force a route: metric_lookup, timeseries, full_statement, narrative, hybrid.
+        #[arg(long)]
+        route: Option<String>,
+    },
     /// Evaluate on a BEIR directory (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv).
     Eval {
         /// The BEIR directory.
@@ -289,6 +304,23 @@ pub fn run(cli: Cli) -> Result<()> {
             crate::serve::ServeArgs { addr, indexes: index, docs, tickers: ticker, facts, id, dev_key, dev_plan, keys, build },
             models,
         ),
+        Command::Context { index, question, top_k, route } => {
+            let engine = load_engine(&index, &models)?;
+            let route = match route {
+                Some(r) => Some(sextant::finance::Route::parse(&r).with_context(|| format!("unknown route {r:?}"))?),
+                None => None,
+            };
+            let req = sextant::finance::ContextRequest {
+                question,
+                hints: sextant::finance::Hints { route, ..Default::default() },
+                top_k,
+                guardrails: Default::default(),
+            };
+            let index = engine.index();
+            let context = sextant::finance::build_context(&index.facts, index.companies(), Some(&engine), &req)?;
+            println!("{}", serde_json::to_string_pretty(&context)?);
+            Ok(())
+        }
         Command::Search { index, query, top_k, ticker, year, mode, json } => {
             let engine = load_engine(&index, &models)?;
             let mut req = SearchRequest::new(query, top_k);
