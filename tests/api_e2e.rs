@@ -558,6 +558,16 @@ fn context_endpoint(a: &str) {
         assert!(passages.iter().filter(|p| p["ticker"] == t).count() >= 2, "{t} under-represented: {r}");
     }
     assert!(r["guardrails"].as_array().unwrap().iter().any(|g| g.as_str().unwrap().starts_with("fair allocation")), "{r}");
+    // A two-company numeric comparison: hybrid, facts per company, passages shared fairly.
+    let r = ask(json!({"question": "Compare Mastercard and Exxon Mobil revenue in Q2 2025", "top_k": 6}));
+    assert_eq!((r["route"].as_str(), r["classification"]["intent"].as_str()), (Some("hybrid"), Some("comparison")), "{r}");
+    assert!(r["result"]["facts"].as_array().unwrap().iter().any(|f| f["ticker"] == "XOM" && f["value"] == json!(81_506_000_000.0)), "{r}");
+    assert!(r["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("MA")), "MA filed no Q2 2025 report here: {r}");
+    let passages = r["result"]["passages"].as_array().unwrap();
+    assert!(passages.iter().any(|p| p["ticker"] == "MA") && passages.iter().any(|p| p["ticker"] == "XOM"), "{r}");
+    let actions = r["guardrails"].as_array().unwrap();
+    assert!(actions.iter().any(|g| g.as_str().unwrap().starts_with("fair allocation")), "{r}");
+    assert!(actions.iter().any(|g| g.as_str().unwrap().starts_with("no MA passage for FY2025")), "the period fallback is said: {r}");
     // hybrid: relational and narrative together; what is not held is said.
     let r = ask(json!({"question": "Why did Mastercard's revenue grow in 2024?", "top_k": 4}));
     assert_eq!(r["route"], "hybrid", "{r}");

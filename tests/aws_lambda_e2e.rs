@@ -154,6 +154,7 @@ fn functions_publish_cold_start_swap_refuse_limit_and_survive_a_store_outage() {
         let raw = s3_client(&s3);
         let put = |key: String, bytes: Vec<u8>| raw.put_object().bucket(&bucket).key(key).body(ByteStream::from(bytes)).send();
         put("corpora/demo/part-1.jsonl".into(), demo_documents(&["MA"])).await.unwrap();
+        put("corpora/facts/facts.jsonl.gz".into(), std::fs::read(repo().join("data/demo/facts.jsonl.gz")).unwrap()).await.unwrap();
         let proxy = SwitchProxy::start(s.moto.strip_prefix("http://").unwrap().to_string()).await;
         let (keys_table, rate_table) = (unique("keys"), unique("rate"));
         create_tables(&s.config(&proxy.url).await, &keys_table, &rate_table).await;
@@ -175,7 +176,7 @@ fn functions_publish_cold_start_swap_refuse_limit_and_survive_a_store_outage() {
         let err = builder.invoke(json!({"index_id": "demo", "corpus": "ftp://nowhere", "target": format!("s3://{bucket}/indexes/demo")})).await.unwrap_err();
         assert_eq!(err["errorType"], "InvalidEvent", "{err}");
         assert!(err["errorMessage"].as_str().unwrap().contains("corpus"), "{err}");
-        let job = json!({"index_id": "demo", "corpus": format!("s3://{bucket}/corpora/demo/"), "target": format!("s3://{bucket}/indexes/demo"), "keep_versions": 3});
+        let job = json!({"index_id": "demo", "corpus": format!("s3://{bucket}/corpora/demo/"), "target": format!("s3://{bucket}/indexes/demo"), "keep_versions": 3, "facts": format!("s3://{bucket}/corpora/facts/")});
         let v1 = builder.invoke(job.clone()).await.unwrap_or_else(|e| panic!("{e}\n{}", builder.log()));
         let v1_version = v1["version"].as_str().unwrap().to_string();
         assert_eq!(v1["documents"], 16, "{v1}");
@@ -201,6 +202,10 @@ fn functions_publish_cold_start_swap_refuse_limit_and_survive_a_store_outage() {
             assert!(log.contains(phase), "cold start phase {phase} not logged:\n{log}");
         }
         assert_eq!(health_version(&retrieve).await.as_deref(), Some(v1_version.as_str()));
+        // The facts were built and published with the version: /v1/context answers from them.
+        let (status, _, body) = retrieve.http("POST", "/v1/context", Some("sx_dev"), Some(json!({"question": "What was Mastercard's revenue in 2024?"}))).await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["result"]["facts"][0]["display"], "28,167 M USD", "{body}");
         let exxon = json!({"query": "Exxon Mobil upstream oil production", "filters": {"tickers": ["XOM"]}, "top_k": 3});
         let (status, _, body) = retrieve.http("POST", "/v1/retrieve", Some("sx_dev"), Some(exxon.clone())).await;
         assert_eq!(status, 200, "{body}");

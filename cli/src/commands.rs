@@ -227,6 +227,9 @@ enum Command {
         /// Versions to keep.
         #[arg(long)]
         keep_versions: Option<usize>,
+        /// XBRL facts to publish with the index (s3:// object or prefix, or a local path).
+        #[arg(long)]
+        facts: Option<String>,
     },
 }
 
@@ -361,9 +364,9 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Plans { store, json, command } => crate::admin::plans(&store.store, command, json),
         Command::Publish { index, to, keep_versions } => crate::admin::publish(&index, &to, keep_versions),
         Command::Versions { location } => crate::admin::versions(&location),
-        Command::IndexBuild { event, index_id, corpus, target, keep_versions } => {
+        Command::IndexBuild { event, index_id, corpus, target, keep_versions, facts } => {
             let mut fields = serde_json::Map::new();
-            for (k, v) in [("index_id", index_id), ("corpus", corpus), ("target", target)] {
+            for (k, v) in [("index_id", index_id), ("corpus", corpus), ("target", target), ("facts", facts)] {
                 if let Some(v) = v {
                     fields.insert(k.into(), v.into());
                 }

@@ -12,6 +12,7 @@ use super::versions::{Published, VersionedIndex};
 use crate::corpus::{load_documents, Document};
 use crate::encode::{DenseEncoder, ModelInfo, ModelSet, SparseEncoder};
 use crate::error::{Error, Result};
+use crate::finance::FactStore;
 use crate::index::format::ModelRef;
 use crate::index::{Bm25Params, BuildOptions, Index};
 use crate::storage::{Location, MemStore};
@@ -41,6 +42,10 @@ pub struct BuildJob {
     /// BM25 parameters (default k1 0.9, b 0.4).
     #[serde(default = "default_bm25")]
     pub bm25: Bm25Params,
+    /// XBRL facts saved with the index for `/v1/context`: an `s3://` object or prefix, or a
+    /// local file or directory, of `.jsonl` / `.jsonl.gz` files (default: none).
+    #[serde(default)]
+    pub facts: Option<String>,
 }
 
 fn default_keep() -> usize {
@@ -92,6 +97,9 @@ impl BuildJob {
             return Err(Error::invalid("target", "must be an s3:// location"));
         }
         Location::parse(&job.corpus).map_err(as_field("corpus"))?;
+        if let Some(f) = &job.facts {
+            Location::parse(f).map_err(as_field("facts"))?;
+        }
         if !(16..=512).contains(&job.chunk_tokens) {
             return Err(Error::invalid("chunk_tokens", "must be between 16 and 512"));
         }
@@ -102,7 +110,7 @@ impl BuildJob {
     /// `SEXTANT_BUILD_CORPUS`, `SEXTANT_BUILD_TARGET`, `SEXTANT_KEEP_VERSIONS`.
     pub fn env_defaults() -> serde_json::Map<String, serde_json::Value> {
         let mut m = serde_json::Map::new();
-        for (var, field) in [("SEXTANT_BUILD_INDEX_ID", "index_id"), ("SEXTANT_BUILD_CORPUS", "corpus"), ("SEXTANT_BUILD_TARGET", "target")] {
+        for (var, field) in [("SEXTANT_BUILD_INDEX_ID", "index_id"), ("SEXTANT_BUILD_CORPUS", "corpus"), ("SEXTANT_BUILD_TARGET", "target"), ("SEXTANT_BUILD_FACTS", "facts")] {
             if let Ok(v) = std::env::var(var) {
                 m.insert(field.into(), v.into());
             }
@@ -145,11 +153,18 @@ pub async fn run(job: &BuildJob, models: &ModelSet, config: &aws_config::SdkConf
     if documents.is_empty() {
         return Err(Error::invalid("corpus", format!("{} holds no documents", job.corpus)));
     }
+    let facts = match &job.facts {
+        Some(location) => read_facts(location, config).await.map_err(|e| match e {
+            Error::InvalidArgument { reason, .. } => Error::invalid("facts", reason),
+            e => e,
+        })?,
+        None => FactStore::default(),
+    };
     let read_ms = t.elapsed().as_millis() as u64;
     let t = Instant::now();
     let (job2, models2) = (job.clone(), models.clone());
     let files = tokio::task::spawn_blocking(move || -> Result<(MemStore, usize, usize)> {
-        let index = build(documents, &models2, &job2)?;
+        let index = build(documents, &models2, &job2)?.with_facts(facts);
         let files = MemStore::new(format!("build of {}", job2.index_id));
         index.save(&files)?;
         Ok((files, index.documents.len(), index.chunks.len()))
@@ -230,6 +245,65 @@ pub async fn read_corpus(corpus: &str, config: &aws_config::SdkConfig) -> Result
             Ok(docs)
         }
     }
+}
+
+/// Reads the facts at `location` (an `s3://` object or prefix, or a local file or
+/// directory of `.jsonl` / `.jsonl.gz` files).
+pub async fn read_facts(location: &str, config: &aws_config::SdkConfig) -> Result<FactStore> {
+    let is_data = |k: &str| k.ends_with(".jsonl") || k.ends_with(".jsonl.gz");
+    let blobs: Vec<(String, Vec<u8>)> = match Location::parse(location)? {
+        Location::Local(p) => {
+            let files: Vec<PathBuf> = if p.is_file() {
+                vec![p.clone()]
+            } else {
+                let mut f: Vec<PathBuf> = std::fs::read_dir(&p)
+                    .map_err(|e| Error::io(&p, e))?
+                    .filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|f| is_data(&f.to_string_lossy()))
+                    .collect();
+                f.sort();
+                f
+            };
+            files.into_iter().map(|f| Ok((f.display().to_string(), std::fs::read(&f).map_err(|e| Error::io(&f, e))?))).collect::<Result<_>>()?
+        }
+        Location::S3 { bucket, prefix } => {
+            let store = S3Store::new(config, &bucket);
+            let keys: Vec<(String, u64)> = if is_data(&prefix) {
+                let o = store.get(&prefix).await?.ok_or_else(|| Error::Storage { location: location.into(), reason: "no such object".into() })?;
+                vec![(prefix.clone(), o.bytes.len() as u64)]
+            } else {
+                let dir = if prefix.is_empty() { String::new() } else { format!("{}/", prefix.trim_end_matches('/')) };
+                store.list(&dir).await?.into_iter().filter(|(k, _)| is_data(k)).collect()
+            };
+            let mut blobs = Vec::new();
+            for (key, size) in keys {
+                blobs.push((format!("s3://{bucket}/{key}"), store.get_ranged(&key, size).await?));
+            }
+            blobs
+        }
+    };
+    if blobs.is_empty() {
+        // An empty prefix is a corpus without facts yet (the scheduled build names one
+        // by default): build without them rather than fail.
+        tracing::warn!(facts = location, "no .jsonl or .jsonl.gz facts found: building without facts");
+        return Ok(FactStore::default());
+    }
+    tokio::task::spawn_blocking(move || {
+        let readers: Vec<(String, Box<dyn std::io::BufRead>)> = blobs
+            .into_iter()
+            .map(|(name, bytes)| {
+                let r: Box<dyn std::io::BufRead> = if name.ends_with(".gz") {
+                    Box::new(std::io::BufReader::new(flate2::read::GzDecoder::new(std::io::Cursor::new(bytes))))
+                } else {
+                    Box::new(std::io::Cursor::new(bytes))
+                };
+                (name, r)
+            })
+            .collect();
+        FactStore::from_jsonl(readers)
+    })
+    .await
+    .map_err(|e| Error::Inference(e.to_string()))?
 }
 
 fn read_local(p: &Path) -> Result<Vec<Document>> {

@@ -84,33 +84,46 @@ pub fn narrative(engine: &Engine, question: &str, tickers: &[String], years: &[i
     let mut actions = Vec::new();
     let mut candidates: Vec<Passage> = Vec::new();
     for t in &ticker_list {
-        for y in &year_list {
+        let search = |years: Vec<i32>| -> Result<Vec<crate::search::Hit>> {
             let mut req = SearchRequest::new(question, guard.candidates_per_search);
             req.filter = Filter {
                 tickers: t.map(|t| vec![t.clone()]).unwrap_or_default(),
-                years: y.map(|y| vec![y]).unwrap_or_default(),
+                years,
                 document_types: types.iter().map(|s| s.to_string()).collect(),
                 ..Default::default()
             };
-            let out = engine.search(&req)?;
-            for h in out.hits {
-                let chunk = &index.chunks[h.chunk as usize];
-                let doc = index.document_of(h.chunk);
-                let v = &index.dense.vectors[h.chunk as usize * index.dense.dim..(h.chunk as usize + 1) * index.dense.dim];
-                candidates.push(Passage {
-                    chunk_id: format!("{}#{}", doc.document_id, h.chunk - index.chunks_of(chunk.doc).start),
-                    document_id: doc.document_id.clone(),
-                    title: doc.title.clone(),
-                    document_type: doc.document_type.clone(),
-                    ticker: doc.ticker.clone(),
-                    year: doc.year,
-                    quarter: doc.quarter.clone(),
-                    text: chunk.text.clone(),
-                    similarity: dot(&query_vec, v),
-                    rerank_score: h.diagnostics.rerank_score,
-                    score: h.score,
-                });
+            Ok(engine.search(&req)?.hits)
+        };
+        let mut hits = Vec::new();
+        for y in &year_list {
+            hits.extend(search(y.map(|y| vec![y]).unwrap_or_default())?);
+        }
+        if hits.is_empty() && !years.is_empty() {
+            // Nothing filed for the years asked: the company's other years, said so.
+            hits = search(Vec::new())?;
+            if !hits.is_empty() {
+                let who = t.map(|t| t.as_str()).unwrap_or("any company");
+                let asked: Vec<String> = years.iter().map(|y| format!("FY{y}")).collect();
+                actions.push(format!("no {who} passage for {}: passages from other years", asked.join(", ")));
             }
+        }
+        for h in hits {
+            let chunk = &index.chunks[h.chunk as usize];
+            let doc = index.document_of(h.chunk);
+            let v = &index.dense.vectors[h.chunk as usize * index.dense.dim..(h.chunk as usize + 1) * index.dense.dim];
+            candidates.push(Passage {
+                chunk_id: format!("{}#{}", doc.document_id, h.chunk - index.chunks_of(chunk.doc).start),
+                document_id: doc.document_id.clone(),
+                title: doc.title.clone(),
+                document_type: doc.document_type.clone(),
+                ticker: doc.ticker.clone(),
+                year: doc.year,
+                quarter: doc.quarter.clone(),
+                text: chunk.text.clone(),
+                similarity: dot(&query_vec, v),
+                rerank_score: h.diagnostics.rerank_score,
+                score: h.score,
+            });
         }
     }
     let fetched = candidates.len();
