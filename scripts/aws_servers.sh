@@ -169,10 +169,26 @@ start_weed() {
   echo "${p[6]}" > "$state/weed.port"
 }
 
+# moto handles requests on several threads without a lock around a DynamoDB update, so
+# two concurrent conditional ADDs can both pass (seen once in CI: 26 of 60 requests through
+# a limit of 25). Real DynamoDB applies conditional writes to an item atomically; serving
+# moto's application one request at a time gives the tests that guarantee.
+MOTO_SERIALIZED='
+import sys, threading
+from werkzeug.serving import run_simple
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+app = DomainDispatcherApplication(create_backend_app)
+lock = threading.Lock()
+def serialized(environ, start_response):
+    with lock:
+        return list(app(environ, start_response))
+run_simple(sys.argv[1], int(sys.argv[2]), serialized, threaded=True)
+'
+
 start_moto() {
   local p
   p=$(free_ports 1)
-  (cd "$state" && exec setsid "$venv/bin/moto_server" -H 127.0.0.1 -p "$p" \
+  (cd "$state" && exec setsid "$venv/bin/python" -c "$MOTO_SERIALIZED" 127.0.0.1 "$p" \
       </dev/null >"$state/moto.log" 2>&1) &
   echo $! > "$state/moto.pid"
   echo "$p" > "$state/moto.port"
