@@ -150,11 +150,15 @@ start_weed() {
     sockdir=$(mktemp -d "/tmp/sextant-aws-sock.XXXXXX")
     echo "$sockdir" > "$state/sockdir"
   fi
+  # Volumes: weed mini sizes its volume count from the free disk (free space / 1 GiB), and
+  # every bucket needs volumes of its own, so on a nearly full disk the tests' buckets ran
+  # out ("No writable volumes and no free volumes left" → 500). Volumes are created on
+  # demand and hold only what is written, so a fixed, generous count is safe.
   # Every listener on its own free port: nothing on the defaults (8333, 9333, 8888, 23646...).
   # gRPC ports default to http+10000, so they are set too. Unix sockets live in the state dir.
   (cd "$state" && AWS_ACCESS_KEY_ID=$ACCESS_KEY AWS_SECRET_ACCESS_KEY=$SECRET_KEY \
     exec setsid "$venv/bin/weed" mini -dir="$data" \
-      -ip=127.0.0.1 -ip.bind=127.0.0.1 \
+      -ip=127.0.0.1 -ip.bind=127.0.0.1 -volume.max=1000 \
       -master.telemetry=false -webdav=false -admin.ui=false \
       -s3.port.iceberg=0 -s3.port.lance=0 \
       -master.port="${p[0]}" -master.port.grpc="${p[1]}" \
