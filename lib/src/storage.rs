@@ -91,7 +91,13 @@ impl Storage for LocalDir {
         if let Some(dir) = p.parent() {
             std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         }
-        let tmp = p.with_extension(format!("tmp-{}", std::process::id()));
+        // A temporary name of its own per write: the file's whole name (`dense.f32` and
+        // `dense.graph` must not share `dense.tmp-*` while written in parallel), the
+        // process and a counter (two threads writing the same key).
+        static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = p.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+        let tmp = p.with_file_name(format!("{name}.tmp-{}-{n}", std::process::id()));
         std::fs::write(&tmp, bytes).map_err(|e| Error::io(&tmp, e))?;
         std::fs::rename(&tmp, &p).map_err(|e| Error::io(&p, e))
     }
@@ -234,6 +240,22 @@ impl std::fmt::Display for Location {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parallel_writes_of_files_sharing_a_stem_keep_their_own_bytes() {
+        // `dense.f32` and `dense.graph` are written at the same time by an index save.
+        use rayon::prelude::*;
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = LocalDir::new(tmp.path());
+        (0..200).into_par_iter().for_each(|i| {
+            let key = if i % 2 == 0 { "dense.f32" } else { "dense.graph" };
+            dir.write(key, key.as_bytes()).unwrap();
+        });
+        assert_eq!(std::fs::read(tmp.path().join("dense.f32")).unwrap(), b"dense.f32");
+        assert_eq!(std::fs::read(tmp.path().join("dense.graph")).unwrap(), b"dense.graph");
+        let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left.len(), 2, "no temporary file left: {left:?}");
+    }
 
     #[test]
     fn round_trip_and_key_validation() {
