@@ -107,7 +107,7 @@ fn load_engines(args: &ServeArgs, models: &ModelSet, state: &AppState) -> Result
         let mut facts = if !args.facts.is_empty() {
             FactStore::open(&args.facts)?
         } else if args.docs.is_none() {
-            FactStore::from_gz_bytes("demo facts", DEMO_FACTS)?
+            FactStore::from_bytes(vec![("bundled facts.jsonl.gz".into(), DEMO_FACTS.to_vec())])?
         } else {
             FactStore::default()
         };

@@ -112,7 +112,7 @@ fn plan(body: &ContextBody, companies: &crate::finance::Companies, plan_max: usi
     for (i, q) in body.quarters.iter().flatten().enumerate() {
         let n = match q {
             QuarterIn::Number(n) => Some(*n),
-            QuarterIn::Text(s) => s.trim().strip_prefix(['Q', 'q']).and_then(|d| d.parse().ok()),
+            QuarterIn::Text(s) => super::period::quarter_number(s).map(i64::from),
         };
         match n {
             Some(n @ 1..=4) => hints.quarters.push(n as u8),

@@ -16,6 +16,7 @@ use super::envelope::ApiError;
 use super::params::{check_query, default_recency, document_types, result_count, run_search};
 use super::request::json_body;
 use super::{AppState, Caller, RequestId};
+use crate::finance::classify::company_key;
 use crate::index::{Filter, Index};
 use crate::search::{days_from_iso_date, Path, RerankStatus, SearchRequest};
 
@@ -192,7 +193,7 @@ pub(crate) fn company_names(index: &Index) -> BTreeMap<String, String> {
         names.insert(t.to_ascii_lowercase(), t.clone());
         for marker in [" 10-K", " 10-Q", " 8-K", " 20-F"] {
             if let Some(pos) = d.title.find(marker) {
-                let name = normalise_name(&d.title[..pos]);
+                let name = company_key(&d.title[..pos]);
                 if !name.is_empty() {
                     names.insert(name, t.clone());
                 }
@@ -200,19 +201,6 @@ pub(crate) fn company_names(index: &Index) -> BTreeMap<String, String> {
         }
     }
     names
-}
-
-/// Lower case, punctuation and legal suffixes removed, possessive dropped.
-fn normalise_name(s: &str) -> String {
-    const SUFFIXES: &[&str] = &["inc", "incorporated", "corp", "corporation", "co", "company", "ltd", "plc", "holdings", "group", "the", "sa", "nv", "ag"];
-    let lower = s.to_lowercase().replace("'s", "").replace('’', "");
-    let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric() && c != '&').filter(|w| !w.is_empty()).collect();
-    let mut end = words.len();
-    while end > 1 && SUFFIXES.contains(&words[end - 1]) {
-        end -= 1;
-    }
-    let start = usize::from(words.first() == Some(&"the") && end > 1);
-    words[start..end].join(" ")
 }
 
 /// Exactly `YYYY-MM-DD` (the calendar checks are [`days_from_iso_date`]'s).
@@ -248,7 +236,7 @@ pub(crate) async fn handle(
     if let Some(e) = req.entity.clone() {
         let names = company_names(&index);
         for (i, name) in e.into_vec().iter().enumerate() {
-            let key = normalise_name(name);
+            let key = company_key(name);
             let ticker = names.get(&name.trim().to_ascii_lowercase()).or_else(|| names.get(&key)).ok_or_else(|| {
                 ApiError::invalid(format!("entity[{i}]"), format!("no company in this index matches {name:?} (use a ticker such as {} or a company name)", names.values().next().map_or("AAPL", |s| s.as_str())))
             })?;
@@ -353,12 +341,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn company_names_normalise_suffixes_and_possessives() {
-        assert_eq!(normalise_name("Apple Inc."), "apple");
-        assert_eq!(normalise_name("Apple's"), "apple");
-        assert_eq!(normalise_name("The Coca-Cola Company"), "coca cola");
-        assert_eq!(normalise_name("Exxon Mobil Corporation"), "exxon mobil");
-        assert_eq!(normalise_name("Mastercard Incorporated"), "mastercard");
+    fn dates_must_be_exact_iso_days() {
+        // Company name keys are tested beside `finance::classify::company_key`.
         assert!(valid_date("2024-02-29") && !valid_date("2024-13-01") && !valid_date("24-01-01"));
     }
 }

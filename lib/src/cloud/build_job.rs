@@ -202,7 +202,9 @@ pub async fn read_corpus(corpus: &str, config: &aws_config::SdkConfig) -> Result
         Location::Local(p) => tokio::task::spawn_blocking(move || read_local(&p)).await.map_err(|e| Error::Inference(e.to_string()))?,
         Location::S3 { bucket, prefix } => {
             let store = S3Store::new(config, &bucket);
-            let keys: Vec<(String, u64)> = if prefix.ends_with(".json") && !corpus.ends_with('/') {
+            // Objects to read, with their bytes when already fetched (manifest entries are
+            // fetched whole to check they exist; listed ones are read by ranges below).
+            let keys: Vec<(String, u64, Option<Vec<u8>>)> = if prefix.ends_with(".json") && !corpus.ends_with('/') {
                 let manifest = store.get(&prefix).await?.ok_or_else(|| Error::Storage { location: corpus.into(), reason: "no such object".into() })?;
                 #[derive(Deserialize)]
                 struct CorpusManifest {
@@ -216,21 +218,24 @@ pub async fn read_corpus(corpus: &str, config: &aws_config::SdkConfig) -> Result
                         Location::S3 { .. } => return Err(Error::invalid("corpus", format!("{d}: corpus files must be in bucket {bucket}"))),
                         Location::Local(_) => d.trim_start_matches('/').to_string(),
                     };
-                    let size = store.get(&key).await?.map(|o| o.bytes.len() as u64).ok_or_else(|| Error::Storage { location: format!("s3://{bucket}/{key}"), reason: "listed in the corpus manifest but missing".into() })?;
-                    keys.push((key, size));
+                    let bytes = store.get(&key).await?.map(|o| o.bytes).ok_or_else(|| Error::Storage { location: format!("s3://{bucket}/{key}"), reason: "listed in the corpus manifest but missing".into() })?;
+                    keys.push((key, bytes.len() as u64, Some(bytes)));
                 }
                 keys
             } else {
                 let dir = if prefix.is_empty() { String::new() } else { format!("{prefix}/") };
-                store.list(&dir).await?.into_iter().filter(|(k, _)| k.ends_with(".jsonl") || k.ends_with(".jsonl.gz")).collect()
+                store.list(&dir).await?.into_iter().filter(|(k, _)| is_jsonl(k)).map(|(k, size)| (k, size, None)).collect()
             };
             if keys.is_empty() {
                 return Err(Error::invalid("corpus", format!("{corpus}: no .jsonl or .jsonl.gz objects")));
             }
             let scratch = scratch_dir()?;
             let mut docs = Vec::new();
-            for (key, size) in keys {
-                let bytes = store.get_ranged(&key, size).await?;
+            for (key, size, fetched) in keys {
+                let bytes = match fetched {
+                    Some(b) => b,
+                    None => store.get_ranged(&key, size).await?,
+                };
                 let name = key.rsplit('/').next().unwrap_or("corpus.jsonl").to_string();
                 let path = scratch.join(&name);
                 std::fs::write(&path, &bytes).map_err(|e| Error::io(&path, e))?;
@@ -250,36 +255,24 @@ pub async fn read_corpus(corpus: &str, config: &aws_config::SdkConfig) -> Result
 /// Reads the facts at `location` (an `s3://` object or prefix, or a local file or
 /// directory of `.jsonl` / `.jsonl.gz` files).
 pub async fn read_facts(location: &str, config: &aws_config::SdkConfig) -> Result<FactStore> {
-    let is_data = |k: &str| k.ends_with(".jsonl") || k.ends_with(".jsonl.gz");
     let blobs: Vec<(String, Vec<u8>)> = match Location::parse(location)? {
         Location::Local(p) => {
-            let files: Vec<PathBuf> = if p.is_file() {
-                vec![p.clone()]
-            } else {
-                let mut f: Vec<PathBuf> = std::fs::read_dir(&p)
-                    .map_err(|e| Error::io(&p, e))?
-                    .filter_map(|e| e.ok().map(|e| e.path()))
-                    .filter(|f| is_data(&f.to_string_lossy()))
-                    .collect();
-                f.sort();
-                f
-            };
+            let files = if p.is_file() { vec![p.clone()] } else { jsonl_files(&p)? };
             files.into_iter().map(|f| Ok((f.display().to_string(), std::fs::read(&f).map_err(|e| Error::io(&f, e))?))).collect::<Result<_>>()?
         }
         Location::S3 { bucket, prefix } => {
             let store = S3Store::new(config, &bucket);
-            let keys: Vec<(String, u64)> = if is_data(&prefix) {
+            if is_jsonl(&prefix) {
                 let o = store.get(&prefix).await?.ok_or_else(|| Error::Storage { location: location.into(), reason: "no such object".into() })?;
-                vec![(prefix.clone(), o.bytes.len() as u64)]
+                vec![(location.to_string(), o.bytes)]
             } else {
                 let dir = if prefix.is_empty() { String::new() } else { format!("{}/", prefix.trim_end_matches('/')) };
-                store.list(&dir).await?.into_iter().filter(|(k, _)| is_data(k)).collect()
-            };
-            let mut blobs = Vec::new();
-            for (key, size) in keys {
-                blobs.push((format!("s3://{bucket}/{key}"), store.get_ranged(&key, size).await?));
+                let mut blobs = Vec::new();
+                for (key, size) in store.list(&dir).await?.into_iter().filter(|(k, _)| is_jsonl(k)) {
+                    blobs.push((format!("s3://{bucket}/{key}"), store.get_ranged(&key, size).await?));
+                }
+                blobs
             }
-            blobs
         }
     };
     if blobs.is_empty() {
@@ -288,36 +281,31 @@ pub async fn read_facts(location: &str, config: &aws_config::SdkConfig) -> Resul
         tracing::warn!(facts = location, "no .jsonl or .jsonl.gz facts found: building without facts");
         return Ok(FactStore::default());
     }
-    tokio::task::spawn_blocking(move || {
-        let readers: Vec<(String, Box<dyn std::io::BufRead>)> = blobs
-            .into_iter()
-            .map(|(name, bytes)| {
-                let r: Box<dyn std::io::BufRead> = if name.ends_with(".gz") {
-                    Box::new(std::io::BufReader::new(flate2::read::GzDecoder::new(std::io::Cursor::new(bytes))))
-                } else {
-                    Box::new(std::io::Cursor::new(bytes))
-                };
-                (name, r)
-            })
-            .collect();
-        FactStore::from_jsonl(readers)
-    })
-    .await
-    .map_err(|e| Error::Inference(e.to_string()))?
+    tokio::task::spawn_blocking(move || FactStore::from_bytes(blobs)).await.map_err(|e| Error::Inference(e.to_string()))?
+}
+
+/// Whether a file or object name is a corpus or facts file (`.jsonl`, `.jsonl.gz`).
+fn is_jsonl(name: &str) -> bool {
+    name.ends_with(".jsonl") || name.ends_with(".jsonl.gz")
+}
+
+/// The `.jsonl` / `.jsonl.gz` files of a directory, sorted.
+fn jsonl_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| Error::io(dir, e))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|f| is_jsonl(&f.to_string_lossy()))
+        .collect();
+    files.sort();
+    Ok(files)
 }
 
 fn read_local(p: &Path) -> Result<Vec<Document>> {
     if p.is_file() {
         return load_documents(p);
     }
-    let mut files: Vec<PathBuf> = std::fs::read_dir(p)
-        .map_err(|e| Error::io(p, e))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|f| f.to_string_lossy().ends_with(".jsonl") || f.to_string_lossy().ends_with(".jsonl.gz"))
-        .collect();
-    files.sort();
     let mut docs = Vec::new();
-    for f in files {
+    for f in jsonl_files(p)? {
         docs.extend(load_documents(&f)?);
     }
     Ok(docs)

@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::search::dates::days_from_iso_date;
+use crate::search::days_from_iso_date;
 
 /// Days of slack when matching a 52/53-week fiscal year end (Apple's ends on the last
 /// Saturday of September: anywhere from September 24 to October 1).

@@ -162,6 +162,28 @@ pub fn normalize(text: &str) -> String {
     out.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// Every whole-word occurrence of `phrases` (normalised, tried in the order given, so
+/// longest first when sorted so) in the normalised `text`, no two overlapping: `(byte
+/// offset in text, index of the phrase)`, in the order found.
+pub(crate) fn match_phrases<'a>(text: &str, phrases: impl IntoIterator<Item = &'a str>) -> Vec<(usize, usize)> {
+    let padded = format!(" {text} ");
+    let mut taken = vec![false; padded.len()];
+    let mut out = Vec::new();
+    for (i, phrase) in phrases.into_iter().enumerate() {
+        let needle = format!(" {phrase} ");
+        let mut from = 0;
+        while let Some(p) = padded[from..].find(&needle).map(|x| x + from) {
+            let span = p + 1..p + needle.len() - 1;
+            if !taken[span.clone()].iter().any(|&t| t) {
+                taken[span].iter_mut().for_each(|t| *t = true);
+                out.push((p, i));
+            }
+            from = p + 1;
+        }
+    }
+    out
+}
+
 /// The company dictionary: names and tickers to tickers.
 #[derive(Debug, Clone, Default)]
 pub struct Companies {
@@ -175,13 +197,15 @@ pub struct Companies {
     newest: BTreeMap<String, i32>,
 }
 
-/// `Apple Inc.` → `apple`; `HOME DEPOT, INC.` → `home depot`.
-fn clean_name(name: &str) -> String {
+/// A company name as a lookup key: [`normalize`]d, legal suffixes and a leading "the"
+/// dropped. `Apple Inc.` → `apple`; `HOME DEPOT, INC.` → `home depot`; `AMAZON.COM, INC.`
+/// → `amazon`. Shared by the classifier and `/v1/search`'s `entity`.
+pub fn company_key(name: &str) -> String {
     const SUFFIXES: &[&str] = &[
         "incorporated", "inc", "corporation", "corp", "company", "co", "plc", "ltd", "limited", "llc", "holdings", "holding",
-        "group", "mn", "de", "the", "&", "and",
+        "group", "sa", "nv", "ag", "mn", "de", "the", "&", "and",
     ];
-    let n = normalize(&name.replace(".com", " com"));
+    let n = normalize(name);
     let mut words: Vec<&str> = n.split(' ').collect();
     while words.len() > 1 && SUFFIXES.contains(words.last().unwrap_or(&"")) {
         words.pop();
@@ -206,7 +230,7 @@ impl Companies {
                 c.newest.insert(ticker.clone(), y);
             }
             for name in &company.names {
-                let clean = clean_name(name);
+                let clean = company_key(name);
                 if clean.is_empty() {
                     continue;
                 }
@@ -269,20 +293,10 @@ impl Companies {
         }
         // Names, longest first, on the normalised text (positions scaled for ordering).
         let norm = normalize(question);
-        let padded = format!(" {norm} ");
-        let mut taken = vec![false; padded.len()];
-        let scale = question.len() as f64 / padded.len().max(1) as f64;
-        for (name, ticker) in &self.names {
-            let needle = format!(" {name} ");
-            let mut from = 0;
-            while let Some(p) = padded[from..].find(&needle).map(|i| i + from) {
-                let span = p + 1..p + needle.len() - 1;
-                if !taken[span.clone()].iter().any(|&t| t) {
-                    taken[span].iter_mut().for_each(|t| *t = true);
-                    found.push(((p as f64 * scale) as usize, ticker.clone(), name.clone()));
-                }
-                from = p + 1;
-            }
+        let scale = question.len() as f64 / (norm.len() + 2) as f64;
+        for (p, i) in match_phrases(&norm, self.names.iter().map(|(name, _)| name.as_str())) {
+            let (name, ticker) = &self.names[i];
+            found.push(((p as f64 * scale) as usize, ticker.clone(), name.clone()));
         }
         found.sort_by_key(|f| f.0);
         let mut out: Vec<(String, String)> = Vec::new();
@@ -551,6 +565,7 @@ pub fn classify(question: &str, companies: &Companies, hints: &Hints) -> Classif
     let change = has_any(&norm, CHANGE_CUES);
     let trend = has_any(&norm, TREND_CUES);
     let compare = has_any(&norm, COMPARE_CUES);
+    let quantity = has_any(&norm, QUANTITY_CUES);
     let multi_period = years.len() > 1 || quarters.len() > 1 || periods.range;
     let has_metric = !metrics.is_empty();
 
@@ -566,8 +581,8 @@ pub fn classify(question: &str, companies: &Companies, hints: &Hints) -> Classif
         (Route::Timeseries, Intent::Trend, format!("a metric and {cue}"))
     } else if has_metric {
         (Route::MetricLookup, Intent::Metric, "a metric for one period".to_string())
-    } else if tickers.len() > 1 && compare.is_some() && has_any(&norm, QUANTITY_CUES).is_some() {
-        (Route::Hybrid, Intent::Comparison, format!("{} companies compared on {:?}", tickers.len(), has_any(&norm, QUANTITY_CUES).unwrap_or_default()))
+    } else if let (true, Some(_), Some(q)) = (tickers.len() > 1, &compare, &quantity) {
+        (Route::Hybrid, Intent::Comparison, format!("{} companies compared on {q:?}", tickers.len()))
     } else if explain.is_some() && change.is_some() {
         (Route::Hybrid, Intent::Metric, format!("the explanation cue {:?} on the change {:?}", explain.clone().unwrap_or_default(), change.clone().unwrap_or_default()))
     } else {
@@ -705,8 +720,13 @@ mod tests {
     fn normalization() {
         assert_eq!(normalize("Apple’s  R&D, (FY2023)"), "apple r&d fy2023");
         assert_eq!(normalize("shareholders' equity"), "shareholders equity");
-        assert_eq!(clean_name("HOME DEPOT, INC."), "home depot");
-        assert_eq!(clean_name("AMAZON.COM, INC."), "amazon");
-        assert_eq!(clean_name("WELLS FARGO & COMPANY/MN"), "wells fargo");
+        assert_eq!(company_key("HOME DEPOT, INC."), "home depot");
+        assert_eq!(company_key("AMAZON.COM, INC."), "amazon");
+        assert_eq!(company_key("WELLS FARGO & COMPANY/MN"), "wells fargo");
+        assert_eq!(company_key("Apple Inc."), "apple");
+        assert_eq!(company_key("Apple's"), "apple");
+        assert_eq!(company_key("The Coca-Cola Company"), "coca cola");
+        assert_eq!(company_key("Exxon Mobil Corporation"), "exxon mobil");
+        assert_eq!(company_key("Mastercard Incorporated"), "mastercard");
     }
 }

@@ -143,10 +143,11 @@ pub fn detect(facts: &FactStore, passages: &[Passage]) -> Vec<Contradiction> {
         for claim in claims(&p.text, p.year, quarter) {
             let Some(m) = METRICS.iter().find(|m| m.key == claim.metric) else { continue };
             let period = Period { fiscal_year: claim.fiscal_year, quarter: claim.quarter };
-            let Some(cmp) = metric_lookup(facts, ticker, m, period).comparison else { continue };
+            let lookup = metric_lookup(facts, ticker, m, period);
+            let (Some(cmp), Some(value)) = (lookup.comparison, lookup.value) else { continue };
             let Some(actual) = cmp.pct_change else { continue };
             let claimed = if claim.direction == "up" { claim.pct } else { -claim.pct };
-            let concept = metric_lookup(facts, ticker, m, period).value.map(|v| v.concept).unwrap_or_default();
+            let concept = value.concept;
             let (kind, explanation) = if actual != 0.0 && claimed.signum() != actual.signum() && claim.pct > 0.0 {
                 ("direction_mismatch", format!("the passage says {} {} {}%, the facts show {actual:+.1}% ({} vs {})", m.label.to_lowercase(), if claimed > 0.0 { "rose" } else { "fell" }, claim.pct, cmp.period, cmp.prior_period))
             } else if (claimed - actual).abs() > TOLERANCE_POINTS.max(TOLERANCE_RELATIVE * actual.abs()) {

@@ -160,7 +160,7 @@ pub fn normalize_unit(unit: Option<&str>) -> String {
 /// An ISO date from `2024-09-28` or `September 28, 2024` (any case).
 pub fn parse_date(s: &str) -> Option<String> {
     let s = s.trim();
-    if crate::search::dates::days_from_iso_date(s).is_some() {
+    if crate::search::days_from_iso_date(s).is_some() {
         return Some(s[..10].to_string());
     }
     const MONTHS: [&str; 12] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
@@ -171,7 +171,7 @@ pub fn parse_date(s: &str) -> Option<String> {
     let d: u32 = words.next()?.parse().ok()?;
     let y: i32 = words.next()?.parse().ok()?;
     let date = format!("{y:04}-{m:02}-{d:02}");
-    crate::search::dates::days_from_iso_date(&date).map(|_| date)
+    crate::search::days_from_iso_date(&date).map(|_| date)
 }
 
 /// One filing seen in the input.
@@ -203,22 +203,25 @@ impl FactStore {
 
     /// Reads facts from JSONL files (`.jsonl` or `.jsonl.gz`).
     pub fn open(paths: &[std::path::PathBuf]) -> Result<FactStore> {
-        let mut inputs: Vec<(String, Box<dyn BufRead>)> = Vec::new();
-        for p in paths {
-            let file = std::fs::File::open(p).map_err(|e| Error::Io { path: p.clone(), source: e })?;
-            let reader: Box<dyn BufRead> = if p.extension().is_some_and(|e| e == "gz") {
-                Box::new(std::io::BufReader::new(flate2::read::GzDecoder::new(file)))
-            } else {
-                Box::new(std::io::BufReader::new(file))
-            };
-            inputs.push((p.display().to_string(), reader));
-        }
-        Self::from_jsonl(inputs)
+        let inputs = paths.iter().map(|p| Ok((p.display().to_string(), std::fs::read(p).map_err(|e| Error::io(p, e))?))).collect::<Result<_>>()?;
+        Self::from_bytes(inputs)
     }
 
-    /// Reads facts from gzip-compressed JSONL held in memory (an embedded file).
-    pub fn from_gz_bytes(name: &str, bytes: &[u8]) -> Result<FactStore> {
-        Self::from_jsonl(vec![(name.to_string(), std::io::BufReader::new(flate2::read::GzDecoder::new(bytes)))])
+    /// Reads facts from named JSONL contents held in memory, gzip-compressed or not (told
+    /// by the gzip magic bytes).
+    pub fn from_bytes(inputs: Vec<(String, Vec<u8>)>) -> Result<FactStore> {
+        let readers = inputs
+            .into_iter()
+            .map(|(name, bytes)| {
+                let reader: Box<dyn BufRead> = if bytes.starts_with(&[0x1f, 0x8b]) {
+                    Box::new(std::io::BufReader::new(flate2::read::GzDecoder::new(std::io::Cursor::new(bytes))))
+                } else {
+                    Box::new(std::io::Cursor::new(bytes))
+                };
+                (name, reader)
+            })
+            .collect();
+        Self::from_jsonl(readers)
     }
 
     fn from_raw(raws: Vec<RawFact>) -> FactStore {

@@ -172,38 +172,32 @@ pub fn metric(key: &str) -> Option<&'static Metric> {
     METRICS.iter().find(|m| m.key == key)
 }
 
-/// The metric a concept belongs to (the first listing it).
-pub fn metric_of_concept(concept: &str) -> Option<&'static Metric> {
-    METRICS.iter().find(|m| m.concepts.contains(&concept))
-}
-
 /// The metrics of a statement, in display order.
 pub fn statement_metrics(st: Statement) -> impl Iterator<Item = &'static Metric> {
     METRICS.iter().filter(move |m| m.statement == st)
+}
+
+/// Every phrase of every metric, normalised, longest first (built once).
+fn phrase_table() -> &'static [(String, &'static Metric, &'static str)] {
+    static TABLE: std::sync::OnceLock<Vec<(String, &'static Metric, &'static str)>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t: Vec<(String, &'static Metric, &'static str)> =
+            METRICS.iter().flat_map(|m| m.phrases.iter().map(move |p| (super::classify::normalize(p), m, *p))).collect();
+        t.sort_by_key(|(_, _, p)| std::cmp::Reverse(p.len()));
+        t
+    })
 }
 
 /// Metrics named in a normalised question (lower case, words separated by single spaces),
 /// longest phrase first, each span of words used once; returns `(metric, phrase)` in the
 /// order they appear.
 pub fn find_metrics(normalized: &str) -> Vec<(&'static Metric, &'static str)> {
-    let mut phrases: Vec<(&'static Metric, &'static str)> =
-        METRICS.iter().flat_map(|m| m.phrases.iter().map(move |p| (m, *p))).collect();
-    phrases.sort_by_key(|(_, p)| std::cmp::Reverse(p.len()));
-    let padded = format!(" {normalized} ");
-    let mut taken = vec![false; padded.len()];
+    let table = phrase_table();
     let mut found: Vec<(usize, &'static Metric, &'static str)> = Vec::new();
-    for (m, p) in phrases {
-        let needle = format!(" {} ", super::classify::normalize(p));
-        let mut from = 0;
-        while let Some(pos) = padded[from..].find(&needle).map(|i| i + from) {
-            let span = pos + 1..pos + needle.len() - 1;
-            if !taken[span.clone()].iter().any(|&t| t) {
-                taken[span.clone()].iter_mut().for_each(|t| *t = true);
-                if !found.iter().any(|(_, f, _)| f.key == m.key) {
-                    found.push((pos, m, p));
-                }
-            }
-            from = pos + 1;
+    for (pos, i) in super::classify::match_phrases(normalized, table.iter().map(|(n, _, _)| n.as_str())) {
+        let (_, m, p) = table[i];
+        if !found.iter().any(|(_, f, _)| f.key == m.key) {
+            found.push((pos, m, p));
         }
     }
     found.sort_by_key(|(pos, _, _)| *pos);

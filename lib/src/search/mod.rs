@@ -2,7 +2,7 @@
 //! RRF, rerank, boost recent documents, diversify.
 
 mod adaptive;
-pub(crate) mod dates;
+mod dates;
 mod engine;
 mod fusion;
 mod rerank;
