@@ -91,6 +91,27 @@ mod tests {
         }
     }
 
+    /// Property: for any segments of any Unicode text (multi-byte letters, emoji, combining
+    /// marks, empty segments, segments holding the separator itself), every span slices the
+    /// rebuilt text to exactly its segment.
+    #[test]
+    fn spans_slice_any_unicode_text_to_its_segments() {
+        const PIECES: &[&str] = &["a", "Z", " ", "\n", "\n\n", "é", "e\u{301}", "ß", "日本", "🙂", "👩‍💻", "\u{200d}", "%", "—", "\t", "\r\n", "ﬁ"];
+        let mut rng = crate::testutil::Rng(0x5e97_a47d);
+        for case in 0..500 {
+            let segments: Vec<String> = (0..rng.below(6))
+                .map(|_| (0..rng.below(12)).map(|_| PIECES[rng.below(PIECES.len())]).collect())
+                .collect();
+            let doc = Document { segments, ..Default::default() };
+            let text = doc.text();
+            let spans = doc.segment_spans();
+            assert_eq!(spans.len(), doc.segments.len());
+            for (seg, span) in doc.segments.iter().zip(spans) {
+                assert_eq!(&slice(&text, span), seg, "case {case}: {:?}", doc.segments);
+            }
+        }
+    }
+
     #[test]
     fn document_json_uses_the_public_field_names() {
         let doc: Document = serde_json::from_str(

@@ -166,14 +166,8 @@ mod tests {
     }
 
     fn random_vectors(n: usize, dim: usize, seed: u64) -> Vec<f32> {
-        let mut s = seed;
-        let mut next = || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s % 2000) as f32 / 1000.0 - 1.0
-        };
-        (0..n).flat_map(|_| unit((0..dim).map(|_| next()).collect())).collect()
+        let mut rng = crate::testutil::Rng(seed);
+        (0..n).flat_map(|_| unit((0..dim).map(|_| (rng.next_u64() % 2000) as f32 / 1000.0 - 1.0).collect())).collect()
     }
 
     #[test]

@@ -161,4 +161,109 @@ mod tests {
         let f = rrf_fuse(&[vec![1, 2, 3, 4]], None, 60.0, 2).unwrap();
         assert_eq!(ids(&f), vec![1, 2]);
     }
+
+    /// Properties of [`rrf_fuse`] over random lists (replayable: fixed seeds).
+    mod properties {
+        use super::super::*;
+        use crate::testutil::Rng;
+
+        /// Up to four lists of distinct items drawn from `0..30`, best first.
+        fn lists(rng: &mut Rng) -> Vec<Vec<u32>> {
+            (0..1 + rng.below(4))
+                .map(|_| {
+                    let mut pool: Vec<u32> = (0..30).collect();
+                    rng.shuffle(&mut pool);
+                    pool.truncate(rng.below(20));
+                    pool
+                })
+                .collect()
+        }
+
+        fn weights(rng: &mut Rng, n: usize) -> Vec<f32> {
+            (0..n).map(|_| [0.0, 0.5, 1.0, 2.0][rng.below(4)]).collect()
+        }
+
+        fn scores(fused: &[Fused<u32>]) -> HashMap<u32, f32> {
+            fused.iter().map(|f| (f.item, f.score)).collect()
+        }
+
+        #[test]
+        fn every_score_is_the_formula() {
+            let mut rng = Rng(0xf00d);
+            for _ in 0..300 {
+                let (ls, k) = (lists(&mut rng), [0.0, 1.0, 60.0][rng.below(3)]);
+                let w = weights(&mut rng, ls.len());
+                for f in rrf_fuse(&ls, Some(&w), k, usize::MAX).unwrap() {
+                    let expected: f32 = ls.iter().zip(&w).filter_map(|(l, w)| l.iter().position(|x| *x == f.item).map(|p| w / (k + p as f32 + 1.0))).sum();
+                    assert!((f.score - expected).abs() < 1e-6, "{ls:?} {w:?} {f:?}");
+                }
+            }
+        }
+
+        #[test]
+        fn scores_are_monotone_in_ranks() {
+            // An item ranked at least as well as another in every list that holds the other
+            // (and present in each of them) never scores lower.
+            let mut rng = Rng(0xbeef);
+            for _ in 0..300 {
+                let ls = lists(&mut rng);
+                let w = weights(&mut rng, ls.len());
+                let s = scores(&rrf_fuse(&ls, Some(&w), 60.0, usize::MAX).unwrap());
+                let rank = |l: &Vec<u32>, x: u32| l.iter().position(|y| *y == x);
+                for (&a, &sa) in &s {
+                    for (&b, &sb) in &s {
+                        let dominates = ls.iter().all(|l| match (rank(l, a), rank(l, b)) {
+                            (_, None) => true,
+                            (Some(ra), Some(rb)) => ra <= rb,
+                            (None, Some(_)) => false,
+                        });
+                        if dominates {
+                            assert!(sa >= sb, "{a} dominates {b} but scores {sa} < {sb}: {ls:?} {w:?}");
+                        }
+                    }
+                }
+                // Within one list of equal weight, fused order is the list's order.
+                let one = rrf_fuse(&ls[..1], None, 60.0, usize::MAX).unwrap();
+                assert_eq!(one.iter().map(|f| f.item).collect::<Vec<_>>(), ls[0]);
+            }
+        }
+
+        #[test]
+        fn a_weight_of_zero_removes_its_list() {
+            let mut rng = Rng(0xcafe);
+            for _ in 0..300 {
+                let ls = lists(&mut rng);
+                let mut w = weights(&mut rng, ls.len());
+                let gone = rng.below(ls.len());
+                w[gone] = 0.0;
+                let with = scores(&rrf_fuse(&ls, Some(&w), 60.0, usize::MAX).unwrap());
+                let (mut rest, mut rest_w) = (ls.clone(), w.clone());
+                rest.remove(gone);
+                rest_w.remove(gone);
+                let without = scores(&rrf_fuse(&rest, Some(&rest_w), 60.0, usize::MAX).unwrap());
+                for (item, s) in &with {
+                    assert!((s - without.get(item).copied().unwrap_or(0.0)).abs() < 1e-6, "{item}: {ls:?} {w:?}");
+                }
+            }
+        }
+
+        #[test]
+        fn permuting_the_lists_changes_no_score() {
+            let mut rng = Rng(0xd00d);
+            for _ in 0..300 {
+                let ls = lists(&mut rng);
+                let w = weights(&mut rng, ls.len());
+                let base = scores(&rrf_fuse(&ls, Some(&w), 60.0, usize::MAX).unwrap());
+                let mut order: Vec<usize> = (0..ls.len()).collect();
+                rng.shuffle(&mut order);
+                let pl: Vec<Vec<u32>> = order.iter().map(|&i| ls[i].clone()).collect();
+                let pw: Vec<f32> = order.iter().map(|&i| w[i]).collect();
+                let permuted = scores(&rrf_fuse(&pl, Some(&pw), 60.0, usize::MAX).unwrap());
+                assert_eq!(base.len(), permuted.len());
+                for (item, s) in &base {
+                    assert!((s - permuted[item]).abs() < 1e-6, "{item}: {ls:?} {w:?} {order:?}");
+                }
+            }
+        }
+    }
 }
