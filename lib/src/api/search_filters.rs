@@ -376,4 +376,162 @@ mod tests {
         }
         assert!(err(json!([deep])).starts_with("SearchFilters[0]._conditions[0]"));
     }
+
+    /// Property: a compiled filter agrees with a direct reading of the JSON, written
+    /// independently here, on random filters and random documents (fields missing included).
+    mod properties {
+        use super::*;
+        use crate::testutil::Rng;
+
+        const TITLES: &[&str] = &["Apple Inc. 10-K FY2024 — Item 1A. Risk Factors", "Mastercard call Q3", "Exxon Mobil 10-Q", "日本 report %", ""];
+
+        fn pick<'a>(rng: &mut Rng, xs: &[&'a str]) -> &'a str {
+            xs[rng.below(xs.len())]
+        }
+
+        fn random_doc(rng: &mut Rng) -> Document {
+            let opt = |rng: &mut Rng, xs: &[&str]| (rng.below(4) > 0).then(|| pick(rng, xs).to_string());
+            Document {
+                document_id: format!("d{}", rng.below(5)),
+                ticker: opt(rng, &["AAPL", "MA", "XOM"]),
+                year: (rng.below(4) > 0).then(|| 2019 + rng.below(7) as i32),
+                quarter: opt(rng, &["Q1", "Q2", "Q3", "Q4"]),
+                document_type: pick(rng, &["10-K", "10-Q", "earnings_call"]).into(),
+                title: pick(rng, TITLES).into(),
+                ..Default::default()
+            }
+        }
+
+        /// A random value for `field` (years as numbers or numeric strings).
+        fn value(rng: &mut Rng, field: &str) -> Value {
+            match field {
+                "year" if rng.below(2) == 0 => json!(2019 + rng.below(7)),
+                "year" => json!((2019 + rng.below(7)).to_string()),
+                "ticker" => json!(pick(rng, &["AAPL", "aapl", "MA", "XOM", "KO"])),
+                "quarter" => json!(pick(rng, &["Q1", "q2", "Q3", "Q4"])),
+                "documentType" => json!(pick(rng, &["10-K", "10-q", "earnings_call"])),
+                _ => json!(pick(rng, &["apple", "Mastercard call Q3", "exxon mobil 10-q"])),
+            }
+        }
+
+        fn random_group(rng: &mut Rng, depth: usize) -> Value {
+            let mut g = serde_json::Map::new();
+            for _ in 0..rng.below(3) {
+                let field = pick(rng, &["ticker", "year", "quarter", "documentType", "title"]);
+                let test = match rng.below(4) {
+                    0 => value(rng, field),
+                    1 => Value::Array((0..1 + rng.below(3)).map(|_| value(rng, field)).collect()),
+                    2 => json!({"like": pick(rng, &["app%", "%risk%", "%q3", "exxon", "%", "m%c%3", "%10-_", "日本%"])}),
+                    _ => {
+                        let mut r = serde_json::Map::new();
+                        for _ in 0..1 + rng.below(2) {
+                            r.insert(pick(rng, &["gt", "gte", "lt", "lte", "eq", "neq"]).into(), value(rng, field));
+                        }
+                        Value::Object(r)
+                    }
+                };
+                g.insert(field.into(), test);
+            }
+            if rng.below(2) == 0 {
+                g.insert("_operator".into(), json!(pick(rng, &["AND", "or", "Or"])));
+            }
+            if depth < 2 && rng.below(3) == 0 {
+                g.insert("_conditions".into(), Value::Array((0..rng.below(3)).map(|_| random_group(rng, depth + 1)).collect()));
+                if rng.below(2) == 0 {
+                    g.insert("_conditions_operator".into(), json!(pick(rng, &["AND", "OR"])));
+                }
+            }
+            Value::Object(g)
+        }
+
+        /// `%` is any run of characters; a pattern without `%` is a prefix (backtracking).
+        fn wildcard(v: &[char], p: &[char]) -> bool {
+            match p.split_first() {
+                None => v.is_empty(),
+                Some(('%', rest)) => (0..=v.len()).any(|i| wildcard(&v[i..], rest)),
+                Some((c, rest)) => v.first() == Some(c) && wildcard(&v[1..], rest),
+            }
+        }
+
+        fn naive_field(d: &Document, field: &str, test: &Value) -> bool {
+            let doc_value: Option<String> = match field {
+                "ticker" => d.ticker.clone(),
+                "year" => d.year.map(|y| y.to_string()),
+                "quarter" => d.quarter.clone(),
+                "documentType" => Some(d.document_type.clone()),
+                _ => Some(d.title.clone()),
+            };
+            let text = |v: &Value| match v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            // Years compare as numbers, everything else as lower-case text.
+            let cmp = |dv: &str, fv: &Value| -> Option<std::cmp::Ordering> {
+                if field == "year" {
+                    dv.parse::<f64>().ok()?.partial_cmp(&text(fv).parse::<f64>().ok()?)
+                } else {
+                    Some(dv.to_lowercase().cmp(&text(fv).to_lowercase()))
+                }
+            };
+            let Some(dv) = doc_value else {
+                return matches!(test, Value::Object(o) if !o.contains_key("like") && o.keys().all(|k| k == "neq"));
+            };
+            match test {
+                Value::Array(xs) => xs.iter().any(|x| cmp(&dv, x) == Some(std::cmp::Ordering::Equal)),
+                Value::Object(o) if o.contains_key("like") => {
+                    let p = text(&o["like"]).to_lowercase();
+                    let p = if p.contains('%') { p } else { format!("{p}%") };
+                    wildcard(&dv.to_lowercase().chars().collect::<Vec<_>>(), &p.chars().collect::<Vec<_>>())
+                }
+                Value::Object(o) => o.iter().all(|(op, b)| {
+                    let c = cmp(&dv, b);
+                    use std::cmp::Ordering::*;
+                    match op.as_str() {
+                        "gt" => c == Some(Greater),
+                        "gte" => c == Some(Greater) || c == Some(Equal),
+                        "lt" => c == Some(Less),
+                        "lte" => c == Some(Less) || c == Some(Equal),
+                        "eq" => c == Some(Equal),
+                        _ => c != Some(Equal),
+                    }
+                }),
+                single => cmp(&dv, single) == Some(std::cmp::Ordering::Equal),
+            }
+        }
+
+        fn naive_group(d: &Document, g: &Value) -> bool {
+            let o = g.as_object().unwrap();
+            let and = |key: &str, default: bool| o.get(key).map_or(default, |v| v.as_str().unwrap().eq_ignore_ascii_case("and"));
+            let joined_with_and = and("_operator", true);
+            let mut results: Vec<bool> = o.iter().filter(|(k, _)| !k.starts_with('_')).map(|(k, v)| naive_field(d, k, v)).collect();
+            if let Some(Value::Array(nested)) = o.get("_conditions") {
+                let r: Vec<bool> = nested.iter().map(|x| naive_group(d, x)).collect();
+                results.push(if and("_conditions_operator", joined_with_and) { r.iter().all(|x| *x) } else { r.is_empty() || r.iter().any(|x| *x) });
+            }
+            if joined_with_and {
+                results.iter().all(|x| *x)
+            } else {
+                results.is_empty() || results.iter().any(|x| *x)
+            }
+        }
+
+        #[test]
+        fn compiled_filters_agree_with_a_naive_evaluator() {
+            let mut rng = Rng(0x5eed_f11e);
+            let (mut matched, mut total) = (0, 0);
+            for case in 0..2_000 {
+                let filters = Value::Array((0..1 + rng.below(2)).map(|_| random_group(&mut rng, 0)).collect());
+                let compiled = compile(&filters, "SearchFilters").unwrap_or_else(|e| panic!("case {case}: {filters} refused: {}", e.message));
+                for _ in 0..8 {
+                    let d = random_doc(&mut rng);
+                    let expected = filters.as_array().unwrap().iter().all(|g| naive_group(&d, g));
+                    assert_eq!(compiled.matches(&d), expected, "case {case}: {filters} on {d:?}");
+                    matched += usize::from(expected);
+                    total += 1;
+                }
+            }
+            // Both outcomes are exercised, not just one.
+            assert!(matched > total / 10 && matched < total * 9 / 10, "{matched} of {total} matched");
+        }
+    }
 }
