@@ -46,6 +46,18 @@ fn write_filings(dir: &Path) -> PathBuf {
     path
 }
 
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
 #[test]
 fn build_search_filter_and_refuse_a_corrupted_index() {
     let tmp = tempfile::tempdir().unwrap();
@@ -98,6 +110,26 @@ fn build_search_filter_and_refuse_a_corrupted_index() {
         assert!(top["documentId"].as_str().unwrap().starts_with("AAPL_"), "{mode}: {top}");
         assert_eq!(top["diagnostics"]["paths"].as_object().unwrap().keys().collect::<Vec<_>>(), vec![mode]);
     }
+
+    // A model file missing or corrupt: a clear start-up error naming the file.
+    let models = tmp.path().join("models");
+    for m in ["minilm-l6-v2", "splade-tiny"] {
+        copy_dir(&sextant::encode::default_model_dir().join(m), &models.join(m));
+    }
+    let onnx = models.join("minilm-l6-v2/model.onnx");
+    let whole = std::fs::read(&onnx).unwrap();
+    std::fs::write(&onnx, &whole[..whole.len() / 3]).unwrap();
+    let with_models = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_sextant")).current_dir(repo()).env("RUST_BACKTRACE", "0").arg("--models").arg(&models).args(args).output().unwrap();
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).to_string()
+    };
+    let err = with_models(&["search", "--index", idx_s, "revenue"]);
+    assert!(err.contains("model error") && err.contains("minilm-l6-v2/model.onnx"), "{err}");
+    std::fs::write(&onnx, &whole).unwrap();
+    std::fs::remove_file(models.join("splade-tiny/tokenizer.json")).unwrap();
+    let err = with_models(&["search", "--index", idx_s, "revenue"]);
+    assert!(err.contains("splade-tiny/tokenizer.json"), "{err}");
 
     // Flip one byte of the BM25 file: the index is refused, naming the file.
     let bm25 = idx.join("bm25.bin");
