@@ -282,6 +282,17 @@ fn functions_publish_cold_start_swap_refuse_limit_and_survive_a_store_outage() {
         proxy.set_up(true);
         let (status, _, body) = retrieve.http("POST", "/v1/retrieve", Some("sx_dev"), Some(q.clone())).await;
         assert_eq!(status, 200, "{body}");
+
+        // --- Nothing secret or private reached the logs: no key, no key hash, no request body.
+        let logs = [retrieve.log(), builder.log()].concat();
+        assert!(logs.len() > 1000, "the functions logged: {logs}");
+        let hash = sextant::api::keys::hash_key;
+        for secret in ["sx_dev", "sx_tiny_e2e", scoped_key.as_str()] {
+            assert!(!logs.contains(secret) && !logs.contains(&hash(secret)), "a key or its hash is in the logs");
+        }
+        for body_text in ["Mastercard revenue", "Exxon Mobil upstream oil production", "What was Mastercard's revenue in 2024?"] {
+            assert!(!logs.contains(body_text), "request text {body_text:?} is in the logs");
+        }
     });
 }
 
