@@ -224,8 +224,23 @@ EOF
   mv -f "$tmp" "$envfile"
 }
 
+# SeaweedFS marks every volume read-only when its disk has less than 1 % free (its default
+# minFreeSpace, which `weed mini` does not expose), and writes then fail with bare 500s in the
+# middle of a test. Refuse to start with a clear message instead.
+check_free_space() {
+  local avail size need
+  read -r size avail < <(df -Pk "$state" | awk 'NR == 2 { print $2, $4 }')
+  need=$(( size / 100 + 1024 * 1024 ))   # 1 % of the disk, plus 1 GiB for the tests' objects
+  if [ "$avail" -lt "$need" ]; then
+    log "only $((avail / 1024)) MiB free on the disk holding $state; SeaweedFS needs over" \
+        "$((need / 1024)) MiB (1 % of the disk, below which it turns read-only, plus 1 GiB)"
+    exit 1
+  fi
+}
+
 cmd_start() {
   mkdir -p "$state"
+  check_free_space
   ensure_venv
   export AK=$ACCESS_KEY SK=$SECRET_KEY
   if alive weed && alive moto && [ -f "$envfile" ]; then
