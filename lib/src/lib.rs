@@ -5,7 +5,8 @@
 //! fused with Reciprocal Rank Fusion and optionally reranked by a cross-encoder.
 //!
 //! Modules follow the pipeline: [`corpus`] → [`encode`] → [`index`] → [`search`], with
-//! [`storage`] for where index files live, [`finance`] for the financial question routes, [`eval`] for BEIR-style evaluation and `api`
+//! [`storage`] for where index files live, [`retrieval`] for the same pieces as a
+//! composable library API, [`finance`] for the financial question routes, [`eval`] for BEIR-style evaluation and `api`
 //! (feature `api`, on by default) for the HTTP endpoints.
 
 #[cfg(feature = "api")]
@@ -16,6 +17,7 @@ pub mod corpus;
 pub mod encode;
 pub mod finance;
 pub mod index;
+pub mod retrieval;
 pub mod search;
 pub mod storage;
 pub mod error;

@@ -39,17 +39,7 @@ pub struct Fused<T> {
 /// differs from the number of lists, a negative or non-finite weight, or `k < 0`.
 /// Duplicates inside one list count at their first (best) rank only.
 pub fn rrf_fuse<T: Clone + Eq + Hash>(lists: &[Vec<T>], weights: Option<&[f32]>, k: f32, top_k: usize) -> Result<Vec<Fused<T>>> {
-    if let Some(w) = weights {
-        if w.len() != lists.len() {
-            return Err(Error::invalid("weights", format!("{} weights for {} lists", w.len(), lists.len())));
-        }
-        if let Some(bad) = w.iter().find(|x| !x.is_finite() || **x < 0.0) {
-            return Err(Error::invalid("weights", format!("weight {bad} is not a finite non-negative number")));
-        }
-    }
-    if !k.is_finite() || k < 0.0 {
-        return Err(Error::invalid("k", format!("{k} is not a finite non-negative number")));
-    }
+    check_rrf_params(weights, lists.len(), k)?;
     let mut slots: HashMap<T, usize> = HashMap::new();
     let mut fused: Vec<Fused<T>> = Vec::new();
     let mut first_seen: Vec<(usize, usize)> = Vec::new();
@@ -77,6 +67,24 @@ pub fn rrf_fuse<T: Clone + Eq + Hash>(lists: &[Vec<T>], weights: Option<&[f32]>,
     order.truncate(top_k);
     let mut taken: Vec<Option<Fused<T>>> = fused.into_iter().map(Some).collect();
     Ok(order.into_iter().map(|i| taken[i].take().expect("each index once")).collect())
+}
+
+/// Checks RRF parameters for `lists` lists: as many weights as lists, each finite and
+/// non-negative, and a finite non-negative `k`. [`rrf_fuse`] calls it; constructors that
+/// store parameters for later fusions call it to fail early.
+pub fn check_rrf_params(weights: Option<&[f32]>, lists: usize, k: f32) -> Result<()> {
+    if let Some(w) = weights {
+        if w.len() != lists {
+            return Err(Error::invalid("weights", format!("{} weights for {} lists", w.len(), lists)));
+        }
+        if let Some(bad) = w.iter().find(|x| !x.is_finite() || **x < 0.0) {
+            return Err(Error::invalid("weights", format!("weight {bad} is not a finite non-negative number")));
+        }
+    }
+    if !k.is_finite() || k < 0.0 {
+        return Err(Error::invalid("k", format!("{k} is not a finite non-negative number")));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

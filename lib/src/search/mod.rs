@@ -13,7 +13,7 @@ pub use dates::days_from_iso_date;
 pub use engine::{
     open_engine, Diagnostics, Engine, LoadedModels, FusionConfig, Hit, PathRank, Recency, RerankStatus, SearchOutcome, SearchRequest, StageTimings,
 };
-pub use fusion::{rrf_fuse, Fused, DEFAULT_RRF_K};
+pub use fusion::{check_rrf_params, rrf_fuse, Fused, DEFAULT_RRF_K};
 pub use rerank::{CrossEncoderReranker, Reranker};
 pub use retrieve::{Bm25Retriever, DenseRetriever, Path, PathHit, PreparedQuery, Retriever, SpladeRetriever};
 
