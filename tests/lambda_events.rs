@@ -110,11 +110,8 @@ async fn api_gateway_events_go_through_lambda_http_and_the_router() {
 /// A reranker that always fails, as a hosted reranking service would when it is down.
 struct DownReranker;
 
-impl sextant::search::Reranker for DownReranker {
-    fn name(&self) -> &str {
-        "down"
-    }
-    fn score(&self, _query: &str, _passages: &[&str]) -> sextant::Result<Vec<f32>> {
+impl sextant::retrieval::Reranker for DownReranker {
+    fn rerank(&self, _q: &sextant::retrieval::Query, _items: Vec<sextant::retrieval::ContextItem>, _k: usize) -> sextant::Result<Vec<sextant::retrieval::ContextItem>> {
         Err(sextant::Error::Component { component: "reranker".into(), reason: "connection refused".into() })
     }
 }

@@ -154,7 +154,7 @@ pub fn run(engine: &Engine, queries: &[String], label: &str) -> Result<()> {
 }
 
 /// Times a reranker over 50 passages.
-pub fn rerank50(engine: &Engine, queries: &[String], reranker: &dyn sextant::search::Reranker) -> Result<()> {
+pub fn rerank50(engine: &Engine, queries: &[String], reranker: &sextant::retrieval::CrossEncoderReranker) -> Result<()> {
     let index = engine.index();
     let passages: Vec<&str> = index.chunks.iter().take(50).map(|c| c.text.as_str()).collect();
     let times: Vec<f64> = queries.iter().take(10).map(|q| time(|| reranker.score(q, &passages)).1).collect();

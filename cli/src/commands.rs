@@ -338,7 +338,7 @@ pub fn run(cli: Cli) -> Result<()> {
             let qs: Vec<String> = set.queries.iter().take(queries).map(|q| q.1.clone()).collect();
             crate::bench::run(&engine, &qs, "real index")?;
             if let Some(dir) = &models.reranker {
-                let rr = sextant::search::CrossEncoderReranker::new(sextant::encode::CrossEncoder::load(dir)?, "reranker");
+                let rr = sextant::retrieval::CrossEncoderReranker::new(sextant::encode::CrossEncoder::load(dir)?, "reranker");
                 crate::bench::rerank50(&engine, &qs, &rr)?;
             }
             crate::bench::load_time(engine.index())?;

@@ -31,14 +31,23 @@
 //! ```
 
 mod dense;
+mod engine;
 mod hybrid;
 mod item;
+mod late;
+mod rerankers;
 mod sparse;
 mod traits;
 
 pub use dense::{normalize, AsyncDenseRetriever, DenseRetriever, Embed, FlatVectorStore, VectorStore};
+pub use engine::engine_filter;
 pub use hybrid::{fuse_items, AsyncHybridRetriever, HybridRetriever};
 pub use item::{ContextItem, Metadata, Query, Source, DEFAULT_PRIORITY};
+pub use late::{maxsim, LateInteractionRetriever, LateInteractionScorer, MaxSimScorer, TokenScorer, DEFAULT_FIRST_STAGE_K, DEFAULT_TOKEN_CACHE};
+pub use rerankers::{
+    rank_by_scores, AsyncCallbackReranker, AsyncScoreReranker, CallbackReranker, CrossEncoderReranker, RerankerPipeline, RoundRobinReranker,
+    ScoreReranker,
+};
 pub use sparse::Bm25Retriever;
 pub use traits::{AsyncReranker, AsyncRetriever, BoxFuture, Reranker, Retriever, TokenLevelEncoder};
 

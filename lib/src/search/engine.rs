@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use super::adaptive::{adaptive_weights, confidence};
 use super::dates::days_from_iso_date;
 use super::fusion::{rrf_fuse, DEFAULT_RRF_K};
-use super::rerank::Reranker;
-use super::retrieve::{Bm25Retriever, DenseRetriever, Path, PathHit, PreparedQuery, Retriever, SpladeRetriever};
+use crate::retrieval::{ContextItem, Query, Reranker};
+use super::retrieve::{Bm25Path, DensePath, Path, PathHit, PathRetriever, PreparedQuery, SpladePath};
 use crate::encode::{DenseEncoder, SparseEncoder};
 use crate::error::{Error, Result};
 use crate::index::{Bitset, Filter, Index};
@@ -228,7 +228,7 @@ pub struct Engine {
     dense: Arc<DenseEncoder>,
     sparse: Arc<SparseEncoder>,
     reranker: Option<Arc<dyn Reranker>>,
-    retrievers: Vec<Box<dyn Retriever>>,
+    retrievers: Vec<Box<dyn PathRetriever>>,
     newest_day: Option<i64>,
 }
 
@@ -239,10 +239,10 @@ fn ms(t: Instant) -> f64 {
 impl Engine {
     /// Assembles an engine.
     pub fn new(index: Arc<Index>, dense: Arc<DenseEncoder>, sparse: Arc<SparseEncoder>, reranker: Option<Arc<dyn Reranker>>) -> Self {
-        let retrievers: Vec<Box<dyn Retriever>> = vec![
-            Box::new(DenseRetriever(index.clone())),
-            Box::new(Bm25Retriever(index.clone())),
-            Box::new(SpladeRetriever(index.clone())),
+        let retrievers: Vec<Box<dyn PathRetriever>> = vec![
+            Box::new(DensePath(index.clone())),
+            Box::new(Bm25Path(index.clone())),
+            Box::new(SpladePath(index.clone())),
         ];
         let newest_day = index.documents.iter().filter_map(|d| d.published_at.as_deref().and_then(days_from_iso_date)).max();
         Engine { index, dense, sparse, reranker, retrievers, newest_day }
@@ -265,13 +265,14 @@ impl Engine {
     }
 
     /// Replaces the retriever of one path (tests use this to make a path fail).
-    pub fn with_retriever(mut self, r: Box<dyn Retriever>) -> Self {
+    pub fn with_retriever(mut self, r: Box<dyn PathRetriever>) -> Self {
         self.retrievers.retain(|x| x.path() != r.path());
         self.retrievers.push(r);
         self
     }
 
-    /// Sets or removes the reranker.
+    /// Sets or removes the reranker: any [`Reranker`] of the library (the cross-encoder,
+    /// a hosted service through a callback, a pipeline of them).
     pub fn with_reranker(mut self, r: Option<Arc<dyn Reranker>>) -> Self {
         self.reranker = r;
         self
@@ -480,28 +481,40 @@ impl Engine {
         }
         let Some(rr) = &self.reranker else { return RerankStatus::Unavailable };
         let depth = req.rerank_depth.min(hits.len());
-        let passages: Vec<&str> = hits[..depth].iter().map(|h| self.index.chunks[h.chunk as usize].text.as_str()).collect();
-        let scores = match rr.score(&req.query, &passages) {
-            Ok(s) if s.len() == depth => s,
-            Ok(s) => return RerankStatus::Failed(format!("reranker returned {} scores for {depth} passages", s.len())),
+        // The head goes through the library's Reranker as items whose ids are their
+        // positions; they come back best first with the reranker's scores.
+        let items: Vec<ContextItem> = hits[..depth]
+            .iter()
+            .enumerate()
+            .map(|(i, h)| ContextItem::new(i.to_string(), self.index.chunks[h.chunk as usize].text.clone()).with_score(h.score))
+            .collect();
+        let reranked = match rr.rerank(&Query::new(req.query.clone()), items, depth) {
+            Ok(r) => r,
             Err(e) => {
                 tracing::warn!(error = %e, "reranker failed; fused order kept");
                 return RerankStatus::Failed(e.to_string());
             }
         };
-        let mut head: Vec<Hit> = hits
-            .drain(..depth)
-            .zip(scores)
-            .map(|(mut h, s)| {
-                h.diagnostics.rerank_score = Some(s);
-                h.score = s;
-                h
-            })
-            .collect();
-        head.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.diagnostics.rrf_rank.cmp(&b.diagnostics.rrf_rank)));
-        for (i, h) in head.iter_mut().enumerate() {
-            h.diagnostics.rerank_rank = Some(i + 1);
+        // A reranker that invents or repeats items is a failed one: checked before any hit moves.
+        let mut seen = vec![false; depth];
+        let mut order = Vec::with_capacity(reranked.len());
+        for item in &reranked {
+            match item.id.parse::<usize>() {
+                Ok(i) if i < depth && !std::mem::replace(&mut seen[i], true) => order.push((i, item.score)),
+                _ => return RerankStatus::Failed(format!("reranker returned an unknown or repeated item {:?}", item.id)),
+            }
         }
+        let mut slots: Vec<Option<Hit>> = hits.drain(..depth).map(Some).collect();
+        let mut head = Vec::with_capacity(depth);
+        for (i, score) in order {
+            let mut h = slots[i].take().expect("checked: each position once");
+            h.diagnostics.rerank_score = Some(score);
+            h.diagnostics.rerank_rank = Some(head.len() + 1);
+            h.score = score;
+            head.push(h);
+        }
+        // Candidates the reranker left out follow, in fused order.
+        head.extend(slots.into_iter().flatten());
         head.append(hits);
         *hits = head;
         RerankStatus::Applied
@@ -568,7 +581,7 @@ impl LoadedModels {
         let reranker: Option<Arc<dyn Reranker>> = match &models.reranker {
             Some(dir) => {
                 let name = ModelInfo::read(dir).map(|i| i.id).unwrap_or_else(|_| dir.display().to_string());
-                Some(Arc::new(super::rerank::CrossEncoderReranker::new(CrossEncoder::load(dir)?, name)))
+                Some(Arc::new(crate::retrieval::CrossEncoderReranker::new(CrossEncoder::load(dir)?, name)))
             }
             None => None,
         };

@@ -68,7 +68,7 @@ fn doc_ids(e: &Engine, out: &SearchOutcome) -> Vec<String> {
 }
 
 struct Failing(Path);
-impl Retriever for Failing {
+impl PathRetriever for Failing {
     fn path(&self) -> Path {
         self.0
     }
@@ -77,17 +77,22 @@ impl Retriever for Failing {
     }
 }
 
+/// Fails with the reason given, or prefers shorter passages: a visible, checkable reordering.
 struct FixedReranker(Option<&'static str>);
-impl Reranker for FixedReranker {
-    fn name(&self) -> &str {
-        "fixed"
-    }
-    fn score(&self, _: &str, passages: &[&str]) -> Result<Vec<f32>> {
+impl crate::retrieval::Reranker for FixedReranker {
+    fn rerank(&self, q: &crate::retrieval::Query, items: Vec<crate::retrieval::ContextItem>, top_k: usize) -> Result<Vec<crate::retrieval::ContextItem>> {
         match self.0 {
             Some(reason) => Err(Error::Component { component: "reranker".into(), reason: reason.into() }),
-            // Prefers shorter passages: a visible, checkable reordering.
-            None => Ok(passages.iter().map(|p| -(p.len() as f32)).collect()),
+            None => crate::retrieval::ScoreReranker::new(|_q: &str, p: &str| -(p.len() as f32)).rerank(q, items, top_k),
         }
+    }
+}
+
+/// Answers with items the engine never sent, or the same item twice.
+struct LyingReranker(bool);
+impl crate::retrieval::Reranker for LyingReranker {
+    fn rerank(&self, _q: &crate::retrieval::Query, items: Vec<crate::retrieval::ContextItem>, _k: usize) -> Result<Vec<crate::retrieval::ContextItem>> {
+        Ok(if self.0 { vec![crate::retrieval::ContextItem::new("999", "invented")] } else { vec![items[0].clone(), items[0].clone()] })
     }
 }
 
@@ -144,6 +149,30 @@ fn a_reranker_reorders_the_fused_candidates_and_records_its_ranks() {
     let mut off = SearchRequest::new("net sales", 4);
     off.rerank = false;
     assert_eq!(e.search(&off).unwrap().rerank, RerankStatus::NotRequested);
+}
+
+#[test]
+fn a_reranker_inventing_or_repeating_items_fails_and_leaves_the_fused_order() {
+    let plain = engine().search(&SearchRequest::new("net sales", 4)).unwrap();
+    for repeat in [true, false] {
+        let e = with(|e| e.with_reranker(Some(Arc::new(LyingReranker(repeat)))));
+        let out = e.search(&SearchRequest::new("net sales", 4)).unwrap();
+        assert!(matches!(out.rerank, RerankStatus::Failed(ref why) if why.contains("unknown or repeated")), "{:?}", out.rerank);
+        assert_eq!(doc_ids(&e, &out), doc_ids(engine(), &plain));
+    }
+}
+
+#[test]
+fn the_engine_is_a_library_retriever_with_attribution_and_filters() {
+    use crate::retrieval::{Query, Retriever};
+    let e = engine();
+    let hits = e.retrieve(&Query::new("foreign exchange gross margin"), 2).unwrap();
+    assert_eq!(hits[0].metadata["document_id"], "fx");
+    assert_eq!(hits[0].metadata["retrieval_method"], "rrf");
+    assert!(hits[0].id.starts_with("fx#"));
+    let ko = e.retrieve(&Query::new("foreign exchange gross margin").with_filter("ticker", serde_json::json!("KO")), 5).unwrap();
+    assert!(!ko.is_empty() && ko.iter().all(|h| h.metadata["ticker"] == "KO"));
+    assert!(e.retrieve(&Query::new("margin").with_filter("sector", serde_json::json!("x")), 5).is_err());
 }
 
 #[test]

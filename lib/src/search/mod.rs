@@ -5,7 +5,6 @@ mod adaptive;
 mod dates;
 mod engine;
 mod fusion;
-mod rerank;
 mod retrieve;
 
 pub use adaptive::{adaptive_weights, confidence};
@@ -14,8 +13,7 @@ pub use engine::{
     open_engine, Diagnostics, Engine, LoadedModels, FusionConfig, Hit, PathRank, Recency, RerankStatus, SearchOutcome, SearchRequest, StageTimings,
 };
 pub use fusion::{check_rrf_params, rrf_fuse, Fused, DEFAULT_RRF_K};
-pub use rerank::{CrossEncoderReranker, Reranker};
-pub use retrieve::{Bm25Retriever, DenseRetriever, Path, PathHit, PreparedQuery, Retriever, SpladeRetriever};
+pub use retrieve::{Bm25Path, DensePath, Path, PathHit, PathRetriever, PreparedQuery, SpladePath};
 
 #[cfg(test)]
 mod engine_tests;

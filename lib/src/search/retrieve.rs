@@ -1,4 +1,6 @@
-//! Retrieval paths over an [`Index`]: dense, BM25 and SPLADE.
+//! Retrieval paths over an [`Index`]: dense, BM25 and SPLADE, on chunk ordinals and
+//! prepared (already encoded) queries. The library's [`crate::retrieval`] types work on
+//! items and text; these are the engine's inner loop.
 
 use std::fmt;
 use std::str::FromStr;
@@ -9,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::encode::SparseVector;
 use crate::error::{Error, Result};
 use crate::index::{Bitset, Index};
+use crate::retrieval::VectorStore;
 
 /// A retrieval path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
@@ -67,25 +70,25 @@ pub struct PreparedQuery {
 pub type PathHit = (u32, f32);
 
 /// A retrieval path over chunk ordinals, with filters applied before ranking.
-pub trait Retriever: Send + Sync {
+pub trait PathRetriever: Send + Sync {
     /// Which path this is.
     fn path(&self) -> Path;
     /// The `k` best chunks among `allowed` (all when `None`), best first.
     fn retrieve(&self, query: &PreparedQuery, allowed: Option<&Bitset>, k: usize) -> Result<Vec<PathHit>>;
 }
 
-/// Dense retrieval over the index's vectors.
-pub struct DenseRetriever(pub Arc<Index>);
+/// Dense retrieval over the index's vectors, through the [`VectorStore`] trait.
+pub struct DensePath(pub Arc<Index>);
 /// BM25 retrieval over the index's terms.
-pub struct Bm25Retriever(pub Arc<Index>);
+pub struct Bm25Path(pub Arc<Index>);
 /// SPLADE retrieval over the index's learned terms.
-pub struct SpladeRetriever(pub Arc<Index>);
+pub struct SpladePath(pub Arc<Index>);
 
 fn missing(path: Path, what: &str) -> Error {
     Error::Component { component: path.name().into(), reason: format!("query has no {what}") }
 }
 
-impl Retriever for DenseRetriever {
+impl PathRetriever for DensePath {
     fn path(&self) -> Path {
         Path::Dense
     }
@@ -94,11 +97,11 @@ impl Retriever for DenseRetriever {
         if v.len() != self.0.dense.dim {
             return Err(Error::invalid("embedding", format!("dimension {} but the index holds {}", v.len(), self.0.dense.dim)));
         }
-        Ok(self.0.dense.search(v, allowed, k))
+        Ok(VectorStore::search(&self.0.dense, v, allowed, k))
     }
 }
 
-impl Retriever for Bm25Retriever {
+impl PathRetriever for Bm25Path {
     fn path(&self) -> Path {
         Path::Bm25
     }
@@ -107,7 +110,7 @@ impl Retriever for Bm25Retriever {
     }
 }
 
-impl Retriever for SpladeRetriever {
+impl PathRetriever for SpladePath {
     fn path(&self) -> Path {
         Path::Splade
     }
