@@ -19,4 +19,9 @@ cargo test --workspace "$@"
 # With no filter, also prove events/ with cargo lambda watch + invoke.
 only_locked=true
 for a in "$@"; do [ "$a" != --locked ] && only_locked=false; done
-if $only_locked; then bash scripts/cargo_lambda_events.sh; fi
+if $only_locked; then
+  bash scripts/cargo_lambda_events.sh
+  # The library reference must build without a warning (broken links, missing docs).
+  echo "== cargo doc"
+  RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps "${locked[@]}"
+fi

@@ -73,6 +73,8 @@ fn post(addr: &str, path: &str, key: Option<&str>, body: &Value) -> Resp {
     http(addr, "POST", path, &h, body.to_string().as_bytes())
 }
 
+/// The one origin the test server lets browsers call from.
+const APP_ORIGIN: &str = "https://app.example.com";
 const FREE: &str = "sx_free_key_for_tests";
 const PRO: &str = "sx_pro_key_for_tests";
 const ENTERPRISE: &str = "sx_enterprise_key_for_tests";
@@ -95,7 +97,7 @@ fn key_store(dir: &Path) -> PathBuf {
 fn start(keys: &Path) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_sextant"))
         .current_dir(repo())
-        .args(["serve", "--addr", "127.0.0.1:0", "--docs", "data/demo/documents.jsonl.gz", "--ticker", "MA", "--ticker", "XOM", "--ticker", "ORCL", "--facts", "data/demo/facts.jsonl.gz", "--keys"])
+        .args(["serve", "--addr", "127.0.0.1:0", "--docs", "data/demo/documents.jsonl.gz", "--ticker", "MA", "--ticker", "XOM", "--ticker", "ORCL", "--facts", "data/demo/facts.jsonl.gz", "--cors-origins", APP_ORIGIN, "--keys"])
         .arg(keys)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -148,7 +150,57 @@ fn the_http_api_end_to_end() {
     search_returns_units_with_offsets_and_diagnostics(a, &docs);
     knowledge_base_retrieve_with_search_filters_and_rewrite(a);
     openapi_document_describes_real_responses(a);
+    security_headers_and_cors(a);
     rate_limit_answers_429_with_retry_after(a);
+}
+
+/// Every answer, errors included, carries the security headers; CORS answers only the
+/// listed origin, and its preflight needs no key.
+fn security_headers_and_cors(a: &str) {
+    let body = json!({"query": "operating margin", "top_k": 1}).to_string();
+    let with_origin = |origin: &str, key: Option<&str>| {
+        let auth = key.map(|k| format!("Bearer {k}"));
+        let mut h = vec![("Content-Type", "application/json"), ("Origin", origin)];
+        if let Some(auth) = &auth {
+            h.push(("Authorization", auth.as_str()));
+        }
+        http(a, "POST", "/v1/retrieve", &h, body.as_bytes())
+    };
+    let checks = [http(a, "GET", "/health", &[], b""), with_origin(APP_ORIGIN, Some(FREE)), with_origin(APP_ORIGIN, None), post(a, "/nope", Some(FREE), &json!({}))];
+    for r in &checks {
+        assert_eq!(r.header("x-content-type-options"), Some("nosniff"), "status {}", r.status);
+        assert_eq!(r.header("cache-control"), Some("no-store"));
+        assert_eq!(r.header("x-frame-options"), Some("DENY"));
+        assert!(r.header("content-security-policy").is_some_and(|v| v.contains("default-src 'none'")));
+        assert!(r.header("strict-transport-security").is_some());
+    }
+    assert_eq!(checks[0].header("access-control-allow-origin"), None, "no Origin, no CORS headers");
+    let ok = &checks[1];
+    assert_eq!(ok.status, 200);
+    assert_eq!(ok.header("access-control-allow-origin"), Some(APP_ORIGIN));
+    assert!(ok.header("access-control-expose-headers").is_some_and(|v| v.contains("x-request-id") && v.contains("retry-after")));
+    assert!(ok.header("vary").is_some_and(|v| v.to_ascii_lowercase().contains("origin")));
+    assert_eq!(checks[2].status, 401);
+    assert_eq!(checks[2].header("access-control-allow-origin"), Some(APP_ORIGIN), "the browser may read the error");
+
+    // Another origin: served (non-browser clients are not CORS's business) but never allowed.
+    let other = with_origin("https://evil.example.net", Some(FREE));
+    assert_eq!(other.status, 200);
+    assert_eq!(other.header("access-control-allow-origin"), None);
+
+    let preflight = |origin: &str| {
+        http(a, "OPTIONS", "/v1/retrieve", &[("Origin", origin), ("Access-Control-Request-Method", "POST"), ("Access-Control-Request-Headers", "authorization, content-type")], b"")
+    };
+    let yes = preflight(APP_ORIGIN);
+    assert_eq!(yes.status, 204, "{:?}", yes.body);
+    assert_eq!(yes.header("access-control-allow-origin"), Some(APP_ORIGIN));
+    assert!(yes.header("access-control-allow-methods").is_some_and(|v| v.contains("POST")));
+    assert!(yes.header("access-control-allow-headers").is_some_and(|v| v.contains("authorization") && v.contains("content-type")));
+    let no = preflight("https://evil.example.net");
+    assert_eq!(no.status, 403);
+    assert_eq!(no.body["error"]["code"], "forbidden");
+    assert!(no.body["error"]["message"].as_str().unwrap().contains("https://evil.example.net"));
+    assert_eq!(no.header("access-control-allow-origin"), None);
 }
 
 fn knowledge_base_retrieve_with_search_filters_and_rewrite(a: &str) {

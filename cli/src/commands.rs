@@ -86,6 +86,10 @@ enum Command {
         /// Key store file (JSON; default: in memory).
         #[arg(long)]
         keys: Option<PathBuf>,
+        /// Origins browsers may call the API from (CORS), comma-separated, or `*`
+        /// (default: none).
+        #[arg(long, env = "SEXTANT_CORS_ORIGINS", default_value = "")]
+        cors_origins: String,
         #[command(flatten)]
         build: BuildArgs,
     },
@@ -143,6 +147,11 @@ enum Command {
         /// studying fusion offline.
         #[arg(long, hide = true)]
         dump_runs: Option<PathBuf>,
+        /// Instead, compare the mode's ranking (no cross-encoder) with MaxSim late
+        /// interaction over the dense model's token vectors re-scoring its top N, alone and
+        /// fused with it by RRF.
+        #[arg(long, value_name = "N")]
+        late_interaction: Option<usize>,
         #[command(flatten)]
         build: BuildArgs,
     },
@@ -303,8 +312,8 @@ pub fn run(cli: Cli) -> Result<()> {
             eprintln!("index {} written to {} ({} documents, {} chunks)", m.index_id, out.display(), m.documents, m.chunks);
             Ok(())
         }
-        Command::Serve { addr, index, docs, ticker, facts, id, dev_key, dev_plan, keys, build } => crate::serve::run(
-            crate::serve::ServeArgs { addr, indexes: index, docs, tickers: ticker, facts, id, dev_key, dev_plan, keys, build },
+        Command::Serve { addr, index, docs, ticker, facts, id, dev_key, dev_plan, keys, cors_origins, build } => crate::serve::run(
+            crate::serve::ServeArgs { addr, indexes: index, docs, tickers: ticker, facts, id, dev_key, dev_plan, keys, cors_origins, build },
             models,
         ),
         Command::Context { index, question, top_k, route } => {
@@ -376,12 +385,15 @@ pub fn run(cli: Cli) -> Result<()> {
             }
             crate::admin::index_build(event, fields, &models)
         }
-        Command::Eval { beir, split, mode, json, dump_runs, build } => {
+        Command::Eval { beir, split, mode, json, dump_runs, late_interaction, build } => {
             let set = load_beir(&beir, &split)?;
             let name = beir.file_name().and_then(|n| n.to_str()).unwrap_or("beir").to_string();
             let docs = set.documents.len();
             let index = beir_index(&beir, &set, &models, &build)?;
             let engine = open_engine(Arc::new(index), &models)?;
+            if let Some(depth) = late_interaction {
+                return crate::bench::late_interaction(engine, &set, mode.paths(), depth, &format!("{name} {split}"));
+            }
             if let Some(path) = dump_runs {
                 dump_path_runs(&engine, &set, &path)?;
             }

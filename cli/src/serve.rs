@@ -44,6 +44,8 @@ pub struct ServeArgs {
     pub dev_plan: String,
     /// The key store file (default: in memory).
     pub keys: Option<PathBuf>,
+    /// Origins allowed to call from browsers (comma-separated, `*`, or empty for none).
+    pub cors_origins: String,
     /// Chunking and BM25 settings of a build.
     pub build: BuildArgs,
 }
@@ -59,7 +61,8 @@ pub fn run(args: ServeArgs, models: ModelSet) -> Result<()> {
         None => new_key()?,
     };
     store.add(&key, "dev", &args.dev_plan, vec!["*".into()]).context("registering the development key")?;
-    let state = AppState::new(Arc::new(store), ApiConfig { default_index: args.id.clone(), ..Default::default() });
+    let cors_origins = sextant::api::headers::parse_origins(&args.cors_origins).map_err(|e| anyhow::anyhow!("--cors-origins: {e}"))?;
+    let state = AppState::new(Arc::new(store), ApiConfig { default_index: args.id.clone(), cors_origins, ..Default::default() });
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(args.addr).await.with_context(|| format!("binding {}", args.addr))?;

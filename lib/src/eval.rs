@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::corpus::BeirSet;
 use crate::error::Result;
+use crate::retrieval::{Query, Retriever};
 use crate::search::{Engine, SearchRequest};
 
 /// Mean metrics over a query set.
@@ -93,6 +94,27 @@ pub fn evaluate(engine: &Engine, set: &BeirSet, template: &SearchRequest) -> Res
             req.max_per_document = Some(1);
             let out = engine.search(&req)?;
             let docs = out.hits.iter().map(|h| engine.index().document_of(h.chunk).document_id.clone()).collect();
+            Ok((qid.clone(), docs))
+        })
+        .collect::<Result<_>>()?;
+    Ok(score_runs(&runs, &set.qrels))
+}
+
+/// Runs every query of `set` through a library [`Retriever`] and scores the document
+/// rankings: items map to documents through `metadata["document_id"]` (else their id), the
+/// first item of a document gives its rank, and 100 items are asked for.
+pub fn evaluate_retriever(retriever: &dyn Retriever, set: &BeirSet) -> Result<Metrics> {
+    let runs: Vec<(String, Vec<String>)> = set
+        .queries
+        .par_iter()
+        .map(|(qid, text)| {
+            let items = retriever.retrieve(&Query::new(text.clone()), 100)?;
+            let mut seen = std::collections::HashSet::new();
+            let docs = items
+                .iter()
+                .map(|i| i.metadata.get("document_id").and_then(|v| v.as_str()).unwrap_or(&i.id).to_string())
+                .filter(|d| seen.insert(d.clone()))
+                .collect();
             Ok((qid.clone(), docs))
         })
         .collect::<Result<_>>()?;

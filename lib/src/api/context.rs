@@ -173,7 +173,9 @@ pub async fn from_env() -> Result<Context> {
         }
     }
     let default_index = var("SEXTANT_DEFAULT_INDEX").or(first).ok_or_else(|| Error::invalid("SEXTANT_INDEXES", "names no index"))?;
-    let state = AppState::new(keys, ApiConfig { default_index, ..Default::default() });
+    let cors_origins = super::headers::parse_origins(&var("SEXTANT_CORS_ORIGINS").unwrap_or_default())
+        .map_err(|e| Error::invalid("SEXTANT_CORS_ORIGINS", e))?;
+    let state = AppState::new(keys, ApiConfig { default_index, cors_origins, ..Default::default() });
     for (id, v) in versions {
         state.set_version(&id, Some(v));
     }

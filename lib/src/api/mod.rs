@@ -11,6 +11,7 @@ pub mod envelope;
 pub mod context;
 pub mod evidence;
 mod financial;
+pub mod headers;
 pub mod keys;
 mod kb;
 #[cfg(feature = "lambda")]
@@ -52,12 +53,20 @@ pub struct ApiConfig {
     pub min_dense_similarity: f32,
     /// The index served by `/v1/retrieve` and `/v1/search`.
     pub default_index: String,
+    /// Origins browsers may call the API from (CORS); empty: none ([`headers`]).
+    pub cors_origins: Vec<String>,
 }
 
 impl Default for ApiConfig {
-    /// 64 KiB bodies, 4,000-character queries, 0.3 minimum cosine, index `demo`.
+    /// 64 KiB bodies, 4,000-character queries, 0.3 minimum cosine, index `demo`, no CORS.
     fn default() -> Self {
-        ApiConfig { max_body_bytes: 64 * 1024, max_query_chars: 4_000, min_dense_similarity: 0.3, default_index: "demo".into() }
+        ApiConfig {
+            max_body_bytes: 64 * 1024,
+            max_query_chars: 4_000,
+            min_dense_similarity: 0.3,
+            default_index: "demo".into(),
+            cors_origins: Vec::new(),
+        }
     }
 }
 
@@ -191,6 +200,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/health", get(health))
         .route("/openapi.json", get(|| async { axum::Json(openapi::document()) }))
         .fallback(not_found)
+        .layer(axum::middleware::from_fn_with_state(state.clone(), headers::apply))
         .layer(axum::middleware::from_fn_with_state(state.clone(), with_request_id))
         .with_state(state)
 }
@@ -224,11 +234,13 @@ async fn with_request_id(State(state): State<Arc<AppState>>, mut req: Request, n
     req.extensions_mut().insert(RequestId(id.clone()));
     let mut resp = next.run(req).await;
     if let Some(err) = resp.extensions_mut().remove::<envelope::PendingError>() {
-        let mut headers = std::mem::take(resp.headers_mut());
+        let headers = std::mem::take(resp.headers_mut());
         resp = if kb_route { kb::error_response(&err.0, &id) } else { err.0.with_request_id(&id).into_response() };
-        for name in ["x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset"] {
-            if let Some(v) = headers.remove(name) {
-                resp.headers_mut().insert(name, v);
+        // Keep what inner layers set (rate-limit, security and CORS headers) unless the
+        // envelope sets its own (content type and length).
+        for (name, value) in &headers {
+            if !resp.headers().contains_key(name) {
+                resp.headers_mut().append(name, value.clone());
             }
         }
     }

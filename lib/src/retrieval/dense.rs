@@ -106,6 +106,17 @@ impl VectorStore for DenseIndex {
 /// An exact vector store: every search scans every (allowed) vector. Vectors are normalised
 /// when added. Right for up to some tens of thousands of vectors; beyond, build a
 /// [`DenseIndex`].
+///
+/// ```
+/// use sextant::retrieval::{FlatVectorStore, VectorStore};
+///
+/// let mut store = FlatVectorStore::new(0); // dimension taken from the first vector
+/// assert_eq!(store.add(&[3.0, 4.0]).unwrap(), 0);
+/// assert!(store.add(&[1.0, 2.0, 3.0]).is_err()); // another dimension
+/// let (ordinal, cosine) = store.search(&[0.6, 0.8], None, 1)[0];
+/// assert_eq!(ordinal, 0);
+/// assert!((cosine - 1.0).abs() < 1e-6);
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct FlatVectorStore {
     dim: usize,

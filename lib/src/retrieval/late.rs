@@ -59,6 +59,19 @@ pub fn maxsim(query_tokens: &[Vec<f32>], doc_tokens: &[Vec<f32>]) -> f32 {
 }
 
 /// Scores per-token query and passage vectors; higher is better.
+///
+/// ```
+/// use sextant::retrieval::TokenScorer;
+///
+/// /// Counts passage tokens identical to a query token.
+/// struct Exact;
+/// impl TokenScorer for Exact {
+///     fn score(&self, q: &[Vec<f32>], d: &[Vec<f32>]) -> f32 {
+///         d.iter().filter(|t| q.contains(t)).count() as f32
+///     }
+/// }
+/// assert_eq!(Exact.score(&[vec![1.0]], &[vec![1.0], vec![2.0], vec![1.0]]), 2.0);
+/// ```
 pub trait TokenScorer: Send + Sync {
     /// The score of a passage's token vectors against a query's.
     fn score(&self, query_tokens: &[Vec<f32>], doc_tokens: &[Vec<f32>]) -> f32;
@@ -123,8 +136,9 @@ impl TokenScorer for LateInteractionScorer {
 /// How many candidates the first stage proposes by default.
 pub const DEFAULT_FIRST_STAGE_K: usize = 100;
 
-/// How many passages' token vectors are kept by default (MiniLM: 384 floats per token).
-pub const DEFAULT_TOKEN_CACHE: usize = 20_000;
+/// How many passages' token vectors are kept by default. With MiniLM (384 floats per
+/// token) a 256-token passage takes about 390 KB, so 2,000 passages stay under 800 MB.
+pub const DEFAULT_TOKEN_CACHE: usize = 2_000;
 
 /// Two-stage retrieval: candidates from a first stage, re-ranked by a token-level score.
 ///

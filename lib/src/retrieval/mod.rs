@@ -12,22 +12,25 @@
 //! stage takes any [`Reranker`]; and the engine itself is a [`Retriever`]
 //! ([`crate::search::Engine`]).
 //!
-//! A hybrid of dense and BM25 retrieval over your own items:
+//! A hybrid of dense (the real MiniLM model) and BM25 retrieval over your own items, the
+//! README's example:
 //!
 //! ```
+//! use sextant::encode::{default_model_dir, DenseEncoder};
 //! use sextant::retrieval::{Bm25Retriever, ContextItem, DenseRetriever, HybridRetriever, Query, Retriever};
 //!
 //! let items = vec![
-//!     ContextItem::new("fx", "Foreign exchange reduced gross margin by 40 basis points."),
+//!     ContextItem::new("fx", "A stronger dollar reduced gross margin by 40 basis points."),
 //!     ContextItem::new("ai", "Data centre revenue doubled on demand for AI accelerators."),
 //! ];
-//! let embed = |t: &str| Ok(vec![t.matches("margin").count() as f32, t.matches("revenue").count() as f32 + 0.1]);
+//! let encoder = DenseEncoder::load(&default_model_dir().join("minilm-l6-v2"))?;
 //! let hybrid = HybridRetriever::new(vec![
-//!     Box::new(DenseRetriever::index(items.clone(), embed).unwrap()),
+//!     Box::new(DenseRetriever::index(items.clone(), encoder)?),
 //!     Box::new(Bm25Retriever::index(items)),
-//! ]).unwrap();
-//! let hits = hybrid.retrieve(&Query::new("what hurt the margin?"), 1).unwrap();
+//! ])?;
+//! let hits = hybrid.retrieve(&Query::new("How did currency moves affect profitability?"), 1)?;
 //! assert_eq!(hits[0].id, "fx");
+//! # Ok::<(), sextant::Error>(())
 //! ```
 
 mod dense;
@@ -40,7 +43,7 @@ mod sparse;
 mod traits;
 
 pub use dense::{normalize, AsyncDenseRetriever, DenseRetriever, Embed, FlatVectorStore, VectorStore};
-pub use engine::engine_filter;
+pub use engine::{engine_filter, EngineRetriever};
 pub use hybrid::{fuse_items, AsyncHybridRetriever, HybridRetriever};
 pub use item::{ContextItem, Metadata, Query, Source, DEFAULT_PRIORITY};
 pub use late::{maxsim, LateInteractionRetriever, LateInteractionScorer, MaxSimScorer, TokenScorer, DEFAULT_FIRST_STAGE_K, DEFAULT_TOKEN_CACHE};
@@ -53,3 +56,27 @@ pub use traits::{AsyncReranker, AsyncRetriever, BoxFuture, Reranker, Retriever, 
 
 /// The engine's Reciprocal Rank Fusion, the only fusion code in the crate.
 pub use crate::search::{rrf_fuse, DEFAULT_RRF_K};
+
+#[cfg(test)]
+mod tests {
+    /// The first Rust block of the README's "Using the library" section.
+    fn readme_example() -> String {
+        let readme = include_str!("../../../README.md");
+        let section = &readme[readme.find("## Using the library").expect("README has the library section")..];
+        let start = section.find("```rust\n").expect("a rust block") + "```rust\n".len();
+        section[start..start + section[start..].find("```").expect("closed")].to_string()
+    }
+
+    /// The module documentation's first example, without its hidden lines.
+    fn doc_example() -> String {
+        let doc: Vec<&str> = include_str!("mod.rs").lines().filter_map(|l| l.strip_prefix("//!")).map(|l| l.strip_prefix(' ').unwrap_or(l)).collect();
+        let open = doc.iter().position(|l| *l == "```").expect("a doc example");
+        let close = open + 1 + doc[open + 1..].iter().position(|l| *l == "```").expect("closed");
+        doc[open + 1..close].iter().filter(|l| !l.starts_with("# ")).map(|l| format!("{l}\n")).collect()
+    }
+
+    #[test]
+    fn the_readme_example_is_the_tested_doc_example() {
+        assert_eq!(readme_example(), doc_example());
+    }
+}

@@ -94,6 +94,25 @@ impl<F: Fn(&str, &str) -> f32 + Send + Sync> Reranker for ScoreReranker<F> {
 ///
 /// Scores are the logistic of the model's relevance logit, in (0, 1), in the order of the
 /// logits: comparable to a fixed threshold. Passages are scored in batches.
+///
+/// ```
+/// use sextant::encode::{default_model_dir, CrossEncoder};
+/// use sextant::retrieval::{ContextItem, CrossEncoderReranker, Query, Reranker};
+///
+/// // The test models hold an untrained stand-in head (see the README's "Models"); pass a
+/// // converted ms-marco cross-encoder's directory for real relevance.
+/// let model = CrossEncoder::load(&default_model_dir().join("ce-standin"))?;
+/// let rr = CrossEncoderReranker::new(model, "ce-standin");
+/// let items = vec![
+///     ContextItem::new("weather", "It rained in Cupertino all week."),
+///     ContextItem::new("buyback", "Apple repurchased $90 billion of its common stock."),
+/// ];
+/// let out = rr.rerank(&Query::new("How much stock did Apple buy back?"), items, 2)?;
+/// assert_eq!(out.len(), 2);
+/// assert!(out[0].score >= out[1].score);
+/// assert!(out.iter().all(|i| i.score > 0.0 && i.score < 1.0 && i.metadata["retrieval_method"] == "cross_encoder"));
+/// # Ok::<(), sextant::Error>(())
+/// ```
 pub struct CrossEncoderReranker {
     model: CrossEncoder,
     name: String,
