@@ -121,7 +121,7 @@ impl<R: Reranker + ?Sized> AsyncReranker for R {
 }
 
 /// Encodes a text into one vector per token, for late-interaction scoring
-/// ([`super::late`]).
+/// ([`super::LateInteractionRetriever`]).
 ///
 /// ```
 /// use sextant::retrieval::TokenLevelEncoder;
