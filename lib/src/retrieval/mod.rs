@@ -33,12 +33,14 @@
 mod dense;
 mod hybrid;
 mod item;
+mod routing;
 mod sparse;
 mod traits;
 
 pub use dense::{normalize, AsyncDenseRetriever, DenseRetriever, Embed, FlatVectorStore, VectorStore};
 pub use hybrid::{fuse_items, AsyncHybridRetriever, HybridRetriever};
 pub use item::{ContextItem, Metadata, Query, Source, DEFAULT_PRIORITY};
+pub use routing::{CallbackRouter, KeywordRouter, MetadataRouter, RoutedRetriever, Router, DEFAULT_ROUTE};
 pub use sparse::Bm25Retriever;
 pub use traits::{AsyncReranker, AsyncRetriever, BoxFuture, Reranker, Retriever, TokenLevelEncoder};
 
