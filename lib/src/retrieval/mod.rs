@@ -30,6 +30,7 @@
 //! assert_eq!(hits[0].id, "fx");
 //! ```
 
+mod cross_modal;
 mod dense;
 mod hybrid;
 mod item;
@@ -37,6 +38,7 @@ mod routing;
 mod sparse;
 mod traits;
 
+pub use cross_modal::{Content, CrossModalEncoder, SharedSpaceRetriever};
 pub use dense::{normalize, AsyncDenseRetriever, DenseRetriever, Embed, FlatVectorStore, VectorStore};
 pub use hybrid::{fuse_items, AsyncHybridRetriever, HybridRetriever};
 pub use item::{ContextItem, Metadata, Query, Source, DEFAULT_PRIORITY};
