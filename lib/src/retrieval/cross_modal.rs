@@ -465,7 +465,10 @@ mod tests {
     fn dimensions_must_agree_within_and_across_batches() {
         let enc = encoder().register("wide", |_c: &Content| Ok(vec![1.0, 0.0, 0.0]));
         let r = SharedSpaceRetriever::new(enc);
-        let mixed = vec![ContextItem::new("a", "cat").with_metadata("modality", json!("text")), ContextItem::new("w", "x").with_metadata("modality", json!("wide"))];
+        let mixed = vec![
+            ContextItem::new("a", "cat").with_metadata("modality", json!("text")),
+            ContextItem::new("w", "x").with_metadata("modality", json!("wide")),
+        ];
         let err = r.index(mixed, None).unwrap_err();
         assert!(err.to_string().contains("dimension 3") && err.to_string().contains("dimension 2"), "{err}");
         assert!(r.is_empty());

@@ -34,6 +34,7 @@ mod cross_modal;
 mod dense;
 mod hybrid;
 mod item;
+mod memory;
 mod routing;
 mod sparse;
 mod traits;
@@ -42,6 +43,9 @@ pub use cross_modal::{Content, CrossModalEncoder, SharedSpaceRetriever};
 pub use dense::{normalize, AsyncDenseRetriever, DenseRetriever, Embed, FlatVectorStore, VectorStore};
 pub use hybrid::{fuse_items, AsyncHybridRetriever, HybridRetriever};
 pub use item::{ContextItem, Metadata, Query, Source, DEFAULT_PRIORITY};
+pub use memory::{
+    InMemoryStore, MemoryDecay, MemoryEntry, MemoryFilter, MemoryRetrieverAdapter, MemoryStore, ScoredMemoryRetriever, MEMORY_PRIORITY,
+};
 pub use routing::{CallbackRouter, KeywordRouter, MetadataRouter, RoutedRetriever, Router, DEFAULT_ROUTE};
 pub use sparse::Bm25Retriever;
 pub use traits::{AsyncReranker, AsyncRetriever, BoxFuture, Reranker, Retriever, TokenLevelEncoder};
