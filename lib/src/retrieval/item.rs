@@ -87,7 +87,7 @@ pub enum Source {
     /// A retrieved document passage.
     #[default]
     Retrieval,
-    /// A remembered fact about a user or a conversation ([`super::memory`]).
+    /// A remembered fact about a user or a conversation ([`ScoredMemoryRetriever`](super::ScoredMemoryRetriever)).
     Memory,
 }
 

@@ -6,22 +6,6 @@
 //! query text by recency, relevance and importance together; its
 //! [`ScoredMemoryRetriever::as_retriever`] makes it a [`Retriever`] whose items are
 //! [`Source::Memory`], so memories can be fused or packed beside retrieved passages.
-//!
-//! ```
-//! use std::sync::Arc;
-//! use sextant::retrieval::{InMemoryStore, MemoryEntry, MemoryFilter, ScoredMemoryRetriever};
-//!
-//! let day = 86_400.0;
-//! let memory = ScoredMemoryRetriever::new(Arc::new(InMemoryStore::new()));
-//! memory.add_entry(MemoryEntry::new("m1", "ana", "preference", "Prefers charts of quarterly revenue", 0.9, 0.0)).unwrap();
-//! memory.add_entry(MemoryEntry::new("m2", "ana", "fact", "Works in the treasury team", 0.4, 9.0 * day)).unwrap();
-//! memory.add_entry(MemoryEntry::new("m3", "ben", "preference", "Prefers revenue tables", 0.9, 9.0 * day)).unwrap();
-//!
-//! let ana = MemoryFilter::default().with_user("ana");
-//! let hits = memory.retrieve_at("show revenue", 2, &ana, 10.0 * day).unwrap();
-//! assert_eq!(hits[0].0.id, "m1"); // relevant and important, though older
-//! assert_eq!(hits.len(), 2);      // ben's memory is not ana's
-//! ```
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -376,6 +360,24 @@ impl MemoryDecay {
 /// memory.add_entry(MemoryEntry::new("new", "ana", "fact", "b", 0.5, 100.0)).unwrap();
 /// let hits = memory.retrieve_at("anything", 1, &MemoryFilter::default(), 100.0).unwrap();
 /// assert_eq!((hits[0].0.id.as_str(), hits[0].1), ("new", 1.0));
+/// ```
+///
+/// All three signals, for one user:
+///
+/// ```
+/// use std::sync::Arc;
+/// use sextant::retrieval::{InMemoryStore, MemoryEntry, MemoryFilter, ScoredMemoryRetriever};
+///
+/// let day = 86_400.0;
+/// let memory = ScoredMemoryRetriever::new(Arc::new(InMemoryStore::new()));
+/// memory.add_entry(MemoryEntry::new("m1", "ana", "preference", "Prefers charts of quarterly revenue", 0.9, 0.0)).unwrap();
+/// memory.add_entry(MemoryEntry::new("m2", "ana", "fact", "Works in the treasury team", 0.4, 9.0 * day)).unwrap();
+/// memory.add_entry(MemoryEntry::new("m3", "ben", "preference", "Prefers revenue tables", 0.9, 9.0 * day)).unwrap();
+///
+/// let ana = MemoryFilter::default().with_user("ana");
+/// let hits = memory.retrieve_at("show revenue", 2, &ana, 10.0 * day).unwrap();
+/// assert_eq!(hits[0].0.id, "m1"); // relevant and important, though older
+/// assert_eq!(hits.len(), 2);      // ben's memory is not ana's
 /// ```
 pub struct ScoredMemoryRetriever {
     store: Arc<dyn MemoryStore>,

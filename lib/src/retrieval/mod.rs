@@ -12,6 +12,11 @@
 //! stage takes any [`Reranker`]; and the engine itself is a [`Retriever`]
 //! ([`crate::search::Engine`]).
 //!
+//! Queries can be routed to named retrievers ([`RoutedRetriever`] with a [`Router`]), items
+//! of several modalities searched in one embedding space ([`SharedSpaceRetriever`]), and a
+//! user's remembered facts ranked by recency, relevance and importance
+//! ([`ScoredMemoryRetriever`], a [`Retriever`] through [`MemoryRetrieverAdapter`]).
+//!
 //! A hybrid of dense and BM25 retrieval over your own items:
 //!
 //! ```

@@ -5,23 +5,6 @@
 //! retriever for routes it does not know. Three routers come with the module: by keywords in
 //! the query text ([`KeywordRouter`]), by a closure ([`CallbackRouter`]) and by a metadata
 //! field the caller sets ([`MetadataRouter`]).
-//!
-//! ```
-//! use sextant::retrieval::{Bm25Retriever, ContextItem, KeywordRouter, Query, Retriever, RoutedRetriever};
-//!
-//! let filings = Bm25Retriever::index(vec![ContextItem::new("10-K", "Net sales by segment and region.")]);
-//! let news = Bm25Retriever::index(vec![ContextItem::new("wire", "Shares rose on strong sales news.")]);
-//! let router = KeywordRouter::new([("filings", vec!["10-K", "annual report"])], "news").unwrap();
-//! let routed = RoutedRetriever::new(
-//!     router,
-//!     vec![("filings", Box::new(filings) as Box<dyn Retriever>), ("news", Box::new(news))],
-//!     Some("news"),
-//! )
-//! .unwrap();
-//! let hits = routed.retrieve(&Query::new("sales in the 10-K"), 3).unwrap();
-//! assert_eq!(hits[0].id, "10-K");
-//! assert_eq!(hits[0].metadata["route"], "filings");
-//! ```
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -316,6 +299,25 @@ impl Router for MetadataRouter {
 /// // No default retriever: an unknown route is an error naming the known ones.
 /// let err = routed.retrieve(&Query::new("q").with_metadata("route", json!("c")), 1).unwrap_err();
 /// assert!(err.to_string().contains("known: a, b"), "{err}");
+/// ```
+///
+/// Keyword routing between a filings index and a news index:
+///
+/// ```
+/// use sextant::retrieval::{Bm25Retriever, ContextItem, KeywordRouter, Query, Retriever, RoutedRetriever};
+///
+/// let filings = Bm25Retriever::index(vec![ContextItem::new("10-K", "Net sales by segment and region.")]);
+/// let news = Bm25Retriever::index(vec![ContextItem::new("wire", "Shares rose on strong sales news.")]);
+/// let router = KeywordRouter::new([("filings", vec!["10-K", "annual report"])], "news").unwrap();
+/// let routed = RoutedRetriever::new(
+///     router,
+///     vec![("filings", Box::new(filings) as Box<dyn Retriever>), ("news", Box::new(news))],
+///     Some("news"),
+/// )
+/// .unwrap();
+/// let hits = routed.retrieve(&Query::new("sales in the 10-K"), 3).unwrap();
+/// assert_eq!(hits[0].id, "10-K");
+/// assert_eq!(hits[0].metadata["route"], "filings");
 /// ```
 pub struct RoutedRetriever {
     router: Box<dyn Router>,
