@@ -9,6 +9,8 @@
 //! composable library API, [`finance`] for the financial question routes, [`eval`] for BEIR-style evaluation and `api`
 //! (feature `api`, on by default) for the HTTP endpoints.
 
+#![warn(missing_docs)]
+
 #[cfg(feature = "api")]
 pub mod api;
 #[cfg(feature = "aws")]

@@ -87,7 +87,7 @@ pub enum Source {
     /// A retrieved document passage.
     #[default]
     Retrieval,
-    /// A remembered fact about a user or a conversation (from a `ScoredMemoryRetriever`).
+    /// A remembered fact about a user or a conversation ([`ScoredMemoryRetriever`](super::ScoredMemoryRetriever)).
     Memory,
 }
 

@@ -12,6 +12,11 @@
 //! stage takes any [`Reranker`]; and the engine itself is a [`Retriever`]
 //! ([`crate::search::Engine`]).
 //!
+//! Queries can be routed to named retrievers ([`RoutedRetriever`] with a [`Router`]), items
+//! of several modalities searched in one embedding space ([`SharedSpaceRetriever`]), and a
+//! user's remembered facts ranked by recency, relevance and importance
+//! ([`ScoredMemoryRetriever`], a [`Retriever`] through [`MemoryRetrieverAdapter`]).
+//!
 //! A hybrid of dense (the real MiniLM model) and BM25 retrieval over your own items, the
 //! README's example:
 //!
@@ -33,24 +38,32 @@
 //! # Ok::<(), sextant::Error>(())
 //! ```
 
+mod cross_modal;
 mod dense;
 mod engine;
 mod hybrid;
 mod item;
 mod late;
+mod memory;
 mod rerankers;
+mod routing;
 mod sparse;
 mod traits;
 
+pub use cross_modal::{Content, CrossModalEncoder, SharedSpaceRetriever};
 pub use dense::{normalize, AsyncDenseRetriever, DenseRetriever, Embed, FlatVectorStore, VectorStore};
 pub use engine::{engine_filter, EngineRetriever};
 pub use hybrid::{fuse_items, AsyncHybridRetriever, HybridRetriever};
 pub use item::{ContextItem, Metadata, Query, Source, DEFAULT_PRIORITY};
 pub use late::{maxsim, LateInteractionRetriever, LateInteractionScorer, MaxSimScorer, TokenScorer, DEFAULT_FIRST_STAGE_K, DEFAULT_TOKEN_CACHE};
+pub use memory::{
+    InMemoryStore, MemoryDecay, MemoryEntry, MemoryFilter, MemoryRetrieverAdapter, MemoryStore, ScoredMemoryRetriever, MEMORY_PRIORITY,
+};
 pub use rerankers::{
     rank_by_scores, AsyncCallbackReranker, AsyncScoreReranker, CallbackReranker, CrossEncoderReranker, RerankerPipeline, RoundRobinReranker,
     ScoreReranker,
 };
+pub use routing::{CallbackRouter, KeywordRouter, MetadataRouter, RoutedRetriever, Router, DEFAULT_ROUTE};
 pub use sparse::Bm25Retriever;
 pub use traits::{AsyncReranker, AsyncRetriever, BoxFuture, Reranker, Retriever, TokenLevelEncoder};
 
