@@ -57,6 +57,15 @@ impl<E: Embed + ?Sized> Embed for Arc<E> {
 }
 
 /// Scales `v` to unit length (a zero vector stays zero).
+///
+/// ```
+/// let mut v = vec![3.0, 4.0];
+/// sextant::retrieval::normalize(&mut v);
+/// assert_eq!(v, vec![0.6, 0.8]);
+/// let mut zero = vec![0.0, 0.0];
+/// sextant::retrieval::normalize(&mut zero);
+/// assert_eq!(zero, vec![0.0, 0.0]);
+/// ```
 pub fn normalize(v: &mut [f32]) {
     let norm = dot(v, v).sqrt();
     if norm > 0.0 && norm.is_finite() {

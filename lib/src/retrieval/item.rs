@@ -81,6 +81,13 @@ fn value_matches(want: &Value, have: &Value) -> bool {
 }
 
 /// Where an item came from; consumers packing a context window may treat sources apart.
+///
+/// ```
+/// use sextant::retrieval::{ContextItem, Source};
+///
+/// assert_eq!(ContextItem::new("a", "text").source, Source::Retrieval);
+/// assert_eq!(serde_json::to_string(&Source::Memory).unwrap(), "\"memory\"");
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Source {
