@@ -11,6 +11,7 @@ pub mod envelope;
 pub mod context;
 pub mod evidence;
 mod financial;
+pub mod fuzz;
 pub mod headers;
 pub mod keys;
 mod kb;
