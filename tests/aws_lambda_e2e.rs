@@ -211,6 +211,29 @@ fn functions_publish_cold_start_swap_refuse_limit_and_survive_a_store_outage() {
         assert_eq!(status, 200, "{body}");
         assert!(body["chunks"].as_array().unwrap().is_empty(), "v1 holds no Exxon documents: {body}");
 
+        // --- S3 unreachable at cold start: a 503 in the envelope, then service without a
+        // restart once S3 is back (the refresher retries the failed index).
+        let s3_proxy = SwitchProxy::start(s.seaweed.strip_prefix("http://").unwrap().to_string()).await;
+        s3_proxy.set_up(false);
+        let mut cold_env = s.function_env(&s3_proxy.url, &proxy.url);
+        cold_env.extend(env.iter().filter(|(k, _)| k.starts_with("SEXTANT_")).cloned());
+        let cold = Function::start("sextant-retrieve", &cold_env, logs.path()).await;
+        let question = json!({"query": "cross-border volume growth", "top_k": 3});
+        let (status, _, body) = cold.http("POST", "/v1/retrieve", Some("sx_dev"), Some(question.clone())).await;
+        assert_eq!(status, 503, "S3 down at cold start: {body}\n{}", cold.log());
+        assert_eq!(body["error"]["code"], "unavailable", "{body}");
+        let (status, _, body) = cold.http("GET", "/health", None, None).await;
+        assert_eq!(status, 503, "{body}");
+        s3_proxy.set_up(true);
+        let t = Instant::now();
+        while health_version(&cold).await.as_deref() != Some(v1_version.as_str()) {
+            assert!(t.elapsed() < Duration::from_secs(120), "the index was not loaded once S3 came back:\n{}", cold.log());
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+        let (status, _, body) = cold.http("POST", "/v1/retrieve", Some("sx_dev"), Some(question)).await;
+        assert_eq!(status, 200, "served after S3 came back, same process: {body}");
+        drop(cold);
+
         // A key scoped to another index cannot read this one.
         let (status, _, body) = retrieve.http("POST", "/v1/retrieve", Some(&scoped_key), Some(exxon.clone())).await;
         assert_eq!(status, 403, "{body}");
