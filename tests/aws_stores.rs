@@ -19,6 +19,7 @@ use sextant::storage::{Location, MemStore};
 use sextant::Error;
 use support::servers::{create_bucket, create_tables, s3_client, servers, unique};
 use support::switch_proxy::SwitchProxy;
+use support::throttle_proxy::ThrottleProxy;
 
 /// A small real index (three Exxon documents of the demo corpus), saved into memory.
 fn small_index() -> MemStore {
@@ -296,6 +297,41 @@ fn an_unreachable_dynamodb_fails_closed_quickly_and_recovers() {
         assert!(store.find(&rec.hash).await.is_err());
         assert!(t.elapsed() < std::time::Duration::from_secs(20), "failing took {:?}", t.elapsed());
         proxy.set_up(true);
+        assert!(matches!(store.count(&rec, &plan, 1_002).await.unwrap(), RateDecision::Allowed { remaining: 58, .. }));
+    });
+}
+
+#[test]
+fn dynamodb_throttling_is_retried_with_backoff_then_fails_closed() {
+    let s = servers();
+    rt().block_on(async {
+        let proxy = ThrottleProxy::start(s.moto.strip_prefix("http://").unwrap().to_string()).await;
+        // The production retry policy (sextant::cloud::sdk_config reads the rest from the
+        // environment, which parallel tests cannot share).
+        let config = s.config(&proxy.url).await.to_builder().retry_config(sextant::cloud::retry_config()).build();
+        let (keys_table, rate_table) = (unique("keys"), unique("rate"));
+        create_tables(&config, &keys_table, &rate_table).await;
+        let store = DynamoKeyStore::new(&config, keys_table, Some(rate_table));
+        let rec = create_key(&store, "sx_throttled", "acme", "free", vec!["*".into()]).await.unwrap();
+        let plan = Plan::builtin().remove(0);
+
+        // Two throttled answers, then the third attempt goes through: the caller sees success.
+        proxy.throttle_next(2);
+        assert_eq!(store.find(&rec.hash).await.unwrap(), Some(rec.clone()));
+        assert_eq!(proxy.throttled(), 2, "both throttled attempts were retried");
+        proxy.throttle_next(2);
+        assert!(matches!(store.count(&rec, &plan, 1_000).await.unwrap(), RateDecision::Allowed { .. }));
+        assert_eq!(proxy.throttled(), 4);
+
+        // Throttled throughout: three attempts, then a store error (the API's 503).
+        proxy.throttle_all();
+        let e = store.count(&rec, &plan, 1_001).await.unwrap_err();
+        assert!(matches!(e, Error::Storage { .. }), "{e}");
+        assert!(e.to_string().contains("Throttling"), "the cause is named: {e}");
+        assert_eq!(proxy.throttled(), 4 + 3, "three attempts in all");
+
+        // Throughput back: requests pass again, and the refused one was not counted.
+        proxy.throttle_next(0);
         assert!(matches!(store.count(&rec, &plan, 1_002).await.unwrap(), RateDecision::Allowed { remaining: 58, .. }));
     });
 }

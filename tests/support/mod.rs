@@ -4,3 +4,4 @@
 pub mod runtime_api;
 pub mod servers;
 pub mod switch_proxy;
+pub mod throttle_proxy;

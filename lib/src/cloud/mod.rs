@@ -24,6 +24,12 @@ pub use s3::S3Store;
 use crate::api::keys::{KeyStore, LocalKeyStore};
 use crate::error::{Error, Result};
 
+/// The retry policy of every AWS call: the SDK's standard mode (exponential backoff with
+/// jitter; throttling and transient errors retried), 3 attempts in all.
+pub fn retry_config() -> RetryConfig {
+    RetryConfig::standard().with_max_attempts(3)
+}
+
 /// Loads the shared SDK configuration from the environment, with timeouts short enough
 /// that an unreachable store fails a request quickly instead of hanging it: 2 s to
 /// connect, 10 s per attempt (`SEXTANT_AWS_ATTEMPT_TIMEOUT_SECS` overrides), 3 attempts
@@ -34,7 +40,7 @@ pub async fn sdk_config() -> SdkConfig {
         .connect_timeout(Duration::from_secs(2))
         .operation_attempt_timeout(Duration::from_secs_f64(attempt))
         .build();
-    aws_config::defaults(BehaviorVersion::latest()).timeout_config(timeouts).retry_config(RetryConfig::standard().with_max_attempts(3)).load().await
+    aws_config::defaults(BehaviorVersion::latest()).timeout_config(timeouts).retry_config(retry_config()).load().await
 }
 
 /// Whether an endpoint override is set for `service` (`S3`, `DYNAMODB`): then S3 is
