@@ -177,3 +177,70 @@ fn lambda_http_panics_on_an_invalid_domain_name() {
     assert!(std::panic::catch_unwind(|| lambda_http::request::from_str(&bad)).is_err());
     assert!(lambda_http::request::from_str(&text).is_ok(), "the untouched event converts");
 }
+
+/// The dense path, held at a gate: it says when a search reached it and waits to be let go.
+struct GatedDense {
+    inner: sextant::search::DensePath,
+    reached: std::sync::mpsc::SyncSender<()>,
+    gate: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
+}
+
+impl sextant::search::PathRetriever for GatedDense {
+    fn path(&self) -> sextant::search::Path {
+        sextant::search::Path::Dense
+    }
+    fn retrieve(&self, q: &sextant::search::PreparedQuery, allowed: Option<&sextant::index::Bitset>, k: usize) -> sextant::Result<Vec<sextant::search::PathHit>> {
+        self.reached.send(()).unwrap();
+        self.gate.lock().unwrap().recv().unwrap();
+        self.inner.retrieve(q, allowed, k)
+    }
+}
+
+/// Counts its calls; keeps the fused order.
+struct CountingReranker(Arc<std::sync::atomic::AtomicUsize>);
+
+impl sextant::retrieval::Reranker for CountingReranker {
+    fn rerank(&self, _q: &sextant::retrieval::Query, items: Vec<sextant::retrieval::ContextItem>, k: usize) -> sextant::Result<Vec<sextant::retrieval::ContextItem>> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(items.into_iter().take(k).collect())
+    }
+}
+
+/// A request whose client goes away mid-search stops its search at the next stage: the
+/// rerank (the costliest stage) never runs. The same request left alone is reranked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_cancelled_mid_flight_leaves_no_work_behind() {
+    use sextant::search::PathRetriever as _;
+    let models = ModelSet::under(&default_model_dir());
+    let index = Arc::new(test_index());
+    for cancel in [false, true] {
+        let (reached_tx, reached_rx) = std::sync::mpsc::sync_channel(1);
+        let (gate_tx, gate_rx) = std::sync::mpsc::channel();
+        let reranks = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let gated = GatedDense { inner: sextant::search::DensePath(index.clone()), reached: reached_tx, gate: std::sync::Mutex::new(gate_rx) };
+        let _ = gated.path();
+        let engine = open_engine(index.clone(), &models).unwrap().with_retriever(Box::new(gated)).with_reranker(Some(Arc::new(CountingReranker(reranks.clone()))));
+        let app = app_with(engine, "pro");
+        let req = axum::http::Request::post("/v1/search")
+            .header("content-type", "application/json")
+            .header("authorization", "Bearer sx_dev")
+            .body(axum::body::Body::from(serde_json::json!({"query": "share repurchase program", "limit": 5}).to_string()))
+            .unwrap();
+        let call = tokio::spawn(app.oneshot(req));
+        tokio::task::spawn_blocking(move || reached_rx.recv().unwrap()).await.unwrap();
+        if cancel {
+            // The client disconnects: the server drops the request's future.
+            call.abort();
+            assert!(call.await.unwrap_err().is_cancelled());
+            gate_tx.send(()).unwrap();
+            // The search thread resumes, sees the cancellation before fusion and stops.
+            tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+            assert_eq!(reranks.load(std::sync::atomic::Ordering::SeqCst), 0, "no rerank after the client left");
+        } else {
+            gate_tx.send(()).unwrap();
+            let resp = call.await.unwrap().unwrap();
+            assert_eq!(resp.status().as_u16(), 200);
+            assert_eq!(reranks.load(std::sync::atomic::Ordering::SeqCst), 1, "the request left alone is reranked");
+        }
+    }
+}

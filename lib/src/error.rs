@@ -58,6 +58,9 @@ pub enum Error {
     /// Every retrieval path failed for a query.
     #[error("all retrieval paths failed: {0}")]
     AllPathsFailed(String),
+    /// The caller went away; the work stopped before this stage.
+    #[error("cancelled before {0}: the caller went away")]
+    Cancelled(String),
     /// A retrieval path or reranker failed.
     #[error("{component} failed: {reason}")]
     Component {

@@ -48,6 +48,8 @@ fn var(k: &str) -> Option<String> {
     std::env::var(k).ok().filter(|v| !v.trim().is_empty())
 }
 
+/// `k` as a number of seconds (default `default`); only the AWS backends have timings to set.
+#[cfg(feature = "aws")]
 fn secs(k: &str, default: u64) -> Result<std::time::Duration> {
     match var(k) {
         None => Ok(std::time::Duration::from_secs(default)),

@@ -101,11 +101,17 @@ impl ApiError {
 }
 
 impl From<crate::Error> for ApiError {
-    /// Invalid arguments become a 400 naming the field; anything else is logged and
-    /// becomes a bare 500.
+    /// Invalid arguments become a 400 naming the field; a search cancelled because the
+    /// client went away a 499 (nginx's "client closed request", which nobody reads); anything
+    /// else is logged and becomes a bare 500.
     fn from(e: crate::Error) -> Self {
         match e {
             crate::Error::InvalidArgument { field, reason } => ApiError::invalid(field, reason),
+            crate::Error::Cancelled(stage) => {
+                tracing::info!(stage = %stage, "search cancelled: the client went away");
+                let status = axum::http::StatusCode::from_u16(499).expect("499 is a valid status code");
+                ApiError::new(status, "cancelled", format!("the client went away before {stage}"))
+            }
             other => {
                 tracing::error!(error = %other, "request failed");
                 ApiError::internal()

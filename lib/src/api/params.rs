@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::envelope::ApiError;
 use crate::index::Index;
-use crate::search::{Engine, Recency, SearchOutcome, SearchRequest};
+use crate::search::{CancelFlag, CancelOnDrop, Engine, Recency, SearchOutcome, SearchRequest};
 
 /// The most results any request may ask for (plans clamp further).
 pub const MAX_RESULTS: i64 = 50;
@@ -52,7 +52,14 @@ pub fn default_recency() -> Recency {
 }
 
 /// Runs `search` on the blocking pool (it is CPU-bound), so the runtime keeps serving.
+/// When the request's future is dropped first (the client went away), the search is
+/// cancelled and stops at its next stage.
 pub async fn run_search(engine: &Arc<Engine>, search: &SearchRequest) -> Result<SearchOutcome, ApiError> {
-    let (engine, search) = (engine.clone(), search.clone());
-    Ok(tokio::task::spawn_blocking(move || engine.search(&search)).await.map_err(|_| ApiError::internal())??)
+    let (engine, mut search) = (engine.clone(), search.clone());
+    let flag = CancelFlag::default();
+    search.cancel = Some(flag.clone());
+    let guard = CancelOnDrop::new(flag);
+    let out = tokio::task::spawn_blocking(move || engine.search(&search)).await.map_err(|_| ApiError::internal())?;
+    guard.disarm();
+    Ok(out?)
 }

@@ -10,6 +10,7 @@ use super::adaptive::{adaptive_weights, confidence};
 use super::dates::days_from_iso_date;
 use super::fusion::{rrf_fuse, DEFAULT_RRF_K};
 use crate::retrieval::{ContextItem, Query, Reranker};
+use super::cancel::CancelFlag;
 use super::retrieve::{Bm25Path, DensePath, Path, PathHit, PathRetriever, PreparedQuery, SpladePath};
 use crate::encode::{DenseEncoder, SparseEncoder};
 use crate::error::{Error, Result};
@@ -102,6 +103,9 @@ pub struct SearchRequest {
     /// Only documents whose ordinal is in this set (on top of `filter`): for conditions the
     /// [`Filter`] struct cannot express, evaluated once per document by the caller.
     pub documents: Option<Arc<Bitset>>,
+    /// Set when the caller has gone away: the search stops at its next stage boundary
+    /// with [`Error::Cancelled`].
+    pub cancel: Option<CancelFlag>,
 }
 
 impl SearchRequest {
@@ -120,6 +124,7 @@ impl SearchRequest {
             max_per_document: None,
             min_dense_similarity: None,
             documents: None,
+            cancel: None,
         }
     }
 }
@@ -382,6 +387,8 @@ impl Engine {
         if req.paths.is_empty() {
             return Err(Error::invalid("paths", "at least one retrieval path is needed"));
         }
+        let checkpoint = |stage: &str| req.cancel.as_ref().map_or(Ok(()), |c| c.check(stage));
+        checkpoint("retrieval")?;
         let mut timings = StageTimings::default();
         let allowed = match &req.documents {
             None => self.index.allowed(&req.filter),
@@ -428,6 +435,7 @@ impl Engine {
             return Err(Error::AllPathsFailed(why));
         }
 
+        checkpoint("fusion")?;
         let t = Instant::now();
         let ids: Vec<Vec<u32>> = lists.iter().map(|l| l.iter().map(|h| h.0).collect()).collect();
         let base: Vec<f32> = used_paths.iter().map(|&p| req.fusion.weight(p)).collect();
@@ -461,6 +469,9 @@ impl Engine {
             .collect();
         timings.fuse_ms = ms(t);
 
+        if req.rerank && self.reranker.is_some() {
+            checkpoint("rerank")?;
+        }
         let t = Instant::now();
         let rerank = self.rerank(req, &mut hits);
         timings.rerank_ms = ms(t);

@@ -217,3 +217,14 @@ fn invalid_requests_name_the_field() {
         }
     }
 }
+
+#[test]
+fn a_cancelled_search_stops_with_the_stage_it_did_not_run() {
+    let mut req = SearchRequest::new("net sales", 3);
+    let flag = super::CancelFlag::default();
+    req.cancel = Some(flag.clone());
+    assert!(engine().search(&req).is_ok(), "not cancelled: searched");
+    flag.cancel();
+    let err = engine().search(&req).unwrap_err();
+    assert!(matches!(err, Error::Cancelled(ref stage) if stage == "retrieval"), "{err}");
+}

@@ -2,12 +2,14 @@
 //! RRF, rerank, boost recent documents, diversify.
 
 mod adaptive;
+mod cancel;
 mod dates;
 mod engine;
 mod fusion;
 mod retrieve;
 
 pub use adaptive::{adaptive_weights, confidence};
+pub use cancel::{CancelFlag, CancelOnDrop};
 pub use dates::days_from_iso_date;
 pub use engine::{
     open_engine, Diagnostics, Engine, LoadedModels, FusionConfig, Hit, PathRank, Recency, RerankStatus, SearchOutcome, SearchRequest, StageTimings,
