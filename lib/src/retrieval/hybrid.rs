@@ -82,29 +82,56 @@ fn fuse_outcomes(outcomes: Vec<Result<Vec<ContextItem>>>, weights: Option<&[f32]
     fuse_items(&lists, Some(&kept_weights), k, Some(top_k))
 }
 
-/// Fusion settings shared by the blocking and async hybrids.
-#[derive(Debug, Clone)]
-struct FusionSettings {
+/// Retrievers fused with Reciprocal Rank Fusion ([`fuse_items`]): `R` is `dyn Retriever`
+/// ([`HybridRetriever`]) or `dyn AsyncRetriever` ([`AsyncHybridRetriever`]); the two share
+/// this one set of settings and builders.
+///
+/// Every retriever is asked for `max(candidates, top_k)` items (default `top_k`). A
+/// retriever that fails is skipped (logged) and the others are fused with their own
+/// weights; only when all fail is the search an error ([`Error::AllPathsFailed`], naming
+/// each failure).
+pub struct Hybrid<R: ?Sized> {
+    retrievers: Vec<Box<R>>,
     weights: Option<Vec<f32>>,
     k: f32,
     candidates: Option<usize>,
 }
 
-impl FusionSettings {
-    fn new() -> Self {
-        FusionSettings { weights: None, k: DEFAULT_RRF_K, candidates: None }
+impl<R: ?Sized> Hybrid<R> {
+    /// Fuses `retrievers` with equal weights and `k = 60`; at least one is needed.
+    pub fn new(retrievers: Vec<Box<R>>) -> Result<Self> {
+        if retrievers.is_empty() {
+            return Err(Error::invalid("retrievers", "at least one retriever is needed"));
+        }
+        Ok(Hybrid { retrievers, weights: None, k: DEFAULT_RRF_K, candidates: None })
     }
+
+    /// One weight per retriever, in order (0 removes a retriever's contribution).
+    pub fn with_weights(mut self, weights: Vec<f32>) -> Result<Self> {
+        check_rrf_params(Some(&weights), self.retrievers.len(), self.k)?;
+        self.weights = Some(weights);
+        Ok(self)
+    }
+
+    /// The RRF constant `k`.
+    pub fn with_k(mut self, k: f32) -> Result<Self> {
+        check_rrf_params(None, 0, k)?;
+        self.k = k;
+        Ok(self)
+    }
+
+    /// How deep to ask each retriever (at least `top_k`).
+    pub fn with_candidates(mut self, candidates: usize) -> Self {
+        self.candidates = Some(candidates);
+        self
+    }
+
     fn depth(&self, top_k: usize) -> usize {
         self.candidates.map_or(top_k, |c| c.max(top_k))
     }
 }
 
-/// Combines retrievers with Reciprocal Rank Fusion ([`fuse_items`]).
-///
-/// Every retriever is asked for `max(candidates, top_k)` items (default `top_k`), in
-/// parallel. A retriever that fails is skipped (logged) and the others are fused with their
-/// own weights; only when all fail is the search an error
-/// ([`Error::AllPathsFailed`], naming each failure).
+/// Blocking retrievers fused with RRF; they run in parallel (see [`Hybrid`]).
 ///
 /// ```
 /// use sextant::retrieval::{Bm25Retriever, ContextItem, DenseRetriever, HybridRetriever, Query, Retriever};
@@ -121,52 +148,19 @@ impl FusionSettings {
 /// let hits = hybrid.retrieve(&Query::new("cat"), 1).unwrap();
 /// assert_eq!(hits[0].id, "cat");
 /// ```
-pub struct HybridRetriever {
-    retrievers: Vec<Box<dyn Retriever>>,
-    settings: FusionSettings,
-}
-
-impl HybridRetriever {
-    /// Fuses `retrievers` with equal weights and `k = 60`; at least one is needed.
-    pub fn new(retrievers: Vec<Box<dyn Retriever>>) -> Result<Self> {
-        if retrievers.is_empty() {
-            return Err(Error::invalid("retrievers", "at least one retriever is needed"));
-        }
-        Ok(HybridRetriever { retrievers, settings: FusionSettings::new() })
-    }
-
-    /// One weight per retriever, in order (0 removes a retriever's contribution).
-    pub fn with_weights(mut self, weights: Vec<f32>) -> Result<Self> {
-        check_rrf_params(Some(&weights), self.retrievers.len(), self.settings.k)?;
-        self.settings.weights = Some(weights);
-        Ok(self)
-    }
-
-    /// The RRF constant `k`.
-    pub fn with_k(mut self, k: f32) -> Result<Self> {
-        check_rrf_params(None, 0, k)?;
-        self.settings.k = k;
-        Ok(self)
-    }
-
-    /// How deep to ask each retriever (at least `top_k`).
-    pub fn with_candidates(mut self, candidates: usize) -> Self {
-        self.settings.candidates = Some(candidates);
-        self
-    }
-}
+pub type HybridRetriever = Hybrid<dyn Retriever>;
 
 impl Retriever for HybridRetriever {
     fn retrieve(&self, query: &Query, top_k: usize) -> Result<Vec<ContextItem>> {
-        let depth = self.settings.depth(top_k);
+        let depth = self.depth(top_k);
         let outcomes: Vec<_> = self.retrievers.par_iter().map(|r| r.retrieve(query, depth)).collect();
-        fuse_outcomes(outcomes, self.settings.weights.as_deref(), self.settings.k, top_k)
+        fuse_outcomes(outcomes, self.weights.as_deref(), self.k, top_k)
     }
 }
 
-/// The async [`HybridRetriever`]: fans out to every retriever concurrently and fuses with
-/// RRF, skipping failures the same way. Blocking retrievers take part too (every
-/// [`Retriever`] is an [`AsyncRetriever`]).
+/// Async retrievers fused with RRF: one concurrent fan-out, failures skipped the same way
+/// (see [`Hybrid`]). Blocking retrievers take part too (every [`Retriever`] is an
+/// [`AsyncRetriever`]).
 ///
 /// ```
 /// use sextant::retrieval::{AsyncDenseRetriever, AsyncHybridRetriever, AsyncRetriever, Bm25Retriever, ContextItem, Query};
@@ -182,47 +176,14 @@ impl Retriever for HybridRetriever {
 ///     assert_eq!(hybrid.aretrieve(&Query::new("dog"), 1).await.unwrap()[0].id, "dog");
 /// });
 /// ```
-pub struct AsyncHybridRetriever {
-    retrievers: Vec<Box<dyn AsyncRetriever>>,
-    settings: FusionSettings,
-}
-
-impl AsyncHybridRetriever {
-    /// Fuses `retrievers` with equal weights and `k = 60`; at least one is needed.
-    pub fn new(retrievers: Vec<Box<dyn AsyncRetriever>>) -> Result<Self> {
-        if retrievers.is_empty() {
-            return Err(Error::invalid("retrievers", "at least one retriever is needed"));
-        }
-        Ok(AsyncHybridRetriever { retrievers, settings: FusionSettings::new() })
-    }
-
-    /// One weight per retriever, in order (0 removes a retriever's contribution).
-    pub fn with_weights(mut self, weights: Vec<f32>) -> Result<Self> {
-        check_rrf_params(Some(&weights), self.retrievers.len(), self.settings.k)?;
-        self.settings.weights = Some(weights);
-        Ok(self)
-    }
-
-    /// The RRF constant `k`.
-    pub fn with_k(mut self, k: f32) -> Result<Self> {
-        check_rrf_params(None, 0, k)?;
-        self.settings.k = k;
-        Ok(self)
-    }
-
-    /// How deep to ask each retriever (at least `top_k`).
-    pub fn with_candidates(mut self, candidates: usize) -> Self {
-        self.settings.candidates = Some(candidates);
-        self
-    }
-}
+pub type AsyncHybridRetriever = Hybrid<dyn AsyncRetriever>;
 
 impl AsyncRetriever for AsyncHybridRetriever {
     fn aretrieve<'a>(&'a self, query: &'a Query, top_k: usize) -> BoxFuture<'a, Result<Vec<ContextItem>>> {
         Box::pin(async move {
-            let depth = self.settings.depth(top_k);
+            let depth = self.depth(top_k);
             let outcomes = futures_util::future::join_all(self.retrievers.iter().map(|r| r.aretrieve(query, depth))).await;
-            fuse_outcomes(outcomes, self.settings.weights.as_deref(), self.settings.k, top_k)
+            fuse_outcomes(outcomes, self.weights.as_deref(), self.k, top_k)
         })
     }
 }

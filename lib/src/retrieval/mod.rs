@@ -53,7 +53,7 @@ mod traits;
 pub use cross_modal::{Content, CrossModalEncoder, SharedSpaceRetriever};
 pub use dense::{normalize, AsyncDenseRetriever, DenseRetriever, Embed, FlatVectorStore, VectorStore};
 pub use engine::{engine_filter, EngineRetriever};
-pub use hybrid::{fuse_items, AsyncHybridRetriever, HybridRetriever};
+pub use hybrid::{fuse_items, AsyncHybridRetriever, Hybrid, HybridRetriever};
 pub use item::{ContextItem, Metadata, Query, Source, DEFAULT_PRIORITY};
 pub use late::{maxsim, LateInteractionRetriever, LateInteractionScorer, MaxSimScorer, TokenScorer, DEFAULT_FIRST_STAGE_K, DEFAULT_TOKEN_CACHE};
 pub use memory::{
