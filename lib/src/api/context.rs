@@ -128,9 +128,12 @@ pub async fn from_env() -> Result<Context> {
     let locations = index_locations()?;
     let keys = key_store_from_env().await?;
     let models = models_from_env().await?;
+    // Only S3 indexes have versions to report or can fail to load and be retried.
+    #[cfg_attr(not(feature = "aws"), allow(unused_mut))]
     let mut versions: Vec<(String, String)> = Vec::new();
     let mut engines = Engines::new();
     let mut first = None;
+    #[cfg_attr(not(feature = "aws"), allow(unused_mut))]
     let mut failures: Vec<String> = Vec::new();
     #[cfg(feature = "aws")]
     let mut watched: Vec<(String, crate::cloud::versions::VersionedIndex, String)> = Vec::new();
