@@ -207,40 +207,57 @@ impl sextant::retrieval::Reranker for CountingReranker {
 }
 
 /// A request whose client goes away mid-search stops its search at the next stage: the
-/// rerank (the costliest stage) never runs. The same request left alone is reranked.
+/// rerank (the costliest stage) never runs. The same request left alone is reranked. For
+/// `/v1/search` and for the narrative searches of `/v1/context`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_cancelled_mid_flight_leaves_no_work_behind() {
     use sextant::search::PathRetriever as _;
     let models = ModelSet::under(&default_model_dir());
     let index = Arc::new(test_index());
-    for cancel in [false, true] {
-        let (reached_tx, reached_rx) = std::sync::mpsc::sync_channel(1);
-        let (gate_tx, gate_rx) = std::sync::mpsc::channel();
-        let reranks = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let gated = GatedDense { inner: sextant::search::DensePath(index.clone()), reached: reached_tx, gate: std::sync::Mutex::new(gate_rx) };
-        let _ = gated.path();
-        let engine = open_engine(index.clone(), &models).unwrap().with_retriever(Box::new(gated)).with_reranker(Some(Arc::new(CountingReranker(reranks.clone()))));
-        let app = app_with(engine, "pro");
-        let req = axum::http::Request::post("/v1/search")
-            .header("content-type", "application/json")
-            .header("authorization", "Bearer sx_dev")
-            .body(axum::body::Body::from(serde_json::json!({"query": "share repurchase program", "limit": 5}).to_string()))
+    let requests = [
+        ("/v1/search", serde_json::json!({"query": "share repurchase program", "limit": 5})),
+        ("/v1/context", serde_json::json!({"question": "What risks do the filings describe about competition?", "route": "narrative"})),
+    ];
+    for (path, body) in requests {
+        for cancel in [false, true] {
+            let (reached_tx, reached_rx) = std::sync::mpsc::sync_channel(16);
+            let (gate_tx, gate_rx) = std::sync::mpsc::channel();
+            let reranks = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let gated = GatedDense { inner: sextant::search::DensePath(index.clone()), reached: reached_tx, gate: std::sync::Mutex::new(gate_rx) };
+            let _ = gated.path();
+            let engine = open_engine(index.clone(), &models).unwrap().with_retriever(Box::new(gated)).with_reranker(Some(Arc::new(CountingReranker(reranks.clone()))));
+            let app = app_with(engine, "pro");
+            let req = axum::http::Request::post(path)
+                .header("content-type", "application/json")
+                .header("authorization", "Bearer sx_dev")
+                .body(axum::body::Body::from(body.to_string()))
+                .unwrap();
+            let call = tokio::spawn(app.oneshot(req));
+            let reached = tokio::task::spawn_blocking(move || {
+                reached_rx.recv().unwrap();
+                reached_rx
+            })
+            .await
             .unwrap();
-        let call = tokio::spawn(app.oneshot(req));
-        tokio::task::spawn_blocking(move || reached_rx.recv().unwrap()).await.unwrap();
-        if cancel {
-            // The client disconnects: the server drops the request's future.
-            call.abort();
-            assert!(call.await.unwrap_err().is_cancelled());
-            gate_tx.send(()).unwrap();
-            // The search thread resumes, sees the cancellation before fusion and stops.
-            tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
-            assert_eq!(reranks.load(std::sync::atomic::Ordering::SeqCst), 0, "no rerank after the client left");
-        } else {
-            gate_tx.send(()).unwrap();
-            let resp = call.await.unwrap().unwrap();
-            assert_eq!(resp.status().as_u16(), 200);
-            assert_eq!(reranks.load(std::sync::atomic::Ordering::SeqCst), 1, "the request left alone is reranked");
+            if cancel {
+                // The client disconnects: the server drops the request's future.
+                call.abort();
+                assert!(call.await.unwrap_err().is_cancelled());
+                gate_tx.send(()).unwrap();
+                // The search thread resumes, sees the cancellation before fusion and stops;
+                // no further search starts.
+                tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+                assert_eq!(reranks.load(std::sync::atomic::Ordering::SeqCst), 0, "{path}: no rerank after the client left");
+                assert!(reached.try_recv().is_err(), "{path}: no search started after the client left");
+            } else {
+                // Let every search through (the narrative runs one per company and year).
+                for _ in 0..16 {
+                    let _ = gate_tx.send(());
+                }
+                let resp = call.await.unwrap().unwrap();
+                assert_eq!(resp.status().as_u16(), 200, "{path}");
+                assert!(reranks.load(std::sync::atomic::Ordering::SeqCst) >= 1, "{path}: the request left alone is reranked");
+            }
         }
     }
 }

@@ -327,6 +327,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 hints: sextant::finance::Hints { route, ..Default::default() },
                 top_k,
                 guardrails: Default::default(),
+                cancel: None,
             };
             let index = engine.index();
             let context = sextant::finance::build_context(&index.facts, index.companies(), Some(&engine), &req)?;

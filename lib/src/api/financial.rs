@@ -127,7 +127,7 @@ fn plan(body: &ContextBody, companies: &crate::finance::Companies, plan_max: usi
         let names: Vec<&str> = Route::ALL.iter().map(|r| r.name()).collect();
         hints.route = Some(Route::parse(r.trim()).ok_or_else(|| ApiError::invalid("route", format!("must be one of {}, got {r:?}", names.join(", "))))?);
     }
-    Ok(ContextRequest { question: body.question.trim().to_string(), hints, top_k, guardrails: Guardrails::default() })
+    Ok(ContextRequest { question: body.question.trim().to_string(), hints, top_k, guardrails: Guardrails::default(), cancel: None })
 }
 
 /// The handler.
@@ -141,15 +141,21 @@ pub(crate) async fn handle(
     let t = std::time::Instant::now();
     let body: ContextBody = json_body(&headers, &body, state.config.max_body_bytes)?;
     let engine = state.engine_for(&caller, &state.config.default_index)?;
-    let req = plan(&body, engine.index().companies(), caller.plan.max_top_k, state.config.max_query_chars)?;
+    let mut req = plan(&body, engine.index().companies(), caller.plan.max_top_k, state.config.max_query_chars)?;
     let top_k = req.top_k;
     let e = engine.clone();
+    // The client going away drops this future, and the guard cancels the searches.
+    let flag = crate::search::CancelFlag::default();
+    req.cancel = Some(flag.clone());
+    let guard = crate::search::CancelOnDrop::new(flag);
     let context = tokio::task::spawn_blocking(move || {
         let index = e.index().clone();
         build_context(&index.facts, index.companies(), Some(&e), &req)
     })
     .await
-    .map_err(|_| ApiError::internal())??;
+    .map_err(|_| ApiError::internal())?;
+    guard.disarm();
+    let context = context?;
     let index = engine.index();
     let (consolidated, dimensional) = index.facts.len();
     Ok(Json(ContextResponse {

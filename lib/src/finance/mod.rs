@@ -101,6 +101,8 @@ pub struct ContextRequest {
     pub top_k: usize,
     /// Guardrail settings.
     pub guardrails: Guardrails,
+    /// Set when the caller has gone away: the narrative searches stop at their next stage.
+    pub cancel: Option<crate::search::CancelFlag>,
 }
 
 /// Builds the context for `req` from `facts` and (for passages) `engine`.
@@ -236,7 +238,7 @@ pub fn build_context(facts: &FactStore, companies: &Companies, engine: Option<&E
                 if years.len() > MAX_NARRATIVE_YEARS {
                     years = years.split_off(years.len() - MAX_NARRATIVE_YEARS);
                 }
-                let n = narrative::narrative(engine, &req.question, &c.tickers, &years, req.top_k, &req.guardrails)?;
+                let n = narrative::narrative(engine, &req.question, &c.tickers, &years, req.top_k, &req.guardrails, req.cancel.as_ref())?;
                 guard_actions.extend(n.actions);
                 let rerank: Vec<f32> = n.passages.iter().filter_map(|p| p.rerank_score).collect();
                 let sims: Vec<f32> = n.passages.iter().map(|p| p.similarity).collect();
@@ -350,7 +352,7 @@ mod tests {
 
     fn ask(question: &str) -> Context {
         let (store, companies) = facts();
-        let req = ContextRequest { question: question.into(), hints: Hints::default(), top_k: 10, guardrails: Guardrails::default() };
+        let req = ContextRequest { question: question.into(), hints: Hints::default(), top_k: 10, guardrails: Guardrails::default(), cancel: None };
         build_context(store, companies, None, &req).unwrap()
     }
 

@@ -74,8 +74,16 @@ pub struct Narrative {
 }
 
 /// Searches `engine` for `question` per (ticker, year) pair and applies `guard`, keeping
-/// `top_k` passages shared fairly across `tickers`.
-pub fn narrative(engine: &Engine, question: &str, tickers: &[String], years: &[i32], top_k: usize, guard: &Guardrails) -> Result<Narrative> {
+/// `top_k` passages shared fairly across `tickers`. Every search carries `cancel`.
+pub fn narrative(
+    engine: &Engine,
+    question: &str,
+    tickers: &[String],
+    years: &[i32],
+    top_k: usize,
+    guard: &Guardrails,
+    cancel: Option<&crate::search::CancelFlag>,
+) -> Result<Narrative> {
     let index = engine.index();
     let query_vec = engine.dense_encoder().embed(question)?;
     let ticker_list: Vec<Option<&String>> = if tickers.is_empty() { vec![None] } else { tickers.iter().map(Some).collect() };
@@ -86,6 +94,7 @@ pub fn narrative(engine: &Engine, question: &str, tickers: &[String], years: &[i
     for t in &ticker_list {
         let search = |years: Vec<i32>| -> Result<Vec<crate::search::Hit>> {
             let mut req = SearchRequest::new(question, guard.candidates_per_search);
+            req.cancel = cancel.cloned();
             req.filter = Filter {
                 tickers: t.map(|t| vec![t.clone()]).unwrap_or_default(),
                 years,
