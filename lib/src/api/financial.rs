@@ -144,18 +144,12 @@ pub(crate) async fn handle(
     let mut req = plan(&body, engine.index().companies(), caller.plan.max_top_k, state.config.max_query_chars)?;
     let top_k = req.top_k;
     let e = engine.clone();
-    // The client going away drops this future, and the guard cancels the searches.
-    let flag = crate::search::CancelFlag::default();
-    req.cancel = Some(flag.clone());
-    let guard = crate::search::CancelOnDrop::new(flag);
-    let context = tokio::task::spawn_blocking(move || {
+    let context = super::params::run_cancellable(move |flag| {
+        req.cancel = Some(flag);
         let index = e.index().clone();
         build_context(&index.facts, index.companies(), Some(&e), &req)
     })
-    .await
-    .map_err(|_| ApiError::internal())?;
-    guard.disarm();
-    let context = context?;
+    .await??;
     let index = engine.index();
     let (consolidated, dimensional) = index.facts.len();
     Ok(Json(ContextResponse {

@@ -22,7 +22,7 @@ use crate::encode::{default_model_dir, DenseEncoder, ModelSet, SparseEncoder};
 use crate::index::format::{sha256_hex, FileEntry, ModelRef};
 use crate::index::{Bm25Params, BuildOptions, Index};
 use crate::search::Engine;
-use crate::storage::{MemStore, Storage};
+use crate::storage::{Blob, MemStore};
 
 /// The key the harness's requests carry.
 pub const KEY: &str = "sx_fuzz_key";
@@ -37,6 +37,7 @@ pub struct Harness {
     rt: tokio::runtime::Runtime,
     manifest: crate::index::Manifest,
     files: Vec<(String, Vec<u8>)>,
+    documents: Vec<Document>,
     names: BTreeMap<String, String>,
 }
 
@@ -87,6 +88,7 @@ impl Harness {
         let manifest = index.save(&store)?;
         let files = store.objects().into_iter().map(|(k, v)| (k, v.as_ref().clone())).collect();
         let names = super::search::company_names(&index);
+        let documents = index.documents.clone();
         let engine = Engine::new(Arc::new(index), Arc::new(dense), Arc::new(sparse), None);
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| crate::Error::Inference(format!("fuzz runtime: {e}")))?;
         let keys = LocalKeyStore::in_memory();
@@ -95,7 +97,7 @@ impl Harness {
         keys.add(KEY, "fuzz", "fuzz", vec!["*".into()])?;
         let state = AppState::new(Arc::new(keys), ApiConfig { default_index: "fuzz".into(), ..Default::default() });
         state.set_engines(Engines::from([("fuzz".to_string(), Arc::new(engine))]));
-        Ok(Harness { app: router(state), rt, manifest, files, names })
+        Ok(Harness { app: router(state), rt, manifest, files, documents, names })
     }
 
     /// Sends `request` through the router and checks the answer.
@@ -140,12 +142,8 @@ pub fn request_body(data: &[u8]) {
 pub fn search_filters(data: &[u8]) {
     let Ok(v) = serde_json::from_slice::<Value>(data) else { return };
     if let Ok(cond) = super::search_filters::compile(&v, "filters") {
-        let h = harness();
-        let index = h.files.iter().find(|(k, _)| k == "documents.bin").map(|(_, b)| b);
-        if let Some(docs) = index.and_then(|b| bincode::deserialize::<Vec<Document>>(b).ok()) {
-            for d in &docs {
-                let _ = cond.matches(d);
-            }
+        for d in &harness().documents {
+            let _ = cond.matches(d);
         }
     }
 }
@@ -178,14 +176,13 @@ pub fn index_file(data: &[u8]) {
     for f in manifest.files.iter_mut().filter(|f| f.name == target.name) {
         *f = FileEntry { name: f.name.clone(), bytes: bytes.len() as u64, sha256: sha256_hex(&bytes) };
     }
-    let store = MemStore::new("mem://fuzz");
-    for (k, v) in &h.files {
-        store.insert(k.clone(), v.clone());
-    }
-    store.insert(target.name.clone(), bytes);
     let mut parts = Vec::new();
     for f in &manifest.files {
-        let Ok(blob) = store.read_blob(&f.name) else { return };
+        let blob = if f.name == target.name {
+            Blob::Owned(bytes.clone())
+        } else {
+            Blob::Owned(h.files.iter().find(|(k, _)| *k == f.name).expect("every manifest file is stored").1.clone())
+        };
         match Index::decode_file(&manifest, "mem://fuzz", f, blob) {
             Ok(p) => parts.push(p),
             Err(_) => return,

@@ -51,15 +51,23 @@ pub fn default_recency() -> Recency {
     Recency { half_life_days: 365.0, weight: 0.1, now: None }
 }
 
-/// Runs `search` on the blocking pool (it is CPU-bound), so the runtime keeps serving.
-/// When the request's future is dropped first (the client went away), the search is
-/// cancelled and stops at its next stage.
+/// Runs `work` on the blocking pool (it is CPU-bound), so the runtime keeps serving. It gets
+/// a flag that is cancelled when the request's future is dropped first (the client went
+/// away), for the searches it runs to stop at their next stage.
+pub async fn run_cancellable<T: Send + 'static>(work: impl FnOnce(CancelFlag) -> T + Send + 'static) -> Result<T, ApiError> {
+    let flag = CancelFlag::default();
+    let guard = CancelOnDrop::new(flag.clone());
+    let out = tokio::task::spawn_blocking(move || work(flag)).await.map_err(|_| ApiError::internal())?;
+    guard.disarm();
+    Ok(out)
+}
+
+/// Runs `search` with [`run_cancellable`].
 pub async fn run_search(engine: &Arc<Engine>, search: &SearchRequest) -> Result<SearchOutcome, ApiError> {
     let (engine, mut search) = (engine.clone(), search.clone());
-    let flag = CancelFlag::default();
-    search.cancel = Some(flag.clone());
-    let guard = CancelOnDrop::new(flag);
-    let out = tokio::task::spawn_blocking(move || engine.search(&search)).await.map_err(|_| ApiError::internal())?;
-    guard.disarm();
-    Ok(out?)
+    Ok(run_cancellable(move |flag| {
+        search.cancel = Some(flag);
+        engine.search(&search)
+    })
+    .await??)
 }
