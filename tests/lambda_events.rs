@@ -261,3 +261,28 @@ async fn a_request_cancelled_mid_flight_leaves_no_work_behind() {
         }
     }
 }
+
+/// A function serving two indexes (the way `from_env` reads its environment) loads the
+/// models once: both engines hold the same encoders, not two copies of the weights.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_indexes_of_one_function_share_one_copy_of_the_models() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut dirs = Vec::new();
+    for id in ["filings-a", "filings-b"] {
+        let mut index = test_index();
+        index.manifest.index_id = id.into();
+        let dir = tmp.path().join(id);
+        index.save(&LocalDir::new(&dir)).unwrap();
+        dirs.push(dir.display().to_string());
+    }
+    let keys = tmp.path().join("keys.json");
+    LocalKeyStore::open(&keys).unwrap().add("sx_dev", "tests", "pro", vec!["*".into()]).unwrap();
+    // Only this test reads these variables.
+    std::env::set_var("SEXTANT_INDEXES", dirs.join(","));
+    std::env::set_var("SEXTANT_KEYS", &keys);
+    std::env::set_var("SEXTANT_MODEL_DIR", default_model_dir());
+    let context = sextant::api::context::from_env().await.unwrap();
+    let (a, b) = (context.state.loaded_engine("filings-a").unwrap(), context.state.loaded_engine("filings-b").unwrap());
+    assert!(Arc::ptr_eq(a.dense_encoder(), b.dense_encoder()), "one dense encoder for both indexes");
+    assert!(Arc::ptr_eq(a.sparse_encoder(), b.sparse_encoder()), "one SPLADE encoder for both indexes");
+}

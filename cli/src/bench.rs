@@ -205,6 +205,7 @@ pub fn scaled(engine: &Engine, target: usize, cache: &std::path::Path) -> Result
 /// the baseline: the same index loaded from a local directory (memory-mapped).
 pub fn cold_start(index: &Index, s3: &str, label: &str, models: &sextant::encode::ModelSet) -> Result<()> {
     use sextant::cloud::refresh::open_from_s3;
+    use sextant::search::SharedModels;
     use sextant::cloud::versions::VersionedIndex;
     use sextant::storage::{Location, MemStore};
     let Location::S3 { bucket, prefix } = Location::parse(s3)? else { anyhow::bail!("--s3 must be an s3:// location") };
@@ -224,9 +225,10 @@ pub fn cold_start(index: &Index, s3: &str, label: &str, models: &sextant::encode
         let mut runs = Vec::new();
         for _ in 0..3 {
             let t = Instant::now();
-            let source = VersionedIndex::new(&sextant::cloud::sdk_config().await, &location)?;
+            // A new configuration and new models each run, as in a new process.
+            let source = VersionedIndex::new(&sextant::cloud::load_sdk_config().await, &location)?;
             let client_ms = t.elapsed().as_secs_f64() * 1e3;
-            let (engine, _, timings) = open_from_s3(&source, models).await?;
+            let (engine, _, timings) = open_from_s3(&source, &Arc::new(SharedModels::new(models.clone()))).await?;
             runs.push((client_ms, timings, t.elapsed().as_secs_f64() * 1e3));
             drop(engine); // freeing the index is not part of a cold start
         }

@@ -14,7 +14,7 @@ use sextant::encode::ModelSet;
 use sextant::finance::FactStore;
 use sextant::index::format::sha256_hex;
 use sextant::index::{Filter, Index};
-use sextant::search::open_engine;
+use sextant::search::SharedModels;
 use sextant::storage::LocalDir;
 
 use crate::commands::{build_index, cache_dir, cached_index, BuildArgs};
@@ -127,8 +127,10 @@ fn load_engines(args: &ServeArgs, models: &ModelSet, state: &AppState) -> Result
             .collect::<Result<_>>()?
     };
     state.set_loading("loading models");
+    // One copy of the models for every index served.
+    let shared = SharedModels::new(models.clone());
     for index in loaded {
-        let engine = open_engine(Arc::new(index), models)?;
+        let (engine, _) = shared.engine(Arc::new(index))?;
         engines.insert(engine.index().manifest.index_id.clone(), Arc::new(engine));
     }
     Ok(engines)

@@ -32,7 +32,7 @@ use super::{ApiConfig, AppState, Engines};
 use crate::encode::{default_model_dir, ModelSet};
 use crate::error::{Error, Result};
 use crate::index::Index;
-use crate::search::open_engine;
+use crate::search::SharedModels;
 use crate::storage::{LocalDir, Location};
 
 /// What cold start produces: the router's state, and the watcher of S3 indexes.
@@ -127,7 +127,8 @@ pub async fn from_env() -> Result<Context> {
     let t0 = Instant::now();
     let locations = index_locations()?;
     let keys = key_store_from_env().await?;
-    let models = models_from_env().await?;
+    // Loaded once, by the first index that needs them, and shared by all.
+    let models = Arc::new(SharedModels::new(models_from_env().await?));
     // Only S3 indexes have versions to report or can fail to load and be retried.
     #[cfg_attr(not(feature = "aws"), allow(unused_mut))]
     let mut versions: Vec<(String, String)> = Vec::new();
@@ -143,11 +144,10 @@ pub async fn from_env() -> Result<Context> {
                 let t = Instant::now();
                 let index = Index::load(&LocalDir::new(dir))?;
                 let load_ms = t.elapsed().as_millis() as u64;
-                let t = Instant::now();
                 let m = models.clone();
-                let engine = tokio::task::spawn_blocking(move || open_engine(Arc::new(index), &m)).await.map_err(|e| Error::Inference(e.to_string()))??;
+                let (engine, models_took) = tokio::task::spawn_blocking(move || m.engine(Arc::new(index))).await.map_err(|e| Error::Inference(e.to_string()))??;
                 let id = engine.index().manifest.index_id.clone();
-                tracing::info!(index = %id, dir = %dir.display(), load_ms, models_ms = t.elapsed().as_millis() as u64, "cold start: index ready");
+                tracing::info!(index = %id, dir = %dir.display(), load_ms, models_ms = models_took.as_millis() as u64, "cold start: index ready");
                 first.get_or_insert_with(|| id.clone());
                 engines.insert(id, Arc::new(engine));
             }

@@ -30,11 +30,23 @@ pub fn retry_config() -> RetryConfig {
     RetryConfig::standard().with_max_attempts(3)
 }
 
-/// Loads the shared SDK configuration from the environment, with timeouts short enough
-/// that an unreachable store fails a request quickly instead of hanging it: 2 s to
-/// connect, 10 s per attempt (`SEXTANT_AWS_ATTEMPT_TIMEOUT_SECS` overrides), 3 attempts
-/// with the SDK's standard backoff (throttling included).
+/// The process's SDK configuration, loaded from the environment on first use and shared
+/// afterwards, with timeouts short enough that an unreachable store fails a request quickly
+/// instead of hanging it: 2 s to connect, 10 s per attempt
+/// (`SEXTANT_AWS_ATTEMPT_TIMEOUT_SECS` overrides), 3 attempts with the SDK's standard
+/// backoff (throttling included).
+///
+/// Loaded once because a cold start needs it for the key store, the model download and
+/// every S3 index: the environment, profile files and credential chain are read once, and
+/// every client shares one credentials cache.
 pub async fn sdk_config() -> SdkConfig {
+    static CONFIG: tokio::sync::OnceCell<SdkConfig> = tokio::sync::OnceCell::const_new();
+    CONFIG.get_or_init(load_sdk_config).await.clone()
+}
+
+/// Loads a new configuration from the environment, as a new process does: what
+/// [`sdk_config`] loads once and shares, and what a cold-start benchmark measures.
+pub async fn load_sdk_config() -> SdkConfig {
     let attempt = std::env::var("SEXTANT_AWS_ATTEMPT_TIMEOUT_SECS").ok().and_then(|v| v.parse::<f64>().ok()).unwrap_or(10.0);
     let timeouts = TimeoutConfig::builder()
         .connect_timeout(Duration::from_secs(2))

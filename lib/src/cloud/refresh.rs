@@ -19,10 +19,9 @@ use axum::response::Response;
 
 use super::versions::{Pointer, VersionedIndex};
 use crate::api::AppState;
-use crate::encode::ModelSet;
 use crate::error::{Error, Result};
 use crate::index::Index;
-use crate::search::{open_engine, Engine, LoadedModels};
+use crate::search::{Engine, SharedModels};
 
 /// Phase timings of one load, in milliseconds.
 #[derive(Debug, Clone, Copy, Default, serde::Serialize)]
@@ -33,7 +32,8 @@ pub struct LoadTimings {
     pub download_ms: u64,
     /// Verifying checksums and decoding.
     pub decode_ms: u64,
-    /// Loading the models (cold start only).
+    /// Loading the models: zero when the process had loaded them already (they are
+    /// shared by every index it serves).
     pub models_ms: u64,
     /// Bytes downloaded.
     pub bytes: u64,
@@ -49,19 +49,18 @@ pub async fn load_current(source: &VersionedIndex) -> Result<(Index, Pointer, Lo
     Ok((index, pointer, LoadTimings { pointer_ms, download_ms: phases.download_ms, decode_ms: phases.decode_ms, models_ms: 0, bytes: phases.bytes }))
 }
 
-/// Cold start of one S3 index: download, verify and decode it, then load the models and
-/// assemble the engine (checking the index was built with these models).
+/// Cold start of one S3 index: download, verify and decode it, then load the models
+/// (unless another index of the process loaded them already) and assemble the engine
+/// (checking the index was built with these models).
 ///
 /// The phases run one after the other. Loading the models alongside the download was
 /// measured slower on a 2-core machine (the model load and the decode compete for the
 /// same cores as the transfer): 2.1–2.3 s instead of 1.6 s for a 100k-chunk index.
-pub async fn open_from_s3(source: &VersionedIndex, models: &ModelSet) -> Result<(Engine, Pointer, LoadTimings)> {
+pub async fn open_from_s3(source: &VersionedIndex, models: &Arc<SharedModels>) -> Result<(Engine, Pointer, LoadTimings)> {
     let (index, pointer, mut timings) = load_current(source).await?;
-    let t = Instant::now();
-    let set = models.clone();
-    let models = tokio::task::spawn_blocking(move || LoadedModels::load(&set)).await.map_err(|e| Error::Inference(e.to_string()))??;
-    timings.models_ms = t.elapsed().as_millis() as u64;
-    let engine = models.engine(Arc::new(index))?;
+    let shared = models.clone();
+    let (engine, took) = tokio::task::spawn_blocking(move || shared.engine(Arc::new(index))).await.map_err(|e| Error::Inference(e.to_string()))??;
+    timings.models_ms = took.as_millis() as u64;
     tracing::info!(
         index = %source.location(), version = %pointer.version, pointer_ms = timings.pointer_ms, download_ms = timings.download_ms,
         decode_ms = timings.decode_ms, models_ms = timings.models_ms, bytes = timings.bytes, "cold start: index loaded from S3"
@@ -81,7 +80,7 @@ struct Source {
 /// Watches the `CURRENT` pointers of the S3 indexes and swaps new versions in.
 pub struct Refresher {
     state: Arc<AppState>,
-    models: ModelSet,
+    models: Arc<SharedModels>,
     interval: Duration,
     sources: Mutex<HashMap<String, Source>>,
     last_check: Mutex<Option<Instant>>,
@@ -90,7 +89,7 @@ pub struct Refresher {
 
 impl Refresher {
     /// Checks at most every `interval`; `models` open an index that failed at cold start.
-    pub fn new(state: Arc<AppState>, interval: Duration, models: ModelSet) -> Arc<Self> {
+    pub fn new(state: Arc<AppState>, interval: Duration, models: Arc<SharedModels>) -> Arc<Self> {
         Arc::new(Refresher { state, models, interval, sources: Mutex::new(HashMap::new()), last_check: Mutex::new(Some(Instant::now())), running: AtomicBool::new(false) })
     }
 
@@ -157,7 +156,7 @@ impl Refresher {
             Some(current) => current.with_index(Arc::new(loaded))?,
             None => {
                 let models = self.models.clone();
-                tokio::task::spawn_blocking(move || open_engine(Arc::new(loaded), &models)).await.map_err(|e| Error::Inference(e.to_string()))??
+                tokio::task::spawn_blocking(move || models.engine(Arc::new(loaded))).await.map_err(|e| Error::Inference(e.to_string()))??.0
             }
         };
         self.state.replace_engine(id, Arc::new(engine), Some(pointer.version.clone()));

@@ -7,6 +7,7 @@ mod dates;
 mod engine;
 mod fusion;
 mod retrieve;
+mod shared_models;
 
 pub use adaptive::{adaptive_weights, confidence};
 pub use cancel::{CancelFlag, CancelOnDrop};
@@ -15,6 +16,7 @@ pub use engine::{
     open_engine, Diagnostics, Engine, LoadedModels, FusionConfig, Hit, PathRank, Recency, RerankStatus, SearchOutcome, SearchRequest, StageTimings,
 };
 pub use fusion::{check_rrf_params, rrf_fuse, Fused, DEFAULT_RRF_K};
+pub use shared_models::SharedModels;
 pub use retrieve::{Bm25Path, DensePath, Path, PathHit, PathRetriever, PreparedQuery, SpladePath};
 
 #[cfg(test)]
