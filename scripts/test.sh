@@ -11,10 +11,13 @@ envfile=$(bash scripts/aws_servers.sh start | tail -n1)
 trap 'bash scripts/aws_servers.sh stop >/dev/null 2>&1 || true' EXIT
 # shellcheck disable=SC1090
 . "$envfile"
-# The Lambda end-to-end tests run the function binaries and the CLI as processes.
+# The Lambda end-to-end tests run the function binaries and the CLI as processes. Built
+# with --all-targets, as cargo test builds the library: `--bins` alone unifies features
+# without the dev-dependencies, so it compiled tract and the library a second time (3.4 min
+# of a run from empty).
 locked=()
 for a in "$@"; do [ "$a" = --locked ] && locked=(--locked); done
-cargo build --workspace --bins "${locked[@]}"
+cargo build --workspace --all-targets "${locked[@]}"
 cargo test --workspace "$@"
 # With no filter, also prove events/ with cargo lambda watch + invoke.
 only_locked=true
