@@ -69,10 +69,14 @@ impl Index {
         let mut sparse_vecs = Vec::with_capacity(total);
         for (step, part) in inputs.chunks(PROGRESS_STEP).enumerate() {
             let refs: Vec<&str> = part.iter().map(|s| s.as_str()).collect();
-            for v in dense.embed_batch(&refs)? {
+            // Both encoders at once: each splits its batches across the thread pool, and
+            // running them side by side keeps every core busy through the other's last
+            // batches instead of waiting at each step's end.
+            let (dense_out, sparse_out) = rayon::join(|| dense.embed_batch(&refs), || sparse.encode_batch(&refs));
+            for v in dense_out? {
                 vectors.extend(v);
             }
-            sparse_vecs.extend(sparse.encode_batch(&refs)?);
+            sparse_vecs.extend(sparse_out?);
             progress("encode", (step * PROGRESS_STEP + part.len()).min(total), total);
         }
         progress("bm25", 0, 1);
