@@ -9,8 +9,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use sextant::api::keys::LocalKeyStore;
-use sextant::corpus::{load_documents, Document};
+use sextant_keys::LocalKeyStore;
+use sextant_core::corpus::{load_documents, Document};
 
 /// The server process, killed when dropped (also on a failed assertion).
 struct Server {
@@ -90,7 +90,7 @@ fn key_store(dir: &Path) -> PathBuf {
         store.add(key, "tests", plan, vec!["*".into()]).unwrap();
     }
     store.add(SCOPED, "tests", "pro", vec!["another-index".into()]).unwrap();
-    store.revoke_now(&sextant::api::keys::hash_key(REVOKED), sextant::api::keys::now_unix()).unwrap();
+    store.revoke_now(&sextant_keys::hash_key(REVOKED), sextant_keys::now_unix()).unwrap();
     path
 }
 
@@ -408,7 +408,7 @@ fn search_returns_units_with_offsets_and_diagnostics(a: &str, docs: &[Document])
         assert_eq!(d["ticker"], "MA");
         *per_doc.entry(d["document_id"].as_str().unwrap().to_string()).or_insert(0) += 1;
         let text = u["text"].as_str().unwrap();
-        let one_sentence = sextant::corpus::split_sentences(text).len() == 1;
+        let one_sentence = sextant_core::corpus::split_sentences(text).len() == 1;
         assert!(one_sentence || text.split_whitespace().count() <= 30, "a unit is one sentence or at most 30 words: {text:?}");
         let p = &u["position"];
         assert!(p["chunk_text"].as_str().unwrap().contains(text));

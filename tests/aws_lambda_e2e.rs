@@ -51,7 +51,7 @@ impl Function {
             .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
             .env("AWS_LAMBDA_LOG_GROUP_NAME", format!("/aws/lambda/{bin}"))
             .env("AWS_LAMBDA_LOG_STREAM_NAME", "test")
-            .env("SEXTANT_MODEL_DIR", sextant::encode::default_model_dir())
+            .env("SEXTANT_MODEL_DIR", sextant_core::encode::default_model_dir())
             .env("RUST_LOG", "info")
             .stdout(out.try_clone().unwrap())
             .stderr(out);
@@ -279,7 +279,7 @@ fn functions_publish_cold_start_swap_refuse_limit_and_survive_a_store_outage() {
         assert_eq!(health_version(&retrieve).await.as_deref(), Some(v2_version.as_str()));
 
         // --- Rate limit of the tiny plan (2 a minute): the third request is a 429.
-        let now = sextant::api::keys::now_unix();
+        let now = sextant_keys::now_unix();
         if now % 60 > 50 {
             tokio::time::sleep(Duration::from_secs(61 - now % 60)).await;
         }
@@ -309,7 +309,7 @@ fn functions_publish_cold_start_swap_refuse_limit_and_survive_a_store_outage() {
         // --- Nothing secret or private reached the logs: no key, no key hash, no request body.
         let logs = [retrieve.log(), builder.log()].concat();
         assert!(logs.len() > 1000, "the functions logged: {logs}");
-        let hash = sextant::api::keys::hash_key;
+        let hash = sextant_keys::hash_key;
         for secret in ["sx_dev", "sx_tiny_e2e", scoped_key.as_str()] {
             assert!(!logs.contains(secret) && !logs.contains(&hash(secret)), "a key or its hash is in the logs");
         }

@@ -7,16 +7,16 @@ mod support;
 use std::sync::Arc;
 
 use aws_sdk_s3::primitives::ByteStream;
-use sextant::api::keys::{create_key, hash_key, KeyStatus, KeyStore, Plan, RateDecision};
-use sextant::cloud::build_job::{self, BuildJob};
-use sextant::cloud::versions::{Pointer, VersionedIndex, CURRENT};
-use sextant::cloud::{DynamoKeyStore, S3Store};
-use sextant::corpus::load_documents;
-use sextant::encode::{default_model_dir, ModelSet};
-use sextant::index::format::{sha256_hex, MANIFEST};
-use sextant::index::Index;
-use sextant::storage::{Location, MemStore};
-use sextant::Error;
+use sextant_keys::{create_key, hash_key, KeyStatus, KeyStore, Plan, RateDecision};
+use sextant_aws::build_job::{self, BuildJob};
+use sextant_aws::versions::{Pointer, VersionedIndex, CURRENT};
+use sextant_aws::{DynamoKeyStore, S3Store};
+use sextant_core::corpus::load_documents;
+use sextant_core::encode::{default_model_dir, ModelSet};
+use sextant_core::index::format::{sha256_hex, MANIFEST};
+use sextant_core::index::Index;
+use sextant_core::storage::{Location, MemStore};
+use sextant_core::Error;
 use support::servers::{create_bucket, create_tables, s3_client, servers, unique};
 use support::switch_proxy::SwitchProxy;
 use support::throttle_proxy::ThrottleProxy;
@@ -165,7 +165,7 @@ fn corpora_are_read_from_a_prefix_or_a_manifest() {
         ] {
             raw.put_object().bucket(&bucket).key(key).body(ByteStream::from(body.into_bytes())).send().await.unwrap();
         }
-        let ids = |docs: Vec<sextant::corpus::Document>| docs.into_iter().map(|d| d.document_id).collect::<Vec<_>>();
+        let ids = |docs: Vec<sextant_core::corpus::Document>| docs.into_iter().map(|d| d.document_id).collect::<Vec<_>>();
         let by_prefix = build_job::read_corpus(&format!("s3://{bucket}/corpora/a/"), &config).await.unwrap();
         assert_eq!(ids(by_prefix), ["d1", "d2", "d3"]);
         let by_manifest = build_job::read_corpus(&format!("s3://{bucket}/manifest.json"), &config).await.unwrap();
@@ -234,7 +234,7 @@ fn dynamodb_keys_and_plans_round_trip_and_rate_limits_are_exact_under_concurrenc
         assert!(create_key(store.as_ref(), "sx_x", "acme", "platinum", vec!["*".into()]).await.is_err(), "unknown plan");
 
         // 60 requests at once against a limit of 25 a minute: exactly 25 pass.
-        let now = sextant::api::keys::now_unix();
+        let now = sextant_keys::now_unix();
         let now = if now % 60 > 50 { now - 15 } else { now }; // one minute window for all
         let mut tasks = tokio::task::JoinSet::new();
         for _ in 0..60 {
@@ -306,9 +306,9 @@ fn dynamodb_throttling_is_retried_with_backoff_then_fails_closed() {
     let s = servers();
     rt().block_on(async {
         let proxy = ThrottleProxy::start(s.moto.strip_prefix("http://").unwrap().to_string()).await;
-        // The production retry policy (sextant::cloud::sdk_config reads the rest from the
+        // The production retry policy (sextant_aws::sdk_config reads the rest from the
         // environment, which parallel tests cannot share).
-        let config = s.config(&proxy.url).await.to_builder().retry_config(sextant::cloud::retry_config()).build();
+        let config = s.config(&proxy.url).await.to_builder().retry_config(sextant_aws::retry_config()).build();
         let (keys_table, rate_table) = (unique("keys"), unique("rate"));
         create_tables(&config, &keys_table, &rate_table).await;
         let store = DynamoKeyStore::new(&config, keys_table, Some(rate_table));

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use sextant::finance::{classify, Companies, FactStore, Hints};
+use sextant_finance::{classify, Companies, FactStore, Hints};
 
 #[derive(serde::Deserialize)]
 struct Labelled {
@@ -21,7 +21,7 @@ struct Labelled {
 fn companies() -> Companies {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let facts = FactStore::open(&[root.join("data/demo/facts.jsonl.gz")]).unwrap();
-    let documents = sextant::corpus::load_documents(&root.join("data/demo/documents.jsonl.gz")).unwrap();
+    let documents = sextant_core::corpus::load_documents(&root.join("data/demo/documents.jsonl.gz")).unwrap();
     Companies::new(&facts, documents.into_iter().filter_map(|d| d.ticker))
 }
 

@@ -114,7 +114,7 @@ fn build_search_filter_and_refuse_a_corrupted_index() {
     // A model file missing or corrupt: a clear start-up error naming the file.
     let models = tmp.path().join("models");
     for m in ["minilm-l6-v2", "splade-tiny"] {
-        copy_dir(&sextant::encode::default_model_dir().join(m), &models.join(m));
+        copy_dir(&sextant_core::encode::default_model_dir().join(m), &models.join(m));
     }
     let onnx = models.join("minilm-l6-v2/model.onnx");
     let whole = std::fs::read(&onnx).unwrap();

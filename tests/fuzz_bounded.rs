@@ -1,4 +1,4 @@
-//! A bounded run of every fuzz target (`sextant::api::fuzz`) in each CI run: the seeds of
+//! A bounded run of every fuzz target (`sextant_fuzz_harness`) in each CI run: the seeds of
 //! `fuzz/seeds/<target>/` and a fixed number of random mutations of them (seeded, so a
 //! failure replays). The long, coverage-guided runs use `cargo fuzz` (see `fuzz/README.md`).
 //!
@@ -8,7 +8,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 
-use sextant::api::fuzz;
+use sextant_fuzz_harness as fuzz;
 
 /// Mutations per target; `SEXTANT_FUZZ_ITERATIONS` raises it.
 fn iterations() -> usize {

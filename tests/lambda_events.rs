@@ -8,13 +8,13 @@ use std::sync::Arc;
 
 use axum::body::to_bytes;
 use serde_json::Value;
-use sextant::api::keys::LocalKeyStore;
-use sextant::api::{router, ApiConfig, AppState, Engines};
-use sextant::encode::{default_model_dir, ModelSet};
-use sextant::index::format::sha256_hex;
-use sextant::index::Index;
-use sextant::search::open_engine;
-use sextant::storage::LocalDir;
+use sextant_keys::LocalKeyStore;
+use sextant_server::{router, ApiConfig, AppState, Indexes, ServedIndex};
+use sextant_core::encode::{default_model_dir, ModelSet};
+use sextant_core::index::format::sha256_hex;
+use sextant_core::index::Index;
+use sextant_core::pipeline::open_engine;
+use sextant_core::storage::LocalDir;
 use tower::ServiceExt;
 
 fn repo() -> PathBuf {
@@ -45,11 +45,12 @@ fn test_index() -> Index {
 }
 
 /// The router over `engine` as index `demo`, with the key `sx_dev` on `plan`.
-fn app_with(engine: sextant::search::Engine, plan: &str) -> axum::Router {
+fn app_with(engine: sextant_core::pipeline::Engine, plan: &str) -> axum::Router {
     let keys = LocalKeyStore::in_memory();
     keys.add("sx_dev", "tests", plan, vec!["*".into()]).unwrap();
     let state = AppState::new(Arc::new(keys), ApiConfig::default());
-    state.set_engines(Engines::from([("demo".to_string(), Arc::new(engine))]));
+    let financials = sextant_finance::Financials::new(Default::default(), engine.index());
+    state.set_indexes(Indexes::from([("demo".to_string(), ServedIndex::new(engine, financials))]));
     router(state)
 }
 
@@ -70,7 +71,7 @@ async fn api_gateway_events_go_through_lambda_http_and_the_router() {
     let models = ModelSet::under(&default_model_dir());
     let engine = open_engine(Arc::new(test_index()), &models).unwrap();
     let app = app_with(engine, "free");
-    // As `sextant::api::lambda::serve` does: REST API paths carry the stage (`/prod/v1/...`).
+    // As `sextant_lambda::serve` does: REST API paths carry the stage (`/prod/v1/...`).
     std::env::set_var("AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH", "true");
 
     // (event, status, error field)
@@ -110,9 +111,9 @@ async fn api_gateway_events_go_through_lambda_http_and_the_router() {
 /// A reranker that always fails, as a hosted reranking service would when it is down.
 struct DownReranker;
 
-impl sextant::retrieval::Reranker for DownReranker {
-    fn rerank(&self, _q: &sextant::retrieval::Query, _items: Vec<sextant::retrieval::ContextItem>, _k: usize) -> sextant::Result<Vec<sextant::retrieval::ContextItem>> {
-        Err(sextant::Error::Component { component: "reranker".into(), reason: "connection refused".into() })
+impl sextant_kit::Reranker for DownReranker {
+    fn rerank(&self, _q: &sextant_kit::Query, _items: Vec<sextant_kit::ContextItem>, _k: usize) -> sextant_core::Result<Vec<sextant_kit::ContextItem>> {
+        Err(sextant_core::Error::Component { component: "reranker".into(), reason: "connection refused".into() })
     }
 }
 
@@ -121,7 +122,7 @@ async fn a_failing_reranker_leaves_the_fused_order_and_says_so() {
     let models = ModelSet::under(&default_model_dir());
     let index = Arc::new(test_index());
     let healthy = open_engine(index.clone(), &models).unwrap();
-    let down = open_engine(index, &models).unwrap().with_reranker(Some(Arc::new(DownReranker)));
+    let down = open_engine(index, &models).unwrap().with_reranker(Some(Arc::new(sextant_kit::EngineReranker::new(DownReranker))));
     let body = serde_json::json!({"query": "share repurchase program", "limit": 10, "recency_boost": false});
     let fused = post_ok(&app_with(healthy, "pro"), "/v1/search", body.clone()).await;
     let fallback = post_ok(&app_with(down, "pro"), "/v1/search", body).await;
@@ -167,7 +168,7 @@ async fn a_configured_cross_encoder_reranks_and_reports_its_ranks() {
 /// converting an event whose `requestContext.domainName` is not a valid host. API Gateway
 /// never sends one and the runtime's panic layer answers such an invocation with an error,
 /// so the fuzz target skips these events; when this test fails, upstream has fixed the
-/// conversion and the skip in `sextant::api::fuzz::apigw_event` can go.
+/// conversion and the skip in `sextant_fuzz_harness::apigw_event` can go.
 #[test]
 fn lambda_http_panics_on_an_invalid_domain_name() {
     let text = std::fs::read_to_string(repo().join("events/search-ok.http.json")).unwrap();
@@ -180,16 +181,16 @@ fn lambda_http_panics_on_an_invalid_domain_name() {
 
 /// The dense path, held at a gate: it says when a search reached it and waits to be let go.
 struct GatedDense {
-    inner: sextant::search::DensePath,
+    inner: sextant_core::pipeline::DensePath,
     reached: std::sync::mpsc::SyncSender<()>,
     gate: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
 }
 
-impl sextant::search::PathRetriever for GatedDense {
-    fn path(&self) -> sextant::search::Path {
-        sextant::search::Path::Dense
+impl sextant_core::pipeline::PathRetriever for GatedDense {
+    fn path(&self) -> sextant_core::pipeline::Path {
+        sextant_core::pipeline::Path::Dense
     }
-    fn retrieve(&self, q: &sextant::search::PreparedQuery, allowed: Option<&sextant::index::Bitset>, k: usize) -> sextant::Result<Vec<sextant::search::PathHit>> {
+    fn retrieve(&self, q: &sextant_core::pipeline::PreparedQuery, allowed: Option<&sextant_core::index::Bitset>, k: usize) -> sextant_core::Result<Vec<sextant_core::pipeline::PathHit>> {
         self.reached.send(()).unwrap();
         self.gate.lock().unwrap().recv().unwrap();
         self.inner.retrieve(q, allowed, k)
@@ -199,8 +200,8 @@ impl sextant::search::PathRetriever for GatedDense {
 /// Counts its calls; keeps the fused order.
 struct CountingReranker(Arc<std::sync::atomic::AtomicUsize>);
 
-impl sextant::retrieval::Reranker for CountingReranker {
-    fn rerank(&self, _q: &sextant::retrieval::Query, items: Vec<sextant::retrieval::ContextItem>, k: usize) -> sextant::Result<Vec<sextant::retrieval::ContextItem>> {
+impl sextant_kit::Reranker for CountingReranker {
+    fn rerank(&self, _q: &sextant_kit::Query, items: Vec<sextant_kit::ContextItem>, k: usize) -> sextant_core::Result<Vec<sextant_kit::ContextItem>> {
         self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         Ok(items.into_iter().take(k).collect())
     }
@@ -211,7 +212,7 @@ impl sextant::retrieval::Reranker for CountingReranker {
 /// `/v1/search` and for the narrative searches of `/v1/context`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_cancelled_mid_flight_leaves_no_work_behind() {
-    use sextant::search::PathRetriever as _;
+    use sextant_core::pipeline::PathRetriever as _;
     let models = ModelSet::under(&default_model_dir());
     let index = Arc::new(test_index());
     let requests = [
@@ -223,9 +224,9 @@ async fn a_request_cancelled_mid_flight_leaves_no_work_behind() {
             let (reached_tx, reached_rx) = std::sync::mpsc::sync_channel(16);
             let (gate_tx, gate_rx) = std::sync::mpsc::channel();
             let reranks = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-            let gated = GatedDense { inner: sextant::search::DensePath(index.clone()), reached: reached_tx, gate: std::sync::Mutex::new(gate_rx) };
+            let gated = GatedDense { inner: sextant_core::pipeline::DensePath(index.clone()), reached: reached_tx, gate: std::sync::Mutex::new(gate_rx) };
             let _ = gated.path();
-            let engine = open_engine(index.clone(), &models).unwrap().with_retriever(Box::new(gated)).with_reranker(Some(Arc::new(CountingReranker(reranks.clone()))));
+            let engine = open_engine(index.clone(), &models).unwrap().with_retriever(Box::new(gated)).with_reranker(Some(Arc::new(sextant_kit::EngineReranker::new(CountingReranker(reranks.clone())))));
             let app = app_with(engine, "pro");
             let req = axum::http::Request::post(path)
                 .header("content-type", "application/json")
@@ -281,8 +282,8 @@ async fn two_indexes_of_one_function_share_one_copy_of_the_models() {
     std::env::set_var("SEXTANT_INDEXES", dirs.join(","));
     std::env::set_var("SEXTANT_KEYS", &keys);
     std::env::set_var("SEXTANT_MODEL_DIR", default_model_dir());
-    let context = sextant::api::context::from_env().await.unwrap();
-    let (a, b) = (context.state.loaded_engine("filings-a").unwrap(), context.state.loaded_engine("filings-b").unwrap());
+    let context = sextant_lambda::from_env().await.unwrap();
+    let (a, b) = (context.state.loaded_index("filings-a").unwrap().engine, context.state.loaded_index("filings-b").unwrap().engine);
     assert!(Arc::ptr_eq(a.dense_encoder(), b.dense_encoder()), "one dense encoder for both indexes");
     assert!(Arc::ptr_eq(a.sparse_encoder(), b.sparse_encoder()), "one SPLADE encoder for both indexes");
 }

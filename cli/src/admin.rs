@@ -6,13 +6,13 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use clap::Subcommand;
-use sextant::api::keys::{create_key, new_key, now_unix, KeyStore, Plan};
-use sextant::cloud::build_job::{self, BuildJob};
-use sextant::cloud::versions::VersionedIndex;
-use sextant::cloud::{sdk_config, KeyStoreSpec};
-use sextant::encode::ModelSet;
-use sextant::index::Index;
-use sextant::storage::{LocalDir, Location, MemStore, Storage};
+use sextant_keys::{create_key, new_key, now_unix, KeyStore, Plan};
+use sextant_aws::build_job::{self, BuildJob};
+use sextant_aws::versions::VersionedIndex;
+use sextant_aws::{sdk_config, KeyStoreSpec};
+use sextant_core::encode::ModelSet;
+use sextant_core::index::Index;
+use sextant_core::storage::{LocalDir, Location, MemStore, Storage};
 
 /// `sextant keys ...`.
 #[derive(Subcommand)]
@@ -146,8 +146,8 @@ pub fn publish(dir: &std::path::Path, to: &str, keep: usize) -> Result<()> {
     let local = LocalDir::new(dir);
     Index::load(&local).with_context(|| format!("checking {}", dir.display()))?;
     let files = MemStore::new(dir.display().to_string());
-    let manifest = sextant::index::format::read_manifest(&local)?;
-    for f in manifest.files.iter().map(|f| f.name.as_str()).chain([sextant::index::format::MANIFEST]) {
+    let manifest = sextant_core::index::format::read_manifest(&local)?;
+    for f in manifest.files.iter().map(|f| f.name.as_str()).chain([sextant_core::index::format::MANIFEST]) {
         files.insert(f, local.read(f)?);
     }
     runtime()?.block_on(async {

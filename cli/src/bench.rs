@@ -11,11 +11,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use sextant::corpus::Chunk;
-use sextant::encode::SparseVector;
-use sextant::index::{Bm25Index, DenseIndex, Index, SpladeIndex};
-use sextant::search::{rrf_fuse, Engine, Path, SearchRequest};
-use sextant::storage::LocalDir;
+use sextant_core::corpus::Chunk;
+use sextant_core::encode::SparseVector;
+use sextant_core::index::{Bm25Index, DenseIndex, Index, SpladeIndex};
+use sextant_core::pipeline::{rrf_fuse, Engine, Path, SearchRequest};
+use sextant_core::storage::LocalDir;
 
 /// Latency summary of one stage, in milliseconds.
 struct Stats {
@@ -154,7 +154,7 @@ pub fn run(engine: &Engine, queries: &[String], label: &str) -> Result<()> {
 }
 
 /// Times a reranker over 50 passages.
-pub fn rerank50(engine: &Engine, queries: &[String], reranker: &sextant::retrieval::CrossEncoderReranker) -> Result<()> {
+pub fn rerank50(engine: &Engine, queries: &[String], reranker: &sextant_core::pipeline::CrossEncoderReranker) -> Result<()> {
     let index = engine.index();
     let passages: Vec<&str> = index.chunks.iter().take(50).map(|c| c.text.as_str()).collect();
     let times: Vec<f64> = queries.iter().take(10).map(|q| time(|| reranker.score(q, &passages)).1).collect();
@@ -186,9 +186,9 @@ pub fn load_time(index: &Index) -> Result<()> {
 /// index's checksums and the size) and reused by later runs; the load-time figure is
 /// measured separately on a fresh copy either way.
 pub fn scaled(engine: &Engine, target: usize, cache: &std::path::Path) -> Result<Engine> {
-    let key = sextant::index::format::sha256_hex(&serde_json::to_vec(&engine.index().manifest.files)?);
+    let key = sextant_core::index::format::sha256_hex(&serde_json::to_vec(&engine.index().manifest.files)?);
     let dir = cache.join(format!("synthetic-{target}-{}", &key[..12]));
-    let (index, reused) = crate::commands::cached_index(&dir, || {
+    let (index, reused) = crate::indexes::cached_index(&dir, || {
         let (idx, ms) = time(|| synthesize(engine.index(), target));
         eprintln!("synthesised {target} chunks in {:.1}s", ms / 1e3);
         idx
@@ -203,11 +203,11 @@ pub fn scaled(engine: &Engine, target: usize, cache: &std::path::Path) -> Result
 /// version, then three times builds a client, reads `CURRENT`, downloads, verifies and
 /// decodes the files and opens the models, as a function does at cold start. Beside it,
 /// the baseline: the same index loaded from a local directory (memory-mapped).
-pub fn cold_start(index: &Index, s3: &str, label: &str, models: &sextant::encode::ModelSet) -> Result<()> {
-    use sextant::cloud::refresh::open_from_s3;
-    use sextant::search::SharedModels;
-    use sextant::cloud::versions::VersionedIndex;
-    use sextant::storage::{Location, MemStore};
+pub fn cold_start(index: &Index, s3: &str, label: &str, models: &sextant_core::encode::ModelSet) -> Result<()> {
+    use sextant_aws::refresh::open_from_s3;
+    use sextant_core::pipeline::SharedModels;
+    use sextant_aws::versions::VersionedIndex;
+    use sextant_core::storage::{Location, MemStore};
     let Location::S3 { bucket, prefix } = Location::parse(s3)? else { anyhow::bail!("--s3 must be an s3:// location") };
     let location = Location::S3 { bucket, prefix: format!("{}/{label}", prefix.trim_end_matches('/')).trim_start_matches('/').to_string() };
     let files = MemStore::new(label);
@@ -215,7 +215,7 @@ pub fn cold_start(index: &Index, s3: &str, label: &str, models: &sextant::encode
     let bytes = files.total_bytes();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(async {
-        let source = VersionedIndex::new(&sextant::cloud::sdk_config().await, &location)?;
+        let source = VersionedIndex::new(&sextant_aws::sdk_config().await, &location)?;
         let expected = source.pointer().await?;
         let (published, publish_ms) = {
             let t = Instant::now();
@@ -226,11 +226,11 @@ pub fn cold_start(index: &Index, s3: &str, label: &str, models: &sextant::encode
         for _ in 0..3 {
             let t = Instant::now();
             // A new configuration and new models each run, as in a new process.
-            let source = VersionedIndex::new(&sextant::cloud::load_sdk_config().await, &location)?;
+            let source = VersionedIndex::new(&sextant_aws::load_sdk_config().await, &location)?;
             let client_ms = t.elapsed().as_secs_f64() * 1e3;
-            let (engine, _, timings) = open_from_s3(&source, &Arc::new(SharedModels::new(models.clone()))).await?;
-            runs.push((client_ms, timings, t.elapsed().as_secs_f64() * 1e3));
-            drop(engine); // freeing the index is not part of a cold start
+            let loaded = open_from_s3(&source, &Arc::new(SharedModels::new(models.clone()))).await?;
+            runs.push((client_ms, loaded.timings, t.elapsed().as_secs_f64() * 1e3));
+            drop(loaded); // freeing the index is not part of a cold start
         }
         runs.sort_by(|a, b| a.2.total_cmp(&b.2));
         let (client_ms, t, total) = runs[1];
@@ -262,9 +262,9 @@ pub fn cold_start(index: &Index, s3: &str, label: &str, models: &sextant::encode
 /// Measures whether MaxSim late interaction over the dense model's token vectors improves
 /// the first `depth` of a hybrid ranking (no cross-encoder): the ranking alone, re-scored
 /// by MaxSim, and both fused by RRF, on the same queries.
-pub fn late_interaction(engine: Engine, set: &sextant::corpus::BeirSet, paths: Vec<Path>, depth: usize, name: &str) -> Result<()> {
-    use sextant::eval::evaluate_retriever;
-    use sextant::retrieval::{EngineRetriever, HybridRetriever, LateInteractionRetriever, Retriever};
+pub fn late_interaction(engine: Engine, set: &sextant_core::corpus::BeirSet, paths: Vec<Path>, depth: usize, name: &str) -> Result<()> {
+    use sextant_kit::eval::evaluate_retriever;
+    use sextant_kit::{EngineRetriever, HybridRetriever, LateInteractionRetriever, Retriever};
     let encoder = engine.dense_encoder().clone();
     let engine = Arc::new(engine);
     let mut template = SearchRequest::new("", depth);

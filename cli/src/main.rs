@@ -1,8 +1,14 @@
 //! `sextant`: build indexes, search them, serve the HTTP API, evaluate on BEIR sets.
+//!
+//! Modules, from the entry point down: [`cli`] (arguments) → [`commands`] (what each
+//! sub-command does) → [`serve`], [`bench`], [`admin`] → [`indexes`] (building, caching
+//! and opening indexes).
 
 mod admin;
 mod bench;
+mod cli;
 mod commands;
+mod indexes;
 mod serve;
 
 use clap::Parser;
@@ -12,5 +18,5 @@ fn main() -> anyhow::Result<()> {
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("SEXTANT_LOG").unwrap_or_else(|_| "warn".into()))
         .with_writer(std::io::stderr)
         .init();
-    commands::run(commands::Cli::parse())
+    commands::run(cli::Cli::parse())
 }

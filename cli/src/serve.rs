@@ -7,17 +7,18 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use sextant::api::keys::{new_key, LocalKeyStore};
-use sextant::api::{router, ApiConfig, AppState, Engines};
-use sextant::corpus::load_documents;
-use sextant::encode::ModelSet;
-use sextant::finance::FactStore;
-use sextant::index::format::sha256_hex;
-use sextant::index::{Filter, Index};
-use sextant::search::SharedModels;
-use sextant::storage::LocalDir;
+use sextant_keys::{new_key, LocalKeyStore};
+use sextant_server::{router, ApiConfig, AppState, Indexes, ServedIndex};
+use sextant_core::corpus::load_documents;
+use sextant_core::encode::ModelSet;
+use sextant_finance::{FactStore, Financials};
+use sextant_core::index::format::sha256_hex;
+use sextant_core::index::{Filter, Index};
+use sextant_core::pipeline::SharedModels;
+use sextant_core::storage::LocalDir;
 
-use crate::commands::{build_index, cache_dir, cached_index, BuildArgs};
+use crate::cli::BuildArgs;
+use crate::indexes::{build_index, cache_dir, cached_index};
 
 /// The demo corpus, compiled into the binary so a fresh clone needs no data path.
 const DEMO_CORPUS: &[u8] = include_bytes!("../../data/demo/documents.jsonl.gz");
@@ -61,7 +62,7 @@ pub fn run(args: ServeArgs, models: ModelSet) -> Result<()> {
         None => new_key()?,
     };
     store.add(&key, "dev", &args.dev_plan, vec!["*".into()]).context("registering the development key")?;
-    let cors_origins = sextant::api::headers::parse_origins(&args.cors_origins).map_err(|e| anyhow::anyhow!("--cors-origins: {e}"))?;
+    let cors_origins = sextant_server::headers::parse_origins(&args.cors_origins).map_err(|e| anyhow::anyhow!("--cors-origins: {e}"))?;
     let state = AppState::new(Arc::new(store), ApiConfig { default_index: args.id.clone(), cors_origins, ..Default::default() });
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async move {
@@ -72,9 +73,9 @@ pub fn run(args: ServeArgs, models: ModelSet) -> Result<()> {
         println!("try: curl -s http://{addr}/v1/retrieve -H 'Authorization: Bearer {key}' -H 'Content-Type: application/json' -d '{{\"query\": \"What drove revenue growth?\"}}'");
         let loader_state = state.clone();
         let loader = tokio::task::spawn_blocking(move || -> Result<()> {
-            let engines = load_engines(&args, &models, &loader_state)?;
-            let summary: Vec<String> = engines.iter().map(|(id, e)| format!("{id} ({} chunks)", e.index().chunks.len())).collect();
-            loader_state.set_engines(engines);
+            let indexes = load_indexes(&args, &models, &loader_state)?;
+            let summary: Vec<String> = indexes.iter().map(|(id, s)| format!("{id} ({} chunks)", s.engine.index().chunks.len())).collect();
+            loader_state.set_indexes(indexes);
             println!("ready: serving {}", summary.join(", "));
             Ok(())
         });
@@ -102,9 +103,11 @@ pub fn run(args: ServeArgs, models: ModelSet) -> Result<()> {
     })
 }
 
-fn load_engines(args: &ServeArgs, models: &ModelSet, state: &AppState) -> Result<Engines> {
-    let mut engines = Engines::new();
-    let loaded: Vec<Index> = if args.indexes.is_empty() {
+/// The indexes to serve with their financials: the corpus index (built or reused from the
+/// cache) with the facts of `--facts` or the bundled ones, or each `--index` directory with
+/// the facts saved in it (or those of `--facts`).
+fn load_indexes(args: &ServeArgs, models: &ModelSet, state: &AppState) -> Result<Indexes> {
+    let loaded: Vec<(Index, FactStore)> = if args.indexes.is_empty() {
         let index = corpus_index(args.docs.as_deref(), &args.tickers, &args.id, &args.build, models, state)?;
         // Facts are read at each start (under a second): the cached index holds the documents.
         let mut facts = if !args.facts.is_empty() {
@@ -115,25 +118,29 @@ fn load_engines(args: &ServeArgs, models: &ModelSet, state: &AppState) -> Result
             FactStore::default()
         };
         facts.retain_tickers(&args.tickers);
-        vec![index.with_facts(facts)]
+        vec![(index, facts)]
     } else {
         args.indexes
             .iter()
             .map(|dir| {
                 state.set_loading(format!("loading index {}", dir.display()));
-                let index = Index::load(&LocalDir::new(dir)).with_context(|| format!("loading index {}", dir.display()))?;
-                Ok(if args.facts.is_empty() { index } else { index.with_facts(FactStore::open(&args.facts)?) })
+                let storage = LocalDir::new(dir);
+                let index = Index::load(&storage).with_context(|| format!("loading index {}", dir.display()))?;
+                let facts = if args.facts.is_empty() { Financials::load(&storage, &index)?.facts } else { FactStore::open(&args.facts)? };
+                Ok((index, facts))
             })
             .collect::<Result<_>>()?
     };
     state.set_loading("loading models");
     // One copy of the models for every index served.
     let shared = SharedModels::new(models.clone());
-    for index in loaded {
+    let mut indexes = Indexes::new();
+    for (index, facts) in loaded {
+        let financials = Financials::new(facts, &index);
         let (engine, _) = shared.engine(Arc::new(index))?;
-        engines.insert(engine.index().manifest.index_id.clone(), Arc::new(engine));
+        indexes.insert(engine.index().manifest.index_id.clone(), ServedIndex::new(engine, financials));
     }
-    Ok(engines)
+    Ok(indexes)
 }
 
 /// The index of `docs` (or the demo corpus), restricted to `tickers`: reused from the

@@ -1,3 +1,3 @@
 #![no_main]
-//! `sextant::api::fuzz::apigw_event` under libFuzzer.
-libfuzzer_sys::fuzz_target!(|data: &[u8]| sextant::api::fuzz::apigw_event(data));
+//! `sextant_fuzz_harness::apigw_event` under libFuzzer.
+libfuzzer_sys::fuzz_target!(|data: &[u8]| sextant_fuzz_harness::apigw_event(data));

@@ -1,3 +1,3 @@
 #![no_main]
-//! `sextant::api::fuzz::index_file` under libFuzzer.
-libfuzzer_sys::fuzz_target!(|data: &[u8]| sextant::api::fuzz::index_file(data));
+//! `sextant_fuzz_harness::index_file` under libFuzzer.
+libfuzzer_sys::fuzz_target!(|data: &[u8]| sextant_fuzz_harness::index_file(data));

@@ -1,3 +1,3 @@
 #![no_main]
-//! `sextant::api::fuzz::request_body` under libFuzzer.
-libfuzzer_sys::fuzz_target!(|data: &[u8]| sextant::api::fuzz::request_body(data));
+//! `sextant_fuzz_harness::request_body` under libFuzzer.
+libfuzzer_sys::fuzz_target!(|data: &[u8]| sextant_fuzz_harness::request_body(data));

@@ -1,3 +1,3 @@
 #![no_main]
-//! `sextant::api::fuzz::rewrite` under libFuzzer.
-libfuzzer_sys::fuzz_target!(|data: &[u8]| sextant::api::fuzz::rewrite(data));
+//! `sextant_fuzz_harness::rewrite` under libFuzzer.
+libfuzzer_sys::fuzz_target!(|data: &[u8]| sextant_fuzz_harness::rewrite(data));

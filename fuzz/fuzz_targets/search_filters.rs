@@ -1,3 +1,3 @@
 #![no_main]
-//! `sextant::api::fuzz::search_filters` under libFuzzer.
-libfuzzer_sys::fuzz_target!(|data: &[u8]| sextant::api::fuzz::search_filters(data));
+//! `sextant_fuzz_harness::search_filters` under libFuzzer.
+libfuzzer_sys::fuzz_target!(|data: &[u8]| sextant_fuzz_harness::search_filters(data));

@@ -1,0 +1,288 @@
+//! The command line: every sub-command and its arguments.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use sextant_core::pipeline::Path;
+
+use crate::admin::{KeysCommand, PlansCommand};
+
+/// Sextant: hybrid retrieval (dense + BM25 + SPLADE, RRF, rerank).
+#[derive(Parser)]
+#[command(version, about)]
+pub struct Cli {
+    /// Directory of converted models (default: $SEXTANT_MODEL_DIR or ~/.cache/sextant/models).
+    #[arg(long, global = true)]
+    pub models: Option<PathBuf>,
+    /// A cross-encoder model directory to rerank with.
+    #[arg(long, global = true)]
+    pub reranker: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Build an index from a JSONL (or .jsonl.gz) file of documents.
+    Build {
+        /// Documents, one JSON object a line.
+        #[arg(long)]
+        docs: PathBuf,
+        /// Output index directory.
+        #[arg(long)]
+        out: PathBuf,
+        /// XBRL facts (JSONL or .jsonl.gz, repeatable) saved with the index for `/v1/context`;
+        /// restricted to `--ticker` when given.
+        #[arg(long)]
+        facts: Vec<PathBuf>,
+        /// Index id.
+        #[arg(long, default_value = "default")]
+        id: String,
+        /// Only documents of these tickers (repeatable).
+        #[arg(long)]
+        ticker: Vec<String>,
+        /// Only documents of these types, e.g. 10-K, 10-Q, earnings_call (repeatable).
+        #[arg(long)]
+        document_type: Vec<String>,
+        #[command(flatten)]
+        build: BuildArgs,
+    },
+    /// Serve the HTTP API on 127.0.0.1 (the embedded default: the bundled demo corpus,
+    /// its index built on first start, a printed development key).
+    Serve {
+        /// Listen address.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        addr: std::net::SocketAddr,
+        /// Serve these prebuilt index directories instead (repeatable).
+        #[arg(long)]
+        index: Vec<PathBuf>,
+        /// Index this corpus instead of the bundled demo corpus (cached after the first build).
+        #[arg(long)]
+        docs: Option<PathBuf>,
+        /// Only documents of these tickers (repeatable).
+        #[arg(long)]
+        ticker: Vec<String>,
+        /// XBRL facts for `/v1/context` (repeatable; default with the demo corpus: its facts).
+        #[arg(long)]
+        facts: Vec<PathBuf>,
+        /// Id of the index built from the corpus.
+        #[arg(long, default_value = "demo")]
+        id: String,
+        /// Use this development API key instead of a random one.
+        #[arg(long)]
+        dev_key: Option<String>,
+        /// Plan of the development key: free, pro, enterprise.
+        #[arg(long, default_value = "free")]
+        dev_plan: String,
+        /// Key store file (JSON; default: in memory).
+        #[arg(long)]
+        keys: Option<PathBuf>,
+        /// Origins browsers may call the API from (CORS), comma-separated, or `*`
+        /// (default: none).
+        #[arg(long, env = "SEXTANT_CORS_ORIGINS", default_value = "")]
+        cors_origins: String,
+        #[command(flatten)]
+        build: BuildArgs,
+    },
+    /// Search an index and print the results.
+    Search {
+        /// Index directory.
+        #[arg(long)]
+        index: PathBuf,
+        /// The query.
+        query: String,
+        /// Results to print.
+        #[arg(long, default_value_t = 10)]
+        top_k: usize,
+        /// Restrict to these tickers (repeatable).
+        #[arg(long)]
+        ticker: Vec<String>,
+        /// Restrict to these fiscal years (repeatable).
+        #[arg(long)]
+        year: Vec<i32>,
+        #[arg(long, value_enum, default_value_t = Mode::Hybrid)]
+        mode: Mode,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Structured, cited context for a financial question (what `POST /v1/context` returns),
+    /// printed as JSON.
+    Context {
+        /// Index directory (built with `--facts` for the relational routes).
+        #[arg(long)]
+        index: PathBuf,
+        /// The question.
+        question: String,
+        /// Passages at most.
+        #[arg(long, default_value_t = 10)]
+        top_k: usize,
+        /// Force a route: metric_lookup, timeseries, full_statement, narrative, hybrid.
+        #[arg(long)]
+        route: Option<String>,
+    },
+    /// Evaluate on a BEIR directory (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv).
+    Eval {
+        /// The BEIR directory.
+        #[arg(long)]
+        beir: PathBuf,
+        /// The qrels split to evaluate.
+        #[arg(long, default_value = "test")]
+        split: String,
+        #[arg(long, value_enum, default_value_t = Mode::Hybrid)]
+        mode: Mode,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+        /// Also write every path's document ranking per query (JSONL) to this file, for
+        /// studying fusion offline.
+        #[arg(long, hide = true)]
+        dump_runs: Option<PathBuf>,
+        /// Instead, compare the mode's ranking (no cross-encoder) with MaxSim late
+        /// interaction over the dense model's token vectors re-scoring its top N, alone and
+        /// fused with it by RRF.
+        #[arg(long, value_name = "N")]
+        late_interaction: Option<usize>,
+        #[command(flatten)]
+        build: BuildArgs,
+    },
+    /// Benchmark per-stage latency, HNSW recall and index load time on a BEIR set, at its
+    /// real size and at a synthetic larger size.
+    Bench {
+        /// The BEIR directory (its index is built or reused as by `eval`).
+        #[arg(long)]
+        beir: PathBuf,
+        /// Queries to time.
+        #[arg(long, default_value_t = 200)]
+        queries: usize,
+        /// Also measure at these synthetic sizes (chunks), e.g. 100000.
+        #[arg(long)]
+        scale: Vec<usize>,
+        #[command(flatten)]
+        build: BuildArgs,
+    },
+    /// Benchmark cold start from S3 (pointer, download, decode, models) on a BEIR set's
+    /// index and synthetic larger ones, beside a local-directory load.
+    BenchColdStart {
+        /// The BEIR directory (its index is built or reused as by `eval`).
+        #[arg(long)]
+        beir: PathBuf,
+        /// Also at these synthetic sizes (chunks).
+        #[arg(long)]
+        scale: Vec<usize>,
+        /// Where to publish the benchmark indexes: s3://bucket/prefix.
+        #[arg(long)]
+        s3: String,
+        #[command(flatten)]
+        build: BuildArgs,
+    },
+    /// Manage API keys in a key file or DynamoDB.
+    Keys {
+        #[command(flatten)]
+        store: StoreArg,
+        #[command(subcommand)]
+        command: KeysCommand,
+    },
+    /// List the plans (built-in and custom), or set a custom one.
+    Plans {
+        #[command(flatten)]
+        store: StoreArg,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(subcommand)]
+        command: Option<PlansCommand>,
+    },
+    /// Publish a built index directory to S3 as a new version and make it current.
+    Publish {
+        /// The index directory (from `sextant build`).
+        #[arg(long)]
+        index: PathBuf,
+        /// Where: s3://bucket/prefix (versions/ and CURRENT go under it).
+        #[arg(long)]
+        to: String,
+        /// Versions to keep.
+        #[arg(long, default_value_t = 5)]
+        keep_versions: usize,
+    },
+    /// Show the current version and the versions kept of an index in S3.
+    Versions {
+        /// s3://bucket/prefix.
+        location: String,
+    },
+    /// Run the index-build function's job here: read a corpus (S3 or local), build, publish to S3.
+    IndexBuild {
+        /// An event file as the function receives (events/index-build.json).
+        #[arg(long)]
+        event: Option<PathBuf>,
+        /// Index id.
+        #[arg(long)]
+        index_id: Option<String>,
+        /// Corpus: s3://bucket/prefix/, s3://bucket/manifest.json, or a local file or directory.
+        #[arg(long)]
+        corpus: Option<String>,
+        /// Target: s3://bucket/indexes/ID.
+        #[arg(long)]
+        target: Option<String>,
+        /// Versions to keep.
+        #[arg(long)]
+        keep_versions: Option<usize>,
+        /// XBRL facts to publish with the index (s3:// object or prefix, or a local path).
+        #[arg(long)]
+        facts: Option<String>,
+    },
+}
+
+#[derive(clap::Args, Clone)]
+pub struct StoreArg {
+    /// Key store: a JSON file, or dynamodb://KEYS_TABLE[/RATE_TABLE].
+    #[arg(long, env = "SEXTANT_KEYS")]
+    pub store: String,
+}
+
+#[derive(clap::Args, Clone)]
+pub struct BuildArgs {
+    /// Token budget of a chunk.
+    #[arg(long, default_value_t = 200)]
+    pub chunk_tokens: usize,
+    /// BM25 k1.
+    #[arg(long, default_value_t = 0.9)]
+    pub k1: f32,
+    /// BM25 b.
+    #[arg(long, default_value_t = 0.4)]
+    pub b: f32,
+}
+
+/// Which paths a search runs.
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq, Debug)]
+pub enum Mode {
+    /// Every path, fused.
+    Hybrid,
+    /// Dense only.
+    Dense,
+    /// BM25 only.
+    Bm25,
+    /// SPLADE only.
+    Splade,
+}
+
+impl Mode {
+    /// The paths this mode runs.
+    pub fn paths(self) -> Vec<Path> {
+        match self {
+            Mode::Hybrid => Path::ALL.to_vec(),
+            Mode::Dense => vec![Path::Dense],
+            Mode::Bm25 => vec![Path::Bm25],
+            Mode::Splade => vec![Path::Splade],
+        }
+    }
+    /// The mode's name in output.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Hybrid => "hybrid",
+            Mode::Dense => "dense",
+            Mode::Bm25 => "bm25",
+            Mode::Splade => "splade",
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! Indexes the commands build, cache and open: the build with its progress bar, the cache
+//! of built indexes under `$SEXTANT_CACHE_DIR`, BEIR sets' indexes, opening an engine.
+
+use std::path::{Path as FsPath, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use sextant_core::corpus::{BeirSet, Document};
+use sextant_core::encode::{DenseEncoder, ModelInfo, ModelSet, SparseEncoder};
+use sextant_core::index::format::{sha256_hex, ModelRef};
+use sextant_core::index::{Bm25Params, BuildOptions, Index};
+use sextant_core::pipeline::{open_engine, Engine};
+use sextant_core::storage::LocalDir;
+use sextant_finance::Financials;
+
+use crate::cli::BuildArgs;
+
+/// The index of a BEIR corpus, built once and cached under the cache directory (keyed
+/// by the corpus checksum and the build settings).
+pub fn beir_index(beir: &FsPath, set: &BeirSet, models: &ModelSet, build: &BuildArgs) -> Result<Index> {
+    let name = beir.file_name().and_then(|n| n.to_str()).unwrap_or("beir").to_string();
+    let corpus_sum = sha256_hex(&std::fs::read(beir.join("corpus.jsonl"))?);
+    let key = format!("beir-{name}-{}-c{}-k{}-b{}", &corpus_sum[..12], build.chunk_tokens, build.k1, build.b);
+    let dir = cache_dir().join("indexes").join(key);
+    Ok(cached_index(&dir, || build_index(set.documents.clone(), models, &name, build))?.0)
+}
+
+/// The index cached in `dir` when one loads from there; else the one `build` makes, saved
+/// in `dir` for the next run. Tells whether the cached one was reused.
+pub fn cached_index(dir: &FsPath, build: impl FnOnce() -> Result<Index>) -> Result<(Index, bool)> {
+    if let Ok(index) = Index::load(&LocalDir::new(dir)) {
+        return Ok((index, true));
+    }
+    let index = build()?;
+    index.save(&LocalDir::new(dir))?;
+    Ok((index, false))
+}
+
+/// `$SEXTANT_CACHE_DIR`, else `~/.cache/sextant`.
+pub fn cache_dir() -> PathBuf {
+    std::env::var_os("SEXTANT_CACHE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/sextant"))
+}
+
+fn model_ref(dir: &FsPath) -> Result<ModelRef> {
+    let info = ModelInfo::read(dir)?;
+    Ok(ModelRef { id: info.id, weights_sha256: info.weights_sha256 })
+}
+
+/// Builds an index with a progress bar that shows chunks/s.
+pub fn build_index(documents: Vec<Document>, models: &ModelSet, id: &str, args: &BuildArgs) -> Result<Index> {
+    if documents.is_empty() {
+        bail!("no documents to index");
+    }
+    let (dense, sparse) = (DenseEncoder::load(&models.dense)?, SparseEncoder::load(&models.sparse)?);
+    let options = BuildOptions {
+        index_id: id.to_string(),
+        chunk_tokens: args.chunk_tokens,
+        bm25: Bm25Params { k1: args.k1, b: args.b },
+        dense_model: model_ref(&models.dense)?,
+        sparse_model: model_ref(&models.sparse)?,
+    };
+    let bar = ProgressBar::new(0);
+    bar.set_style(ProgressStyle::with_template("{msg:8} [{bar:40}] {pos}/{len} chunks {per_sec} eta {eta}").unwrap().progress_chars("=> "));
+    let ndocs = documents.len();
+    let t = Instant::now();
+    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let index = Index::build(documents, &dense, &sparse, &options, &|stage, done, total| {
+        if !tty && (done % 2048 == 0 || done == total) && total > 1 {
+            eprintln!("{stage}: {done}/{total} chunks ({:.1}/s)", done as f64 / t.elapsed().as_secs_f64());
+        }
+        bar.set_message(stage.to_string());
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    })?;
+    bar.finish_and_clear();
+    let secs = t.elapsed().as_secs_f64();
+    let nchunks = index.chunks.len();
+    eprintln!("built {ndocs} documents, {nchunks} chunks in {secs:.1}s ({:.1} docs/s, {:.1} chunks/s)", ndocs as f64 / secs, nchunks as f64 / secs);
+    Ok(index)
+}
+
+pub fn load_engine(dir: &FsPath, models: &ModelSet) -> Result<Engine> {
+    let index = Index::load(&LocalDir::new(dir)).with_context(|| format!("loading index {}", dir.display()))?;
+    Ok(open_engine(Arc::new(index), models)?)
+}
+
+/// The engine and the financials of the index in `dir`.
+pub fn load_with_financials(dir: &FsPath, models: &ModelSet) -> Result<(Engine, Financials)> {
+    let storage = LocalDir::new(dir);
+    let index = Index::load(&storage).with_context(|| format!("loading index {}", dir.display()))?;
+    let financials = Financials::load(&storage, &index)?;
+    Ok((open_engine(Arc::new(index), models)?, financials))
+}

@@ -1,0 +1,369 @@
+//! The index-build job: read a corpus from S3 (or a local path), build the index,
+//! publish it as a new version. The `index-build` Lambda function and
+//! `sextant index-build` run this same code.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use sextant_core::corpus::{load_documents, Document};
+use sextant_core::encode::{DenseEncoder, ModelInfo, ModelSet, SparseEncoder};
+use sextant_core::error::{Error, Result};
+use sextant_finance::{FactStore, Financials};
+use sextant_core::index::format::ModelRef;
+use sextant_core::index::{Bm25Params, BuildOptions, Index};
+use sextant_core::storage::{Location, MemStore};
+
+use super::s3::S3Store;
+use super::versions::{Published, VersionedIndex};
+
+/// What to build and where to publish it: the event of the `index-build` function.
+///
+/// ```json
+/// {"index_id": "demo", "corpus": "s3://bucket/corpora/demo/", "target": "s3://bucket/indexes/demo", "keep_versions": 5}
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BuildJob {
+    /// The index id served (`demo`).
+    pub index_id: String,
+    /// The documents: an `s3://bucket/prefix/` whose `.jsonl` and `.jsonl.gz` objects are
+    /// read, an `s3://bucket/key.json` manifest `{"documents": [keys or s3:// URIs]}`,
+    /// or a local file or directory.
+    pub corpus: String,
+    /// The index prefix to publish to (`s3://bucket/indexes/demo`).
+    pub target: String,
+    /// Versions kept after publishing (default 5; the current one is always kept).
+    #[serde(default = "default_keep")]
+    pub keep_versions: usize,
+    /// Tokens per chunk (default 200).
+    #[serde(default = "default_chunk_tokens")]
+    pub chunk_tokens: usize,
+    /// BM25 parameters (default k1 0.9, b 0.4).
+    #[serde(default = "default_bm25")]
+    pub bm25: Bm25Params,
+    /// XBRL facts saved with the index for `/v1/context`: an `s3://` object or prefix, or a
+    /// local file or directory, of `.jsonl` / `.jsonl.gz` files (default: none).
+    #[serde(default)]
+    pub facts: Option<String>,
+}
+
+fn default_keep() -> usize {
+    5
+}
+fn default_chunk_tokens() -> usize {
+    200
+}
+fn default_bm25() -> Bm25Params {
+    Bm25Params { k1: 0.9, b: 0.4 }
+}
+
+impl BuildJob {
+    /// Reads a job from an invocation event: the job itself (direct invoke, or an
+    /// EventBridge schedule whose target input is the job), or an EventBridge event
+    /// carrying it in `detail`. Fields left out are taken from `defaults` (the
+    /// function's environment).
+    pub fn from_event(event: serde_json::Value, defaults: &serde_json::Map<String, serde_json::Value>) -> Result<Self> {
+        let mut body = match event {
+            serde_json::Value::Object(mut o) if o.contains_key("detail-type") => match o.remove("detail") {
+                Some(serde_json::Value::Object(d)) => d,
+                _ => serde_json::Map::new(),
+            },
+            serde_json::Value::Object(o) => o,
+            serde_json::Value::Null => serde_json::Map::new(),
+            other => return Err(Error::invalid("event", format!("expected a JSON object, got {other}"))),
+        };
+        for (k, v) in defaults {
+            body.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+        let job: BuildJob = serde_path_to_error::deserialize(serde_json::Value::Object(body))
+            .map_err(|e| {
+                let reason = e.inner().to_string();
+                // Missing and unknown fields are reported at the object: name the field itself.
+                let named = ["missing field `", "unknown field `"].iter().find_map(|p| reason.strip_prefix(p)?.split('`').next().map(str::to_string));
+                Error::invalid(named.unwrap_or_else(|| e.path().to_string()), reason)
+            })?;
+        if job.index_id.is_empty() || !job.index_id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+            return Err(Error::invalid("index_id", format!("{:?}: use letters, digits, '-' and '_'", job.index_id)));
+        }
+        let as_field = |field: &str| {
+            let field = field.to_string();
+            move |e: Error| match e {
+                Error::InvalidArgument { reason, .. } => Error::invalid(field.clone(), reason),
+                e => e,
+            }
+        };
+        if !matches!(Location::parse(&job.target).map_err(as_field("target"))?, Location::S3 { .. }) {
+            return Err(Error::invalid("target", "must be an s3:// location"));
+        }
+        Location::parse(&job.corpus).map_err(as_field("corpus"))?;
+        if let Some(f) = &job.facts {
+            Location::parse(f).map_err(as_field("facts"))?;
+        }
+        if !(16..=512).contains(&job.chunk_tokens) {
+            return Err(Error::invalid("chunk_tokens", "must be between 16 and 512"));
+        }
+        Ok(job)
+    }
+
+    /// The defaults the function's environment gives: `SEXTANT_BUILD_INDEX_ID`,
+    /// `SEXTANT_BUILD_CORPUS`, `SEXTANT_BUILD_TARGET`, `SEXTANT_KEEP_VERSIONS`.
+    pub fn env_defaults() -> serde_json::Map<String, serde_json::Value> {
+        let mut m = serde_json::Map::new();
+        for (var, field) in [("SEXTANT_BUILD_INDEX_ID", "index_id"), ("SEXTANT_BUILD_CORPUS", "corpus"), ("SEXTANT_BUILD_TARGET", "target"), ("SEXTANT_BUILD_FACTS", "facts")] {
+            if let Ok(v) = std::env::var(var) {
+                m.insert(field.into(), v.into());
+            }
+        }
+        if let Some(k) = std::env::var("SEXTANT_KEEP_VERSIONS").ok().and_then(|v| v.parse::<u64>().ok()) {
+            m.insert("keep_versions".into(), k.into());
+        }
+        m
+    }
+}
+
+/// What a build did, the function's response.
+#[derive(Debug, Clone, Serialize)]
+pub struct BuildReport {
+    /// The index id.
+    pub index_id: String,
+    /// Publication details.
+    #[serde(flatten)]
+    pub published: Published,
+    /// Documents indexed.
+    pub documents: usize,
+    /// Chunks indexed.
+    pub chunks: usize,
+    /// Milliseconds reading the corpus.
+    pub read_ms: u64,
+    /// Milliseconds building.
+    pub build_ms: u64,
+    /// Milliseconds publishing.
+    pub publish_ms: u64,
+}
+
+/// Runs `job` with `models`.
+pub async fn run(job: &BuildJob, models: &ModelSet, config: &aws_config::SdkConfig) -> Result<BuildReport> {
+    let target = VersionedIndex::new(config, &Location::parse(&job.target)?)?;
+    // Read the pointer before anything else: a build that started earlier than one
+    // published meanwhile must not replace it.
+    let expected = target.pointer().await?;
+    let t = Instant::now();
+    let documents = read_corpus(&job.corpus, config).await?;
+    if documents.is_empty() {
+        return Err(Error::invalid("corpus", format!("{} holds no documents", job.corpus)));
+    }
+    let facts = match &job.facts {
+        Some(location) => read_facts(location, config).await.map_err(|e| match e {
+            Error::InvalidArgument { reason, .. } => Error::invalid("facts", reason),
+            e => e,
+        })?,
+        None => FactStore::default(),
+    };
+    let read_ms = t.elapsed().as_millis() as u64;
+    let t = Instant::now();
+    let (job2, models2) = (job.clone(), models.clone());
+    let files = tokio::task::spawn_blocking(move || -> Result<(MemStore, usize, usize)> {
+        let index = build(documents, &models2, &job2)?;
+        let files = MemStore::new(format!("build of {}", job2.index_id));
+        index.save_with(&files, Financials::attachment(&facts)?.into_iter().collect())?;
+        Ok((files, index.documents.len(), index.chunks.len()))
+    })
+    .await
+    .map_err(|e| Error::task_failed(format!("building index {}", job.index_id), e))??;
+    let build_ms = t.elapsed().as_millis() as u64;
+    let t = Instant::now();
+    let published = target.publish(&files.0, &expected, job.keep_versions).await?;
+    Ok(BuildReport { index_id: job.index_id.clone(), published, documents: files.1, chunks: files.2, read_ms, build_ms, publish_ms: t.elapsed().as_millis() as u64 })
+}
+
+/// Builds an index of `documents` with `models`.
+pub fn build(documents: Vec<Document>, models: &ModelSet, job: &BuildJob) -> Result<Index> {
+    let model_ref = |dir: &Path| ModelInfo::read(dir).map(|i| ModelRef { id: i.id, weights_sha256: i.weights_sha256 });
+    let options = BuildOptions {
+        index_id: job.index_id.clone(),
+        chunk_tokens: job.chunk_tokens,
+        bm25: job.bm25,
+        dense_model: model_ref(&models.dense)?,
+        sparse_model: model_ref(&models.sparse)?,
+    };
+    let (dense, sparse) = (DenseEncoder::load(&models.dense)?, SparseEncoder::load(&models.sparse)?);
+    let t = Instant::now();
+    Index::build(documents, &dense, &sparse, &options, &|stage, done, total| {
+        if done == total || done % 4096 == 0 {
+            tracing::info!(stage, done, total, secs = t.elapsed().as_secs(), "building");
+        }
+    })
+}
+
+/// Reads every document of a corpus location.
+pub async fn read_corpus(corpus: &str, config: &aws_config::SdkConfig) -> Result<Vec<Document>> {
+    match Location::parse(corpus)? {
+        Location::Local(p) => tokio::task::spawn_blocking(move || read_local(&p)).await.map_err(|e| Error::task_failed("reading the corpus", e))?,
+        Location::S3 { bucket, prefix } => {
+            let store = S3Store::new(config, &bucket);
+            // Objects to read, with their bytes when already fetched (manifest entries are
+            // fetched whole to check they exist; listed ones are read by ranges below).
+            let keys: Vec<(String, u64, Option<Vec<u8>>)> = if prefix.ends_with(".json") && !corpus.ends_with('/') {
+                let manifest = store.get(&prefix).await?.ok_or_else(|| Error::Storage { location: corpus.into(), reason: "no such object".into() })?;
+                #[derive(Deserialize)]
+                struct CorpusManifest {
+                    documents: Vec<String>,
+                }
+                let m: CorpusManifest = serde_json::from_slice(&manifest.bytes).map_err(|e| Error::Corpus { source_name: corpus.into(), line: 1, reason: e.to_string() })?;
+                let mut keys = Vec::new();
+                for d in m.documents {
+                    let key = match Location::parse(&d)? {
+                        Location::S3 { bucket: b, prefix: k } if b == bucket => k,
+                        Location::S3 { .. } => return Err(Error::invalid("corpus", format!("{d}: corpus files must be in bucket {bucket}"))),
+                        Location::Local(_) => d.trim_start_matches('/').to_string(),
+                    };
+                    let bytes = store.get(&key).await?.map(|o| o.bytes).ok_or_else(|| Error::Storage { location: format!("s3://{bucket}/{key}"), reason: "listed in the corpus manifest but missing".into() })?;
+                    keys.push((key, bytes.len() as u64, Some(bytes)));
+                }
+                keys
+            } else {
+                let dir = if prefix.is_empty() { String::new() } else { format!("{prefix}/") };
+                store.list(&dir).await?.into_iter().filter(|(k, _)| is_jsonl(k)).map(|(k, size)| (k, size, None)).collect()
+            };
+            if keys.is_empty() {
+                return Err(Error::invalid("corpus", format!("{corpus}: no .jsonl or .jsonl.gz objects")));
+            }
+            let scratch = scratch_dir()?;
+            let mut docs = Vec::new();
+            for (key, size, fetched) in keys {
+                let bytes = match fetched {
+                    Some(b) => b,
+                    None => store.get_ranged(&key, size).await?,
+                };
+                let name = key.rsplit('/').next().unwrap_or("corpus.jsonl").to_string();
+                let path = scratch.join(&name);
+                std::fs::write(&path, &bytes).map_err(|e| Error::io(&path, e))?;
+                let loaded = load_documents(&path).map_err(|e| match e {
+                    Error::Corpus { line, reason, .. } => Error::Corpus { source_name: format!("s3://{bucket}/{key}"), line, reason },
+                    e => e,
+                });
+                let _ = std::fs::remove_file(&path);
+                docs.extend(loaded?);
+            }
+            let _ = std::fs::remove_dir(&scratch);
+            Ok(docs)
+        }
+    }
+}
+
+/// Reads the facts at `location` (an `s3://` object or prefix, or a local file or
+/// directory of `.jsonl` / `.jsonl.gz` files).
+pub async fn read_facts(location: &str, config: &aws_config::SdkConfig) -> Result<FactStore> {
+    let blobs: Vec<(String, Vec<u8>)> = match Location::parse(location)? {
+        Location::Local(p) => {
+            let files = if p.is_file() { vec![p.clone()] } else { jsonl_files(&p)? };
+            files.into_iter().map(|f| Ok((f.display().to_string(), std::fs::read(&f).map_err(|e| Error::io(&f, e))?))).collect::<Result<_>>()?
+        }
+        Location::S3 { bucket, prefix } => {
+            let store = S3Store::new(config, &bucket);
+            if is_jsonl(&prefix) {
+                let o = store.get(&prefix).await?.ok_or_else(|| Error::Storage { location: location.into(), reason: "no such object".into() })?;
+                vec![(location.to_string(), o.bytes)]
+            } else {
+                let dir = if prefix.is_empty() { String::new() } else { format!("{}/", prefix.trim_end_matches('/')) };
+                let mut blobs = Vec::new();
+                for (key, size) in store.list(&dir).await?.into_iter().filter(|(k, _)| is_jsonl(k)) {
+                    blobs.push((format!("s3://{bucket}/{key}"), store.get_ranged(&key, size).await?));
+                }
+                blobs
+            }
+        }
+    };
+    if blobs.is_empty() {
+        // An empty prefix is a corpus without facts yet (the scheduled build names one
+        // by default): build without them rather than fail.
+        tracing::warn!(facts = location, "no .jsonl or .jsonl.gz facts found: building without facts");
+        return Ok(FactStore::default());
+    }
+    tokio::task::spawn_blocking(move || FactStore::from_bytes(blobs)).await.map_err(|e| Error::task_failed("reading facts", e))?
+}
+
+/// Whether a file or object name is a corpus or facts file (`.jsonl`, `.jsonl.gz`).
+fn is_jsonl(name: &str) -> bool {
+    name.ends_with(".jsonl") || name.ends_with(".jsonl.gz")
+}
+
+/// The `.jsonl` / `.jsonl.gz` files of a directory, sorted.
+fn jsonl_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| Error::io(dir, e))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|f| is_jsonl(&f.to_string_lossy()))
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+fn read_local(p: &Path) -> Result<Vec<Document>> {
+    if p.is_file() {
+        return load_documents(p);
+    }
+    let mut docs = Vec::new();
+    for f in jsonl_files(p)? {
+        docs.extend(load_documents(&f)?);
+    }
+    Ok(docs)
+}
+
+fn scratch_dir() -> Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("sextant-build-{}-{}", std::process::id(), sextant_keys::now_unix()));
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    Ok(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn defaults() -> serde_json::Map<String, serde_json::Value> {
+        serde_json::json!({"target": "s3://bucket/indexes/demo", "keep_versions": 3}).as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn jobs_come_from_direct_events_and_eventbridge_with_env_defaults() {
+        let direct = BuildJob::from_event(serde_json::json!({"index_id": "demo", "corpus": "s3://bucket/corpora/demo/"}), &defaults()).unwrap();
+        assert_eq!(direct.target, "s3://bucket/indexes/demo");
+        assert_eq!(direct.keep_versions, 3);
+        assert_eq!(direct.chunk_tokens, 200);
+        let scheduled = serde_json::json!({"detail-type": "Scheduled Event", "source": "aws.events", "detail": {"index_id": "demo", "corpus": "s3://bucket/c/", "keep_versions": 9}});
+        let job = BuildJob::from_event(scheduled, &defaults()).unwrap();
+        assert_eq!((job.index_id.as_str(), job.keep_versions), ("demo", 9));
+    }
+
+    #[test]
+    fn bad_jobs_name_the_field() {
+        for (event, field) in [
+            (serde_json::json!({"corpus": "s3://bucket/c/"}), "index_id"),
+            (serde_json::json!({"index_id": "a b", "corpus": "s3://bucket/c/"}), "index_id"),
+            (serde_json::json!({"index_id": "demo", "corpus": "s3://bucket/c/", "target": "/local/dir"}), "target"),
+            (serde_json::json!({"index_id": "demo", "corpus": "ftp://x"}), "corpus"),
+            (serde_json::json!({"index_id": "demo", "corpus": "s3://bucket/c/", "target": "s3://B/x"}), "target"),
+            (serde_json::json!({"index_id": "demo", "corpus": "s3://bucket/c/", "chunk_tokens": 4}), "chunk_tokens"),
+            (serde_json::json!({"index_id": "demo", "corpus": "s3://bucket/c/", "keep_version": 4}), "keep_version"),
+            (serde_json::json!({"index_id": "demo", "corpus": "s3://bucket/c/", "keep_versions": "x"}), "keep_versions"),
+            (serde_json::json!([1]), "event"),
+        ] {
+            let e = BuildJob::from_event(event.clone(), &defaults()).unwrap_err();
+            assert!(matches!(&e, Error::InvalidArgument { field: f, .. } if f == field), "{event}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_index_build_events_in_events_parse() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../events/index-build");
+        let read = |name: &str| serde_json::from_slice::<serde_json::Value>(&std::fs::read(dir.join(name)).unwrap()).unwrap();
+        let direct = BuildJob::from_event(read("direct.json"), &serde_json::Map::new()).unwrap();
+        assert_eq!((direct.index_id.as_str(), direct.keep_versions), ("demo", 5));
+        // A schedule without input carries nothing: the function's environment names the job.
+        let env = serde_json::json!({"index_id": "demo", "corpus": "s3://bucket/corpora/demo/", "target": "s3://bucket/indexes/demo"});
+        let scheduled = BuildJob::from_event(read("scheduled.json"), env.as_object().unwrap()).unwrap();
+        assert_eq!(scheduled.target, "s3://bucket/indexes/demo");
+        assert!(BuildJob::from_event(read("scheduled.json"), &serde_json::Map::new()).is_err(), "no job named anywhere");
+    }
+}

@@ -1,0 +1,25 @@
+//! # sextant-aws
+//!
+//! Sextant on AWS: index versions in S3 (published, loaded and refreshed), keys, plans and
+//! rate counters in DynamoDB, and the index-build job.
+//!
+//! Clients take their settings from the environment the way every AWS SDK does: region,
+//! credentials, and `AWS_ENDPOINT_URL` / `AWS_ENDPOINT_URL_S3` /
+//! `AWS_ENDPOINT_URL_DYNAMODB` for S3- and DynamoDB-compatible servers.
+
+#![warn(missing_docs)]
+
+pub mod build_job;
+mod dynamo;
+mod key_store_spec;
+pub mod refresh;
+mod s3;
+mod sdk;
+pub mod versions;
+
+pub use dynamo::DynamoKeyStore;
+pub use key_store_spec::KeyStoreSpec;
+pub use refresh::{open_from_s3, LoadTimings, LoadedIndex, Refresher};
+pub use s3::S3Store;
+pub use sdk::{load_sdk_config, retry_config, sdk_config};
+pub use versions::VersionedIndex;

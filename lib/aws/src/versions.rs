@@ -1,0 +1,327 @@
+//! Published index versions in S3.
+//!
+//! ```text
+//! s3://bucket/indexes/demo/CURRENT                          {"version": "20261122T230500Z-3f9a…", …}
+//! s3://bucket/indexes/demo/versions/20261122T230500Z-3f9a…/manifest.json
+//! s3://bucket/indexes/demo/versions/20261122T230500Z-3f9a…/dense.f32 …
+//! ```
+//!
+//! A version is immutable: its files are uploaded (large ones in parallel parts), its
+//! manifest last, and only then does `CURRENT` move, by a conditional write on the ETag
+//! the publisher read when it started. Two builds racing cannot clobber each other: the
+//! second to finish gets [`Error::Conflict`] and its version is never made current.
+//! Readers fetch `CURRENT`, then the version's manifest (whose SHA-256 the pointer
+//! carries), then every file with parallel ranged GETs into memory; [`sextant_core::index::Index::load`]
+//! then verifies each file's size and SHA-256 before anything is served.
+
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use sextant_core::error::{Error, Result};
+use sextant_core::index::format::{read_manifest, sha256_hex, Manifest, MANIFEST};
+use sextant_core::index::Index;
+use sextant_core::storage::{Location, MemStore, Storage};
+use sextant_finance::Financials;
+
+use super::s3::{Precondition, S3Store};
+
+/// The pointer object's name under an index prefix.
+pub const CURRENT: &str = "CURRENT";
+
+/// What `CURRENT` holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pointer {
+    /// The version served.
+    pub version: String,
+    /// SHA-256 of that version's `manifest.json`.
+    pub manifest_sha256: String,
+    /// When it was made current, seconds since the Unix epoch.
+    pub published_unix: u64,
+    /// The version it replaced.
+    #[serde(default)]
+    pub previous: Option<String>,
+}
+
+/// An index prefix in a bucket.
+#[derive(Clone)]
+pub struct VersionedIndex {
+    store: S3Store,
+    prefix: String,
+}
+
+/// `CURRENT` as read: the pointer (if any) and its ETag, the precondition a publisher
+/// writes against.
+#[derive(Debug, Clone)]
+pub struct PointerState {
+    /// The pointer, `None` before the first publication.
+    pub pointer: Option<Pointer>,
+    /// Its ETag.
+    pub etag: Option<String>,
+}
+
+/// A downloaded version, ready to decode.
+pub struct Download {
+    /// The pointer it was reached from.
+    pub pointer: Pointer,
+    /// The files, in memory.
+    pub files: MemStore,
+    /// Milliseconds spent reading `CURRENT`.
+    pub pointer_ms: u64,
+    /// Milliseconds spent downloading the manifest and files.
+    pub download_ms: u64,
+}
+
+/// What [`VersionedIndex::publish`] did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Published {
+    /// The new version, now current.
+    pub version: String,
+    /// The version it replaced.
+    pub previous: Option<String>,
+    /// Bytes uploaded.
+    pub bytes: u64,
+    /// Old versions deleted.
+    pub pruned: Vec<String>,
+}
+
+/// `YYYYMMDDTHHMMSSZ` for seconds since the Unix epoch (UTC).
+pub fn compact_utc(unix: u64) -> String {
+    let days = (unix / 86_400) as i64;
+    let secs = unix % 86_400;
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z", secs / 3600, secs % 3600 / 60, secs % 60)
+}
+
+impl VersionedIndex {
+    /// The index at `location` (`s3://bucket/prefix`).
+    pub fn new(config: &aws_config::SdkConfig, location: &Location) -> Result<Self> {
+        match location {
+            Location::S3 { bucket, prefix } => Ok(VersionedIndex { store: S3Store::new(config, bucket), prefix: prefix.clone() }),
+            Location::Local(p) => Err(Error::invalid("location", format!("{} is not an s3:// location", p.display()))),
+        }
+    }
+
+    /// The underlying bucket.
+    pub fn store(&self) -> &S3Store {
+        &self.store
+    }
+
+    fn key(&self, rest: &str) -> String {
+        if self.prefix.is_empty() {
+            rest.to_string()
+        } else {
+            format!("{}/{rest}", self.prefix)
+        }
+    }
+
+    /// `s3://bucket/prefix`.
+    pub fn location(&self) -> String {
+        format!("s3://{}/{}", self.store.bucket(), self.prefix)
+    }
+
+    /// Reads `CURRENT`.
+    pub async fn pointer(&self) -> Result<PointerState> {
+        let key = self.key(CURRENT);
+        match self.store.get(&key).await? {
+            None => Ok(PointerState { pointer: None, etag: None }),
+            Some(obj) => {
+                let pointer = serde_json::from_slice(&obj.bytes).map_err(|e| Error::IndexCorrupted {
+                    file: format!("s3://{}/{key}", self.store.bucket()),
+                    expected: "a version pointer".into(),
+                    found: e.to_string(),
+                })?;
+                Ok(PointerState { pointer: Some(pointer), etag: obj.etag })
+            }
+        }
+    }
+
+    /// The pointer of the current version; an error when nothing has been published yet.
+    pub async fn current(&self) -> Result<Pointer> {
+        self.pointer().await?.pointer.ok_or_else(|| Error::Storage {
+            location: format!("s3://{}/{}", self.store.bucket(), self.key(CURRENT)),
+            reason: "no version has been published here yet".into(),
+        })
+    }
+
+    /// Uploads the index held in `files` (written by [`sextant_core::index::Index::save`]) as a
+    /// new version and makes it current, if `CURRENT` still is what `expected` says; then
+    /// deletes all but the newest `keep` versions (never the current one).
+    pub async fn publish(&self, files: &MemStore, expected: &PointerState, keep: usize) -> Result<Published> {
+        let manifest_bytes = files.read(MANIFEST)?;
+        let manifest: Manifest = read_manifest(files)?;
+        let manifest_sha256 = sha256_hex(&manifest_bytes);
+        let version = format!("{}-{}", compact_utc(manifest.created_unix), &manifest_sha256[..12]);
+        let dir = self.key(&format!("versions/{version}"));
+        // Data files first (in parallel), the manifest last: a version with a manifest is whole.
+        let mut tasks = tokio::task::JoinSet::new();
+        let mut bytes = 0;
+        for (name, data) in files.objects() {
+            if name == MANIFEST {
+                continue;
+            }
+            bytes += data.len() as u64;
+            let (store, key) = (self.store.clone(), format!("{dir}/{name}"));
+            tasks.spawn(async move { store.upload(&key, data).await });
+        }
+        while let Some(joined) = tasks.join_next().await {
+            joined.map_err(|e| Error::Storage { location: dir.clone(), reason: e.to_string() })??;
+        }
+        bytes += manifest_bytes.len() as u64;
+        self.store.put(&format!("{dir}/{MANIFEST}"), manifest_bytes, &Precondition::None).await?;
+        let previous = expected.pointer.as_ref().map(|p| p.version.clone());
+        let pointer = Pointer { version: version.clone(), manifest_sha256, published_unix: sextant_keys::now_unix(), previous: previous.clone() };
+        let pre = match &expected.etag {
+            Some(t) => Precondition::ETag(t.clone()),
+            None => Precondition::Absent,
+        };
+        match self.store.put(&self.key(CURRENT), serde_json::to_vec_pretty(&pointer)?, &pre).await {
+            Ok(_) => {}
+            Err(Error::Conflict { location, .. }) => {
+                // The loser of the race removes what it uploaded; the winner is untouched.
+                if let Err(e) = self.store.delete_prefix(&format!("{dir}/")).await {
+                    tracing::warn!(error = %e, %version, "could not remove the version that lost the race");
+                }
+                return Err(Error::Conflict {
+                    location,
+                    reason: format!(
+                        "another build made a version current after this one started (expected {}); version {version} was not made current and was removed",
+                        previous.as_deref().unwrap_or("no version")
+                    ),
+                });
+            }
+            Err(e) => return Err(e),
+        }
+        tracing::info!(index = %self.location(), %version, bytes, "published");
+        let pruned = self.prune(keep, &version).await?;
+        Ok(Published { version, previous, bytes, pruned })
+    }
+
+    /// Every version under `versions/` that holds objects, oldest first (ids sort by
+    /// time). Listed from the objects themselves: some S3-compatible stores keep an emptied
+    /// "directory" visible as a common prefix.
+    pub async fn versions(&self) -> Result<Vec<String>> {
+        let root = format!("{}/", self.key("versions"));
+        let mut v: Vec<String> = self.store.list(&root).await?.into_iter().filter_map(|(k, _)| Some(k.strip_prefix(&root)?.split('/').next()?.to_string())).collect();
+        v.sort();
+        v.dedup();
+        Ok(v)
+    }
+
+    /// Deletes all but the newest `keep` versions (at least 1), never `current`.
+    pub async fn prune(&self, keep: usize, current: &str) -> Result<Vec<String>> {
+        let versions = self.versions().await?;
+        let keep = keep.max(1);
+        let old: Vec<String> = versions.iter().rev().skip(keep).filter(|v| v.as_str() != current).cloned().collect();
+        for v in &old {
+            self.store.delete_prefix(&format!("{}/", self.key(&format!("versions/{v}")))).await?;
+        }
+        Ok(old)
+    }
+
+    /// Downloads the current version into memory: the manifest first, checked against the pointer's
+    /// SHA-256, then every file it lists with parallel ranged GETs.
+    pub async fn download_current(&self) -> Result<Download> {
+        let t = Instant::now();
+        let pointer = self.current().await?;
+        let pointer_ms = t.elapsed().as_millis() as u64;
+        let t = Instant::now();
+        let files = self.download(&pointer).await?;
+        Ok(Download { pointer, files, pointer_ms, download_ms: t.elapsed().as_millis() as u64 })
+    }
+
+    /// Fetches the manifest of the version `pointer` names and checks it against the
+    /// pointer's SHA-256; returns the version's label (`s3://…/versions/v`), key prefix and
+    /// manifest.
+    async fn manifest(&self, pointer: &Pointer) -> Result<(String, String, Manifest)> {
+        let dir = self.key(&format!("versions/{}", pointer.version));
+        let label = format!("s3://{}/{dir}", self.store.bucket());
+        let manifest_bytes = self.store.get(&format!("{dir}/{MANIFEST}")).await?.ok_or_else(|| Error::IndexCorrupted {
+            file: format!("{label}/{MANIFEST}"),
+            expected: "the manifest of the version CURRENT names".into(),
+            found: "no such object".into(),
+        })?;
+        let sum = sha256_hex(&manifest_bytes.bytes);
+        if sum != pointer.manifest_sha256 {
+            return Err(Error::IndexCorrupted { file: format!("{label}/{MANIFEST}"), expected: format!("sha256 {}", pointer.manifest_sha256), found: format!("sha256 {sum}") });
+        }
+        let files = MemStore::new(label.clone());
+        files.insert(MANIFEST, manifest_bytes.bytes);
+        Ok((label, dir, read_manifest(&files)?))
+    }
+
+    /// Downloads the version `pointer` names into memory, every file at once.
+    pub async fn download(&self, pointer: &Pointer) -> Result<MemStore> {
+        let (label, dir, manifest) = self.manifest(pointer).await?;
+        let files = MemStore::new(label);
+        files.insert(MANIFEST, serde_json::to_vec(&manifest)?);
+        let mut tasks = tokio::task::JoinSet::new();
+        for f in manifest.files {
+            let (store, key) = (self.store.clone(), format!("{dir}/{}", f.name));
+            tasks.spawn(async move { store.get_ranged(&key, f.bytes).await.map(|b| (f.name, b)) });
+        }
+        while let Some(joined) = tasks.join_next().await {
+            let (name, bytes) = joined.map_err(|e| Error::Storage { location: files.location(), reason: e.to_string() })??;
+            files.insert(name, bytes);
+        }
+        Ok(files)
+    }
+
+    /// Downloads, verifies and decodes the version `pointer` names: every file at once
+    /// with parallel ranged GETs into memory, then each file verified and decoded in its
+    /// own task ([`Index::load`]), and the version's facts beside it ([`Financials::load`]).
+    /// Returns the index, its financials and the phase timings.
+    ///
+    /// Decoding each file as soon as it arrives was tried and measured slower on a
+    /// 2-core machine with the S3 server on the same cores (1.9–2.3 s instead of 1.6 s
+    /// at 100k chunks): the decode competes with the transfer for the CPU.
+    pub async fn load(&self, pointer: &Pointer) -> Result<(Index, Financials, LoadPhases)> {
+        let t = Instant::now();
+        let files = self.download(pointer).await?;
+        let download_ms = t.elapsed().as_millis() as u64;
+        let bytes = files.total_bytes();
+        let t = Instant::now();
+        let location = self.location();
+        let (index, financials) = tokio::task::spawn_blocking(move || -> Result<(Index, Financials)> {
+            let index = Index::load(&files)?;
+            let financials = Financials::load(&files, &index)?;
+            Ok((index, financials))
+        })
+        .await
+        .map_err(|e| Error::task_failed(format!("decoding index {location}"), e))??;
+        Ok((index, financials, LoadPhases { download_ms, decode_ms: t.elapsed().as_millis() as u64, bytes }))
+    }
+}
+
+/// Timings of [`VersionedIndex::load`].
+#[derive(Debug, Clone, Copy)]
+pub struct LoadPhases {
+    /// Downloading the manifest and every file.
+    pub download_ms: u64,
+    /// Verifying and decoding them.
+    pub decode_ms: u64,
+    /// Bytes downloaded.
+    pub bytes: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compact_utc_formats_known_instants() {
+        assert_eq!(compact_utc(0), "19700101T000000Z");
+        assert_eq!(compact_utc(951_782_400), "20000229T000000Z");
+        assert_eq!(compact_utc(1_795_388_705), "20261122T230505Z");
+        // Ids sort by time.
+        assert!(compact_utc(1_795_388_705) < compact_utc(1_795_388_706));
+    }
+}

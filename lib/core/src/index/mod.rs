@@ -1,0 +1,298 @@
+//! The indexes of one corpus: chunk store and metadata, dense HNSW, BM25 and SPLADE,
+//! and their versioned on-disk format.
+
+mod analyzer;
+mod bitset;
+mod bm25;
+mod build;
+mod hnsw;
+mod filter;
+pub mod format;
+mod inverted;
+mod le_bytes;
+mod splade;
+mod topk;
+mod vector_store;
+
+use std::ops::Range;
+
+pub use analyzer::{Analyzer, STOP_WORDS};
+pub use bitset::Bitset;
+pub use bm25::{Bm25Index, Bm25Params};
+pub use build::{BuildOptions, Progress};
+pub use hnsw::{dot, DenseIndex, EF_SEARCH, EXACT_ONLY_BELOW, EXACT_SCAN_FRACTION};
+pub use filter::Filter;
+pub use format::Manifest;
+pub use inverted::InvertedIndex;
+pub use splade::SpladeIndex;
+pub use topk::top_k;
+pub use vector_store::VectorStore;
+
+use crate::corpus::{Chunk, Document};
+use crate::error::{Error, Result};
+use crate::storage::Storage;
+
+/// Everything one corpus needs to be searched, held in memory.
+pub struct Index {
+    /// The manifest it was loaded from or saved with.
+    pub manifest: Manifest,
+    /// Documents, by ordinal.
+    pub documents: Vec<Document>,
+    /// Chunks, by ordinal; a document's chunks are contiguous.
+    pub chunks: Vec<Chunk>,
+    /// Dense vectors and graph.
+    pub dense: DenseIndex,
+    /// BM25.
+    pub bm25: Bm25Index,
+    /// SPLADE.
+    pub splade: SpladeIndex,
+    doc_chunks: Vec<Range<u32>>,
+}
+
+const DOCUMENTS: &str = "documents.bin";
+const CHUNKS: &str = "chunks.bin";
+const DENSE_VECTORS: &str = "dense.f32";
+const DENSE_GRAPH: &str = "dense.graph";
+const BM25: &str = "bm25.bin";
+const SPLADE: &str = "splade.bin";
+/// Every file an index reads itself.
+const OWN_FILES: [&str; 6] = [DOCUMENTS, CHUNKS, DENSE_VECTORS, DENSE_GRAPH, BM25, SPLADE];
+
+/// One verified and decoded file of an index ([`Index::decode_file`]).
+pub struct DecodedFile(Part);
+
+/// One decoded file of an index.
+enum Part {
+    Documents(Vec<Document>),
+    Chunks(Vec<Chunk>),
+    Vectors(Vec<f32>),
+    Graph(DenseIndex),
+    Bm25(Bm25Index),
+    Splade(SpladeIndex),
+    /// A file the index does not read itself (an attachment such as the facts of the
+    /// financial routes, which their own crate loads beside the index).
+    Other,
+}
+
+/// Decodes the raw little-endian `f32` vector file.
+fn decode_f32s(location: &str, bytes: &[u8]) -> Result<Vec<f32>> {
+    if bytes.len() % 4 != 0 {
+        return Err(Error::IndexCorrupted {
+            file: format!("{location}/{DENSE_VECTORS}"),
+            expected: "a whole number of f32".into(),
+            found: format!("{} bytes", bytes.len()),
+        });
+    }
+    Ok(bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
+}
+
+/// Decodes one bincode file of an index, naming it in the error.
+fn decode_file<T: serde::de::DeserializeOwned>(location: &str, name: &str, bytes: Result<&[u8]>) -> Result<T> {
+    bincode::deserialize(bytes?).map_err(|e| Error::IndexCorrupted {
+        file: format!("{location}/{name}"),
+        expected: "a decodable file".into(),
+        found: e.to_string(),
+    })
+}
+
+impl Index {
+    /// Assembles an index from its parts (checks that the parts agree).
+    pub fn from_parts(
+        manifest: Manifest,
+        documents: Vec<Document>,
+        chunks: Vec<Chunk>,
+        dense: DenseIndex,
+        bm25: Bm25Index,
+        splade: SpladeIndex,
+    ) -> Result<Self> {
+        let n = chunks.len();
+        let check = |what: &str, got: usize| {
+            if got != n {
+                Err(Error::IndexCorrupted { file: what.into(), expected: format!("{n} chunks"), found: format!("{got}") })
+            } else {
+                Ok(())
+            }
+        };
+        check(DENSE_VECTORS, dense.len())?;
+        check(BM25, bm25.inverted.num_chunks as usize)?;
+        check(SPLADE, splade.inverted.num_chunks as usize)?;
+        for (file, inverted) in [(BM25, &bm25.inverted), (SPLADE, &splade.inverted)] {
+            inverted.validate().map_err(|found| Error::IndexCorrupted {
+                file: file.into(),
+                expected: "consistent postings".into(),
+                found,
+            })?;
+        }
+        let mut doc_chunks = vec![0..0; documents.len()];
+        for (i, c) in chunks.iter().enumerate() {
+            let r = doc_chunks.get_mut(c.doc as usize).ok_or_else(|| Error::IndexCorrupted {
+                file: CHUNKS.into(),
+                expected: format!("document ordinals < {}", documents.len()),
+                found: c.doc.to_string(),
+            })?;
+            if r.start == r.end {
+                *r = i as u32..i as u32 + 1;
+            } else {
+                r.end = i as u32 + 1;
+            }
+        }
+        Ok(Index { manifest, documents, chunks, dense, bm25, splade, doc_chunks })
+    }
+
+    /// The document a chunk belongs to.
+    pub fn document_of(&self, chunk: u32) -> &Document {
+        &self.documents[self.chunks[chunk as usize].doc as usize]
+    }
+
+    /// The chunks of document `doc`.
+    pub fn chunks_of(&self, doc: u32) -> Range<u32> {
+        self.doc_chunks[doc as usize].clone()
+    }
+
+    /// The chunks whose document passes `filter` (`None` when the filter is empty).
+    pub fn allowed(&self, filter: &Filter) -> Option<Bitset> {
+        self.allowed_by(|_, d| filter.matches(d), filter.is_empty())
+    }
+
+    /// The chunks whose document passes `pred` (given the document's ordinal and the
+    /// document); `None` when `match_all` (no filter).
+    pub fn allowed_by(&self, pred: impl Fn(usize, &Document) -> bool, match_all: bool) -> Option<Bitset> {
+        if match_all {
+            return None;
+        }
+        let mut set = Bitset::empty(self.chunks.len());
+        for (d, doc) in self.documents.iter().enumerate() {
+            if pred(d, doc) {
+                self.doc_chunks[d].clone().for_each(|c| set.insert(c as usize));
+            }
+        }
+        Some(set)
+    }
+
+    /// Writes the index to `storage` (data files first, the manifest last).
+    pub fn save(&self, storage: &dyn Storage) -> Result<Manifest> {
+        self.save_with(storage, Vec::new())
+    }
+
+    /// Writes the index and `attachments` (files of other crates that belong to this
+    /// version, such as the financial facts: listed and checksummed in the same manifest,
+    /// ignored by [`Index::load`]) to `storage`, data files first, the manifest last.
+    pub fn save_with(&self, storage: &dyn Storage, attachments: Vec<(String, Vec<u8>)>) -> Result<Manifest> {
+        let mut vec_bytes = Vec::with_capacity(self.dense.vectors.len() * 4);
+        for x in &self.dense.vectors {
+            vec_bytes.extend_from_slice(&x.to_le_bytes());
+        }
+        let files = vec![
+            (DOCUMENTS.to_string(), bincode::serialize(&self.documents)?),
+            (CHUNKS.to_string(), bincode::serialize(&self.chunks)?),
+            (DENSE_VECTORS.to_string(), vec_bytes),
+            (DENSE_GRAPH.to_string(), bincode::serialize(&self.dense)?),
+            (BM25.to_string(), bincode::serialize(&self.bm25)?),
+            (SPLADE.to_string(), bincode::serialize(&self.splade)?),
+        ];
+        let mut files = files;
+        for (name, bytes) in attachments {
+            if files.iter().any(|(n, _)| *n == name) || name == format::MANIFEST {
+                return Err(Error::invalid("attachments", format!("{name:?} is a file of the index itself")));
+            }
+            files.push((name, bytes));
+        }
+        format::write_files(storage, files, self.manifest.clone())
+    }
+
+    /// Loads and verifies an index from `storage`.
+    ///
+    /// Each file is verified and decoded in its own task, largest first, so checksums and
+    /// decoding of different files overlap on all cores. Local files are memory-mapped.
+    pub fn load(storage: &dyn Storage) -> Result<Self> {
+        use rayon::prelude::*;
+        let manifest = format::read_manifest(storage)?;
+        let loc = storage.location();
+        Self::check_manifest(&manifest, &loc)?;
+        let mut files: Vec<&format::FileEntry> = manifest.files.iter().filter(|f| Self::owns(&f.name)).collect();
+        files.sort_by_key(|f| std::cmp::Reverse(f.bytes));
+        let parts: Vec<DecodedFile> = files
+            .par_iter()
+            .with_max_len(1)
+            .map(|f| Self::decode_file(&manifest, &loc, f, storage.read_blob(&f.name)?))
+            .collect::<Result<_>>()?;
+        Self::assemble(manifest, parts, &loc)
+    }
+
+    /// Whether `name` is one of the index's own files (others are attachments, which
+    /// [`Index::load`] leaves to their own readers).
+    pub fn owns(name: &str) -> bool {
+        OWN_FILES.contains(&name)
+    }
+
+    /// Refuses a manifest that does not list every file an index needs, before anything
+    /// is read.
+    pub fn check_manifest(manifest: &Manifest, location: &str) -> Result<()> {
+        for name in OWN_FILES {
+            if !manifest.files.iter().any(|f| f.name == name) {
+                return Err(Error::IndexCorrupted {
+                    file: format!("{location}/{}", format::MANIFEST),
+                    expected: format!("an entry for {name}"),
+                    found: "none".into(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Verifies one file of `manifest` (size and SHA-256) and decodes it, so files can be
+    /// decoded as they arrive; [`Index::assemble`] puts them together.
+    pub fn decode_file(manifest: &Manifest, location: &str, f: &format::FileEntry, blob: crate::storage::Blob) -> Result<DecodedFile> {
+        let loc = location;
+        format::verify(loc, f, &blob)?;
+        let bytes: Result<&[u8]> = Ok(&blob);
+        Ok(DecodedFile(match f.name.as_str() {
+            DOCUMENTS => Part::Documents(decode_file(loc, DOCUMENTS, bytes)?),
+            CHUNKS => Part::Chunks(decode_file(loc, CHUNKS, bytes)?),
+            DENSE_VECTORS => Part::Vectors(decode_f32s(loc, &blob)?),
+            DENSE_GRAPH => Part::Graph(decode_file(loc, DENSE_GRAPH, bytes)?),
+            BM25 if manifest.version == 1 => Part::Bm25(decode_file::<bm25::Bm25IndexV1>(loc, BM25, bytes)?.into()),
+            BM25 => Part::Bm25(decode_file(loc, BM25, bytes)?),
+            SPLADE if manifest.version == 1 => Part::Splade(decode_file::<splade::SpladeIndexV1>(loc, SPLADE, bytes)?.into()),
+            SPLADE => Part::Splade(decode_file(loc, SPLADE, bytes)?),
+            _ => Part::Other,
+        }))
+    }
+
+    /// Puts decoded files together into an index, checking that they agree.
+    pub fn assemble(manifest: Manifest, parts: Vec<DecodedFile>, location: &str) -> Result<Self> {
+        let loc = location;
+        let missing = |name: &str| Error::IndexCorrupted {
+            file: format!("{loc}/{}", format::MANIFEST),
+            expected: format!("an entry for {name}"),
+            found: "none".into(),
+        };
+        let parts: Vec<Part> = parts.into_iter().map(|d| d.0).collect();
+        let (mut documents, mut chunks, mut vectors, mut graph, mut bm25, mut splade) = (None, None, None, None, None, None);
+        for part in parts {
+            match part {
+                Part::Documents(d) => documents = Some(d),
+                Part::Chunks(c) => chunks = Some(c),
+                Part::Vectors(v) => vectors = Some(v),
+                Part::Graph(g) => graph = Some(g),
+                Part::Bm25(b) => bm25 = Some(b),
+                Part::Splade(s) => splade = Some(s),
+                Part::Other => {}
+            }
+        }
+        let documents: Vec<Document> = documents.ok_or_else(|| missing(DOCUMENTS))?;
+        let chunks: Vec<Chunk> = chunks.ok_or_else(|| missing(CHUNKS))?;
+        let mut dense: DenseIndex = graph.ok_or_else(|| missing(DENSE_GRAPH))?;
+        let bm25: Bm25Index = bm25.ok_or_else(|| missing(BM25))?;
+        let splade: SpladeIndex = splade.ok_or_else(|| missing(SPLADE))?;
+        dense.vectors = vectors.ok_or_else(|| missing(DENSE_VECTORS))?;
+        if dense.dim != manifest.dense_dim {
+            return Err(Error::IndexCorrupted {
+                file: format!("{loc}/{DENSE_GRAPH}"),
+                expected: format!("dimension {}", manifest.dense_dim),
+                found: dense.dim.to_string(),
+            });
+        }
+        Index::from_parts(manifest, documents, chunks, dense, bm25, splade)
+    }
+}

@@ -1,0 +1,628 @@
+//! The engine: one index, the query encoders and an optional reranker.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use super::adaptive::{adaptive_weights, confidence};
+use super::dates::days_from_iso_date;
+use super::fusion::{rrf_fuse, DEFAULT_RRF_K};
+use super::cancel::CancelFlag;
+use super::rerank::{Candidate, CrossEncoderReranker, Reranker};
+use super::paths::{Bm25Path, DensePath, Path, PathHit, PathRetriever, PreparedQuery, SpladePath};
+use crate::encode::{DenseEncoder, SparseEncoder};
+use crate::error::{Error, Result};
+use crate::index::{Bitset, Filter, Index};
+
+/// How the paths' lists are fused: weighted RRF whose weights adapt per query to each
+/// path's confidence (see [`confidence`](super::confidence) and [`adaptive_weights`](super::adaptive_weights)).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FusionConfig {
+    /// RRF's `k`.
+    pub k: f32,
+    /// Base weight of each path (absent: 1).
+    pub weights: BTreeMap<Path, f32>,
+    /// How strongly weights follow per-query path confidence (0: fixed weights).
+    pub alpha: f32,
+    /// How many top scores of a path its confidence looks at.
+    pub confidence_depth: usize,
+}
+
+/// The default fusion, chosen on SciFact train and TAT-QA dev with
+/// `scripts/study_fusion.py` (grid over k, base weights and alpha; README has the table).
+pub const TUNED_RRF_K: f32 = 5.0;
+/// Default base weight of BM25 (dense and SPLADE: 1).
+pub const TUNED_BM25_WEIGHT: f32 = 1.5;
+/// Default strength of per-query adaptation.
+pub const TUNED_ALPHA: f32 = 0.2;
+
+impl Default for FusionConfig {
+    /// The tuned configuration: `k` = 5, BM25 weighted 1.5, `alpha` = 0.2 over the top 10.
+    fn default() -> Self {
+        FusionConfig {
+            k: TUNED_RRF_K,
+            weights: BTreeMap::from([(Path::Bm25, TUNED_BM25_WEIGHT)]),
+            alpha: TUNED_ALPHA,
+            confidence_depth: 10,
+        }
+    }
+}
+
+impl FusionConfig {
+    /// Plain RRF with equal weights and `k` = 60.
+    pub fn plain() -> Self {
+        FusionConfig { k: DEFAULT_RRF_K, weights: BTreeMap::new(), alpha: 0.0, confidence_depth: 10 }
+    }
+}
+
+impl FusionConfig {
+    /// The weight of a path.
+    pub fn weight(&self, p: Path) -> f32 {
+        self.weights.get(&p).copied().unwrap_or(1.0)
+    }
+}
+
+/// Boost of recent documents: `score · (1 + weight · 0.5^(age_days / half_life_days))`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Recency {
+    /// Age at which the boost halves.
+    pub half_life_days: f32,
+    /// Boost of a document published "now".
+    pub weight: f32,
+    /// "Now" as `YYYY-MM-DD`; default: the newest publication date in the index.
+    pub now: Option<String>,
+}
+
+/// A search.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchRequest {
+    /// The query text (non-empty).
+    pub query: String,
+    /// Metadata conditions applied before ranking.
+    pub filter: Filter,
+    /// Hits to return.
+    pub top_k: usize,
+    /// Candidates each path contributes to fusion.
+    pub per_path_k: usize,
+    /// Paths to run.
+    pub paths: Vec<Path>,
+    /// Fusion settings.
+    pub fusion: FusionConfig,
+    /// Rerank the fused top `rerank_depth` when a reranker is configured.
+    pub rerank: bool,
+    /// How many fused candidates the reranker sees.
+    pub rerank_depth: usize,
+    /// Recency boost, if any.
+    pub recency: Option<Recency>,
+    /// At most this many chunks of one document in the results.
+    pub max_per_document: Option<usize>,
+    /// Dense candidates under this cosine similarity are dropped before fusion.
+    pub min_dense_similarity: Option<f32>,
+    /// Only documents whose ordinal is in this set (on top of `filter`): for conditions the
+    /// [`Filter`] struct cannot express, evaluated once per document by the caller.
+    pub documents: Option<Arc<Bitset>>,
+    /// Set when the caller has gone away: the search stops at its next stage boundary
+    /// with [`Error::Cancelled`].
+    pub cancel: Option<CancelFlag>,
+}
+
+impl SearchRequest {
+    /// A hybrid search over every path with the default settings.
+    pub fn new(query: impl Into<String>, top_k: usize) -> Self {
+        SearchRequest {
+            query: query.into(),
+            filter: Filter::default(),
+            top_k,
+            per_path_k: 50,
+            paths: Path::ALL.to_vec(),
+            fusion: FusionConfig::default(),
+            rerank: true,
+            rerank_depth: 50,
+            recency: None,
+            max_per_document: None,
+            min_dense_similarity: None,
+            documents: None,
+            cancel: None,
+        }
+    }
+}
+
+/// A hit's rank and score in one path.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PathRank {
+    /// 1-based rank in the path's list.
+    pub rank: usize,
+    /// The path's own score (cosine, BM25, SPLADE dot product).
+    pub score: f32,
+}
+
+/// Why a hit is where it is.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Diagnostics {
+    /// Rank and score in each path that found it.
+    pub paths: BTreeMap<Path, PathRank>,
+    /// 1-based rank after fusion.
+    pub rrf_rank: usize,
+    /// Fused score.
+    pub rrf_score: f32,
+    /// 1-based rank after reranking, when reranked.
+    pub rerank_rank: Option<usize>,
+    /// Reranker score, when reranked.
+    pub rerank_score: Option<f32>,
+}
+
+/// One result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    /// Chunk ordinal in the index.
+    pub chunk: u32,
+    /// Final score (rerank score when reranked, else fused score), after recency.
+    pub score: f32,
+    /// Per-stage ranks and scores.
+    pub diagnostics: Diagnostics,
+}
+
+/// What happened to reranking.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case", tag = "status", content = "reason")]
+pub enum RerankStatus {
+    /// The request did not ask for it.
+    NotRequested,
+    /// No reranker is configured: fused order.
+    Unavailable,
+    /// Applied.
+    Applied,
+    /// The reranker failed: fused order.
+    Failed(String),
+}
+
+/// Time spent in each stage, in milliseconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StageTimings {
+    /// Query encoding (dense and SPLADE run in parallel: the slower of the two).
+    pub encode_ms: f64,
+    /// Each path's retrieval.
+    pub paths_ms: BTreeMap<Path, f64>,
+    /// Fusion.
+    pub fuse_ms: f64,
+    /// Reranking.
+    pub rerank_ms: f64,
+    /// Whole search.
+    pub total_ms: f64,
+}
+
+/// A query encoded for some paths: what ran, whether the text was cut (known when the
+/// dense encoder ran), and the last encoder error.
+struct Encoding {
+    query: PreparedQuery,
+    truncated: Option<bool>,
+    error: Option<String>,
+}
+
+/// What one branch of a search produced: its paths' results and how long encoding took.
+#[derive(Default)]
+struct Branch {
+    encode_ms: f64,
+    truncated: Option<bool>,
+    results: Vec<(Path, Result<Vec<PathHit>>, f64)>,
+}
+
+/// The outcome of a search.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchOutcome {
+    /// Hits, best first.
+    pub hits: Vec<Hit>,
+    /// Paths that failed and why (skipped in fusion).
+    pub failed_paths: Vec<(Path, String)>,
+    /// Reranking status.
+    pub rerank: RerankStatus,
+    /// Chunks that passed the filter.
+    pub candidates: usize,
+    /// Whether the query was cut to the model window.
+    pub query_truncated: bool,
+    /// Stage timings.
+    pub timings: StageTimings,
+}
+
+/// One index with everything needed to search it.
+pub struct Engine {
+    index: Arc<Index>,
+    dense: Arc<DenseEncoder>,
+    sparse: Arc<SparseEncoder>,
+    reranker: Option<Arc<dyn Reranker>>,
+    retrievers: Vec<Box<dyn PathRetriever>>,
+    newest_day: Option<i64>,
+}
+
+fn ms(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e3
+}
+
+impl Engine {
+    /// Assembles an engine.
+    pub fn new(index: Arc<Index>, dense: Arc<DenseEncoder>, sparse: Arc<SparseEncoder>, reranker: Option<Arc<dyn Reranker>>) -> Self {
+        let retrievers: Vec<Box<dyn PathRetriever>> = vec![
+            Box::new(DensePath(index.clone())),
+            Box::new(Bm25Path(index.clone())),
+            Box::new(SpladePath(index.clone())),
+        ];
+        let newest_day = index.documents.iter().filter_map(|d| d.published_at.as_deref().and_then(days_from_iso_date)).max();
+        Engine { index, dense, sparse, reranker, retrievers, newest_day }
+    }
+
+    /// The same models over another index (a newly published version of the same
+    /// corpus): refused unless that index was built with the same dense and SPLADE weights.
+    pub fn with_index(&self, index: Arc<Index>) -> Result<Engine> {
+        let (old, new) = (&self.index.manifest, &index.manifest);
+        for (what, a, b) in [("dense", &old.dense_model, &new.dense_model), ("sparse", &old.sparse_model, &new.sparse_model)] {
+            if a.weights_sha256 != b.weights_sha256 {
+                return Err(Error::IndexCorrupted {
+                    file: format!("{}/manifest.json", new.index_id),
+                    expected: format!("{what} model {} ({}), the one loaded", a.id, a.weights_sha256),
+                    found: format!("{} ({})", b.id, b.weights_sha256),
+                });
+            }
+        }
+        Ok(Engine::new(index, self.dense.clone(), self.sparse.clone(), self.reranker.clone()))
+    }
+
+    /// Replaces the retriever of one path (tests use this to make a path fail).
+    pub fn with_retriever(mut self, r: Box<dyn PathRetriever>) -> Self {
+        self.retrievers.retain(|x| x.path() != r.path());
+        self.retrievers.push(r);
+        self
+    }
+
+    /// Sets or removes the reranker: any [`Reranker`] of the library (the cross-encoder,
+    /// a hosted service through a callback, a pipeline of them).
+    pub fn with_reranker(mut self, r: Option<Arc<dyn Reranker>>) -> Self {
+        self.reranker = r;
+        self
+    }
+
+    /// The index searched.
+    pub fn index(&self) -> &Arc<Index> {
+        &self.index
+    }
+
+    /// The dense encoder.
+    pub fn dense_encoder(&self) -> &Arc<DenseEncoder> {
+        &self.dense
+    }
+
+    /// The SPLADE encoder.
+    pub fn sparse_encoder(&self) -> &Arc<SparseEncoder> {
+        &self.sparse
+    }
+
+    /// Whether a reranker is configured.
+    pub fn has_reranker(&self) -> bool {
+        self.reranker.is_some()
+    }
+
+    /// Encodes a query for the paths that need it (dense and SPLADE run in parallel), and
+    /// tells whether it was cut to the model window.
+    pub fn prepare(&self, text: &str, paths: &[Path]) -> Result<(PreparedQuery, bool)> {
+        let dense_paths: Vec<Path> = paths.iter().copied().filter(|&p| p == Path::Dense).collect();
+        let sparse_paths: Vec<Path> = paths.iter().copied().filter(|&p| p == Path::Splade).collect();
+        let (d, s) = rayon::join(|| self.encode(text, &dense_paths), || self.encode(text, &sparse_paths));
+        // An encoder failure is a failure of its path only, reported by the retriever.
+        let query = PreparedQuery { text: text.to_string(), dense: d.query.dense, sparse: s.query.sparse };
+        Ok((query, self.query_truncated(text, d.truncated)))
+    }
+
+    /// Whether `text` is cut to the model window: known from the dense encoding when it
+    /// ran, else learnt by tokenizing once more.
+    fn query_truncated(&self, text: &str, from_dense: Option<bool>) -> bool {
+        from_dense.unwrap_or_else(|| self.dense.tokenizer().encode(text).map(|e| e.truncated).unwrap_or(false))
+    }
+
+    /// Runs the encoders `paths` need on `text` (one after the other), keeping the last
+    /// encoder error instead of failing.
+    fn encode(&self, text: &str, paths: &[Path]) -> Encoding {
+        let mut out = Encoding { query: PreparedQuery { text: text.to_string(), dense: None, sparse: None }, truncated: None, error: None };
+        if paths.contains(&Path::Dense) {
+            match self.dense.embed_query(text) {
+                Ok((v, truncated)) => {
+                    out.query.dense = Some(v);
+                    out.truncated = Some(truncated);
+                }
+                Err(e) => out.error = Some(e.to_string()),
+            }
+        }
+        if paths.contains(&Path::Splade) {
+            match self.sparse.encode(text) {
+                Ok(v) => out.query.sparse = Some(v),
+                Err(e) => out.error = Some(e.to_string()),
+            }
+        }
+        out
+    }
+
+    /// Encodes `text` for `paths` (only what they need) and runs their retrievers in order.
+    /// An encoder failure fails the paths that needed it, not the search.
+    /// Dense hits under `min_dense` are dropped.
+    fn run_branch(&self, text: &str, paths: &[Path], allowed: Option<&Bitset>, k: usize, min_dense: Option<f32>) -> Branch {
+        let mut branch = Branch::default();
+        if paths.is_empty() {
+            return branch;
+        }
+        let t = Instant::now();
+        let Encoding { query, truncated, error: encode_error } = self.encode(text, paths);
+        branch.truncated = truncated;
+        branch.encode_ms = ms(t);
+        for &p in paths {
+            let Some(r) = self.retrievers.iter().find(|r| r.path() == p) else { continue };
+            let t = Instant::now();
+            let needs_encoding = match p {
+                Path::Dense => query.dense.is_none(),
+                Path::Splade => query.sparse.is_none(),
+                Path::Bm25 => false,
+            };
+            let result = match (&encode_error, needs_encoding) {
+                (Some(e), true) => Err(Error::Component { component: p.name().into(), reason: format!("query encoding failed: {e}") }),
+                _ => r.retrieve(&query, allowed, k),
+            };
+            let result = match (p, min_dense) {
+                (Path::Dense, Some(min)) => result.map(|hits| hits.into_iter().filter(|h| h.1 >= min).collect()),
+                _ => result,
+            };
+            branch.results.push((p, result, ms(t)));
+        }
+        branch
+    }
+
+    /// Runs a search.
+    pub fn search(&self, req: &SearchRequest) -> Result<SearchOutcome> {
+        let start = Instant::now();
+        if req.query.trim().is_empty() {
+            return Err(Error::invalid("query", "must not be empty"));
+        }
+        if req.top_k == 0 {
+            return Err(Error::invalid("top_k", "must be at least 1"));
+        }
+        if req.paths.is_empty() {
+            return Err(Error::invalid("paths", "at least one retrieval path is needed"));
+        }
+        let checkpoint = |stage: &str| req.cancel.as_ref().map_or(Ok(()), |c| c.check(stage));
+        checkpoint("retrieval")?;
+        let mut timings = StageTimings::default();
+        let allowed = match &req.documents {
+            None => self.index.allowed(&req.filter),
+            Some(docs) => self.index.allowed_by(|d, doc| docs.contains(d) && req.filter.matches(doc), false),
+        };
+        let candidates = allowed.as_ref().map_or(self.index.chunks.len(), |a| a.count());
+
+        // Two branches run side by side, each encoding what its paths need and then
+        // retrieving at once: dense encode → dense path on one core; SPLADE encode →
+        // SPLADE path → BM25 on the other. BM25 and SPLADE thus hide behind the dense
+        // encoder, the slowest stage.
+        let k = req.per_path_k.max(req.top_k);
+        let on_dense: Vec<Path> = req.paths.iter().copied().filter(|&p| p == Path::Dense).collect();
+        let on_sparse: Vec<Path> = req.paths.iter().copied().filter(|&p| p != Path::Dense).collect();
+        let (dense_branch, sparse_branch) = rayon::join(
+            || self.run_branch(&req.query, &on_dense, allowed.as_ref(), k, req.min_dense_similarity),
+            || self.run_branch(&req.query, &on_sparse, allowed.as_ref(), k, None),
+        );
+        timings.encode_ms = dense_branch.encode_ms.max(sparse_branch.encode_ms);
+        let query_truncated = self.query_truncated(&req.query, dense_branch.truncated);
+        let mut results: Vec<(Path, Result<Vec<PathHit>>, f64)> =
+            dense_branch.results.into_iter().chain(sparse_branch.results).collect();
+        // Report paths in the order the request named them.
+        results.sort_by_key(|(p, _, _)| req.paths.iter().position(|x| x == p));
+
+        let mut lists = Vec::new();
+        let mut used_paths = Vec::new();
+        let mut failed_paths = Vec::new();
+        for (p, result, took) in results {
+            match result {
+                Ok(hits) => {
+                    lists.push(hits);
+                    used_paths.push(p);
+                }
+                Err(e) => {
+                    tracing::warn!(path = p.name(), error = %e, "retrieval path failed; skipped");
+                    failed_paths.push((p, e.to_string()));
+                }
+            }
+            timings.paths_ms.insert(p, took);
+        }
+        if used_paths.is_empty() {
+            let why = failed_paths.iter().map(|(p, e)| format!("{p}: {e}")).collect::<Vec<_>>().join("; ");
+            return Err(Error::AllPathsFailed(why));
+        }
+
+        checkpoint("fusion")?;
+        let t = Instant::now();
+        let ids: Vec<Vec<u32>> = lists.iter().map(|l| l.iter().map(|h| h.0).collect()).collect();
+        let base: Vec<f32> = used_paths.iter().map(|&p| req.fusion.weight(p)).collect();
+        let weights = if req.fusion.alpha != 0.0 && lists.len() > 1 {
+            let conf: Vec<f32> = lists
+                .iter()
+                .map(|l| confidence(&l.iter().map(|h| h.1).collect::<Vec<_>>(), req.fusion.confidence_depth))
+                .collect();
+            let w = adaptive_weights(&base, &conf, req.fusion.alpha);
+            // Rescale to the base weights' total: the fused order is unchanged (one common
+            // factor), and fused scores stay on the scale of plain weighted RRF instead of
+            // growing with exp(α · confidence).
+            let (sum_base, sum_w) = (base.iter().sum::<f32>(), w.iter().sum::<f32>());
+            if sum_w > 0.0 && sum_w.is_finite() { w.iter().map(|x| x * sum_base / sum_w).collect() } else { w }
+        } else {
+            base
+        };
+        let fused = rrf_fuse(&ids, Some(&weights), req.fusion.k, usize::MAX)?;
+        let mut hits: Vec<Hit> = fused
+            .into_iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let mut d = Diagnostics { rrf_rank: i + 1, rrf_score: f.score, ..Default::default() };
+                for ((&p, rank), list) in used_paths.iter().zip(&f.ranks).zip(&lists) {
+                    if let Some(r) = rank {
+                        d.paths.insert(p, PathRank { rank: *r, score: list[r - 1].1 });
+                    }
+                }
+                Hit { chunk: f.item, score: f.score, diagnostics: d }
+            })
+            .collect();
+        timings.fuse_ms = ms(t);
+
+        if req.rerank && self.reranker.is_some() {
+            checkpoint("rerank")?;
+        }
+        let t = Instant::now();
+        let rerank = self.rerank(req, &mut hits);
+        timings.rerank_ms = ms(t);
+
+        if let Some(rec) = &req.recency {
+            self.apply_recency(&mut hits, rec)?;
+        }
+        let out = self.diversify(hits, req.top_k, req.max_per_document);
+        timings.total_ms = ms(start);
+        Ok(SearchOutcome { hits: out, failed_paths, rerank, candidates, query_truncated, timings })
+    }
+
+    /// Reranks the fused top `rerank_depth` in place when asked and possible; candidates
+    /// beyond the depth stay below every reranked one. On failure the fused order stays.
+    fn rerank(&self, req: &SearchRequest, hits: &mut Vec<Hit>) -> RerankStatus {
+        if !req.rerank {
+            return RerankStatus::NotRequested;
+        }
+        let Some(rr) = &self.reranker else { return RerankStatus::Unavailable };
+        let depth = req.rerank_depth.min(hits.len());
+        let candidates: Vec<Candidate<'_>> = hits[..depth]
+            .iter()
+            .map(|h| Candidate { chunk: h.chunk, text: &self.index.chunks[h.chunk as usize].text, fused_score: h.score })
+            .collect();
+        let reranked = match rr.rerank(&req.query, &candidates) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(error = %e, "reranker failed; fused order kept");
+                return RerankStatus::Failed(e.to_string());
+            }
+        };
+        // A reranker that invents or repeats chunks is a failed one: checked before any hit moves.
+        let position: std::collections::HashMap<u32, usize> = candidates.iter().enumerate().map(|(i, c)| (c.chunk, i)).collect();
+        let mut seen = vec![false; depth];
+        let mut order = Vec::with_capacity(reranked.len());
+        for r in &reranked {
+            match position.get(&r.chunk) {
+                Some(&i) if !std::mem::replace(&mut seen[i], true) => order.push((i, r.score)),
+                _ => return RerankStatus::Failed(format!("reranker returned an unknown or repeated chunk {}", r.chunk)),
+            }
+        }
+        let mut slots: Vec<Option<Hit>> = hits.drain(..depth).map(Some).collect();
+        let mut head = Vec::with_capacity(depth);
+        for (i, score) in order {
+            let mut h = slots[i].take().expect("checked: each position once");
+            h.diagnostics.rerank_score = Some(score);
+            h.diagnostics.rerank_rank = Some(head.len() + 1);
+            h.score = score;
+            head.push(h);
+        }
+        // Candidates the reranker left out follow, in fused order.
+        head.extend(slots.into_iter().flatten());
+        head.append(hits);
+        *hits = head;
+        RerankStatus::Applied
+    }
+
+    /// The first `top_k` hits, keeping at most `max_per_document` chunks of a document.
+    fn diversify(&self, hits: Vec<Hit>, top_k: usize, max_per_document: Option<usize>) -> Vec<Hit> {
+        let mut out = Vec::with_capacity(top_k);
+        let mut per_doc: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();
+        for h in hits {
+            if out.len() == top_k {
+                break;
+            }
+            let n = per_doc.entry(self.index.chunks[h.chunk as usize].doc).or_default();
+            if max_per_document.is_some_and(|m| *n >= m) {
+                continue;
+            }
+            *n += 1;
+            out.push(h);
+        }
+        out
+    }
+
+    fn apply_recency(&self, hits: &mut [Hit], rec: &Recency) -> Result<()> {
+        if !(rec.half_life_days > 0.0) || !rec.weight.is_finite() || rec.weight < 0.0 {
+            return Err(Error::invalid("recency", "half_life_days must be positive and weight non-negative"));
+        }
+        let now = match &rec.now {
+            Some(s) => Some(days_from_iso_date(s).ok_or_else(|| Error::invalid("recency.now", format!("{s:?} is not YYYY-MM-DD")))?),
+            None => self.newest_day,
+        };
+        let Some(now) = now else { return Ok(()) };
+        for h in hits.iter_mut() {
+            let doc = self.index.document_of(h.chunk);
+            if let Some(day) = doc.published_at.as_deref().and_then(days_from_iso_date) {
+                let age = (now - day).max(0) as f32;
+                let boost = 1.0 + rec.weight * 0.5f32.powf(age / rec.half_life_days);
+                // Rerank logits can be negative: dividing by the boost moves those up too.
+                h.score = if h.score >= 0.0 { h.score * boost } else { h.score / boost };
+            }
+        }
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.diagnostics.rrf_rank.cmp(&b.diagnostics.rrf_rank)));
+        Ok(())
+    }
+}
+
+/// Loaded models, not yet tied to an index: loading them can overlap with fetching the
+/// index (a cold start from S3 does both at once).
+pub struct LoadedModels {
+    dense: Arc<DenseEncoder>,
+    sparse: Arc<SparseEncoder>,
+    reranker: Option<Arc<dyn Reranker>>,
+    dense_info: crate::encode::ModelInfo,
+    sparse_info: crate::encode::ModelInfo,
+    set: crate::encode::ModelSet,
+}
+
+impl LoadedModels {
+    /// Loads the encoders of `models` (and the reranker when one is configured).
+    pub fn load(models: &crate::encode::ModelSet) -> Result<Self> {
+        use crate::encode::{CrossEncoder, ModelInfo};
+        let (dense_info, sparse_info) = (ModelInfo::read(&models.dense)?, ModelInfo::read(&models.sparse)?);
+        let (dense, sparse) = rayon::join(|| DenseEncoder::load(&models.dense), || SparseEncoder::load(&models.sparse));
+        let reranker: Option<Arc<dyn Reranker>> = match &models.reranker {
+            Some(dir) => {
+                let name = ModelInfo::read(dir).map(|i| i.id).unwrap_or_else(|_| dir.display().to_string());
+                Some(Arc::new(CrossEncoderReranker::new(CrossEncoder::load(dir)?, name)))
+            }
+            None => None,
+        };
+        Ok(LoadedModels { dense: Arc::new(dense?), sparse: Arc::new(sparse?), reranker, dense_info, sparse_info, set: models.clone() })
+    }
+
+    /// An engine over `index`, refused unless it was built with these dense and SPLADE weights.
+    pub fn engine(&self, index: Arc<Index>) -> Result<Engine> {
+        check_built_with(&index, &self.set, &self.dense_info, &self.sparse_info)?;
+        Ok(Engine::new(index, self.dense.clone(), self.sparse.clone(), self.reranker.clone()))
+    }
+}
+
+/// Refuses `index` unless it was built with the dense and SPLADE weights described by
+/// `dense` and `sparse` (the model infos of `models`).
+fn check_built_with(index: &Index, models: &crate::encode::ModelSet, dense: &crate::encode::ModelInfo, sparse: &crate::encode::ModelInfo) -> Result<()> {
+    for (what, dir, info, built) in [("dense", &models.dense, dense, &index.manifest.dense_model), ("sparse", &models.sparse, sparse, &index.manifest.sparse_model)] {
+        if info.weights_sha256 != built.weights_sha256 {
+            return Err(Error::Model {
+                path: dir.clone(),
+                reason: format!("index was built with {} ({}), not these {what} weights ({}): rebuild the index", built.id, built.weights_sha256, info.weights_sha256),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Loads the encoders of `models` (and the reranker when one is configured) and checks
+/// that `index` was built with the same dense and SPLADE weights.
+pub fn open_engine(index: Arc<Index>, models: &crate::encode::ModelSet) -> Result<Engine> {
+    use crate::encode::ModelInfo;
+    // Check the weights before the (slow) load, so a mismatch fails fast.
+    check_built_with(&index, models, &ModelInfo::read(&models.dense)?, &ModelInfo::read(&models.sparse)?)?;
+    LoadedModels::load(models)?.engine(index)
+}

@@ -1,0 +1,172 @@
+//! The engine end to end on a small real index: path failures, reranker fallback,
+//! recency, diversification and validation.
+
+use std::sync::Arc;
+
+use super::*;
+use crate::error::{Error, Result};
+use crate::index::{Bitset, Filter};
+use crate::testutil::small_engine as engine;
+
+fn with<F: FnOnce(Engine) -> Engine>(f: F) -> Engine {
+    let e = engine();
+    f(Engine::new(e.index().clone(), e.dense_encoder().clone(), e.sparse_encoder().clone(), None))
+}
+
+fn doc_ids(e: &Engine, out: &SearchOutcome) -> Vec<String> {
+    out.hits.iter().map(|h| e.index().document_of(h.chunk).document_id.clone()).collect()
+}
+
+struct Failing(Path);
+impl PathRetriever for Failing {
+    fn path(&self) -> Path {
+        self.0
+    }
+    fn retrieve(&self, _: &PreparedQuery, _: Option<&Bitset>, _: usize) -> Result<Vec<PathHit>> {
+        Err(Error::Component { component: self.0.name().into(), reason: "backend down".into() })
+    }
+}
+
+/// Fails with the reason given, or prefers shorter passages: a visible, checkable reordering.
+struct FixedReranker(Option<&'static str>);
+impl Reranker for FixedReranker {
+    fn rerank(&self, _q: &str, candidates: &[Candidate<'_>]) -> Result<Vec<Reranked>> {
+        match self.0 {
+            Some(reason) => Err(Error::Component { component: "reranker".into(), reason: reason.into() }),
+            None => {
+                let mut out: Vec<Reranked> = candidates.iter().map(|c| Reranked { chunk: c.chunk, score: -(c.text.len() as f32) }).collect();
+                out.sort_by(|a, b| b.score.total_cmp(&a.score));
+                Ok(out)
+            }
+        }
+    }
+}
+
+/// Answers with chunks the engine never sent, or the same chunk twice.
+struct LyingReranker(bool);
+impl Reranker for LyingReranker {
+    fn rerank(&self, _q: &str, candidates: &[Candidate<'_>]) -> Result<Vec<Reranked>> {
+        let first = Reranked { chunk: candidates[0].chunk, score: 1.0 };
+        Ok(if self.0 { vec![Reranked { chunk: 999_999, score: 1.0 }] } else { vec![first, first] })
+    }
+}
+
+#[test]
+fn hybrid_finds_the_right_document_with_diagnostics_from_every_path() {
+    let e = engine();
+    let out = e.search(&SearchRequest::new("foreign exchange gross margin", 3)).unwrap();
+    assert_eq!(doc_ids(e, &out)[0], "fx");
+    let d = &out.hits[0].diagnostics;
+    assert_eq!(d.rrf_rank, 1);
+    assert_eq!(d.paths.keys().copied().collect::<Vec<_>>(), Path::ALL.to_vec());
+    assert_eq!(out.rerank, RerankStatus::Unavailable);
+    assert!(out.failed_paths.is_empty());
+}
+
+#[test]
+fn a_failing_path_is_skipped_and_reported_and_all_failing_is_an_error() {
+    let e = with(|e| e.with_retriever(Box::new(Failing(Path::Dense))));
+    let out = e.search(&SearchRequest::new("foreign exchange gross margin", 3)).unwrap();
+    assert_eq!(doc_ids(&e, &out)[0], "fx");
+    assert_eq!(out.failed_paths.len(), 1);
+    assert_eq!(out.failed_paths[0].0, Path::Dense);
+    assert!(out.hits.iter().all(|h| !h.diagnostics.paths.contains_key(&Path::Dense)));
+    let all = with(|e| {
+        e.with_retriever(Box::new(Failing(Path::Dense)))
+            .with_retriever(Box::new(Failing(Path::Bm25)))
+            .with_retriever(Box::new(Failing(Path::Splade)))
+    });
+    let err = all.search(&SearchRequest::new("margin", 3)).unwrap_err();
+    assert!(matches!(err, Error::AllPathsFailed(ref why) if why.contains("backend down")), "{err}");
+}
+
+#[test]
+fn a_failing_reranker_keeps_the_fused_order_and_says_so() {
+    let plain = engine().search(&SearchRequest::new("net sales", 4)).unwrap();
+    let e = with(|e| e.with_reranker(Some(Arc::new(FixedReranker(Some("model crashed"))))));
+    let out = e.search(&SearchRequest::new("net sales", 4)).unwrap();
+    assert_eq!(out.rerank, RerankStatus::Failed("reranker failed: model crashed".into()));
+    assert_eq!(doc_ids(&e, &out), doc_ids(engine(), &plain));
+    assert!(out.hits.iter().all(|h| h.diagnostics.rerank_rank.is_none()));
+}
+
+#[test]
+fn a_reranker_reorders_the_fused_candidates_and_records_its_ranks() {
+    let e = with(|e| e.with_reranker(Some(Arc::new(FixedReranker(None)))));
+    let out = e.search(&SearchRequest::new("net sales", 4)).unwrap();
+    assert_eq!(out.rerank, RerankStatus::Applied);
+    let lens: Vec<usize> = out.hits.iter().map(|h| e.index().chunks[h.chunk as usize].text.len()).collect();
+    assert!(lens.windows(2).all(|w| w[0] <= w[1]), "shortest first: {lens:?}");
+    for (i, h) in out.hits.iter().enumerate() {
+        assert_eq!(h.diagnostics.rerank_rank, Some(i + 1));
+        assert_eq!(h.diagnostics.rerank_score, Some(h.score));
+    }
+    let mut off = SearchRequest::new("net sales", 4);
+    off.rerank = false;
+    assert_eq!(e.search(&off).unwrap().rerank, RerankStatus::NotRequested);
+}
+
+#[test]
+fn a_reranker_inventing_or_repeating_items_fails_and_leaves_the_fused_order() {
+    let plain = engine().search(&SearchRequest::new("net sales", 4)).unwrap();
+    for repeat in [true, false] {
+        let e = with(|e| e.with_reranker(Some(Arc::new(LyingReranker(repeat)))));
+        let out = e.search(&SearchRequest::new("net sales", 4)).unwrap();
+        assert!(matches!(out.rerank, RerankStatus::Failed(ref why) if why.contains("unknown or repeated")), "{:?}", out.rerank);
+        assert_eq!(doc_ids(&e, &out), doc_ids(engine(), &plain));
+    }
+}
+
+#[test]
+fn recency_lifts_the_newer_of_two_near_duplicates() {
+    let e = engine();
+    let mut req = SearchRequest::new("concentrate sales to bottlers Latin America", 2);
+    req.filter = Filter { tickers: vec!["KO".into()], ..Default::default() };
+    req.recency = Some(Recency { half_life_days: 365.0, weight: 1.0, now: Some("2024-06-01".into()) });
+    assert_eq!(doc_ids(e, &e.search(&req).unwrap()), vec!["new", "old"]);
+    req.recency = Some(Recency { half_life_days: 0.0, weight: 1.0, now: None });
+    assert!(matches!(e.search(&req), Err(Error::InvalidArgument { .. })));
+}
+
+#[test]
+fn max_per_document_diversifies_and_filters_apply_before_ranking() {
+    let e = engine();
+    let mut req = SearchRequest::new("net sales", 10);
+    let all = e.search(&req).unwrap();
+    assert!(doc_ids(e, &all).iter().filter(|d| *d == "long").count() >= 2, "the long document has several chunks");
+    req.max_per_document = Some(1);
+    let ids = doc_ids(e, &e.search(&req).unwrap());
+    let mut uniq = ids.clone();
+    uniq.dedup();
+    assert_eq!(ids.len(), uniq.len());
+    req.filter = Filter { tickers: vec!["MSFT".into()], ..Default::default() };
+    let none = e.search(&req).unwrap();
+    assert!(none.hits.is_empty());
+    assert_eq!(none.candidates, 0);
+}
+
+#[test]
+fn invalid_requests_name_the_field() {
+    let e = engine();
+    for (req, field) in [
+        (SearchRequest::new("  ", 5), "query"),
+        (SearchRequest::new("margin", 0), "top_k"),
+        (SearchRequest { paths: vec![], ..SearchRequest::new("margin", 5) }, "paths"),
+    ] {
+        match e.search(&req) {
+            Err(Error::InvalidArgument { field: f, .. }) => assert_eq!(f, field),
+            other => panic!("{field}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_cancelled_search_stops_with_the_stage_it_did_not_run() {
+    let mut req = SearchRequest::new("net sales", 3);
+    let flag = super::CancelFlag::default();
+    req.cancel = Some(flag.clone());
+    assert!(engine().search(&req).is_ok(), "not cancelled: searched");
+    flag.cancel();
+    let err = engine().search(&req).unwrap_err();
+    assert!(matches!(err, Error::Cancelled(ref stage) if stage == "retrieval"), "{err}");
+}

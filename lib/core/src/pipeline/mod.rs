@@ -1,0 +1,25 @@
+//! The ranking pipeline: plan, retrieve on every path with filters pre-applied, fuse with
+//! RRF, rerank, boost recent documents, diversify.
+
+mod adaptive;
+mod cancel;
+mod dates;
+mod engine;
+mod fusion;
+mod paths;
+mod rerank;
+mod shared_models;
+
+pub use adaptive::{adaptive_weights, confidence};
+pub use cancel::{CancelFlag, CancelOnDrop};
+pub use dates::days_from_iso_date;
+pub use engine::{
+    open_engine, Diagnostics, Engine, LoadedModels, FusionConfig, Hit, PathRank, Recency, RerankStatus, SearchOutcome, SearchRequest, StageTimings,
+};
+pub use fusion::{check_rrf_params, rrf_fuse, Fused, DEFAULT_RRF_K};
+pub use rerank::{Candidate, CrossEncoderReranker, Reranked, Reranker};
+pub use shared_models::SharedModels;
+pub use paths::{Bm25Path, DensePath, Path, PathHit, PathRetriever, PreparedQuery, SpladePath};
+
+#[cfg(test)]
+mod engine_tests;

@@ -1,0 +1,90 @@
+//! Running the router as a Lambda function: the whole `main` of the `retrieve`, `search`
+//! and `index-build` functions but their logging set-up.
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+use lambda_http::{service_fn, LambdaEvent};
+use sextant_aws::build_job::{run, BuildJob};
+use sextant_aws::Refresher;
+use sextant_core::Error;
+use sextant_server::{AppState, ServedIndex};
+
+use crate::startup::{from_env, models_from_env};
+
+/// Loads the context once (cold start, see [`from_env`]) and serves API Gateway events
+/// with `lambda_http` until the runtime stops the process. Indexes served from S3 are
+/// checked for new versions as requests arrive.
+///
+/// API Gateway REST APIs put the stage in the path (`/prod/v1/retrieve`); unless the
+/// environment says otherwise, `lambda_http` is asked to drop it
+/// (`AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH=true`) so the router sees `/v1/retrieve`.
+/// Call it from `main` before any thread starts (it sets that variable).
+pub fn serve() -> Result<(), lambda_http::Error> {
+    if std::env::var_os("AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH").is_none() {
+        std::env::set_var("AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH", "true");
+    }
+    tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(async {
+        let context = from_env().await?;
+        let mut app = sextant_server::router(context.state.clone());
+        if let Some(r) = context.refresher {
+            app = app.layer(axum::middleware::from_fn_with_state((r, context.state), refresh));
+        }
+        lambda_http::run(app).await
+    })
+}
+
+/// The `index-build` function: each invocation runs one [`BuildJob`] read from the event
+/// (direct invoke, or the EventBridge schedule's input) and answers with its
+/// [`BuildReport`](sextant_aws::build_job::BuildReport). Models are loaded as for the API functions
+/// (`SEXTANT_MODEL_URI` / `SEXTANT_MODEL_DIR`), once per container.
+pub fn serve_index_build() -> Result<(), lambda_http::Error> {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(async {
+        let models = models_from_env().await?;
+        let config = sextant_aws::sdk_config().await;
+        let defaults = BuildJob::env_defaults();
+        let (models, config, defaults) = (&models, &config, &defaults);
+        lambda_http::lambda_runtime::run(service_fn(move |event: LambdaEvent<serde_json::Value>| async move {
+            let diagnose = |e: Error| {
+                tracing::error!(error = %e, "index build failed");
+                let kind = match &e {
+                    Error::InvalidArgument { .. } => "InvalidEvent",
+                    Error::Conflict { .. } => "PublishConflict",
+                    Error::Corpus { .. } => "CorpusError",
+                    _ => "BuildFailed",
+                };
+                lambda_http::lambda_runtime::Diagnostic { error_type: kind.into(), error_message: e.to_string() }
+            };
+            let job = BuildJob::from_event(event.payload, defaults).map_err(diagnose)?;
+            tracing::info!(index = %job.index_id, corpus = %job.corpus, target = %job.target, "index build started");
+            let report = run(&job, models, config).await.map_err(diagnose)?;
+            tracing::info!(index = %report.index_id, version = %report.published.version, documents = report.documents, chunks = report.chunks,
+                read_ms = report.read_ms, build_ms = report.build_ms, publish_ms = report.publish_ms, "index build published");
+            Ok::<_, lambda_http::lambda_runtime::Diagnostic>(report)
+        }))
+        .await
+    })
+}
+
+/// The refresh middleware: starts a background check of the S3 indexes' pointers when one
+/// is due, swaps each newly loaded version into the router's state, then serves the request
+/// (which never waits for the check).
+pub async fn refresh(State((refresher, state)): State<(Arc<Refresher>, Arc<AppState>)>, req: Request, next: Next) -> Response {
+    if refresher.due() {
+        tokio::spawn(async move {
+            for (id, loaded) in refresher.check_now().await {
+                let version = loaded.pointer.version.clone();
+                state.replace_index(&id, ServedIndex::new(loaded.engine, loaded.financials), Some(version));
+            }
+        });
+    }
+    next.run(req).await
+}
+
+/// Logs to stdout (CloudWatch) at `RUST_LOG`'s level (default `info`), without timestamps
+/// (CloudWatch adds its own).
+pub fn init_logging() {
+    tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into())).without_time().init();
+}

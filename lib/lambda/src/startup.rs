@@ -1,0 +1,189 @@
+//! The context a Lambda function builds once at cold start, from its environment.
+//!
+//! - `SEXTANT_INDEXES`: index locations, separated by `,`: directories, or
+//!   `s3://bucket/prefix` of published versions. `SEXTANT_INDEX_DIRS` (directories
+//!   separated by `:`) is read when it is not set.
+//! - `SEXTANT_DEFAULT_INDEX`: the index of `/v1/retrieve` and `/v1/search` (default: the
+//!   first one named).
+//! - `SEXTANT_MODEL_DIR` / `SEXTANT_CACHE_DIR`: where the converted models are;
+//!   `SEXTANT_MODEL_URI` (`s3://bucket/models/`) downloads them there first
+//!   (default directory `/tmp/sextant-models`).
+//! - `SEXTANT_RERANKER_DIR`: a cross-encoder to rerank with (optional).
+//! - `SEXTANT_KEYS`: the key store, a JSON file or `dynamodb://KEYS_TABLE/RATE_TABLE`; `SEXTANT_KEYS_FILE` is read when it is not set.
+//! - `SEXTANT_KEY_CACHE_SECS` (default 30): how long a DynamoDB key lookup is cached.
+//! - `SEXTANT_KEYS_FAIL_OPEN` (default `false`): serve expired cached keys while DynamoDB
+//!   is unreachable.
+//! - `SEXTANT_REFRESH_SECS` (default 60): how often a warm function checks for a newly
+//!   published version of its S3 indexes.
+//!
+//! An index that fails to load at cold start does not stop the function: the others are
+//! served, `/health` and the endpoints answer 503 for it, and (from S3) it is tried again
+//! at the next refresh.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use sextant_aws::{KeyStoreSpec, Refresher, VersionedIndex};
+use sextant_core::encode::{default_model_dir, ModelSet};
+use sextant_core::error::{Error, Result};
+use sextant_core::index::Index;
+use sextant_core::pipeline::SharedModels;
+use sextant_core::storage::{LocalDir, Location};
+use sextant_finance::Financials;
+use sextant_keys::{CachedKeyStore, KeyStore};
+use sextant_server::{ApiConfig, AppState, Indexes, ServedIndex};
+
+/// What cold start produces: the router's state, and the watcher of S3 indexes.
+pub struct Context {
+    /// The handlers' state.
+    pub state: Arc<AppState>,
+    /// Checks S3 indexes for new versions (none when every index is local).
+    pub refresher: Option<Arc<Refresher>>,
+}
+
+fn var(k: &str) -> Option<String> {
+    std::env::var(k).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// `k` as a number of seconds (default `default`).
+fn secs(k: &str, default: u64) -> Result<std::time::Duration> {
+    match var(k) {
+        None => Ok(std::time::Duration::from_secs(default)),
+        Some(v) => v.trim().parse::<f64>().ok().filter(|s| *s >= 0.0).map(std::time::Duration::from_secs_f64).ok_or_else(|| Error::invalid(k, format!("{v:?} is not a number of seconds"))),
+    }
+}
+
+/// The index locations named by the environment.
+pub fn index_locations() -> Result<Vec<Location>> {
+    let list: Vec<String> = match (var("SEXTANT_INDEXES"), var("SEXTANT_INDEX_DIRS")) {
+        (Some(v), _) => v.split(',').map(str::to_string).collect(),
+        (None, Some(v)) => v.split(':').map(str::to_string).collect(),
+        (None, None) => return Err(Error::invalid("SEXTANT_INDEXES", "is not set: name the indexes to serve (directories or s3:// URIs, separated by commas)")),
+    };
+    let locations: Vec<Location> = list.iter().filter(|s| !s.trim().is_empty()).map(|s| Location::parse(s)).collect::<Result<_>>()?;
+    if locations.is_empty() {
+        return Err(Error::invalid("SEXTANT_INDEXES", "names no index"));
+    }
+    Ok(locations)
+}
+
+/// The models named by the environment, downloaded first when `SEXTANT_MODEL_URI` is set.
+pub async fn models_from_env() -> Result<ModelSet> {
+    let mut root = var("SEXTANT_MODEL_DIR").map(PathBuf::from);
+    if let Some(uri) = var("SEXTANT_MODEL_URI") {
+        let Location::S3 { bucket, prefix } = Location::parse(&uri)? else {
+            return Err(Error::invalid("SEXTANT_MODEL_URI", "must be an s3:// URI"));
+        };
+        let dir = root.clone().unwrap_or_else(|| PathBuf::from("/tmp/sextant-models"));
+        let t = Instant::now();
+        let store = sextant_aws::S3Store::new(&sextant_aws::sdk_config().await, bucket);
+        let bytes = store.download_prefix(&prefix, &dir).await?;
+        tracing::info!(uri, dir = %dir.display(), bytes, ms = t.elapsed().as_millis() as u64, "cold start: models downloaded");
+        root = Some(dir);
+    }
+    let mut models = ModelSet::under(&root.unwrap_or_else(default_model_dir));
+    models.reranker = var("SEXTANT_RERANKER_DIR").map(PathBuf::from);
+    Ok(models)
+}
+
+/// The key store named by the environment.
+pub async fn key_store_from_env() -> Result<Arc<dyn KeyStore>> {
+    let spec = var("SEXTANT_KEYS").or_else(|| var("SEXTANT_KEYS_FILE")).ok_or_else(|| Error::invalid("SEXTANT_KEYS", "is not set: name the key store (a file, or dynamodb://KEYS_TABLE/RATE_TABLE)"))?;
+    let parsed = KeyStoreSpec::parse(&spec)?;
+    let store = parsed.open().await?;
+    if matches!(parsed, KeyStoreSpec::Dynamo { rate_table: None, .. }) {
+        return Err(Error::invalid("SEXTANT_KEYS", "serving needs the rate table too: dynamodb://KEYS_TABLE/RATE_TABLE"));
+    }
+    if matches!(parsed, KeyStoreSpec::File(_)) {
+        return Ok(store);
+    }
+    let fail_open = matches!(var("SEXTANT_KEYS_FAIL_OPEN").as_deref().map(str::to_ascii_lowercase).as_deref(), Some("true" | "1" | "yes"));
+    Ok(Arc::new(CachedKeyStore::new(store, secs("SEXTANT_KEY_CACHE_SECS", 30)?, fail_open)))
+}
+
+/// Loads indexes, models and the key store named by the environment, logging how long
+/// each phase took.
+pub async fn from_env() -> Result<Context> {
+    let t0 = Instant::now();
+    let locations = index_locations()?;
+    let keys = key_store_from_env().await?;
+    // Loaded once, by the first index that needs them, and shared by all.
+    let models = Arc::new(SharedModels::new(models_from_env().await?));
+    // Only S3 indexes have versions to report or can fail to load and be retried.
+    let mut versions: Vec<(String, String)> = Vec::new();
+    let mut indexes = Indexes::new();
+    let mut first = None;
+    let mut failures: Vec<String> = Vec::new();
+    let mut watched: Vec<(String, VersionedIndex, String)> = Vec::new();
+    for location in &locations {
+        match location {
+            Location::Local(dir) => {
+                let t = Instant::now();
+                let storage = LocalDir::new(dir);
+                let index = Index::load(&storage)?;
+                let financials = Financials::load(&storage, &index)?;
+                let load_ms = t.elapsed().as_millis() as u64;
+                let m = models.clone();
+                let id = index.manifest.index_id.clone();
+                let (engine, models_took) =
+                    tokio::task::spawn_blocking(move || m.engine(Arc::new(index))).await.map_err(|e| Error::task_failed(format!("opening index {id}"), e))??;
+                tracing::info!(index = %id, dir = %dir.display(), load_ms, models_ms = models_took.as_millis() as u64, "cold start: index ready");
+                first.get_or_insert_with(|| id.clone());
+                indexes.insert(id, ServedIndex::new(engine, financials));
+            }
+            Location::S3 { .. } => {
+                let source = VersionedIndex::new(&sextant_aws::sdk_config().await, location)?;
+                let id = location_id(location);
+                first.get_or_insert_with(|| id.clone());
+                match sextant_aws::open_from_s3(&source, &models).await {
+                    Ok(loaded) => {
+                        let served = loaded.engine.index().manifest.index_id.clone();
+                        if served != id {
+                            tracing::warn!(location = %location, index = %served, "the index id differs from the location's last path part; serving it as {served}");
+                        }
+                        versions.push((served.clone(), loaded.pointer.version.clone()));
+                        watched.push((served.clone(), source, loaded.pointer.version));
+                        indexes.insert(served, ServedIndex::new(loaded.engine, loaded.financials));
+                    }
+                    Err(e) => {
+                        tracing::error!(location = %location, error = %e, "cold start: index not loaded; will retry at the next refresh");
+                        failures.push(format!("{id}: {e}"));
+                        watched.push((id, source, String::new()));
+                    }
+                }
+            }
+        }
+    }
+    let default_index = var("SEXTANT_DEFAULT_INDEX").or(first).ok_or_else(|| Error::invalid("SEXTANT_INDEXES", "names no index"))?;
+    let cors_origins = sextant_server::headers::parse_origins(&var("SEXTANT_CORS_ORIGINS").unwrap_or_default())
+        .map_err(|e| Error::invalid("SEXTANT_CORS_ORIGINS", e))?;
+    let state = AppState::new(keys, ApiConfig { default_index, cors_origins, ..Default::default() });
+    for (id, v) in versions {
+        state.set_version(&id, Some(v));
+    }
+    if indexes.is_empty() {
+        state.set_loading(format!("no index could be loaded ({}); retrying", failures.join("; ")));
+    } else {
+        state.set_indexes(indexes);
+    }
+    let refresher = if watched.is_empty() {
+        None
+    } else {
+        let r = Refresher::new(secs("SEXTANT_REFRESH_SECS", 60)?, models.clone());
+        for (id, source, version) in watched {
+            r.watch(&id, source, version);
+        }
+        Some(r)
+    };
+    tracing::info!(total_ms = t0.elapsed().as_millis() as u64, "cold start: done");
+    Ok(Context { state, refresher })
+}
+
+/// The index id a location names: its last path part.
+fn location_id(location: &Location) -> String {
+    match location {
+        Location::S3 { prefix, bucket } => prefix.rsplit('/').next().filter(|s| !s.is_empty()).unwrap_or(bucket).to_string(),
+        Location::Local(p) => p.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
+    }
+}

@@ -1,0 +1,39 @@
+//! # sextant-server
+//!
+//! The HTTP API: one axum router serving `/v1/retrieve`, `/v1/search`, `/v1/context`, the
+//! Alibaba Cloud Model Studio (Bailian) knowledge-base Retrieve API at
+//! `/{WorkspaceId}/index/retrieve`, `/health` and `/openapi.json`, run by the Lambda
+//! functions (crate `sextant-lambda`) and by `sextant serve` alike.
+//!
+//! Every request gets a `requestId`; every failure answers with the error envelope of
+//! [`envelope`]. Authentication takes `Authorization: Bearer KEY` or `X-API-Key: KEY`,
+//! looks the key's SHA-256 up in a [`KeyStore`](sextant_keys::KeyStore), counts the request against the
+//! key's plan and clamps `top_k` to the plan's maximum.
+
+//!
+//! Each endpoint is a module of [`routes`] whose handler takes an [`Authed`] request;
+//! what is shared by several (query limits, the search runner, periods, evidence spans, the
+//! knowledge-base filter language and rewrite) has a module of its own.
+
+#![warn(missing_docs)]
+
+mod auth;
+pub mod envelope;
+pub mod evidence;
+pub mod headers;
+pub mod openapi;
+mod params;
+mod period;
+mod request;
+mod rewrite;
+mod router;
+mod routes;
+pub mod search_filters;
+mod state;
+
+pub use auth::Authed;
+pub use envelope::ApiError;
+pub use rewrite::rewrite;
+pub use router::router;
+pub use routes::search::company_names;
+pub use state::{ApiConfig, AppState, Caller, Indexes, RequestId, ServedIndex};

@@ -1,0 +1,135 @@
+//! Period fallback: a year/quarter with no document for the requested companies is served
+//! from the nearest prior period of each company, and the response says so.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use sextant_core::corpus::Document;
+
+/// Reported in `meta.periodMismatch` when the chunks come from another period.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct PeriodMismatch {
+    /// The period asked for (`Q4 2025`, or `2025`).
+    pub requested: String,
+    /// The periods served, one per company (`AMD Q3 2025`, `MA FY2024`).
+    pub served: Vec<String>,
+    /// What to tell the user.
+    pub message: String,
+}
+
+/// A document's period as a sortable key: `(year, quarter)`, an annual document counting
+/// as the year's last quarter.
+fn key(d: &Document) -> Option<(i32, u8)> {
+    let y = d.year?;
+    let q = d.quarter.as_deref().and_then(quarter_number).unwrap_or(4);
+    Some((y, q))
+}
+
+/// `Q1`..`Q4` (any case) → 1..4.
+pub fn quarter_number(q: &str) -> Option<u8> {
+    match q.trim().to_ascii_uppercase().as_str() {
+        "Q1" => Some(1),
+        "Q2" => Some(2),
+        "Q3" => Some(3),
+        "Q4" => Some(4),
+        _ => None,
+    }
+}
+
+fn label(d: &Document) -> String {
+    let who = d.ticker.clone().unwrap_or_else(|| "corpus".into());
+    match (&d.quarter, d.year) {
+        (Some(q), Some(y)) => format!("{who} {} {y}", q.to_ascii_uppercase()),
+        (None, Some(y)) => format!("{who} FY{y}"),
+        _ => who,
+    }
+}
+
+/// When no document of `base` (tickers and source types already applied) falls in the
+/// requested period, the ids of the documents of each company's nearest prior period and
+/// the mismatch to report. `None` when the requested period has documents (or none is
+/// requested).
+pub fn fallback(documents: &[Document], base: impl Fn(&Document) -> bool, year: Option<i32>, quarter: Option<u8>) -> Option<(Vec<String>, PeriodMismatch)> {
+    let year = year?;
+    let in_period = |d: &Document| d.year == Some(year) && quarter.is_none_or(|q| d.quarter.as_deref().and_then(quarter_number) == Some(q));
+    let candidates: Vec<&Document> = documents.iter().filter(|d| base(d)).collect();
+    if candidates.iter().any(|d| in_period(d)) {
+        return None;
+    }
+    let requested = match quarter {
+        Some(q) => format!("Q{q} {year}"),
+        None => year.to_string(),
+    };
+    let limit = (year, quarter.unwrap_or(1));
+    // Nearest prior period per company.
+    let mut best: BTreeMap<String, (i32, u8)> = BTreeMap::new();
+    for d in &candidates {
+        let Some(k) = key(d) else { continue };
+        if k >= limit {
+            continue;
+        }
+        let who = d.ticker.clone().unwrap_or_default();
+        let e = best.entry(who).or_insert(k);
+        if k > *e {
+            *e = k;
+        }
+    }
+    let served_docs: Vec<&Document> = candidates
+        .iter()
+        .copied()
+        .filter(|d| key(d).is_some_and(|k| best.get(&d.ticker.clone().unwrap_or_default()) == Some(&k)))
+        .collect();
+    let mut served: Vec<String> = served_docs.iter().map(|d| label(d)).collect();
+    served.sort();
+    served.dedup();
+    let message = if served.is_empty() {
+        format!("No document for {requested} exists in the corpus for this request, and no earlier period either.")
+    } else {
+        format!(
+            "No document for {requested} exists in the corpus for this request. The returned chunks come from the nearest prior period(s): {}. Do not present them as {requested}.",
+            served.join(", ")
+        )
+    };
+    let ids = served_docs.iter().map(|d| d.document_id.clone()).collect();
+    Some((ids, PeriodMismatch { requested, served, message }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serves_each_companys_nearest_prior_period() {
+        let doc = |id: &str, t: &str, y: i32, q: Option<&str>| Document {
+            document_id: id.into(),
+            ticker: Some(t.into()),
+            year: Some(y),
+            quarter: q.map(Into::into),
+            document_type: "earnings_call".into(),
+            segments: vec!["text".into()],
+            ..Default::default()
+        };
+        let index = vec![
+            doc("a1", "AMD", 2025, Some("Q2")),
+            doc("a2", "AMD", 2025, Some("Q3")),
+            doc("n1", "NVDA", 2024, Some("Q4")),
+            doc("n2", "NVDA", 2026, Some("Q1")),
+            doc("k1", "MA", 2024, None),
+        ];
+        let index = &index[..];
+        let all = |_: &Document| true;
+        // Q3 2025 exists for AMD: no fallback.
+        assert!(fallback(index, all, Some(2025), Some(3)).is_none());
+        assert!(fallback(index, all, None, Some(3)).is_none());
+        let (ids, m) = fallback(index, all, Some(2025), Some(4)).unwrap();
+        assert_eq!(m.requested, "Q4 2025");
+        assert_eq!(m.served, vec!["AMD Q3 2025", "MA FY2024", "NVDA Q4 2024"]);
+        assert!(m.message.contains("nearest prior period(s): AMD Q3 2025"));
+        let mut ids = ids;
+        ids.sort();
+        assert_eq!(ids, vec!["a2", "k1", "n1"]);
+        // Restricted to one company; nothing earlier exists.
+        let (ids, m) = fallback(index, |d: &Document| d.ticker.as_deref() == Some("AMD"), Some(2020), None).unwrap();
+        assert!(ids.is_empty() && m.served.is_empty() && m.message.contains("no earlier period"));
+    }
+}

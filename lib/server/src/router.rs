@@ -1,0 +1,78 @@
+//! The router: every route, the request id, the security headers, the fallbacks.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::HeaderValue;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+
+use crate::envelope::{self, ApiError};
+use crate::state::{AppState, RequestId};
+use crate::{auth, headers, openapi, routes};
+
+/// The router with every route. `/health` needs no key; the rest do.
+pub fn router(state: Arc<AppState>) -> Router {
+    let api = Router::new()
+        .route("/v1/retrieve", post(routes::retrieve::handle).fallback(method_not_allowed))
+        .route("/v1/search", post(routes::search::handle).fallback(method_not_allowed))
+        .route("/v1/context", post(routes::context::handle).fallback(method_not_allowed))
+        .route("/{workspace}/index/retrieve", post(routes::knowledge_base::handle).fallback(method_not_allowed))
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), auth::authenticate));
+    Router::new()
+        .merge(api)
+        .route("/health", get(health))
+        .route("/openapi.json", get(|| async { axum::Json(openapi::document()) }))
+        .fallback(not_found)
+        .layer(axum::middleware::from_fn_with_state(state.clone(), headers::apply))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), with_request_id))
+        .with_state(state)
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::method_not_allowed()
+}
+
+async fn not_found() -> ApiError {
+    ApiError::not_found("no such endpoint (POST /v1/retrieve, POST /v1/search, POST /{WorkspaceId}/index/retrieve, GET /health)")
+}
+
+/// `GET /health`: 200 with the loaded indexes once ready, 503 while loading.
+async fn health(State(state): State<Arc<AppState>>) -> Response {
+    match state.indexes() {
+        Ok(engines) => {
+            let indexes: BTreeMap<&str, usize> = engines.iter().map(|(id, e)| (id.as_str(), e.engine.index().chunks.len())).collect();
+            let versions = state.versions.read().expect("versions lock").clone();
+            axum::Json(serde_json::json!({ "status": "ok", "indexes": indexes, "indexVersions": versions, "version": sextant_core::VERSION })).into_response()
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+/// Gives the request an id, and every response an `x-request-id` header and, for
+/// errors, the id inside the envelope.
+async fn with_request_id(State(state): State<Arc<AppState>>, mut req: Request, next: Next) -> Response {
+    let id = state.request_id();
+    // The knowledge-base route answers in its own envelope.
+    let kb_route = req.uri().path().ends_with("/index/retrieve");
+    req.extensions_mut().insert(RequestId(id.clone()));
+    let mut resp = next.run(req).await;
+    if let Some(err) = resp.extensions_mut().remove::<envelope::PendingError>() {
+        let headers = std::mem::take(resp.headers_mut());
+        resp = if kb_route { routes::knowledge_base::error_response(&err.0, &id) } else { err.0.with_request_id(&id).into_response() };
+        // Keep what inner layers set (rate-limit, security and CORS headers) unless the
+        // envelope sets its own (content type and length).
+        for (name, value) in &headers {
+            if !resp.headers().contains_key(name) {
+                resp.headers_mut().append(name, value.clone());
+            }
+        }
+    }
+    if let Ok(v) = HeaderValue::from_str(&id) {
+        resp.headers_mut().insert("x-request-id", v);
+    }
+    resp
+}

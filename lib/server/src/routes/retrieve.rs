@@ -1,0 +1,269 @@
+//! `POST /v1/retrieve`: cited chunks for a query, with filters, plan clamping, period
+//! fallback and optional segments with character offsets.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use sextant_core::corpus::Document;
+use sextant_core::index::Filter;
+use sextant_core::pipeline::{Engine, Path, RerankStatus, SearchRequest};
+
+use crate::envelope::ApiError;
+use crate::params::{check_query, default_recency, document_types, result_count, run_search};
+use crate::period::{fallback, quarter_number, PeriodMismatch};
+use crate::auth::Authed;
+use crate::state::AppState;
+
+/// Default `top_k`.
+pub const DEFAULT_TOP_K: i64 = 10;
+/// Words in an `evidenceText` at most (it grows from the best sentence).
+const EVIDENCE_WORDS: usize = 60;
+
+/// The request body.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RetrieveRequest {
+    /// The question (required, non-empty).
+    pub query: String,
+    /// Metadata filters.
+    #[serde(default)]
+    pub filters: Option<RetrieveFilters>,
+    /// 1-50, default 10, clamped to the plan's maximum.
+    #[serde(default)]
+    pub top_k: Option<i64>,
+    /// Default true: hybrid retrieval, rerank where configured, recency boost. False: raw
+    /// dense similarity order.
+    #[serde(default)]
+    pub rerank: Option<bool>,
+    /// Include each chunk's segments with character offsets.
+    #[serde(default)]
+    pub include_segments: Option<bool>,
+}
+
+/// `filters` of a request.
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RetrieveFilters {
+    /// Any of these tickers.
+    #[serde(default)]
+    pub tickers: Option<Vec<String>>,
+    /// Fiscal year.
+    #[serde(default)]
+    pub year: Option<i32>,
+    /// `Q1`..`Q4`.
+    #[serde(default)]
+    pub quarter: Option<String>,
+    /// Document types (`earnings_call`, `10-K`, `10-Q`).
+    #[serde(default)]
+    pub source_types: Option<Vec<String>>,
+}
+
+/// The response body.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct RetrieveResponse {
+    /// Cited passages, best first.
+    pub chunks: Vec<ChunkOut>,
+    /// About the request.
+    pub meta: Meta,
+}
+
+/// One passage.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ChunkOut {
+    /// `chunk_01`, `chunk_02`, ... in rank order, for citation markers.
+    pub id: String,
+    /// The passage.
+    pub text: String,
+    /// Final score: reranker or fused score (`rerank: true`), cosine (`rerank: false`).
+    pub score: f32,
+    /// The sentence(s) of the passage that best match the query.
+    pub evidence_text: Option<String>,
+    /// Where it comes from.
+    pub source: SourceOut,
+}
+
+/// A passage's provenance.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SourceOut {
+    /// Document id.
+    pub document_id: String,
+    /// Document title.
+    pub document_title: String,
+    /// `earnings_call`, `10-K`, `10-Q`, ...
+    pub document_type: String,
+    /// Ticker.
+    pub ticker: Option<String>,
+    /// Fiscal year.
+    pub year: Option<i32>,
+    /// Fiscal quarter.
+    pub quarter: Option<String>,
+    /// Filing form.
+    pub filing_type: Option<String>,
+    /// Where the original lives.
+    pub source_url: Option<String>,
+    /// Page numbers, when the source has pages (none of the bundled sources does).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page_numbers: Option<Vec<u32>>,
+    /// The segments behind the passage (`include_segments: true`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub segments: Option<Vec<SegmentOut>>,
+}
+
+/// One document segment. Offsets count characters (Unicode scalar values, not bytes) in
+/// the document text rebuilt by joining its segments with `"\n\n"`; `charEnd` is exclusive.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SegmentOut {
+    /// `seg_<sequence>`.
+    pub id: String,
+    /// Position of the segment in the document, from 0.
+    pub sequence: usize,
+    /// The segment's text.
+    pub content: String,
+    /// First character.
+    pub char_start: usize,
+    /// One past the last character.
+    pub char_end: usize,
+}
+
+/// `meta` of a response.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Meta {
+    /// Chunks returned.
+    pub total: usize,
+    /// Set when the chunks come from another period than the one asked for.
+    pub period_mismatch: Option<PeriodMismatch>,
+    /// The request id.
+    pub request_id: String,
+    /// The `top_k` served (after the plan's clamp).
+    pub top_k: usize,
+    /// Whether the query was longer than the model window and cut for the encoders.
+    pub query_truncated: bool,
+    /// What happened to reranking.
+    pub rerank: RerankStatus,
+}
+
+/// Checks the request and turns it into an engine search (plus the period mismatch).
+pub(crate) fn plan_search(engine: &Engine, req: &RetrieveRequest, max_top_k: usize, max_query_chars: usize) -> Result<(SearchRequest, Option<PeriodMismatch>), ApiError> {
+    let query = req.query.trim();
+    check_query(query, "query", max_query_chars)?;
+    let top_k = result_count(req.top_k, "top_k", DEFAULT_TOP_K, max_top_k)?;
+    let f = req.filters.clone().unwrap_or_default();
+    let index = engine.index();
+    let mut filter = Filter::default();
+    if let Some(tickers) = &f.tickers {
+        if let Some(i) = tickers.iter().position(|t| t.trim().is_empty()) {
+            return Err(ApiError::invalid(format!("filters.tickers[{i}]"), "must not be empty"));
+        }
+        filter.tickers = tickers.iter().map(|t| t.trim().to_ascii_uppercase()).collect();
+    }
+    if let Some(types) = &f.source_types {
+        filter.document_types = document_types(index, types, "filters.source_types", "source type")?;
+    }
+    if let Some(y) = f.year {
+        if !(1900..=2100).contains(&y) {
+            return Err(ApiError::invalid("filters.year", format!("must be a year between 1900 and 2100, got {y}")));
+        }
+    }
+    let quarter = match &f.quarter {
+        Some(q) => Some(quarter_number(q).ok_or_else(|| ApiError::invalid("filters.quarter", format!("must be one of Q1, Q2, Q3, Q4, got {q:?}")))?),
+        None => None,
+    };
+    let base = filter.clone();
+    let mismatch = match fallback(&index.documents, |d: &Document| base.matches(d), f.year, quarter) {
+        Some((ids, mismatch)) => {
+            // An empty id list must still match nothing.
+            filter.document_ids = if ids.is_empty() { vec![String::new()] } else { ids };
+            Some(mismatch)
+        }
+        None => {
+            filter.years = f.year.into_iter().collect();
+            filter.quarters = quarter.map(|q| format!("Q{q}")).into_iter().collect();
+            None
+        }
+    };
+    let mut search = SearchRequest::new(query, top_k);
+    search.filter = filter;
+    if req.rerank.unwrap_or(true) {
+        search.recency = Some(default_recency());
+    } else {
+        search.paths = vec![Path::Dense];
+        search.rerank = false;
+    }
+    Ok((search, mismatch))
+}
+
+/// Builds the response from an engine outcome.
+pub(crate) fn respond(engine: &Engine, req: &RetrieveRequest, search: &SearchRequest, out: sextant_core::pipeline::SearchOutcome, mismatch: Option<PeriodMismatch>, request_id: String) -> RetrieveResponse {
+    let index = engine.index();
+    let with_segments = req.include_segments.unwrap_or(false);
+    let raw_dense = search.paths == [Path::Dense];
+    let chunks: Vec<ChunkOut> = out
+        .hits
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let chunk = &index.chunks[h.chunk as usize];
+            let doc = index.document_of(h.chunk);
+            let score = if raw_dense { h.diagnostics.paths.get(&Path::Dense).map_or(h.score, |p| p.score) } else { h.score };
+            let evidence = crate::evidence::best_span(&chunk.text, &search.query, &index.bm25, EVIDENCE_WORDS).map(|e| e.text);
+            let segments = with_segments.then(|| {
+                let spans = doc.segment_spans();
+                (chunk.span.seg_start as usize..chunk.span.seg_end as usize)
+                    .map(|s| SegmentOut {
+                        id: format!("seg_{s}"),
+                        sequence: s,
+                        content: doc.segments[s].clone(),
+                        char_start: spans[s].char_start,
+                        char_end: spans[s].char_end,
+                    })
+                    .collect()
+            });
+            ChunkOut {
+                id: format!("chunk_{:02}", i + 1),
+                text: chunk.text.clone(),
+                score,
+                evidence_text: evidence,
+                source: SourceOut {
+                    document_id: doc.document_id.clone(),
+                    document_title: doc.title.clone(),
+                    document_type: doc.document_type.clone(),
+                    ticker: doc.ticker.clone(),
+                    year: doc.year,
+                    quarter: doc.quarter.clone(),
+                    filing_type: doc.filing_type.clone(),
+                    source_url: doc.source_url.clone(),
+                    page_numbers: None,
+                    segments,
+                },
+            }
+        })
+        .collect();
+    RetrieveResponse {
+        meta: Meta {
+            total: chunks.len(),
+            period_mismatch: mismatch,
+            request_id,
+            top_k: search.top_k,
+            query_truncated: out.query_truncated,
+            rerank: out.rerank,
+        },
+        chunks,
+    }
+}
+
+/// The handler.
+pub(crate) async fn handle(
+    State(state): State<Arc<AppState>>,
+    Authed { caller, request_id, body: req }: Authed<RetrieveRequest>,
+) -> Result<Json<RetrieveResponse>, ApiError> {
+    let engine = state.engine_for(&caller, &state.config.default_index)?;
+    let (search, mismatch) = plan_search(&engine, &req, caller.plan.max_top_k, state.config.max_query_chars)?;
+    let out = run_search(&engine, &search).await?;
+    Ok(Json(respond(&engine, &req, &search, out, mismatch, request_id)))
+}

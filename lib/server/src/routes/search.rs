@@ -1,0 +1,342 @@
+//! `POST /v1/search`: compact, citable units (the best sentence span of each chunk) from
+//! dense + SPLADE + BM25 retrieval with filters pre-applied, RRF, rerank of the fused top
+//! candidates where a reranker is configured, recency boost and per-document
+//! diversification. Every result carries its diagnostics.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use sextant_finance::classify::company_key;
+use sextant_core::index::{Filter, Index};
+use sextant_core::pipeline::{days_from_iso_date, Path, RerankStatus, SearchRequest};
+
+use crate::envelope::ApiError;
+use crate::params::{check_query, default_recency, document_types, result_count, run_search};
+use crate::auth::Authed;
+use crate::state::AppState;
+
+/// Words in a unit at most (about 40 tokens).
+const UNIT_WORDS: usize = 30;
+/// Fused candidates the reranker sees.
+const RERANK_DEPTH: usize = 150;
+
+/// One value or a list of values.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum OneOrMany {
+    /// `"AAPL"`.
+    One(String),
+    /// `["AAPL", "Microsoft"]`.
+    Many(Vec<String>),
+}
+
+impl OneOrMany {
+    fn into_vec(self) -> Vec<String> {
+        match self {
+            OneOrMany::One(s) => vec![s],
+            OneOrMany::Many(v) => v,
+        }
+    }
+}
+
+/// The request body.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchBody {
+    /// The query (required, non-empty).
+    pub query: String,
+    /// Companies: tickers or names (`"AAPL"`, `"Apple"`, `["MA", "Exxon Mobil"]`).
+    #[serde(default)]
+    pub entity: Option<OneOrMany>,
+    /// Source types (`earnings_call`, `10-K`, `10-Q`).
+    #[serde(default)]
+    pub theme: Option<OneOrMany>,
+    /// Published on or after (`YYYY-MM-DD`).
+    #[serde(default)]
+    pub published_after: Option<String>,
+    /// Published on or before (`YYYY-MM-DD`).
+    #[serde(default)]
+    pub published_before: Option<String>,
+    /// Results, 1-50 (default 10), clamped to the plan's maximum.
+    #[serde(default)]
+    pub limit: Option<i64>,
+    /// At most this many units from one document (default 3).
+    #[serde(default)]
+    pub max_per_document: Option<i64>,
+    /// Rerank where a reranker is configured (default true).
+    #[serde(default)]
+    pub rerank: Option<bool>,
+    /// Boost recent documents (default true).
+    #[serde(default)]
+    pub recency_boost: Option<bool>,
+    /// Dense candidates under this cosine similarity are dropped (default 0.3).
+    #[serde(default)]
+    pub min_similarity: Option<f32>,
+}
+
+/// The response body.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct SearchResponse {
+    /// Units, best first.
+    pub results: Vec<Unit>,
+    /// About the request.
+    pub meta: SearchMeta,
+}
+
+/// One citable unit.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct Unit {
+    /// `<document id>#<chunk ordinal>:<start>-<end>`: stable for one index version.
+    pub unit_id: String,
+    /// The best-matching sentence span of the chunk.
+    pub text: String,
+    /// Final score.
+    pub score: f32,
+    /// The document.
+    pub document: DocumentRef,
+    /// Where the unit sits.
+    pub position: Position,
+    /// Why it ranked here.
+    pub diagnostics: UnitDiagnostics,
+}
+
+/// A unit's document.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct DocumentRef {
+    /// Document id.
+    pub document_id: String,
+    /// Title.
+    pub title: String,
+    /// Type.
+    pub document_type: String,
+    /// Ticker.
+    pub ticker: Option<String>,
+    /// Fiscal year.
+    pub year: Option<i32>,
+    /// Fiscal quarter.
+    pub quarter: Option<String>,
+    /// Publication date.
+    pub published_at: Option<String>,
+    /// Link to the original.
+    pub source_url: Option<String>,
+}
+
+/// Where a unit sits: its chunk, and character offsets (Unicode scalar values, end
+/// exclusive) into the document text rebuilt by joining segments with `"\n\n"`.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct Position {
+    /// The chunk the unit came from (as `/v1/retrieve` would return it).
+    pub chunk_text: String,
+    /// First segment of the chunk.
+    pub segment_start: u32,
+    /// One past its last segment.
+    pub segment_end: u32,
+    /// First character of the unit in the document text.
+    pub char_start: usize,
+    /// One past its last character.
+    pub char_end: usize,
+}
+
+/// Ranks at each stage.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct UnitDiagnostics {
+    /// Rank in the dense path (absent: not found by it).
+    pub dense_rank: Option<usize>,
+    /// Rank in the SPLADE path.
+    pub sparse_rank: Option<usize>,
+    /// Rank in the BM25 path.
+    pub bm25_rank: Option<usize>,
+    /// Dense cosine similarity, when found by the dense path.
+    pub dense_score: Option<f32>,
+    /// Rank after fusion.
+    pub rrf_rank: usize,
+    /// Fused score.
+    pub rrf_score: f32,
+    /// Rank after reranking.
+    pub rerank_rank: Option<usize>,
+    /// Reranker score.
+    pub rerank_score: Option<f32>,
+}
+
+/// `meta` of a response.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct SearchMeta {
+    /// Units returned.
+    pub total: usize,
+    /// Chunks that passed the filters.
+    pub candidates: usize,
+    /// The limit served (after the plan's clamp).
+    pub limit: usize,
+    /// The companies the `entity` filter resolved to.
+    pub entities: Vec<String>,
+    /// What happened to reranking (`applied`, `unavailable`, `failed` with a reason).
+    pub rerank: RerankStatus,
+    /// Paths that failed and were skipped.
+    pub failed_paths: BTreeMap<String, String>,
+    /// Whether the query was cut to the model window.
+    pub query_truncated: bool,
+    /// The request id.
+    pub request_id: String,
+}
+
+/// Company name → ticker, from filing titles (`Apple Inc. 10-K FY2024 — ...`), with
+/// legal suffixes dropped: `apple`, `apple inc` → `AAPL`.
+pub fn company_names(index: &Index) -> BTreeMap<String, String> {
+    let mut names = BTreeMap::new();
+    for d in &index.documents {
+        let Some(t) = &d.ticker else { continue };
+        names.insert(t.to_ascii_lowercase(), t.clone());
+        for marker in [" 10-K", " 10-Q", " 8-K", " 20-F"] {
+            if let Some(pos) = d.title.find(marker) {
+                let name = company_key(&d.title[..pos]);
+                if !name.is_empty() {
+                    names.insert(name, t.clone());
+                }
+            }
+        }
+    }
+    names
+}
+
+/// Exactly `YYYY-MM-DD` (the calendar checks are [`days_from_iso_date`]'s).
+fn valid_date(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 10 && b[4] == b'-' && b[7] == b'-' && s[..4].parse::<u32>().is_ok() && days_from_iso_date(s).is_some()
+}
+
+/// The handler.
+pub(crate) async fn handle(
+    State(state): State<Arc<AppState>>,
+    Authed { caller, request_id, body: req }: Authed<SearchBody>,
+) -> Result<Json<SearchResponse>, ApiError> {
+    let engine = state.engine_for(&caller, &state.config.default_index)?;
+    let index = engine.index().clone();
+    let query = req.query.trim().to_string();
+    check_query(&query, "query", state.config.max_query_chars)?;
+    let limit = result_count(req.limit, "limit", 10, caller.plan.max_top_k)?;
+    let max_per_document = req.max_per_document.unwrap_or(3);
+    if max_per_document < 1 {
+        return Err(ApiError::invalid("max_per_document", format!("must be at least 1, got {max_per_document}")));
+    }
+    let min_similarity = req.min_similarity.unwrap_or(state.config.min_dense_similarity);
+    if !(-1.0..=1.0).contains(&min_similarity) {
+        return Err(ApiError::invalid("min_similarity", format!("must be a cosine similarity in [-1, 1], got {min_similarity}")));
+    }
+    let mut filter = Filter::default();
+    let mut entities = Vec::new();
+    if let Some(e) = req.entity.clone() {
+        let names = company_names(&index);
+        for (i, name) in e.into_vec().iter().enumerate() {
+            let key = company_key(name);
+            let ticker = names.get(&name.trim().to_ascii_lowercase()).or_else(|| names.get(&key)).ok_or_else(|| {
+                ApiError::invalid(format!("entity[{i}]"), format!("no company in this index matches {name:?} (use a ticker such as {} or a company name)", names.values().next().map_or("AAPL", |s| s.as_str())))
+            })?;
+            entities.push(ticker.clone());
+        }
+        entities.sort();
+        entities.dedup();
+        filter.tickers = entities.clone();
+    }
+    if let Some(t) = req.theme.clone() {
+        filter.document_types = document_types(&index, &t.into_vec(), "theme", "theme")?;
+    }
+    for (field, value) in [("published_after", &req.published_after), ("published_before", &req.published_before)] {
+        if let Some(v) = value {
+            if !valid_date(v) {
+                return Err(ApiError::invalid(field, format!("must be a date YYYY-MM-DD, got {v:?}")));
+            }
+        }
+    }
+    if let (Some(a), Some(b)) = (&req.published_after, &req.published_before) {
+        if a > b {
+            return Err(ApiError::invalid("published_before", format!("{b} is before published_after {a}")));
+        }
+    }
+    filter.published_after = req.published_after.clone();
+    filter.published_before = req.published_before.clone();
+
+    let mut search = SearchRequest::new(query.clone(), limit);
+    search.filter = filter;
+    search.rerank = req.rerank.unwrap_or(true);
+    search.rerank_depth = RERANK_DEPTH;
+    search.max_per_document = Some(max_per_document as usize);
+    search.min_dense_similarity = Some(min_similarity);
+    if req.recency_boost.unwrap_or(true) {
+        search.recency = Some(default_recency());
+    }
+    let out = run_search(&engine, &search).await?;
+
+    let results: Vec<Unit> = out
+        .hits
+        .iter()
+        .map(|h| {
+            let chunk = &index.chunks[h.chunk as usize];
+            let doc = index.document_of(h.chunk);
+            let ev = crate::evidence::best_span(&chunk.text, &query, &index.bm25, UNIT_WORDS);
+            let (text, c0, c1) = ev.map_or((chunk.text.clone(), 0, chunk.text.chars().count()), |e| (e.text, e.char_start, e.char_end));
+            // The chunk's text is its segments joined like the document's, so offsets
+            // shift by where the chunk's first segment starts.
+            let base = doc.segment_spans().get(chunk.span.seg_start as usize).map_or(0, |s| s.char_start);
+            let rank = |p: Path| h.diagnostics.paths.get(&p).map(|r| r.rank);
+            Unit {
+                unit_id: format!("{}#{}:{}-{}", doc.document_id, h.chunk, base + c0, base + c1),
+                text,
+                score: h.score,
+                document: DocumentRef {
+                    document_id: doc.document_id.clone(),
+                    title: doc.title.clone(),
+                    document_type: doc.document_type.clone(),
+                    ticker: doc.ticker.clone(),
+                    year: doc.year,
+                    quarter: doc.quarter.clone(),
+                    published_at: doc.published_at.clone(),
+                    source_url: doc.source_url.clone(),
+                },
+                position: Position {
+                    chunk_text: chunk.text.clone(),
+                    segment_start: chunk.span.seg_start,
+                    segment_end: chunk.span.seg_end,
+                    char_start: base + c0,
+                    char_end: base + c1,
+                },
+                diagnostics: UnitDiagnostics {
+                    dense_rank: rank(Path::Dense),
+                    sparse_rank: rank(Path::Splade),
+                    bm25_rank: rank(Path::Bm25),
+                    dense_score: h.diagnostics.paths.get(&Path::Dense).map(|r| r.score),
+                    rrf_rank: h.diagnostics.rrf_rank,
+                    rrf_score: h.diagnostics.rrf_score,
+                    rerank_rank: h.diagnostics.rerank_rank,
+                    rerank_score: h.diagnostics.rerank_score,
+                },
+            }
+        })
+        .collect();
+    Ok(Json(SearchResponse {
+        meta: SearchMeta {
+            total: results.len(),
+            candidates: out.candidates,
+            limit,
+            entities,
+            rerank: out.rerank,
+            failed_paths: out.failed_paths.iter().map(|(p, e)| (p.name().to_string(), e.clone())).collect(),
+            query_truncated: out.query_truncated,
+            request_id,
+        },
+        results,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_must_be_exact_iso_days() {
+        // Company name keys are tested beside `finance::classify::company_key`.
+        assert!(valid_date("2024-02-29") && !valid_date("2024-13-01") && !valid_date("24-01-01"));
+    }
+}

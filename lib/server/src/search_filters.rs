@@ -1,0 +1,539 @@
+//! The `SearchFilters` grammar of the knowledge-base Retrieve API, compiled once into a
+//! predicate over document metadata that the engine applies before ranking.
+//!
+//! `SearchFilters` is a list of sub-groups, ANDed. In a sub-group every key but the
+//! reserved ones names a metadata field, and its value says the kind of query:
+//!
+//! | value | query |
+//! |---|---|
+//! | a string or a number | singleQuery: equal (strings case-insensitively) |
+//! | an array of strings/numbers | multiQuery: equal to any |
+//! | `{"like": "pat"}` | logicQuery: `pat` with `%` wildcards (none: a prefix match) |
+//! | `{"gt"|"gte"|"lt"|"lte"|"eq"|"neq": v, ...}` | rangeQuery: every bound holds |
+//!
+//! `_operator` (`AND`/`OR`, any case, default AND) joins the sub-group's fields;
+//! `_conditions` is a list of nested sub-groups, joined with `_conditions_operator` (default:
+//! the group's `_operator`), and the result is joined to the fields with `_operator`.
+//! Fields: `ticker`, `year`, `quarter`, `documentType`, `filingType`, `documentId`,
+//! `title`, `publishedAt` (snake_case accepted).
+
+use serde_json::{Map, Value};
+use sextant_core::corpus::Document;
+
+use crate::envelope::ApiError;
+
+/// A compiled condition.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Condition {
+    /// All hold (an empty list holds).
+    All(Vec<Condition>),
+    /// Any holds (an empty list holds: nothing to choose from means no constraint).
+    Any(Vec<Condition>),
+    /// One field test.
+    Field {
+        /// Which field.
+        field: Field,
+        /// The test.
+        test: Test,
+    },
+}
+
+/// A metadata field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    /// Ticker.
+    Ticker,
+    /// Fiscal year.
+    Year,
+    /// Fiscal quarter.
+    Quarter,
+    /// Document type.
+    DocumentType,
+    /// Filing form.
+    FilingType,
+    /// Document id.
+    DocumentId,
+    /// Title.
+    Title,
+    /// Publication date.
+    PublishedAt,
+}
+
+/// A scalar of the grammar.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Scalar {
+    /// A number.
+    Num(f64),
+    /// A string.
+    Str(String),
+}
+
+/// A test on one field.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Test {
+    /// Equal to any of these.
+    In(Vec<Scalar>),
+    /// Matches a `%` pattern (case-insensitive).
+    Like(String),
+    /// `(op, bound)` pairs that must all hold.
+    Range(Vec<(RangeOp, Scalar)>),
+}
+
+/// A comparison of a range query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RangeOp {
+    /// `>`.
+    Gt,
+    /// `>=`.
+    Gte,
+    /// `<`.
+    Lt,
+    /// `<=`.
+    Lte,
+    /// `==`.
+    Eq,
+    /// `!=`.
+    Neq,
+}
+
+fn field_of(name: &str) -> Option<Field> {
+    Some(match name.to_ascii_lowercase().replace('_', "").as_str() {
+        "ticker" => Field::Ticker,
+        "year" => Field::Year,
+        "quarter" => Field::Quarter,
+        "documenttype" | "sourcetype" => Field::DocumentType,
+        "filingtype" => Field::FilingType,
+        "documentid" => Field::DocumentId,
+        "title" => Field::Title,
+        "publishedat" => Field::PublishedAt,
+        _ => return None,
+    })
+}
+
+const FIELDS: &str = "ticker, year, quarter, documentType, filingType, documentId, title, publishedAt";
+
+fn scalar(v: &Value, at: &str) -> Result<Scalar, ApiError> {
+    match v {
+        Value::String(s) => Ok(Scalar::Str(s.clone())),
+        Value::Number(n) => Ok(Scalar::Num(n.as_f64().unwrap_or(f64::NAN))),
+        other => Err(ApiError::invalid(at, format!("expected a string or a number, got {other}"))),
+    }
+}
+
+fn operator(v: Option<&Value>, at: &str, default: bool) -> Result<bool, ApiError> {
+    match v {
+        None => Ok(default),
+        Some(Value::String(s)) if s.eq_ignore_ascii_case("and") => Ok(true),
+        Some(Value::String(s)) if s.eq_ignore_ascii_case("or") => Ok(false),
+        Some(other) => Err(ApiError::invalid(at, format!("must be \"AND\" or \"OR\", got {other}"))),
+    }
+}
+
+/// Compiles `SearchFilters` (the JSON array); `at` is the field path for errors.
+pub fn compile(filters: &Value, at: &str) -> Result<Condition, ApiError> {
+    let groups = filters.as_array().ok_or_else(|| ApiError::invalid(at, "must be an array of filter groups"))?;
+    let compiled = groups.iter().enumerate().map(|(i, g)| group(g, &format!("{at}[{i}]"), 0)).collect::<Result<_, _>>()?;
+    Ok(Condition::All(compiled))
+}
+
+/// Groups nest at most this deep.
+const MAX_DEPTH: usize = 16;
+
+fn group(g: &Value, at: &str, depth: usize) -> Result<Condition, ApiError> {
+    if depth > MAX_DEPTH {
+        return Err(ApiError::invalid(at, format!("nests deeper than {MAX_DEPTH} levels")));
+    }
+    let obj: &Map<String, Value> = g.as_object().ok_or_else(|| ApiError::invalid(at, "must be an object"))?;
+    let and = operator(obj.get("_operator"), &format!("{at}._operator"), true)?;
+    let mut fields = Vec::new();
+    for (k, v) in obj {
+        if k.starts_with('_') {
+            if !matches!(k.as_str(), "_operator" | "_conditions" | "_conditions_operator") {
+                return Err(ApiError::invalid(format!("{at}.{k}"), "is not a known key (_operator, _conditions, _conditions_operator)"));
+            }
+            continue;
+        }
+        let path = format!("{at}.{k}");
+        let field = field_of(k).ok_or_else(|| ApiError::invalid(&path, format!("is not a filterable field ({FIELDS})")))?;
+        let test = match v {
+            Value::String(_) | Value::Number(_) => Test::In(vec![scalar(v, &path)?]),
+            Value::Array(items) => {
+                if items.is_empty() {
+                    return Err(ApiError::invalid(&path, "a multiQuery needs at least one value"));
+                }
+                Test::In(items.iter().enumerate().map(|(i, x)| scalar(x, &format!("{path}[{i}]"))).collect::<Result<_, _>>()?)
+            }
+            Value::Object(o) if o.contains_key("like") => {
+                if o.len() != 1 {
+                    return Err(ApiError::invalid(&path, "a logicQuery has only \"like\""));
+                }
+                match &o["like"] {
+                    Value::String(p) if !p.is_empty() => Test::Like(p.clone()),
+                    other => return Err(ApiError::invalid(format!("{path}.like"), format!("must be a non-empty string, got {other}"))),
+                }
+            }
+            Value::Object(o) => {
+                if o.is_empty() {
+                    return Err(ApiError::invalid(&path, "a rangeQuery needs at least one of gt, gte, lt, lte, eq, neq"));
+                }
+                let mut bounds = Vec::new();
+                for (op, b) in o {
+                    let op_ = match op.to_ascii_lowercase().as_str() {
+                        "gt" => RangeOp::Gt,
+                        "gte" => RangeOp::Gte,
+                        "lt" => RangeOp::Lt,
+                        "lte" => RangeOp::Lte,
+                        "eq" => RangeOp::Eq,
+                        "neq" => RangeOp::Neq,
+                        _ => return Err(ApiError::invalid(format!("{path}.{op}"), "is not a range operator (gt, gte, lt, lte, eq, neq, or like)")),
+                    };
+                    bounds.push((op_, scalar(b, &format!("{path}.{op}"))?));
+                }
+                Test::Range(bounds)
+            }
+            other => return Err(ApiError::invalid(&path, format!("expected a value, a list, or a like/range object, got {other}"))),
+        };
+        fields.push(Condition::Field { field, test });
+    }
+    if let Some(c) = obj.get("_conditions") {
+        let list = c.as_array().ok_or_else(|| ApiError::invalid(format!("{at}._conditions"), "must be an array of filter groups"))?;
+        let inner_and = operator(obj.get("_conditions_operator"), &format!("{at}._conditions_operator"), and)?;
+        let nested = list.iter().enumerate().map(|(i, x)| group(x, &format!("{at}._conditions[{i}]"), depth + 1)).collect::<Result<Vec<_>, _>>()?;
+        fields.push(if inner_and { Condition::All(nested) } else { Condition::Any(nested) });
+    } else if obj.contains_key("_conditions_operator") {
+        return Err(ApiError::invalid(format!("{at}._conditions_operator"), "needs _conditions beside it"));
+    }
+    Ok(if and { Condition::All(fields) } else { Condition::Any(fields) })
+}
+
+fn value_of(d: &Document, f: Field) -> Option<Scalar> {
+    match f {
+        Field::Ticker => d.ticker.clone().map(Scalar::Str),
+        Field::Year => d.year.map(|y| Scalar::Num(y as f64)),
+        Field::Quarter => d.quarter.clone().map(Scalar::Str),
+        Field::DocumentType => Some(Scalar::Str(d.document_type.clone())),
+        Field::FilingType => d.filing_type.clone().map(Scalar::Str),
+        Field::DocumentId => Some(Scalar::Str(d.document_id.clone())),
+        Field::Title => Some(Scalar::Str(d.title.clone())),
+        Field::PublishedAt => d.published_at.clone().map(Scalar::Str),
+    }
+}
+
+/// Orders two scalars: numbers numerically, strings case-insensitively, a number and a
+/// numeric string numerically; otherwise incomparable.
+fn compare(a: &Scalar, b: &Scalar) -> Option<std::cmp::Ordering> {
+    let num = |s: &Scalar| match s {
+        Scalar::Num(n) => Some(*n),
+        Scalar::Str(t) => t.trim().parse::<f64>().ok(),
+    };
+    match (a, b) {
+        (Scalar::Str(x), Scalar::Str(y)) => Some(x.to_lowercase().cmp(&y.to_lowercase())),
+        _ => num(a)?.partial_cmp(&num(b)?),
+    }
+}
+
+/// `%` matches any run of characters; without `%` the pattern is a prefix.
+fn like(value: &str, pattern: &str) -> bool {
+    let v = value.to_lowercase();
+    let p = pattern.to_lowercase();
+    let p = if p.contains('%') { p } else { format!("{p}%") };
+    let parts: Vec<&str> = p.split('%').collect();
+    let mut pos = 0;
+    for (i, part) in parts.iter().enumerate() {
+        if part.is_empty() {
+            continue;
+        }
+        if i == 0 {
+            if !v.starts_with(part) {
+                return false;
+            }
+            pos = part.len();
+        } else if i == parts.len() - 1 {
+            return v.len() >= pos + part.len() && v[pos..].ends_with(part);
+        } else {
+            match v[pos..].find(part) {
+                Some(j) => pos += j + part.len(),
+                None => return false,
+            }
+        }
+    }
+    true
+}
+
+impl Condition {
+    /// Whether `d` satisfies the condition. A field the document lacks satisfies only
+    /// `neq`.
+    pub fn matches(&self, d: &Document) -> bool {
+        use std::cmp::Ordering::*;
+        match self {
+            Condition::All(c) => c.iter().all(|x| x.matches(d)),
+            Condition::Any(c) => c.is_empty() || c.iter().any(|x| x.matches(d)),
+            Condition::Field { field, test } => {
+                let Some(v) = value_of(d, *field) else {
+                    return matches!(test, Test::Range(b) if b.iter().all(|(op, _)| *op == RangeOp::Neq));
+                };
+                match test {
+                    Test::In(vals) => vals.iter().any(|x| compare(&v, x) == Some(Equal)),
+                    Test::Like(p) => match &v {
+                        Scalar::Str(s) => like(s, p),
+                        Scalar::Num(n) => like(&n.to_string(), p),
+                    },
+                    Test::Range(bounds) => bounds.iter().all(|(op, b)| {
+                        let o = compare(&v, b);
+                        match op {
+                            RangeOp::Gt => o == Some(Greater),
+                            RangeOp::Gte => matches!(o, Some(Greater | Equal)),
+                            RangeOp::Lt => o == Some(Less),
+                            RangeOp::Lte => matches!(o, Some(Less | Equal)),
+                            RangeOp::Eq => o == Some(Equal),
+                            RangeOp::Neq => o != Some(Equal),
+                        }
+                    }),
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn doc(t: &str, y: i32, q: Option<&str>, ty: &str, title: &str) -> Document {
+        Document {
+            document_id: format!("{t}-{y}-{}", q.unwrap_or("FY")),
+            ticker: Some(t.into()),
+            year: Some(y),
+            quarter: q.map(Into::into),
+            document_type: ty.into(),
+            title: title.into(),
+            published_at: Some(format!("{y}-06-01")),
+            ..Default::default()
+        }
+    }
+
+    fn docs() -> Vec<Document> {
+        vec![
+            doc("AAPL", 2024, None, "10-K", "Apple Inc. 10-K FY2024"),
+            doc("AAPL", 2023, Some("Q3"), "earnings_call", "AAPL earnings call"),
+            doc("MSFT", 2022, Some("Q1"), "10-Q", "Microsoft Corp 10-Q"),
+            doc("KO", 2021, Some("Q4"), "earnings_call", "KO earnings call"),
+        ]
+    }
+
+    fn ids(f: Value) -> Vec<String> {
+        let c = compile(&f, "SearchFilters").unwrap();
+        docs().into_iter().filter(|d| c.matches(d)).map(|d| d.document_id).collect()
+    }
+
+    #[test]
+    fn single_multi_like_and_range_queries() {
+        assert_eq!(ids(json!([{"ticker": "aapl"}])), vec!["AAPL-2024-FY", "AAPL-2023-Q3"]);
+        assert_eq!(ids(json!([{"ticker": ["KO", "MSFT"]}])), vec!["MSFT-2022-Q1", "KO-2021-Q4"]);
+        assert_eq!(ids(json!([{"title": {"like": "apple"}}])), vec!["AAPL-2024-FY"]);
+        assert_eq!(ids(json!([{"title": {"like": "%earnings%"}}])), vec!["AAPL-2023-Q3", "KO-2021-Q4"]);
+        assert_eq!(ids(json!([{"year": {"gte": 2022, "lt": 2024}}])), vec!["AAPL-2023-Q3", "MSFT-2022-Q1"]);
+        assert_eq!(ids(json!([{"year": {"neq": 2024}, "documentType": "earnings_call"}])), vec!["AAPL-2023-Q3", "KO-2021-Q4"]);
+        assert_eq!(ids(json!([{"publishedAt": {"gte": "2023-01-01"}}])), vec!["AAPL-2024-FY", "AAPL-2023-Q3"]);
+        assert_eq!(ids(json!([{"quarter": {"neq": "Q1"}}])).len(), 3, "a missing field satisfies neq only");
+        assert_eq!(ids(json!([])).len(), 4, "no groups: no constraint");
+    }
+
+    #[test]
+    fn groups_and_operators_nest() {
+        // Groups are ANDed.
+        assert_eq!(ids(json!([{"ticker": "AAPL"}, {"year": 2023}])), vec!["AAPL-2023-Q3"]);
+        // OR inside a group.
+        assert_eq!(ids(json!([{"_operator": "or", "ticker": "KO", "year": 2024}])), vec!["AAPL-2024-FY", "KO-2021-Q4"]);
+        // Nested conditions inherit the operator unless _conditions_operator says otherwise.
+        let f = json!([{"documentType": "earnings_call", "_conditions": [{"ticker": "AAPL"}, {"ticker": "KO"}], "_conditions_operator": "OR"}]);
+        assert_eq!(ids(f), vec!["AAPL-2023-Q3", "KO-2021-Q4"]);
+        let f = json!([{"_operator": "OR", "ticker": "MSFT", "_conditions": [{"ticker": "AAPL", "year": 2024}, {"year": 2021}]}]);
+        assert_eq!(ids(f), vec!["AAPL-2024-FY", "MSFT-2022-Q1", "KO-2021-Q4"]);
+        let f = json!([{"_conditions": [{"_conditions": [{"_conditions": [{"ticker": "KO"}]}]}]}]);
+        assert_eq!(ids(f), vec!["KO-2021-Q4"]);
+    }
+
+    #[test]
+    fn malformed_filters_point_at_the_offending_element() {
+        let err = |f: Value| compile(&f, "SearchFilters").unwrap_err().field.unwrap();
+        assert_eq!(err(json!({"ticker": "A"})), "SearchFilters");
+        assert_eq!(err(json!([5])), "SearchFilters[0]");
+        assert_eq!(err(json!([{"colour": "red"}])), "SearchFilters[0].colour");
+        assert_eq!(err(json!([{"year": {"between": [1, 2]}}])), "SearchFilters[0].year.between");
+        assert_eq!(err(json!([{"year": {}}])), "SearchFilters[0].year");
+        assert_eq!(err(json!([{"ticker": []}])), "SearchFilters[0].ticker");
+        assert_eq!(err(json!([{"ticker": [true]}])), "SearchFilters[0].ticker[0]");
+        assert_eq!(err(json!([{"title": {"like": ""}}])), "SearchFilters[0].title.like");
+        assert_eq!(err(json!([{"_operator": "XOR"}])), "SearchFilters[0]._operator");
+        assert_eq!(err(json!([{"_conditions": [{"ticker": {"lte": null}}]}])), "SearchFilters[0]._conditions[0].ticker.lte");
+        assert_eq!(err(json!([{"_conditions_operator": "OR"}])), "SearchFilters[0]._conditions_operator");
+        assert_eq!(err(json!([{"_extra": 1}])), "SearchFilters[0]._extra");
+        let mut deep = json!({"ticker": "A"});
+        for _ in 0..20 {
+            deep = json!({"_conditions": [deep]});
+        }
+        assert!(err(json!([deep])).starts_with("SearchFilters[0]._conditions[0]"));
+    }
+
+    /// Property: a compiled filter agrees with a direct reading of the JSON, written
+    /// independently here, on random filters and random documents (fields missing included).
+    mod properties {
+        use sextant_core::testutil::Rng;
+
+        use super::*;
+
+        const TITLES: &[&str] = &["Apple Inc. 10-K FY2024 — Item 1A. Risk Factors", "Mastercard call Q3", "Exxon Mobil 10-Q", "日本 report %", ""];
+
+        fn pick<'a>(rng: &mut Rng, xs: &[&'a str]) -> &'a str {
+            xs[rng.below(xs.len())]
+        }
+
+        fn random_doc(rng: &mut Rng) -> Document {
+            let opt = |rng: &mut Rng, xs: &[&str]| (rng.below(4) > 0).then(|| pick(rng, xs).to_string());
+            Document {
+                document_id: format!("d{}", rng.below(5)),
+                ticker: opt(rng, &["AAPL", "MA", "XOM"]),
+                year: (rng.below(4) > 0).then(|| 2019 + rng.below(7) as i32),
+                quarter: opt(rng, &["Q1", "Q2", "Q3", "Q4"]),
+                document_type: pick(rng, &["10-K", "10-Q", "earnings_call"]).into(),
+                title: pick(rng, TITLES).into(),
+                ..Default::default()
+            }
+        }
+
+        /// A random value for `field` (years as numbers or numeric strings).
+        fn value(rng: &mut Rng, field: &str) -> Value {
+            match field {
+                "year" if rng.below(2) == 0 => json!(2019 + rng.below(7)),
+                "year" => json!((2019 + rng.below(7)).to_string()),
+                "ticker" => json!(pick(rng, &["AAPL", "aapl", "MA", "XOM", "KO"])),
+                "quarter" => json!(pick(rng, &["Q1", "q2", "Q3", "Q4"])),
+                "documentType" => json!(pick(rng, &["10-K", "10-q", "earnings_call"])),
+                _ => json!(pick(rng, &["apple", "Mastercard call Q3", "exxon mobil 10-q"])),
+            }
+        }
+
+        fn random_group(rng: &mut Rng, depth: usize) -> Value {
+            let mut g = serde_json::Map::new();
+            for _ in 0..rng.below(3) {
+                let field = pick(rng, &["ticker", "year", "quarter", "documentType", "title"]);
+                let test = match rng.below(4) {
+                    0 => value(rng, field),
+                    1 => Value::Array((0..1 + rng.below(3)).map(|_| value(rng, field)).collect()),
+                    2 => json!({"like": pick(rng, &["app%", "%risk%", "%q3", "exxon", "%", "m%c%3", "%10-_", "日本%"])}),
+                    _ => {
+                        let mut r = serde_json::Map::new();
+                        for _ in 0..1 + rng.below(2) {
+                            r.insert(pick(rng, &["gt", "gte", "lt", "lte", "eq", "neq"]).into(), value(rng, field));
+                        }
+                        Value::Object(r)
+                    }
+                };
+                g.insert(field.into(), test);
+            }
+            if rng.below(2) == 0 {
+                g.insert("_operator".into(), json!(pick(rng, &["AND", "or", "Or"])));
+            }
+            if depth < 2 && rng.below(3) == 0 {
+                g.insert("_conditions".into(), Value::Array((0..rng.below(3)).map(|_| random_group(rng, depth + 1)).collect()));
+                if rng.below(2) == 0 {
+                    g.insert("_conditions_operator".into(), json!(pick(rng, &["AND", "OR"])));
+                }
+            }
+            Value::Object(g)
+        }
+
+        /// `%` is any run of characters; a pattern without `%` is a prefix (backtracking).
+        fn wildcard(v: &[char], p: &[char]) -> bool {
+            match p.split_first() {
+                None => v.is_empty(),
+                Some(('%', rest)) => (0..=v.len()).any(|i| wildcard(&v[i..], rest)),
+                Some((c, rest)) => v.first() == Some(c) && wildcard(&v[1..], rest),
+            }
+        }
+
+        fn naive_field(d: &Document, field: &str, test: &Value) -> bool {
+            let doc_value: Option<String> = match field {
+                "ticker" => d.ticker.clone(),
+                "year" => d.year.map(|y| y.to_string()),
+                "quarter" => d.quarter.clone(),
+                "documentType" => Some(d.document_type.clone()),
+                _ => Some(d.title.clone()),
+            };
+            let text = |v: &Value| match v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            // Years compare as numbers, everything else as lower-case text.
+            let cmp = |dv: &str, fv: &Value| -> Option<std::cmp::Ordering> {
+                if field == "year" {
+                    dv.parse::<f64>().ok()?.partial_cmp(&text(fv).parse::<f64>().ok()?)
+                } else {
+                    Some(dv.to_lowercase().cmp(&text(fv).to_lowercase()))
+                }
+            };
+            let Some(dv) = doc_value else {
+                return matches!(test, Value::Object(o) if !o.contains_key("like") && o.keys().all(|k| k == "neq"));
+            };
+            match test {
+                Value::Array(xs) => xs.iter().any(|x| cmp(&dv, x) == Some(std::cmp::Ordering::Equal)),
+                Value::Object(o) if o.contains_key("like") => {
+                    let p = text(&o["like"]).to_lowercase();
+                    let p = if p.contains('%') { p } else { format!("{p}%") };
+                    wildcard(&dv.to_lowercase().chars().collect::<Vec<_>>(), &p.chars().collect::<Vec<_>>())
+                }
+                Value::Object(o) => o.iter().all(|(op, b)| {
+                    let c = cmp(&dv, b);
+                    use std::cmp::Ordering::*;
+                    match op.as_str() {
+                        "gt" => c == Some(Greater),
+                        "gte" => c == Some(Greater) || c == Some(Equal),
+                        "lt" => c == Some(Less),
+                        "lte" => c == Some(Less) || c == Some(Equal),
+                        "eq" => c == Some(Equal),
+                        _ => c != Some(Equal),
+                    }
+                }),
+                single => cmp(&dv, single) == Some(std::cmp::Ordering::Equal),
+            }
+        }
+
+        fn naive_group(d: &Document, g: &Value) -> bool {
+            let o = g.as_object().unwrap();
+            let and = |key: &str, default: bool| o.get(key).map_or(default, |v| v.as_str().unwrap().eq_ignore_ascii_case("and"));
+            let joined_with_and = and("_operator", true);
+            let mut results: Vec<bool> = o.iter().filter(|(k, _)| !k.starts_with('_')).map(|(k, v)| naive_field(d, k, v)).collect();
+            if let Some(Value::Array(nested)) = o.get("_conditions") {
+                let r: Vec<bool> = nested.iter().map(|x| naive_group(d, x)).collect();
+                results.push(if and("_conditions_operator", joined_with_and) { r.iter().all(|x| *x) } else { r.is_empty() || r.iter().any(|x| *x) });
+            }
+            if joined_with_and {
+                results.iter().all(|x| *x)
+            } else {
+                results.is_empty() || results.iter().any(|x| *x)
+            }
+        }
+
+        #[test]
+        fn compiled_filters_agree_with_a_naive_evaluator() {
+            let mut rng = Rng(0x5eed_f11e);
+            let (mut matched, mut total) = (0, 0);
+            for case in 0..2_000 {
+                let filters = Value::Array((0..1 + rng.below(2)).map(|_| random_group(&mut rng, 0)).collect());
+                let compiled = compile(&filters, "SearchFilters").unwrap_or_else(|e| panic!("case {case}: {filters} refused: {}", e.message));
+                for _ in 0..8 {
+                    let d = random_doc(&mut rng);
+                    let expected = filters.as_array().unwrap().iter().all(|g| naive_group(&d, g));
+                    assert_eq!(compiled.matches(&d), expected, "case {case}: {filters} on {d:?}");
+                    matched += usize::from(expected);
+                    total += 1;
+                }
+            }
+            // Both outcomes are exercised, not just one.
+            assert!(matched > total / 10 && matched < total * 9 / 10, "{matched} of {total} matched");
+        }
+    }
+}

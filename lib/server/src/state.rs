@@ -1,0 +1,178 @@
+//! What the handlers share: the loaded indexes, the key store and the API's limits; and
+//! what each request carries once authenticated.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+use sextant_core::pipeline::Engine;
+use sextant_finance::Financials;
+use sextant_keys::{ApiKey, KeyStore, Plan};
+
+use crate::envelope::ApiError;
+
+/// Limits and defaults of the API.
+#[derive(Debug, Clone)]
+pub struct ApiConfig {
+    /// Largest request body accepted (bytes); larger is a 413.
+    pub max_body_bytes: usize,
+    /// Longest query accepted (characters); longer is a 400. Queries longer than the
+    /// model window but under this are truncated for the encoders and flagged in `meta`.
+    pub max_query_chars: usize,
+    /// `/v1/search`: dense candidates under this cosine similarity are dropped.
+    pub min_dense_similarity: f32,
+    /// The index served by `/v1/retrieve` and `/v1/search`.
+    pub default_index: String,
+    /// Origins browsers may call the API from (CORS); empty: none ([`headers`]).
+    pub cors_origins: Vec<String>,
+}
+
+impl Default for ApiConfig {
+    /// 64 KiB bodies, 4,000-character queries, 0.3 minimum cosine, index `demo`, no CORS.
+    fn default() -> Self {
+        ApiConfig {
+            max_body_bytes: 64 * 1024,
+            max_query_chars: 4_000,
+            min_dense_similarity: 0.3,
+            default_index: "demo".into(),
+            cors_origins: Vec::new(),
+        }
+    }
+}
+
+/// One index as the API serves it: its engine and the facts of `/v1/context`.
+#[derive(Clone)]
+pub struct ServedIndex {
+    /// The search engine over the index.
+    pub engine: Arc<Engine>,
+    /// The index's facts and company dictionary (empty facts when it has none).
+    pub financials: Arc<Financials>,
+}
+
+impl ServedIndex {
+    /// Serves `engine` with `financials`.
+    pub fn new(engine: Engine, financials: Financials) -> Self {
+        ServedIndex { engine: Arc::new(engine), financials: Arc::new(financials) }
+    }
+}
+
+/// Loaded indexes, by id.
+pub type Indexes = BTreeMap<String, ServedIndex>;
+
+/// What the handlers share: the engines once loaded, the key store, the limits.
+pub struct AppState {
+    indexes: RwLock<Option<Arc<Indexes>>>,
+    pub(crate) versions: RwLock<BTreeMap<String, String>>,
+    loading: RwLock<String>,
+    pub(crate) keys: Arc<dyn KeyStore>,
+    pub(crate) config: ApiConfig,
+    counter: AtomicU64,
+}
+
+impl AppState {
+    /// State whose indexes arrive later through [`AppState::set_indexes`] (until then the
+    /// endpoints answer 503 and `/health` says what is loading).
+    pub fn new(keys: Arc<dyn KeyStore>, config: ApiConfig) -> Arc<Self> {
+        Arc::new(AppState {
+            indexes: RwLock::new(None),
+            versions: RwLock::new(BTreeMap::new()),
+            loading: RwLock::new("starting".into()),
+            keys,
+            config,
+            counter: AtomicU64::new(0),
+        })
+    }
+
+    /// Publishes the loaded indexes: from now on requests are served.
+    pub fn set_indexes(&self, indexes: Indexes) {
+        *self.indexes.write().expect("indexes lock") = Some(Arc::new(indexes));
+    }
+
+    /// Swaps in a new version of index `id` (a newly published version): requests already
+    /// holding the old one finish on it, later ones get the new one. `version` is shown
+    /// by `/health`.
+    pub fn replace_index(&self, id: &str, index: ServedIndex, version: Option<String>) {
+        let mut slot = self.indexes.write().expect("indexes lock");
+        let mut indexes: Indexes = slot.as_deref().cloned().unwrap_or_default();
+        indexes.insert(id.to_string(), index);
+        *slot = Some(Arc::new(indexes));
+        drop(slot);
+        self.set_version(id, version);
+    }
+
+    /// Records which published version of index `id` is served (shown by `/health`).
+    pub fn set_version(&self, id: &str, version: Option<String>) {
+        let mut versions = self.versions.write().expect("versions lock");
+        match version {
+            Some(v) => versions.insert(id.to_string(), v),
+            None => versions.remove(id),
+        };
+    }
+
+    /// The published version served for index `id`, when it came from an object store.
+    pub fn version(&self, id: &str) -> Option<String> {
+        self.versions.read().expect("versions lock").get(id).cloned()
+    }
+
+    /// Index `id`, if loaded.
+    pub fn loaded_index(&self, id: &str) -> Option<ServedIndex> {
+        self.indexes.read().expect("indexes lock").as_ref()?.get(id).cloned()
+    }
+
+    /// Tells `/health` what is being loaded.
+    pub fn set_loading(&self, what: impl Into<String>) {
+        *self.loading.write().expect("loading lock") = what.into();
+    }
+
+    /// The indexes, or a 503 while loading.
+    pub(crate) fn indexes(&self) -> Result<Arc<Indexes>, ApiError> {
+        self.indexes.read().expect("indexes lock").clone().ok_or_else(|| {
+            ApiError::unavailable(format!("the service is loading ({}); retry shortly", self.loading.read().expect("loading lock")), 5)
+        })
+    }
+
+    /// Index `id`, or a 404 naming the loaded ones.
+    fn index(&self, id: &str) -> Result<ServedIndex, ApiError> {
+        let indexes = self.indexes()?;
+        indexes.get(id).cloned().ok_or_else(|| {
+            ApiError::not_found(format!("no index {id:?} is loaded (loaded: {})", indexes.keys().cloned().collect::<Vec<_>>().join(", ")))
+        })
+    }
+
+    /// Index `id` for `caller`: 403 when the key may not read it, then as [`AppState::index`].
+    pub(crate) fn index_for(&self, caller: &Caller, id: &str) -> Result<ServedIndex, ApiError> {
+        if !caller.key.can_read(id) {
+            return Err(ApiError::forbidden(format!("this API key may not read index {id:?}")));
+        }
+        self.index(id)
+    }
+
+    /// The engine of index `id` for `caller` (see [`AppState::index_for`]).
+    pub(crate) fn engine_for(&self, caller: &Caller, id: &str) -> Result<Arc<Engine>, ApiError> {
+        Ok(self.index_for(caller, id)?.engine)
+    }
+
+    /// A new request id: `req_` and 16 hex digits (time and a counter, mixed).
+    pub(crate) fn request_id(&self) -> String {
+        let n = self.counter.fetch_add(1, Ordering::Relaxed);
+        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
+        let mut x = t ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (std::process::id() as u64).rotate_left(32);
+        x ^= x >> 33;
+        x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        x ^= x >> 33;
+        format!("req_{x:016x}")
+    }
+}
+
+/// The caller, once authenticated: their key record and plan.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    /// The key record.
+    pub key: ApiKey,
+    /// Its plan.
+    pub plan: Plan,
+}
+
+/// The request id, as a request extension.
+#[derive(Debug, Clone)]
+pub struct RequestId(pub String);
