@@ -108,7 +108,7 @@ impl S3Store {
         }
         let mut buf = vec![0u8; len as usize];
         while let Some(joined) = tasks.join_next().await {
-            let (start, bytes) = joined.map_err(|e| Error::Storage { location: self.uri(key), reason: e.to_string() })?.map_err(|e| storage_error(self.uri(key), e))?;
+            let (start, bytes) = joined.map_err(|e| Error::task_failed(format!("transfer of {}", self.uri(key)), e))?.map_err(|e| storage_error(self.uri(key), e))?;
             let want = ((start + PART_BYTES).min(len) - start) as usize;
             if bytes.len() != want {
                 return Err(Error::Storage { location: self.uri(key), reason: format!("range at {start}: expected {want} bytes, got {}", bytes.len()) });
@@ -191,7 +191,7 @@ impl S3Store {
         }
         let mut parts = Vec::new();
         while let Some(joined) = tasks.join_next().await {
-            let part = joined.map_err(|e| Error::Storage { location: self.uri(key), reason: e.to_string() })?.map_err(|e| storage_error(self.uri(key), e))?;
+            let part = joined.map_err(|e| Error::task_failed(format!("transfer of {}", self.uri(key)), e))?.map_err(|e| storage_error(self.uri(key), e))?;
             parts.push(part);
         }
         parts.sort_by_key(|p| p.part_number());
@@ -233,7 +233,7 @@ impl S3Store {
             });
         }
         while let Some(joined) = tasks.join_next().await {
-            joined.map_err(|e| Error::Storage { location: self.uri(prefix), reason: e.to_string() })??;
+            joined.map_err(|e| Error::task_failed(format!("transfer of {}", self.uri(prefix)), e))??;
         }
         Ok(keys.len())
     }
@@ -271,7 +271,7 @@ impl S3Store {
             });
         }
         while let Some(joined) = tasks.join_next().await {
-            total += joined.map_err(|e| Error::Storage { location: self.uri(&prefix), reason: e.to_string() })??;
+            total += joined.map_err(|e| Error::task_failed(format!("transfer of {}", self.uri(&prefix)), e))??;
         }
         Ok(total)
     }

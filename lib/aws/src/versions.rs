@@ -173,7 +173,7 @@ impl VersionedIndex {
             tasks.spawn(async move { store.upload(&key, data).await });
         }
         while let Some(joined) = tasks.join_next().await {
-            joined.map_err(|e| Error::Storage { location: dir.clone(), reason: e.to_string() })??;
+            joined.map_err(|e| Error::task_failed(format!("transfer of {}", dir.clone()), e))??;
         }
         bytes += manifest_bytes.len() as u64;
         self.store.put(&format!("{dir}/{MANIFEST}"), manifest_bytes, &Precondition::None).await?;
@@ -269,7 +269,7 @@ impl VersionedIndex {
             tasks.spawn(async move { store.get_ranged(&key, f.bytes).await.map(|b| (f.name, b)) });
         }
         while let Some(joined) = tasks.join_next().await {
-            let (name, bytes) = joined.map_err(|e| Error::Storage { location: files.location(), reason: e.to_string() })??;
+            let (name, bytes) = joined.map_err(|e| Error::task_failed(format!("transfer of {}", files.location()), e))??;
             files.insert(name, bytes);
         }
         Ok(files)

@@ -130,3 +130,15 @@ impl Error {
         Error::Io { path: path.into(), source }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_task_that_did_not_finish_names_the_task_not_inference() {
+        let e = Error::task_failed("reading the corpus", "task 7 panicked");
+        assert!(matches!(e, Error::TaskFailed { ref task, .. } if task == "reading the corpus"));
+        assert_eq!(e.to_string(), "reading the corpus did not finish: task 7 panicked");
+    }
+}
