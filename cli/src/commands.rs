@@ -22,7 +22,7 @@ pub fn run(cli: Cli) -> Result<()> {
     models.reranker = cli.reranker.clone();
     match cli.command {
         Command::Build { docs, out, id, ticker, document_type, build, facts } => {
-            let subset = Filter { tickers: ticker.clone(), document_types: document_type, ..Default::default() };
+            let subset = Filter { tickers: ticker.clone(), document_types: document_type.iter().map(|t| t.as_str().into()).collect(), ..Default::default() };
             let mut documents = load_documents(&docs).with_context(|| format!("reading {}", docs.display()))?;
             documents.retain(|d| subset.matches(d));
             let index = build_index(documents, &models, &id, &build)?;

@@ -50,8 +50,8 @@ fn doc(id: &str, ticker: &str, kind: &str, date: &str, quarter: Option<&str>, se
         document_type: kind.into(),
         ticker: Some(ticker.into()),
         year: date[..4].parse().ok(),
-        quarter: quarter.map(str::to_string),
-        published_at: Some(date.into()),
+        quarter: quarter.map(|q| q.parse().expect("a quarter")),
+        published_at: Some(date.parse().expect("a date")),
         segments: segments.iter().map(|s| s.to_string()).collect(),
         ..Default::default()
     }

@@ -86,7 +86,7 @@ pub fn test_document(id: &str, ticker: &str, date: &str, segments: &[&str]) -> D
         document_type: "10-K".into(),
         ticker: Some(ticker.into()),
         year: Some(date[..4].parse().unwrap()),
-        published_at: Some(date.into()),
+        published_at: Some(date.parse().expect("a YYYY-MM-DD date")),
         segments: segments.iter().map(|s| s.to_string()).collect(),
         ..Default::default()
     }

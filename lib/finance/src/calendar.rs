@@ -7,7 +7,7 @@
 //! Home Depot, by the year it starts in).
 
 use serde::{Deserialize, Serialize};
-use sextant_core::pipeline::days_from_iso_date;
+use sextant_core::corpus::Date;
 
 /// Days of slack when matching a 52/53-week fiscal year end (Apple's ends on the last
 /// Saturday of September: anywhere from September 24 to October 1).
@@ -32,11 +32,13 @@ impl Default for FiscalCalendar {
 
 /// A date split into its parts.
 fn ymd(iso: &str) -> Option<(i32, u8, u8)> {
-    days_from_iso_date(iso)?;
-    let y = iso.get(0..4)?.parse().ok()?;
-    let m = iso.get(5..7)?.parse().ok()?;
-    let d = iso.get(8..10)?.parse().ok()?;
-    Some((y, m, d))
+    let d: Date = iso.parse().ok()?;
+    Some((d.year(), d.month(), d.day()))
+}
+
+/// Days since 1970-01-01 of an ISO date.
+fn days(iso: &str) -> Option<i64> {
+    iso.parse::<Date>().ok().map(Date::days_since_epoch)
 }
 
 fn iso(y: i32, m: u8, d: u8) -> String {
@@ -51,7 +53,7 @@ fn iso(y: i32, m: u8, d: u8) -> String {
 
 /// Days between two ISO dates (`b - a`).
 pub fn days_between(a: &str, b: &str) -> Option<i64> {
-    Some(days_from_iso_date(b)? - days_from_iso_date(a)?)
+    Some(days(b)? - days(a)?)
 }
 
 impl FiscalCalendar {
@@ -70,7 +72,7 @@ impl FiscalCalendar {
         let total = (m as i32 - 1) + months_left;
         let (end_y, end_m) = (y + total / 12, (total % 12 + 1) as u8);
         // A quarter closing on its month's last day: so does the year.
-        let month_end = days_from_iso_date(&iso(y, m, d)).zip(days_from_iso_date(&iso(y, m, 31))).is_some_and(|(a, b)| a == b);
+        let month_end = days(&iso(y, m, d)).zip(days(&iso(y, m, 31))).is_some_and(|(a, b)| a == b);
         Self::from_annual(label, &iso(end_y, end_m, if month_end { 31 } else { d }))
     }
 
@@ -82,9 +84,9 @@ impl FiscalCalendar {
     /// The fiscal year (label) a date falls in.
     pub fn fiscal_year_of(&self, date: &str) -> Option<i32> {
         let (y, _, _) = ymd(date)?;
-        let day = days_from_iso_date(date)?;
+        let day = days(date)?;
         for end_year in [y - 1, y, y + 1] {
-            let end = days_from_iso_date(&iso(end_year, self.end_month, self.end_day))?;
+            let end = days(&iso(end_year, self.end_month, self.end_day))?;
             if day <= end + YEAR_END_SLACK_DAYS {
                 return Some(end_year + self.label_offset);
             }

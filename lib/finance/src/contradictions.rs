@@ -12,6 +12,7 @@
 
 use regex_lite::Regex;
 use serde::Serialize;
+use sextant_core::corpus::{DocumentType, Quarter};
 
 use super::facts::FactStore;
 use super::metrics::{Metric, METRICS};
@@ -133,11 +134,12 @@ pub fn detect(facts: &FactStore, passages: &[Passage]) -> Vec<Contradiction> {
     let mut out = Vec::new();
     for p in passages {
         let Some(ticker) = p.ticker.as_deref() else { continue };
-        if !matches!(p.document_type.as_str(), "10-K" | "10-Q") {
+        if !p.document_type.is_filing() {
             continue; // call transcripts mix segments, constant currency and guidance
         }
-        let quarter = (p.document_type == "10-Q").then(|| p.quarter.as_deref().and_then(|q| q.trim_start_matches('Q').parse().ok())).flatten();
-        if p.document_type == "10-Q" && quarter.is_none() {
+        let ten_q = p.document_type == DocumentType::Form10Q;
+        let quarter = if ten_q { p.quarter.map(Quarter::number) } else { None };
+        if ten_q && quarter.is_none() {
             continue;
         }
         for claim in claims(&p.text, p.year, quarter) {

@@ -12,6 +12,7 @@ use std::io::BufRead;
 
 use serde::{Deserialize, Serialize};
 use sextant_core::error::{Error, Result};
+use sextant_core::corpus::Date;
 
 use super::calendar::{days_between, FiscalCalendar};
 
@@ -160,18 +161,17 @@ pub fn normalize_unit(unit: Option<&str>) -> String {
 /// An ISO date from `2024-09-28` or `September 28, 2024` (any case).
 pub fn parse_date(s: &str) -> Option<String> {
     let s = s.trim();
-    if sextant_core::pipeline::days_from_iso_date(s).is_some() {
-        return Some(s[..10].to_string());
+    if let Ok(d) = s.parse::<Date>() {
+        return Some(d.to_string());
     }
     const MONTHS: [&str; 12] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
     let lower = s.to_ascii_lowercase();
     let mut words = lower.split(|c: char| c == ' ' || c == ',').filter(|w| !w.is_empty());
     let month = words.next()?;
     let m = MONTHS.iter().position(|p| month.starts_with(p))? + 1;
-    let d: u32 = words.next()?.parse().ok()?;
+    let d: u8 = words.next()?.parse().ok()?;
     let y: i32 = words.next()?.parse().ok()?;
-    let date = format!("{y:04}-{m:02}-{d:02}");
-    sextant_core::pipeline::days_from_iso_date(&date).map(|_| date)
+    Date::from_ymd(y, m as u8, d).map(|d| d.to_string())
 }
 
 /// One filing seen in the input.

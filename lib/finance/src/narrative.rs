@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use serde::Serialize;
+use sextant_core::corpus::{DocumentType, Quarter};
 use sextant_core::error::Result;
 use sextant_core::index::{dot, Filter};
 use sextant_core::pipeline::{Engine, SearchRequest};
@@ -31,8 +32,11 @@ impl Default for Guardrails {
     }
 }
 
-/// Document types the narrative route searches.
-pub const NARRATIVE_TYPES: [&str; 3] = ["10-K", "10-Q", "earnings_call"];
+/// Whether the narrative route searches documents of type `t`: 10-K and 10-Q sections and
+/// earnings calls.
+pub fn is_narrative(t: &DocumentType) -> bool {
+    matches!(t, DocumentType::Form10K | DocumentType::Form10Q | DocumentType::EarningsCall)
+}
 
 /// One cited passage.
 #[derive(Debug, Clone, Serialize)]
@@ -46,13 +50,13 @@ pub struct Passage {
     /// Document title (company, form, period, section).
     pub title: String,
     /// `10-K`, `10-Q` or `earnings_call`.
-    pub document_type: String,
+    pub document_type: DocumentType,
     /// Company.
     pub ticker: Option<String>,
     /// Fiscal year.
     pub year: Option<i32>,
     /// Fiscal quarter.
-    pub quarter: Option<String>,
+    pub quarter: Option<Quarter>,
     /// The passage.
     pub text: String,
     /// Cosine similarity of the passage to the question.
@@ -87,7 +91,7 @@ pub fn narrative(
     let query_vec = engine.dense_encoder().embed(question)?;
     let ticker_list: Vec<Option<&String>> = if tickers.is_empty() { vec![None] } else { tickers.iter().map(Some).collect() };
     let year_list: Vec<Option<i32>> = if years.is_empty() { vec![None] } else { years.iter().copied().map(Some).collect() };
-    let types: HashSet<&str> = index.documents.iter().map(|d| d.document_type.as_str()).filter(|t| NARRATIVE_TYPES.contains(t)).collect();
+    let types: HashSet<&DocumentType> = index.documents.iter().map(|d| &d.document_type).filter(|t| is_narrative(t)).collect();
     let mut actions = Vec::new();
     let mut candidates: Vec<Passage> = Vec::new();
     for t in &ticker_list {
@@ -97,7 +101,7 @@ pub fn narrative(
             req.filter = Filter {
                 tickers: t.map(|t| vec![t.clone()]).unwrap_or_default(),
                 years,
-                document_types: types.iter().map(|s| s.to_string()).collect(),
+                document_types: types.iter().map(|t| (*t).clone()).collect(),
                 ..Default::default()
             };
             Ok(engine.search(&req)?.hits)
@@ -117,16 +121,17 @@ pub fn narrative(
         }
         for h in hits {
             let chunk = &index.chunks[h.chunk as usize];
-            let doc = index.document_of(h.chunk);
+            let p = index.provenance(h.chunk);
+            let doc = p.document;
             let v = &index.dense.vectors[h.chunk as usize * index.dense.dim..(h.chunk as usize + 1) * index.dense.dim];
             candidates.push(Passage {
-                chunk_id: format!("{}#{}", doc.document_id, h.chunk - index.chunks_of(chunk.doc).start),
+                chunk_id: p.chunk_id(),
                 document_id: doc.document_id.clone(),
                 title: doc.title.clone(),
                 document_type: doc.document_type.clone(),
                 ticker: doc.ticker.clone(),
                 year: doc.year,
-                quarter: doc.quarter.clone(),
+                quarter: doc.quarter,
                 text: chunk.text.clone(),
                 similarity: dot(&query_vec, v),
                 rerank_score: h.diagnostics.rerank_score,
@@ -205,7 +210,7 @@ mod tests {
             chunk_id: format!("{t}{score}"),
             document_id: String::new(),
             title: String::new(),
-            document_type: "10-K".into(),
+            document_type: DocumentType::Form10K,
             ticker: Some(t.into()),
             year: None,
             quarter: None,

@@ -413,7 +413,7 @@ mod tests {
             chunk_id: "planted#0".into(),
             document_id: "planted".into(),
             title: "Apple Inc. 10-K FY2023 — Item 7".into(),
-            document_type: "10-K".into(),
+            document_type: sextant_core::corpus::DocumentType::Form10K,
             ticker: Some("AAPL".into()),
             year: Some(2023),
             quarter: None,

@@ -12,7 +12,6 @@ use std::sync::{Arc, RwLock};
 
 use serde_json::Value;
 use sextant_core::error::{Error, Result};
-
 use sextant_core::index::VectorStore;
 
 use super::vector::{admitted, hits_to_items, normalize, FlatVectorStore};

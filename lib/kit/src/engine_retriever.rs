@@ -77,17 +77,18 @@ fn retrieve_with(engine: &Engine, template: &SearchRequest, query: &Query, top_k
         .hits
         .iter()
         .map(|h| {
-            let doc = index.document_of(h.chunk);
-            let mut item = ContextItem::new(format!("{}#{}", doc.document_id, h.chunk), index.chunks[h.chunk as usize].text.clone())
+            let p = index.provenance(h.chunk);
+            let doc = p.document;
+            let mut item = ContextItem::new(p.chunk_id(), index.chunks[h.chunk as usize].text.clone())
                 .scored_by(method, h.score)
                 .with_metadata("document_id", Value::from(doc.document_id.clone()))
                 .with_metadata("title", Value::from(doc.title.clone()))
-                .with_metadata("document_type", Value::from(doc.document_type.clone()));
+                .with_metadata("document_type", Value::from(doc.document_type.as_str()));
             let optional = [
                 ("ticker", doc.ticker.clone().map(Value::from)),
                 ("year", doc.year.map(Value::from)),
-                ("quarter", doc.quarter.clone().map(Value::from)),
-                ("published_at", doc.published_at.clone().map(Value::from)),
+                ("quarter", doc.quarter.map(|q| Value::from(q.to_string()))),
+                ("published_at", doc.published_at.map(|d| Value::from(d.to_string()))),
                 ("source_url", doc.source_url.clone().map(Value::from)),
             ];
             for (k, v) in optional {
@@ -105,8 +106,8 @@ impl Retriever for Engine {
     /// reranker is loaded); the query's embedding is not used (the engine embeds with its
     /// own model). Items carry the chunk's text and attribution: `document_id`, `title`,
     /// `ticker`, `year`, `quarter`, `document_type`, `published_at`, `source_url`, and
-    /// `retrieval_method` (`cross_encoder` when reranked, else `rrf`). Their ids are
-    /// `document_id#chunk`.
+    /// `retrieval_method` (`cross_encoder` when reranked, else `rrf`). Their ids are the
+    /// chunks' citation ids, `document_id#n` ([`Provenance::chunk_id`](sextant_core::index::Provenance::chunk_id)).
     ///
     /// ```no_run
     /// use std::sync::Arc;
@@ -225,7 +226,7 @@ mod tests {
         let f = engine_filter(&q).unwrap();
         assert_eq!(f.tickers, ["AAPL"]);
         assert_eq!(f.years, [2023, 2024]);
-        assert_eq!(f.published_after.as_deref(), Some("2024-01-01"));
+        assert_eq!(f.published_after.map(|d| d.to_string()).as_deref(), Some("2024-01-01"));
         assert!(engine_filter(&Query::new("q")).unwrap().is_empty());
     }
 
@@ -243,7 +244,7 @@ mod tests {
         let hits = e.retrieve(&Query::new("foreign exchange gross margin"), 2).unwrap();
         assert_eq!(hits[0].metadata["document_id"], "fx");
         assert_eq!(hits[0].metadata["retrieval_method"], "rrf");
-        assert!(hits[0].id.starts_with("fx#"));
+        assert_eq!(hits[0].id, "fx#0", "the chunk's ordinal within its document");
         let ko = e.retrieve(&Query::new("foreign exchange gross margin").with_filter("ticker", json!("KO")), 5).unwrap();
         assert!(!ko.is_empty() && ko.iter().all(|h| h.metadata["ticker"] == "KO"));
         assert!(e.retrieve(&Query::new("margin").with_filter("sector", json!("x")), 5).is_err());

@@ -187,3 +187,25 @@ fn location_id(location: &Location) -> String {
         Location::Local(p) => p.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_variable_template_yaml_sets_is_read_by_the_code() {
+        let template = include_str!("../../../template.yaml");
+        let code = [include_str!("startup.rs"), include_str!("../../aws/src/build_job.rs"), include_str!("../../aws/src/sdk.rs")].concat();
+        let mut vars: Vec<&str> = template
+            .match_indices("SEXTANT_")
+            .map(|(i, _)| {
+                let rest = &template[i..];
+                &rest[..rest.find(|c: char| !(c.is_ascii_uppercase() || c == '_')).unwrap_or(rest.len())]
+            })
+            .collect();
+        vars.sort();
+        vars.dedup();
+        assert!(vars.len() >= 8, "{vars:?}");
+        for v in vars {
+            assert!(code.contains(&format!("\"{v}\"")), "template.yaml sets {v}, which no code reads");
+        }
+    }
+}

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use sextant_core::corpus::DocumentType;
 use sextant_core::index::Index;
 use sextant_core::pipeline::{CancelFlag, CancelOnDrop, Engine, Recency, SearchOutcome, SearchRequest};
 
@@ -33,8 +34,8 @@ pub fn result_count(value: Option<i64>, field: &str, default: i64, plan_max: usi
 }
 
 /// Each value must name a document type `index` holds (any case); a 400 on `field[i]`
-/// otherwise, calling the values `what` ("source type", "theme"). Returns them trimmed.
-pub fn document_types(index: &Index, values: &[String], field: &str, what: &str) -> Result<Vec<String>, ApiError> {
+/// otherwise, calling the values `what` ("source type", "theme").
+pub fn document_types(index: &Index, values: &[String], field: &str, what: &str) -> Result<Vec<DocumentType>, ApiError> {
     let known: std::collections::BTreeSet<&str> = index.documents.iter().map(|d| d.document_type.as_str()).collect();
     for (i, t) in values.iter().enumerate() {
         if !known.iter().any(|k| k.eq_ignore_ascii_case(t.trim())) {
@@ -44,7 +45,7 @@ pub fn document_types(index: &Index, values: &[String], field: &str, what: &str)
             ));
         }
     }
-    Ok(values.iter().map(|t| t.trim().to_string()).collect())
+    Ok(values.iter().map(|t| DocumentType::parse(t)).collect())
 }
 
 /// The recency boost of the public endpoints: a 365-day half-life, weight 0.1.

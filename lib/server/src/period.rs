@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use sextant_core::corpus::Document;
+use sextant_core::corpus::{Document, Quarter};
 
 /// Reported in `meta.periodMismatch` when the chunks come from another period.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
@@ -21,25 +21,15 @@ pub struct PeriodMismatch {
 /// as the year's last quarter.
 fn key(d: &Document) -> Option<(i32, u8)> {
     let y = d.year?;
-    let q = d.quarter.as_deref().and_then(quarter_number).unwrap_or(4);
+    let q = d.quarter.map_or(4, Quarter::number);
     Some((y, q))
 }
 
-/// `Q1`..`Q4` (any case) → 1..4.
-pub fn quarter_number(q: &str) -> Option<u8> {
-    match q.trim().to_ascii_uppercase().as_str() {
-        "Q1" => Some(1),
-        "Q2" => Some(2),
-        "Q3" => Some(3),
-        "Q4" => Some(4),
-        _ => None,
-    }
-}
 
 fn label(d: &Document) -> String {
     let who = d.ticker.clone().unwrap_or_else(|| "corpus".into());
-    match (&d.quarter, d.year) {
-        (Some(q), Some(y)) => format!("{who} {} {y}", q.to_ascii_uppercase()),
+    match (d.quarter, d.year) {
+        (Some(q), Some(y)) => format!("{who} {q} {y}"),
         (None, Some(y)) => format!("{who} FY{y}"),
         _ => who,
     }
@@ -49,18 +39,18 @@ fn label(d: &Document) -> String {
 /// requested period, the ids of the documents of each company's nearest prior period and
 /// the mismatch to report. `None` when the requested period has documents (or none is
 /// requested).
-pub fn fallback(documents: &[Document], base: impl Fn(&Document) -> bool, year: Option<i32>, quarter: Option<u8>) -> Option<(Vec<String>, PeriodMismatch)> {
+pub fn fallback(documents: &[Document], base: impl Fn(&Document) -> bool, year: Option<i32>, quarter: Option<Quarter>) -> Option<(Vec<String>, PeriodMismatch)> {
     let year = year?;
-    let in_period = |d: &Document| d.year == Some(year) && quarter.is_none_or(|q| d.quarter.as_deref().and_then(quarter_number) == Some(q));
+    let in_period = |d: &Document| d.year == Some(year) && quarter.is_none_or(|q| d.quarter == Some(q));
     let candidates: Vec<&Document> = documents.iter().filter(|d| base(d)).collect();
     if candidates.iter().any(|d| in_period(d)) {
         return None;
     }
     let requested = match quarter {
-        Some(q) => format!("Q{q} {year}"),
+        Some(q) => format!("{q} {year}"),
         None => year.to_string(),
     };
-    let limit = (year, quarter.unwrap_or(1));
+    let limit = (year, quarter.map_or(1, Quarter::number));
     // Nearest prior period per company.
     let mut best: BTreeMap<String, (i32, u8)> = BTreeMap::new();
     for d in &candidates {
@@ -104,7 +94,7 @@ mod tests {
             document_id: id.into(),
             ticker: Some(t.into()),
             year: Some(y),
-            quarter: q.map(Into::into),
+            quarter: q.map(|q: &str| q.parse().unwrap()),
             document_type: "earnings_call".into(),
             segments: vec!["text".into()],
             ..Default::default()
@@ -119,9 +109,9 @@ mod tests {
         let index = &index[..];
         let all = |_: &Document| true;
         // Q3 2025 exists for AMD: no fallback.
-        assert!(fallback(index, all, Some(2025), Some(3)).is_none());
-        assert!(fallback(index, all, None, Some(3)).is_none());
-        let (ids, m) = fallback(index, all, Some(2025), Some(4)).unwrap();
+        assert!(fallback(index, all, Some(2025), Quarter::new(3)).is_none());
+        assert!(fallback(index, all, None, Quarter::new(3)).is_none());
+        let (ids, m) = fallback(index, all, Some(2025), Quarter::new(4)).unwrap();
         assert_eq!(m.requested, "Q4 2025");
         assert_eq!(m.served, vec!["AMD Q3 2025", "MA FY2024", "NVDA Q4 2024"]);
         assert!(m.message.contains("nearest prior period(s): AMD Q3 2025"));

@@ -69,7 +69,7 @@ fn year_of(w: &str) -> Option<String> {
 }
 
 fn quarter_of(w: &str) -> Option<String> {
-    crate::period::quarter_number(w).map(|n| format!("Q{n}"))
+    w.parse::<sextant_core::corpus::Quarter>().ok().map(|q| q.to_string())
 }
 
 /// Companies (with the text that named them), periods and the count of content words.

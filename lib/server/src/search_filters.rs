@@ -210,12 +210,12 @@ fn value_of(d: &Document, f: Field) -> Option<Scalar> {
     match f {
         Field::Ticker => d.ticker.clone().map(Scalar::Str),
         Field::Year => d.year.map(|y| Scalar::Num(y as f64)),
-        Field::Quarter => d.quarter.clone().map(Scalar::Str),
-        Field::DocumentType => Some(Scalar::Str(d.document_type.clone())),
+        Field::Quarter => d.quarter.map(|q| Scalar::Str(q.to_string())),
+        Field::DocumentType => Some(Scalar::Str(d.document_type.to_string())),
         Field::FilingType => d.filing_type.clone().map(Scalar::Str),
         Field::DocumentId => Some(Scalar::Str(d.document_id.clone())),
         Field::Title => Some(Scalar::Str(d.title.clone())),
-        Field::PublishedAt => d.published_at.clone().map(Scalar::Str),
+        Field::PublishedAt => d.published_at.map(|p| Scalar::Str(p.to_string())),
     }
 }
 
@@ -306,10 +306,10 @@ mod tests {
             document_id: format!("{t}-{y}-{}", q.unwrap_or("FY")),
             ticker: Some(t.into()),
             year: Some(y),
-            quarter: q.map(Into::into),
+            quarter: q.map(|q| q.parse().unwrap()),
             document_type: ty.into(),
             title: title.into(),
-            published_at: Some(format!("{y}-06-01")),
+            published_at: format!("{y}-06-01").parse().ok(),
             ..Default::default()
         }
     }
@@ -397,7 +397,7 @@ mod tests {
                 document_id: format!("d{}", rng.below(5)),
                 ticker: opt(rng, &["AAPL", "MA", "XOM"]),
                 year: (rng.below(4) > 0).then(|| 2019 + rng.below(7) as i32),
-                quarter: opt(rng, &["Q1", "Q2", "Q3", "Q4"]),
+                quarter: opt(rng, &["Q1", "Q2", "Q3", "Q4"]).map(|q| q.parse().unwrap()),
                 document_type: pick(rng, &["10-K", "10-Q", "earnings_call"]).into(),
                 title: pick(rng, TITLES).into(),
                 ..Default::default()
@@ -459,8 +459,8 @@ mod tests {
             let doc_value: Option<String> = match field {
                 "ticker" => d.ticker.clone(),
                 "year" => d.year.map(|y| y.to_string()),
-                "quarter" => d.quarter.clone(),
-                "documentType" => Some(d.document_type.clone()),
+                "quarter" => d.quarter.map(|q| q.to_string()),
+                "documentType" => Some(d.document_type.to_string()),
                 _ => Some(d.title.clone()),
             };
             let text = |v: &Value| match v {

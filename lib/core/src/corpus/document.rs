@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::values::{Date, DocumentType, Quarter};
+
 /// What joins two segments in a document's rebuilt text.
 pub const SEGMENT_SEPARATOR: &str = "\n\n";
 
@@ -16,7 +18,7 @@ pub struct Document {
     pub title: String,
     /// `earnings_call`, `10-K`, `10-Q`, `article`, ...
     #[serde(default)]
-    pub document_type: String,
+    pub document_type: DocumentType,
     /// Company ticker, when the document is about one company.
     #[serde(default)]
     pub ticker: Option<String>,
@@ -25,7 +27,7 @@ pub struct Document {
     pub year: Option<i32>,
     /// Fiscal quarter discussed (`Q1`..`Q4`).
     #[serde(default)]
-    pub quarter: Option<String>,
+    pub quarter: Option<Quarter>,
     /// Filing form (`10-K`, `10-Q`, ...).
     #[serde(default)]
     pub filing_type: Option<String>,
@@ -34,7 +36,7 @@ pub struct Document {
     pub source_url: Option<String>,
     /// Publication date, `YYYY-MM-DD`.
     #[serde(default)]
-    pub published_at: Option<String>,
+    pub published_at: Option<Date>,
     /// Ordered segments; the text is their join with [`SEGMENT_SEPARATOR`].
     pub segments: Vec<String>,
 }

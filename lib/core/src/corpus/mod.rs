@@ -8,8 +8,10 @@ mod chunk;
 mod document;
 mod load;
 mod sentences;
+mod values;
 
 pub use chunk::{chunk_document, Chunk, ChunkSpan};
 pub use document::{Document, SegmentSpan, SEGMENT_SEPARATOR};
 pub use load::{load_beir, load_documents, BeirSet};
 pub use sentences::split_sentences;
+pub use values::{Date, DocumentType, Quarter};

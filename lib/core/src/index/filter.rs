@@ -2,12 +2,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::corpus::Document;
+use crate::corpus::{Date, Document, DocumentType, Quarter};
 
 /// A conjunction of metadata conditions; an empty list means "any".
 ///
-/// Matching is case-insensitive for tickers, quarters and document types; dates compare
-/// as `YYYY-MM-DD` strings (`published_after` and `published_before` are inclusive).
+/// Matching is case-insensitive for tickers and document types; `published_after` and
+/// `published_before` are inclusive.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Filter {
     /// Any of these tickers.
@@ -18,19 +18,19 @@ pub struct Filter {
     pub years: Vec<i32>,
     /// Any of these quarters (`Q1`..`Q4`).
     #[serde(default)]
-    pub quarters: Vec<String>,
+    pub quarters: Vec<Quarter>,
     /// Any of these document types.
     #[serde(default)]
-    pub document_types: Vec<String>,
+    pub document_types: Vec<DocumentType>,
     /// Any of these document ids.
     #[serde(default)]
     pub document_ids: Vec<String>,
     /// Published on or after this date.
     #[serde(default)]
-    pub published_after: Option<String>,
+    pub published_after: Option<Date>,
     /// Published on or before this date.
     #[serde(default)]
-    pub published_before: Option<String>,
+    pub published_before: Option<Date>,
 }
 
 fn any_ci(list: &[String], value: Option<&str>) -> bool {
@@ -45,14 +45,14 @@ impl Filter {
 
     /// Whether `doc` satisfies every condition.
     pub fn matches(&self, doc: &Document) -> bool {
-        let date = doc.published_at.as_deref().map(|d| &d[..d.len().min(10)]);
+        let date = doc.published_at;
         any_ci(&self.tickers, doc.ticker.as_deref())
             && (self.years.is_empty() || doc.year.is_some_and(|y| self.years.contains(&y)))
-            && any_ci(&self.quarters, doc.quarter.as_deref())
-            && any_ci(&self.document_types, Some(&doc.document_type))
+            && (self.quarters.is_empty() || doc.quarter.is_some_and(|q| self.quarters.contains(&q)))
+            && (self.document_types.is_empty() || self.document_types.contains(&doc.document_type))
             && (self.document_ids.is_empty() || self.document_ids.iter().any(|d| *d == doc.document_id))
-            && self.published_after.as_deref().is_none_or(|a| date.is_some_and(|d| d >= a))
-            && self.published_before.as_deref().is_none_or(|b| date.is_some_and(|d| d <= b))
+            && self.published_after.is_none_or(|a| date.is_some_and(|d| d >= a))
+            && self.published_before.is_none_or(|b| date.is_some_and(|d| d <= b))
     }
 }
 
@@ -64,19 +64,19 @@ mod tests {
     fn every_condition_must_hold() {
         let doc = Document {
             document_id: "d".into(),
-            document_type: "10-K".into(),
+            document_type: DocumentType::Form10K,
             ticker: Some("AAPL".into()),
             year: Some(2024),
-            published_at: Some("2024-11-01".into()),
+            published_at: "2024-11-01".parse().ok(),
             ..Default::default()
         };
         assert!(Filter::default().matches(&doc));
         assert!(Filter { tickers: vec!["aapl".into(), "MSFT".into()], ..Default::default() }.matches(&doc));
         assert!(!Filter { tickers: vec!["MSFT".into()], ..Default::default() }.matches(&doc));
         assert!(!Filter { years: vec![2023], ..Default::default() }.matches(&doc));
-        assert!(!Filter { quarters: vec!["Q1".into()], ..Default::default() }.matches(&doc), "no quarter on the doc");
-        assert!(Filter { published_after: Some("2024-11-01".into()), ..Default::default() }.matches(&doc));
-        assert!(!Filter { published_before: Some("2024-10-31".into()), ..Default::default() }.matches(&doc));
+        assert!(!Filter { quarters: vec![Quarter::new(1).unwrap()], ..Default::default() }.matches(&doc), "no quarter on the doc");
+        assert!(Filter { published_after: "2024-11-01".parse().ok(), ..Default::default() }.matches(&doc));
+        assert!(!Filter { published_before: "2024-10-31".parse().ok(), ..Default::default() }.matches(&doc));
         assert!(Filter { document_types: vec!["10-k".into()], years: vec![2024], ..Default::default() }.matches(&doc));
     }
 }

@@ -10,6 +10,7 @@ mod filter;
 pub mod format;
 mod inverted;
 mod le_bytes;
+mod provenance;
 mod splade;
 mod topk;
 mod vector_store;
@@ -24,6 +25,7 @@ pub use hnsw::{dot, DenseIndex, EF_SEARCH, EXACT_ONLY_BELOW, EXACT_SCAN_FRACTION
 pub use filter::Filter;
 pub use format::Manifest;
 pub use inverted::InvertedIndex;
+pub use provenance::Provenance;
 pub use splade::SpladeIndex;
 pub use topk::top_k;
 pub use vector_store::VectorStore;
@@ -142,6 +144,22 @@ impl Index {
     /// The document a chunk belongs to.
     pub fn document_of(&self, chunk: u32) -> &Document {
         &self.documents[self.chunks[chunk as usize].doc as usize]
+    }
+
+    /// Where chunk `chunk` comes from: its document, its ordinal there and its segments.
+    pub fn provenance(&self, chunk: u32) -> Provenance<'_> {
+        let c = &self.chunks[chunk as usize];
+        Provenance {
+            chunk,
+            ordinal_in_document: chunk - self.doc_chunks[c.doc as usize].start,
+            document: &self.documents[c.doc as usize],
+            segments: c.span.seg_start..c.span.seg_end,
+        }
+    }
+
+    /// The citation id of chunk `chunk` (see [`Provenance::chunk_id`]).
+    pub fn chunk_id(&self, chunk: u32) -> String {
+        self.provenance(chunk).chunk_id()
     }
 
     /// The chunks of document `doc`.

@@ -7,11 +7,11 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use super::adaptive::{adaptive_weights, confidence};
-use super::dates::days_from_iso_date;
 use super::fusion::{rrf_fuse, DEFAULT_RRF_K};
 use super::cancel::CancelFlag;
 use super::rerank::{Candidate, CrossEncoderReranker, Reranker};
 use super::paths::{Bm25Path, DensePath, Path, PathHit, PathRetriever, PreparedQuery, SpladePath};
+use crate::corpus::Date;
 use crate::encode::{DenseEncoder, SparseEncoder};
 use crate::error::{Error, Result};
 use crate::index::{Bitset, Filter, Index};
@@ -71,8 +71,8 @@ pub struct Recency {
     pub half_life_days: f32,
     /// Boost of a document published "now".
     pub weight: f32,
-    /// "Now" as `YYYY-MM-DD`; default: the newest publication date in the index.
-    pub now: Option<String>,
+    /// "Now"; default: the newest publication date in the index.
+    pub now: Option<Date>,
 }
 
 /// A search.
@@ -249,7 +249,7 @@ impl Engine {
             Box::new(Bm25Path(index.clone())),
             Box::new(SpladePath(index.clone())),
         ];
-        let newest_day = index.documents.iter().filter_map(|d| d.published_at.as_deref().and_then(days_from_iso_date)).max();
+        let newest_day = index.documents.iter().filter_map(|d| d.published_at.map(Date::days_since_epoch)).max();
         Engine { index, dense, sparse, reranker, retrievers, newest_day }
     }
 
@@ -551,14 +551,11 @@ impl Engine {
         if !(rec.half_life_days > 0.0) || !rec.weight.is_finite() || rec.weight < 0.0 {
             return Err(Error::invalid("recency", "half_life_days must be positive and weight non-negative"));
         }
-        let now = match &rec.now {
-            Some(s) => Some(days_from_iso_date(s).ok_or_else(|| Error::invalid("recency.now", format!("{s:?} is not YYYY-MM-DD")))?),
-            None => self.newest_day,
-        };
+        let now = rec.now.map(Date::days_since_epoch).or(self.newest_day);
         let Some(now) = now else { return Ok(()) };
         for h in hits.iter_mut() {
             let doc = self.index.document_of(h.chunk);
-            if let Some(day) = doc.published_at.as_deref().and_then(days_from_iso_date) {
+            if let Some(day) = doc.published_at.map(Date::days_since_epoch) {
                 let age = (now - day).max(0) as f32;
                 let boost = 1.0 + rec.weight * 0.5f32.powf(age / rec.half_life_days);
                 // Rerank logits can be negative: dividing by the boost moves those up too.

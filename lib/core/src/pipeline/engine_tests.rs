@@ -122,7 +122,7 @@ fn recency_lifts_the_newer_of_two_near_duplicates() {
     let e = engine();
     let mut req = SearchRequest::new("concentrate sales to bottlers Latin America", 2);
     req.filter = Filter { tickers: vec!["KO".into()], ..Default::default() };
-    req.recency = Some(Recency { half_life_days: 365.0, weight: 1.0, now: Some("2024-06-01".into()) });
+    req.recency = Some(Recency { half_life_days: 365.0, weight: 1.0, now: "2024-06-01".parse().ok() });
     assert_eq!(doc_ids(e, &e.search(&req).unwrap()), vec!["new", "old"]);
     req.recency = Some(Recency { half_life_days: 0.0, weight: 1.0, now: None });
     assert!(matches!(e.search(&req), Err(Error::InvalidArgument { .. })));

@@ -3,7 +3,6 @@
 
 mod adaptive;
 mod cancel;
-mod dates;
 mod engine;
 mod fusion;
 mod paths;
@@ -12,7 +11,6 @@ mod shared_models;
 
 pub use adaptive::{adaptive_weights, confidence};
 pub use cancel::{CancelFlag, CancelOnDrop};
-pub use dates::days_from_iso_date;
 pub use engine::{
     open_engine, Diagnostics, Engine, LoadedModels, FusionConfig, Hit, PathRank, Recency, RerankStatus, SearchOutcome, SearchRequest, StageTimings,
 };

@@ -112,7 +112,7 @@ fn plan(body: &ContextBody, companies: &sextant_finance::Companies, plan_max: us
     for (i, q) in body.quarters.iter().flatten().enumerate() {
         let n = match q {
             QuarterIn::Number(n) => Some(*n),
-            QuarterIn::Text(s) => crate::period::quarter_number(s).map(i64::from),
+            QuarterIn::Text(s) => s.parse::<sextant_core::corpus::Quarter>().ok().map(|q| i64::from(q.number())),
         };
         match n {
             Some(n @ 1..=4) => hints.quarters.push(n as u8),

@@ -11,8 +11,8 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sextant_core::index::Bitset;
-use sextant_core::pipeline::{Path, SearchRequest};
+use sextant_core::index::{Bitset, Provenance};
+use sextant_core::pipeline::{Path, RerankStatus, SearchRequest};
 
 use crate::envelope::ApiError;
 use crate::params::{check_query, run_search};
@@ -173,6 +173,17 @@ fn range(v: Option<i64>, field: &str, lo: i64, hi: i64, default: i64) -> Result<
     Ok(x)
 }
 
+/// A node's `Metadata`: the chunk's provenance in the knowledge-base API's field names.
+fn node_metadata(p: &Provenance<'_>, rerank: &RerankStatus) -> Value {
+    let d = p.document;
+    serde_json::json!({
+        "doc_id": d.document_id, "title": d.title, "documentType": d.document_type, "ticker": d.ticker,
+        "year": d.year, "quarter": d.quarter, "filingType": d.filing_type, "publishedAt": d.published_at,
+        "sourceUrl": d.source_url, "segmentStart": p.segments.start, "segmentEnd": p.segments.end,
+        "rerank": rerank,
+    })
+}
+
 /// The handler.
 pub(crate) async fn handle(
     State(state): State<Arc<AppState>>,
@@ -240,7 +251,7 @@ pub(crate) async fn handle(
     search.rerank = req.enable_reranking.unwrap_or(true);
     search.documents = documents;
     let out = run_search(&engine, &search).await?;
-    let reranked = out.rerank == sextant_core::pipeline::RerankStatus::Applied;
+    let reranked = out.rerank == RerankStatus::Applied;
     let nodes: Vec<Node> = out
         .hits
         .iter()
@@ -248,20 +259,7 @@ pub(crate) async fn handle(
             (true, Some(min)) => h.diagnostics.rerank_score.is_some_and(|s| s as f64 >= min),
             _ => true,
         })
-        .map(|h| {
-            let chunk = &index.chunks[h.chunk as usize];
-            let d = index.document_of(h.chunk);
-            Node {
-                text: chunk.text.clone(),
-                score: h.score,
-                metadata: serde_json::json!({
-                    "doc_id": d.document_id, "title": d.title, "documentType": d.document_type, "ticker": d.ticker,
-                    "year": d.year, "quarter": d.quarter, "filingType": d.filing_type, "publishedAt": d.published_at,
-                    "sourceUrl": d.source_url, "segmentStart": chunk.span.seg_start, "segmentEnd": chunk.span.seg_end,
-                    "rerank": out.rerank,
-                }),
-            }
-        })
+        .map(|h| Node { text: index.chunks[h.chunk as usize].text.clone(), score: h.score, metadata: node_metadata(&index.provenance(h.chunk), &out.rerank) })
         .collect();
     let body = KbResponse {
         code: "Success".into(),

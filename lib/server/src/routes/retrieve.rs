@@ -6,13 +6,14 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::Json;
 use serde::{Deserialize, Serialize};
-use sextant_core::corpus::Document;
+use sextant_core::corpus::{Document, Quarter};
+use sextant_core::index::Provenance;
 use sextant_core::index::Filter;
 use sextant_core::pipeline::{Engine, Path, RerankStatus, SearchRequest};
 
 use crate::envelope::ApiError;
 use crate::params::{check_query, default_recency, document_types, result_count, run_search};
-use crate::period::{fallback, quarter_number, PeriodMismatch};
+use crate::period::{fallback, PeriodMismatch};
 use crate::auth::Authed;
 use crate::state::AppState;
 
@@ -113,6 +114,25 @@ pub struct SourceOut {
     pub segments: Option<Vec<SegmentOut>>,
 }
 
+impl From<&Provenance<'_>> for SourceOut {
+    /// The source without its segments.
+    fn from(p: &Provenance<'_>) -> Self {
+        let doc = p.document;
+        SourceOut {
+            document_id: doc.document_id.clone(),
+            document_title: doc.title.clone(),
+            document_type: doc.document_type.to_string(),
+            ticker: doc.ticker.clone(),
+            year: doc.year,
+            quarter: doc.quarter.map(|q| q.to_string()),
+            filing_type: doc.filing_type.clone(),
+            source_url: doc.source_url.clone(),
+            page_numbers: None,
+            segments: None,
+        }
+    }
+}
+
 /// One document segment. Offsets count characters (Unicode scalar values, not bytes) in
 /// the document text rebuilt by joining its segments with `"\n\n"`; `charEnd` is exclusive.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -171,7 +191,7 @@ pub(crate) fn plan_search(engine: &Engine, req: &RetrieveRequest, max_top_k: usi
         }
     }
     let quarter = match &f.quarter {
-        Some(q) => Some(quarter_number(q).ok_or_else(|| ApiError::invalid("filters.quarter", format!("must be one of Q1, Q2, Q3, Q4, got {q:?}")))?),
+        Some(q) => Some(q.parse::<Quarter>().map_err(|reason| ApiError::invalid("filters.quarter", reason))?),
         None => None,
     };
     let base = filter.clone();
@@ -183,7 +203,7 @@ pub(crate) fn plan_search(engine: &Engine, req: &RetrieveRequest, max_top_k: usi
         }
         None => {
             filter.years = f.year.into_iter().collect();
-            filter.quarters = quarter.map(|q| format!("Q{q}")).into_iter().collect();
+            filter.quarters = quarter.into_iter().collect();
             None
         }
     };
@@ -209,7 +229,8 @@ pub(crate) fn respond(engine: &Engine, req: &RetrieveRequest, search: &SearchReq
         .enumerate()
         .map(|(i, h)| {
             let chunk = &index.chunks[h.chunk as usize];
-            let doc = index.document_of(h.chunk);
+            let p = index.provenance(h.chunk);
+            let doc = p.document;
             let score = if raw_dense { h.diagnostics.paths.get(&Path::Dense).map_or(h.score, |p| p.score) } else { h.score };
             let evidence = crate::evidence::best_span(&chunk.text, &search.query, &index.bm25, EVIDENCE_WORDS).map(|e| e.text);
             let segments = with_segments.then(|| {
@@ -229,18 +250,7 @@ pub(crate) fn respond(engine: &Engine, req: &RetrieveRequest, search: &SearchReq
                 text: chunk.text.clone(),
                 score,
                 evidence_text: evidence,
-                source: SourceOut {
-                    document_id: doc.document_id.clone(),
-                    document_title: doc.title.clone(),
-                    document_type: doc.document_type.clone(),
-                    ticker: doc.ticker.clone(),
-                    year: doc.year,
-                    quarter: doc.quarter.clone(),
-                    filing_type: doc.filing_type.clone(),
-                    source_url: doc.source_url.clone(),
-                    page_numbers: None,
-                    segments,
-                },
+                source: SourceOut { segments, ..SourceOut::from(&p) },
             }
         })
         .collect();

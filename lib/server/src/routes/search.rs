@@ -11,7 +11,9 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 use sextant_finance::classify::company_key;
 use sextant_core::index::{Filter, Index};
-use sextant_core::pipeline::{days_from_iso_date, Path, RerankStatus, SearchRequest};
+use sextant_core::corpus::Date;
+use sextant_core::index::Provenance;
+use sextant_core::pipeline::{Path, RerankStatus, SearchRequest};
 
 use crate::envelope::ApiError;
 use crate::params::{check_query, default_recency, document_types, result_count, run_search};
@@ -124,6 +126,22 @@ pub struct DocumentRef {
     pub source_url: Option<String>,
 }
 
+impl From<&Provenance<'_>> for DocumentRef {
+    fn from(p: &Provenance<'_>) -> Self {
+        let doc = p.document;
+        DocumentRef {
+            document_id: doc.document_id.clone(),
+            title: doc.title.clone(),
+            document_type: doc.document_type.to_string(),
+            ticker: doc.ticker.clone(),
+            year: doc.year,
+            quarter: doc.quarter.map(|q| q.to_string()),
+            published_at: doc.published_at.map(|d| d.to_string()),
+            source_url: doc.source_url.clone(),
+        }
+    }
+}
+
 /// Where a unit sits: its chunk, and character offsets (Unicode scalar values, end
 /// exclusive) into the document text rebuilt by joining segments with `"\n\n"`.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -201,10 +219,9 @@ pub fn company_names(index: &Index) -> BTreeMap<String, String> {
     names
 }
 
-/// Exactly `YYYY-MM-DD` (the calendar checks are [`days_from_iso_date`]'s).
-fn valid_date(s: &str) -> bool {
-    let b = s.as_bytes();
-    b.len() == 10 && b[4] == b'-' && b[7] == b'-' && s[..4].parse::<u32>().is_ok() && days_from_iso_date(s).is_some()
+/// A day of the calendar written exactly `YYYY-MM-DD`.
+fn parse_date(s: &str) -> Option<Date> {
+    s.parse().ok().filter(|_| s.len() == 10)
 }
 
 /// The handler.
@@ -243,20 +260,18 @@ pub(crate) async fn handle(
     if let Some(t) = req.theme.clone() {
         filter.document_types = document_types(&index, &t.into_vec(), "theme", "theme")?;
     }
-    for (field, value) in [("published_after", &req.published_after), ("published_before", &req.published_before)] {
-        if let Some(v) = value {
-            if !valid_date(v) {
-                return Err(ApiError::invalid(field, format!("must be a date YYYY-MM-DD, got {v:?}")));
-            }
-        }
-    }
-    if let (Some(a), Some(b)) = (&req.published_after, &req.published_before) {
+    let date = |field: &str, value: &Option<String>| match value {
+        Some(v) => parse_date(v).map(Some).ok_or_else(|| ApiError::invalid(field, format!("must be a date YYYY-MM-DD, got {v:?}"))),
+        None => Ok(None),
+    };
+    let (after, before) = (date("published_after", &req.published_after)?, date("published_before", &req.published_before)?);
+    if let (Some(a), Some(b)) = (after, before) {
         if a > b {
             return Err(ApiError::invalid("published_before", format!("{b} is before published_after {a}")));
         }
     }
-    filter.published_after = req.published_after.clone();
-    filter.published_before = req.published_before.clone();
+    filter.published_after = after;
+    filter.published_before = before;
 
     let mut search = SearchRequest::new(query.clone(), limit);
     search.filter = filter;
@@ -274,7 +289,8 @@ pub(crate) async fn handle(
         .iter()
         .map(|h| {
             let chunk = &index.chunks[h.chunk as usize];
-            let doc = index.document_of(h.chunk);
+            let p = index.provenance(h.chunk);
+            let doc = p.document;
             let ev = crate::evidence::best_span(&chunk.text, &query, &index.bm25, UNIT_WORDS);
             let (text, c0, c1) = ev.map_or((chunk.text.clone(), 0, chunk.text.chars().count()), |e| (e.text, e.char_start, e.char_end));
             // The chunk's text is its segments joined like the document's, so offsets
@@ -282,19 +298,10 @@ pub(crate) async fn handle(
             let base = doc.segment_spans().get(chunk.span.seg_start as usize).map_or(0, |s| s.char_start);
             let rank = |p: Path| h.diagnostics.paths.get(&p).map(|r| r.rank);
             Unit {
-                unit_id: format!("{}#{}:{}-{}", doc.document_id, h.chunk, base + c0, base + c1),
+                unit_id: format!("{}:{}-{}", p.chunk_id(), base + c0, base + c1),
                 text,
                 score: h.score,
-                document: DocumentRef {
-                    document_id: doc.document_id.clone(),
-                    title: doc.title.clone(),
-                    document_type: doc.document_type.clone(),
-                    ticker: doc.ticker.clone(),
-                    year: doc.year,
-                    quarter: doc.quarter.clone(),
-                    published_at: doc.published_at.clone(),
-                    source_url: doc.source_url.clone(),
-                },
+                document: DocumentRef::from(&p),
                 position: Position {
                     chunk_text: chunk.text.clone(),
                     segment_start: chunk.span.seg_start,
@@ -335,8 +342,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn dates_must_be_exact_iso_days() {
+    fn dates_must_be_exact_calendar_days() {
         // Company name keys are tested beside `finance::classify::company_key`.
-        assert!(valid_date("2024-02-29") && !valid_date("2024-13-01") && !valid_date("24-01-01"));
+        assert_eq!(parse_date("2024-02-29").map(|d| d.to_string()).as_deref(), Some("2024-02-29"));
+        for bad in ["2024-13-01", "24-01-01", "2024-02-31", "2023-02-29", "2024-02-29T00:00"] {
+            assert!(parse_date(bad).is_none(), "{bad}");
+        }
     }
 }
