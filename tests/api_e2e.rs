@@ -9,8 +9,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use sextant_keys::LocalKeyStore;
 use sextant_core::corpus::{load_documents, Document};
+use sextant_keys::LocalKeyStore;
 
 /// The server process, killed when dropped (also on a failed assertion).
 struct Server {
@@ -46,7 +46,8 @@ impl Resp {
 fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Resp {
     let mut s = TcpStream::connect(addr).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
-    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    let mut req =
+        format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
     for (k, v) in headers {
         req.push_str(&format!("{k}: {v}\r\n"));
     }
@@ -59,8 +60,15 @@ fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &[
     let (head, payload) = text.split_once("\r\n\r\n").expect("a complete response");
     let mut lines = head.lines();
     let status: u16 = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
-    let headers = lines.filter_map(|l| l.split_once(':')).map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string())).collect();
-    let body = if payload.trim().is_empty() { Value::Null } else { serde_json::from_str(payload).unwrap_or(Value::String(payload.to_string())) };
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    let body = if payload.trim().is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(payload).unwrap_or(Value::String(payload.to_string()))
+    };
     Resp { status, headers, body }
 }
 
@@ -84,7 +92,11 @@ const TINY: &str = "sx_tiny_key_for_tests";
 
 fn key_store(dir: &Path) -> PathBuf {
     let path = dir.join("keys.json");
-    std::fs::write(&path, json!({"plans": [{"name": "tiny", "maxTopK": 5, "requestsPerMinute": 2, "requestsPerDay": 100}]}).to_string()).unwrap();
+    std::fs::write(
+        &path,
+        json!({"plans": [{"name": "tiny", "maxTopK": 5, "requestsPerMinute": 2, "requestsPerDay": 100}]}).to_string(),
+    )
+    .unwrap();
     let store = LocalKeyStore::open(&path).unwrap();
     for (key, plan) in [(FREE, "free"), (PRO, "pro"), (ENTERPRISE, "enterprise"), (REVOKED, "free"), (TINY, "tiny")] {
         store.add(key, "tests", plan, vec!["*".into()]).unwrap();
@@ -97,7 +109,24 @@ fn key_store(dir: &Path) -> PathBuf {
 fn start(keys: &Path) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_sextant"))
         .current_dir(repo())
-        .args(["serve", "--addr", "127.0.0.1:0", "--docs", "data/demo/documents.jsonl.gz", "--ticker", "MA", "--ticker", "XOM", "--ticker", "ORCL", "--facts", "data/demo/facts.jsonl.gz", "--cors-origins", APP_ORIGIN, "--keys"])
+        .args([
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--docs",
+            "data/demo/documents.jsonl.gz",
+            "--ticker",
+            "MA",
+            "--ticker",
+            "XOM",
+            "--ticker",
+            "ORCL",
+            "--facts",
+            "data/demo/facts.jsonl.gz",
+            "--cors-origins",
+            APP_ORIGIN,
+            "--keys",
+        ])
         .arg(keys)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -106,7 +135,12 @@ fn start(keys: &Path) -> Server {
     let mut out = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
     out.read_line(&mut line).unwrap();
-    let addr = line.split("http://").nth(1).and_then(|r| r.split_whitespace().next()).unwrap_or_else(|| panic!("no address in {line:?}")).to_string();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_string();
     std::thread::spawn(move || for _ in out.lines() {});
     let server = Server { child, addr };
     let t = Instant::now();
@@ -166,7 +200,12 @@ fn security_headers_and_cors(a: &str) {
         }
         http(a, "POST", "/v1/retrieve", &h, body.as_bytes())
     };
-    let checks = [http(a, "GET", "/health", &[], b""), with_origin(APP_ORIGIN, Some(FREE)), with_origin(APP_ORIGIN, None), post(a, "/nope", Some(FREE), &json!({}))];
+    let checks = [
+        http(a, "GET", "/health", &[], b""),
+        with_origin(APP_ORIGIN, Some(FREE)),
+        with_origin(APP_ORIGIN, None),
+        post(a, "/nope", Some(FREE), &json!({})),
+    ];
     for r in &checks {
         assert_eq!(r.header("x-content-type-options"), Some("nosniff"), "status {}", r.status);
         assert_eq!(r.header("cache-control"), Some("no-store"));
@@ -178,7 +217,9 @@ fn security_headers_and_cors(a: &str) {
     let ok = &checks[1];
     assert_eq!(ok.status, 200);
     assert_eq!(ok.header("access-control-allow-origin"), Some(APP_ORIGIN));
-    assert!(ok.header("access-control-expose-headers").is_some_and(|v| v.contains("x-request-id") && v.contains("retry-after")));
+    assert!(ok
+        .header("access-control-expose-headers")
+        .is_some_and(|v| v.contains("x-request-id") && v.contains("retry-after")));
     assert!(ok.header("vary").is_some_and(|v| v.to_ascii_lowercase().contains("origin")));
     assert_eq!(checks[2].status, 401);
     assert_eq!(checks[2].header("access-control-allow-origin"), Some(APP_ORIGIN), "the browser may read the error");
@@ -189,13 +230,25 @@ fn security_headers_and_cors(a: &str) {
     assert_eq!(other.header("access-control-allow-origin"), None);
 
     let preflight = |origin: &str| {
-        http(a, "OPTIONS", "/v1/retrieve", &[("Origin", origin), ("Access-Control-Request-Method", "POST"), ("Access-Control-Request-Headers", "authorization, content-type")], b"")
+        http(
+            a,
+            "OPTIONS",
+            "/v1/retrieve",
+            &[
+                ("Origin", origin),
+                ("Access-Control-Request-Method", "POST"),
+                ("Access-Control-Request-Headers", "authorization, content-type"),
+            ],
+            b"",
+        )
     };
     let yes = preflight(APP_ORIGIN);
     assert_eq!(yes.status, 204, "{:?}", yes.body);
     assert_eq!(yes.header("access-control-allow-origin"), Some(APP_ORIGIN));
     assert!(yes.header("access-control-allow-methods").is_some_and(|v| v.contains("POST")));
-    assert!(yes.header("access-control-allow-headers").is_some_and(|v| v.contains("authorization") && v.contains("content-type")));
+    assert!(yes
+        .header("access-control-allow-headers")
+        .is_some_and(|v| v.contains("authorization") && v.contains("content-type")));
     let no = preflight("https://evil.example.net");
     assert_eq!(no.status, 403);
     assert_eq!(no.body["error"]["code"], "forbidden");
@@ -205,9 +258,15 @@ fn security_headers_and_cors(a: &str) {
 
 fn knowledge_base_retrieve_with_search_filters_and_rewrite(a: &str) {
     let kb = |key: Option<&str>, body: Value| post(a, "/ws_test/index/retrieve", key, &body);
-    let r = kb(Some(PRO), json!({"IndexId": "demo", "Query": "production and earnings", "SearchFilters": [{"ticker": "XOM", "year": {"gte": 2025}}]}));
+    let r = kb(
+        Some(PRO),
+        json!({"IndexId": "demo", "Query": "production and earnings", "SearchFilters": [{"ticker": "XOM", "year": {"gte": 2025}}]}),
+    );
     assert_eq!(r.status, 200, "{:?}", r.body);
-    assert_eq!((r.body["Code"].as_str(), r.body["Status"].as_str(), r.body["Success"].as_bool()), (Some("Success"), Some("200"), Some(true)));
+    assert_eq!(
+        (r.body["Code"].as_str(), r.body["Status"].as_str(), r.body["Success"].as_bool()),
+        (Some("Success"), Some("200"), Some(true))
+    );
     assert_eq!(r.body["RequestId"].as_str(), r.header("x-request-id"));
     let nodes = r.body["Data"]["Nodes"].as_array().unwrap();
     assert_eq!(nodes.len(), 5, "RerankTopN defaults to 5");
@@ -218,7 +277,8 @@ fn knowledge_base_retrieve_with_search_filters_and_rewrite(a: &str) {
     }
     // Nested: MA anything, or XOM earnings calls.
     let f = json!([{"_operator": "OR", "ticker": "MA", "_conditions": [{"ticker": "XOM", "documentType": "earnings_call"}], "_conditions_operator": "AND"}]);
-    let r = kb(Some(PRO), json!({"IndexId": "demo", "Query": "oil and gas prices", "SearchFilters": f, "RerankTopN": 20}));
+    let r =
+        kb(Some(PRO), json!({"IndexId": "demo", "Query": "oil and gas prices", "SearchFilters": f, "RerankTopN": 20}));
     assert_eq!(r.status, 200, "{:?}", r.body);
     let nodes = r.body["Data"]["Nodes"].as_array().unwrap();
     assert_eq!(nodes.len(), 20);
@@ -229,7 +289,10 @@ fn knowledge_base_retrieve_with_search_filters_and_rewrite(a: &str) {
     }
     // Only the sparse paths, only the dense path.
     for (d, s) in [(0, 50), (50, 0)] {
-        let r = kb(Some(PRO), json!({"IndexId": "demo", "Query": "share repurchases", "DenseSimilarityTopK": d, "SparseSimilarityTopK": s}));
+        let r = kb(
+            Some(PRO),
+            json!({"IndexId": "demo", "Query": "share repurchases", "DenseSimilarityTopK": d, "SparseSimilarityTopK": s}),
+        );
         assert_eq!(r.status, 200, "{:?}", r.body);
     }
     // Rewrite across turns.
@@ -238,10 +301,16 @@ fn knowledge_base_retrieve_with_search_filters_and_rewrite(a: &str) {
         {"Role": "assistant", "Content": "It was ..."},
         {"Role": "user", "Content": "and in 2023?"}
     ]);
-    let r = kb(Some(PRO), json!({"IndexId": "demo", "Query": "what about Exxon Mobil?", "EnableRewrite": true, "History": history}));
+    let r = kb(
+        Some(PRO),
+        json!({"IndexId": "demo", "Query": "what about Exxon Mobil?", "EnableRewrite": true, "History": history}),
+    );
     assert_eq!(r.status, 200, "{:?}", r.body);
     assert_eq!(r.body["Data"]["RewrittenQuery"], "What was Exxon Mobil revenue in 2023?");
-    let r = kb(Some(PRO), json!({"IndexId": "demo", "Query": "and in 2023?", "EnableRewrite": true, "History": [{"Role": "user", "Content": "What were Mastercard's main risk factors in 2024?"}]}));
+    let r = kb(
+        Some(PRO),
+        json!({"IndexId": "demo", "Query": "and in 2023?", "EnableRewrite": true, "History": [{"Role": "user", "Content": "What were Mastercard's main risk factors in 2024?"}]}),
+    );
     assert_eq!(r.body["Data"]["RewrittenQuery"], "What were Mastercard's main risk factors in 2023?");
     let r = kb(Some(PRO), json!({"IndexId": "demo", "Query": "and in 2023?"}));
     assert!(r.body["Data"].get("RewrittenQuery").is_none(), "no rewrite unless enabled");
@@ -253,12 +322,45 @@ fn knowledge_base_retrieve_with_search_filters_and_rewrite(a: &str) {
         assert!(r.body["Message"].as_str().unwrap().contains(mentions), "{:?}", r.body);
         assert_eq!(r.body["RequestId"].as_str(), r.header("x-request-id"));
     };
-    check(kb(Some(PRO), json!({"IndexId": "demo", "Query": "x", "SearchFilters": [{"year": {"between": 1}}]})), 400, "Index.InvalidParameter", "SearchFilters[0].year.between");
-    check(kb(Some(PRO), json!({"IndexId": "demo", "Query": "x", "SearchFilters": [{"_conditions": [{"colour": "red"}]}]})), 400, "Index.InvalidParameter", "SearchFilters[0]._conditions[0].colour");
-    check(kb(Some(PRO), json!({"IndexId": "demo", "Query": "x", "RerankTopN": 25})), 400, "Index.InvalidParameter", "RerankTopN");
-    check(kb(Some(PRO), json!({"IndexId": "demo", "Query": "x", "RerankMinScore": 2.0})), 400, "Index.InvalidParameter", "RerankMinScore");
-    check(kb(Some(PRO), json!({"IndexId": "demo", "Query": "x", "DenseSimilarityTopK": 0, "SparseSimilarityTopK": 0})), 400, "Index.InvalidParameter", "DenseSimilarityTopK");
-    check(kb(Some(PRO), json!({"IndexId": "demo", "Query": "x", "DenseSimilarityTopK": 101})), 400, "Index.InvalidParameter", "DenseSimilarityTopK");
+    check(
+        kb(Some(PRO), json!({"IndexId": "demo", "Query": "x", "SearchFilters": [{"year": {"between": 1}}]})),
+        400,
+        "Index.InvalidParameter",
+        "SearchFilters[0].year.between",
+    );
+    check(
+        kb(
+            Some(PRO),
+            json!({"IndexId": "demo", "Query": "x", "SearchFilters": [{"_conditions": [{"colour": "red"}]}]}),
+        ),
+        400,
+        "Index.InvalidParameter",
+        "SearchFilters[0]._conditions[0].colour",
+    );
+    check(
+        kb(Some(PRO), json!({"IndexId": "demo", "Query": "x", "RerankTopN": 25})),
+        400,
+        "Index.InvalidParameter",
+        "RerankTopN",
+    );
+    check(
+        kb(Some(PRO), json!({"IndexId": "demo", "Query": "x", "RerankMinScore": 2.0})),
+        400,
+        "Index.InvalidParameter",
+        "RerankMinScore",
+    );
+    check(
+        kb(Some(PRO), json!({"IndexId": "demo", "Query": "x", "DenseSimilarityTopK": 0, "SparseSimilarityTopK": 0})),
+        400,
+        "Index.InvalidParameter",
+        "DenseSimilarityTopK",
+    );
+    check(
+        kb(Some(PRO), json!({"IndexId": "demo", "Query": "x", "DenseSimilarityTopK": 101})),
+        400,
+        "Index.InvalidParameter",
+        "DenseSimilarityTopK",
+    );
     check(kb(Some(PRO), json!({"Query": "x"})), 400, "Index.InvalidParameter", "IndexId");
     check(kb(Some(PRO), json!({"IndexId": "demo"})), 400, "Index.InvalidParameter", "Query");
     check(kb(Some(PRO), json!({"IndexId": "nope", "Query": "x"})), 404, "Index.NotFound", "nope");
@@ -267,7 +369,12 @@ fn knowledge_base_retrieve_with_search_filters_and_rewrite(a: &str) {
 }
 
 fn retrieve_returns_cited_chunks_with_exact_segment_offsets(a: &str, docs: &[Document]) {
-    let r = post(a, "/v1/retrieve", Some(FREE), &json!({"query": "Where are Mastercard's corporate headquarters and technology operations center?", "filters": {"tickers": ["MA"]}, "top_k": 5, "include_segments": true}));
+    let r = post(
+        a,
+        "/v1/retrieve",
+        Some(FREE),
+        &json!({"query": "Where are Mastercard's corporate headquarters and technology operations center?", "filters": {"tickers": ["MA"]}, "top_k": 5, "include_segments": true}),
+    );
     assert_eq!(r.status, 200, "{:?}", r.body);
     let chunks = r.body["chunks"].as_array().unwrap();
     assert_eq!(chunks.len(), 5);
@@ -286,30 +393,52 @@ fn retrieve_returns_cited_chunks_with_exact_segment_offsets(a: &str, docs: &[Doc
         assert!(!segs.is_empty());
         for s in segs {
             let (s0, s1) = (s["charStart"].as_u64().unwrap() as usize, s["charEnd"].as_u64().unwrap() as usize);
-            assert_eq!(full[s0..s1].iter().collect::<String>(), s["content"].as_str().unwrap(), "segment offsets of {}", src["documentId"]);
+            assert_eq!(
+                full[s0..s1].iter().collect::<String>(),
+                s["content"].as_str().unwrap(),
+                "segment offsets of {}",
+                src["documentId"]
+            );
         }
         let joined: Vec<&str> = segs.iter().map(|s| s["content"].as_str().unwrap()).collect();
         assert_eq!(joined.join("\n\n"), text, "a chunk is its segments joined");
     }
     let answer = chunks.iter().take(3).position(|c| c["text"].as_str().unwrap().contains("Purchase, New York"));
-    assert!(answer.is_some(), "the Properties section is not in the top 3: {:?}", chunks.iter().map(|c| &c["source"]["documentTitle"]).collect::<Vec<_>>());
+    assert!(
+        answer.is_some(),
+        "the Properties section is not in the top 3: {:?}",
+        chunks.iter().map(|c| &c["source"]["documentTitle"]).collect::<Vec<_>>()
+    );
     // Without include_segments there are none.
     let r = post(a, "/v1/retrieve", Some(FREE), &json!({"query": "payment network revenue"}));
     assert!(r.body["chunks"][0]["source"].get("segments").is_none());
 }
 
 fn retrieve_filters_and_period_fallback(a: &str) {
-    let r = post(a, "/v1/retrieve", Some(FREE), &json!({"query": "production volumes and earnings", "filters": {"tickers": ["xom"], "year": 2025, "quarter": "q2", "source_types": ["10-Q"]}}));
+    let r = post(
+        a,
+        "/v1/retrieve",
+        Some(FREE),
+        &json!({"query": "production volumes and earnings", "filters": {"tickers": ["xom"], "year": 2025, "quarter": "q2", "source_types": ["10-Q"]}}),
+    );
     assert_eq!(r.status, 200, "{:?}", r.body);
     let chunks = r.body["chunks"].as_array().unwrap();
     assert!(!chunks.is_empty());
     for c in chunks {
         let s = &c["source"];
-        assert_eq!((s["ticker"].as_str(), s["year"].as_i64(), s["quarter"].as_str(), s["documentType"].as_str()), (Some("XOM"), Some(2025), Some("Q2"), Some("10-Q")));
+        assert_eq!(
+            (s["ticker"].as_str(), s["year"].as_i64(), s["quarter"].as_str(), s["documentType"].as_str()),
+            (Some("XOM"), Some(2025), Some("Q2"), Some("10-Q"))
+        );
     }
     assert!(r.body["meta"]["periodMismatch"].is_null());
     // No XOM call for Q4 2015: the nearest prior one (Q2 2015) is served and flagged.
-    let r = post(a, "/v1/retrieve", Some(FREE), &json!({"query": "outlook for the next quarter", "filters": {"tickers": ["XOM"], "year": 2015, "quarter": "Q4", "source_types": ["earnings_call"]}}));
+    let r = post(
+        a,
+        "/v1/retrieve",
+        Some(FREE),
+        &json!({"query": "outlook for the next quarter", "filters": {"tickers": ["XOM"], "year": 2015, "quarter": "Q4", "source_types": ["earnings_call"]}}),
+    );
     assert_eq!(r.status, 200, "{:?}", r.body);
     let m = &r.body["meta"]["periodMismatch"];
     assert_eq!(m["requested"], "Q4 2015");
@@ -367,15 +496,47 @@ fn every_error_status_uses_the_envelope(a: &str) {
     check(p(json!({"query": "x", "top_k": "ten"})), 400, "invalid_request", Some("top_k"));
     check(p(json!({"query": "x", "filters": {"quarter": "Q5"}})), 400, "invalid_request", Some("filters.quarter"));
     check(p(json!({"query": "x", "filters": {"year": 20240}})), 400, "invalid_request", Some("filters.year"));
-    check(p(json!({"query": "x", "filters": {"source_types": ["tweet"]}})), 400, "invalid_request", Some("filters.source_types[0]"));
+    check(
+        p(json!({"query": "x", "filters": {"source_types": ["tweet"]}})),
+        400,
+        "invalid_request",
+        Some("filters.source_types[0]"),
+    );
     check(p(json!({"query": "x", "filters": {"tickers": [""]}})), 400, "invalid_request", Some("filters.tickers[0]"));
     check(p(json!({"query": "x", "topk": 5})), 400, "invalid_request", Some("topk"));
     check(p(json!({"query": "x".repeat(5000)})), 400, "invalid_request", Some("query"));
-    check(http(a, "POST", "/v1/retrieve", &[("Content-Type", "application/json"), ("Authorization", &format!("Bearer {FREE}"))], b"{\"query\": "), 400, "invalid_request", None);
-    check(http(a, "POST", "/v1/retrieve", &[("Content-Type", "text/plain"), ("Authorization", &format!("Bearer {FREE}"))], b"{}"), 415, "unsupported_media_type", None);
+    check(
+        http(
+            a,
+            "POST",
+            "/v1/retrieve",
+            &[("Content-Type", "application/json"), ("Authorization", &format!("Bearer {FREE}"))],
+            b"{\"query\": ",
+        ),
+        400,
+        "invalid_request",
+        None,
+    );
+    check(
+        http(
+            a,
+            "POST",
+            "/v1/retrieve",
+            &[("Content-Type", "text/plain"), ("Authorization", &format!("Bearer {FREE}"))],
+            b"{}",
+        ),
+        415,
+        "unsupported_media_type",
+        None,
+    );
     let big = json!({"query": "x", "pad": "y".repeat(70_000)});
     check(p(big), 413, "payload_too_large", None);
-    check(http(a, "GET", "/v1/retrieve", &[("Authorization", &format!("Bearer {FREE}"))], b""), 405, "method_not_allowed", None);
+    check(
+        http(a, "GET", "/v1/retrieve", &[("Authorization", &format!("Bearer {FREE}"))], b""),
+        405,
+        "method_not_allowed",
+        None,
+    );
     check(http(a, "GET", "/v1/nothing", &[], b""), 404, "not_found", None);
     check(post(a, "/v1/retrieve", None, &json!({"query": "x"})), 401, "unauthorized", None);
     check(post(a, "/v1/retrieve", Some("sx_not_a_key"), &json!({"query": "x"})), 401, "unauthorized", None);
@@ -384,19 +545,35 @@ fn every_error_status_uses_the_envelope(a: &str) {
     check(revoked, 401, "unauthorized", None);
     check(post(a, "/v1/retrieve", Some(SCOPED), &json!({"query": "x"})), 403, "forbidden", None);
     // X-API-Key works like Authorization: Bearer.
-    let r = http(a, "POST", "/v1/search", &[("Content-Type", "application/json"), ("X-API-Key", FREE)], json!({"query": "dividends"}).to_string().as_bytes());
+    let r = http(
+        a,
+        "POST",
+        "/v1/search",
+        &[("Content-Type", "application/json"), ("X-API-Key", FREE)],
+        json!({"query": "dividends"}).to_string().as_bytes(),
+    );
     assert_eq!(r.status, 200, "{:?}", r.body);
     let s = |body: Value| post(a, "/v1/search", Some(FREE), &body);
     check(s(json!({"query": "x", "entity": "Nonexistent Corp"})), 400, "invalid_request", Some("entity[0]"));
     check(s(json!({"query": "x", "theme": ["podcast"]})), 400, "invalid_request", Some("theme[0]"));
     check(s(json!({"query": "x", "published_after": "2024-13-01"})), 400, "invalid_request", Some("published_after"));
-    check(s(json!({"query": "x", "published_after": "2025-01-01", "published_before": "2024-01-01"})), 400, "invalid_request", Some("published_before"));
+    check(
+        s(json!({"query": "x", "published_after": "2025-01-01", "published_before": "2024-01-01"})),
+        400,
+        "invalid_request",
+        Some("published_before"),
+    );
     check(s(json!({"query": "x", "limit": -1})), 400, "invalid_request", Some("limit"));
     check(s(json!({"query": "x", "max_per_document": 0})), 400, "invalid_request", Some("max_per_document"));
 }
 
 fn search_returns_units_with_offsets_and_diagnostics(a: &str, docs: &[Document]) {
-    let r = post(a, "/v1/search", Some(PRO), &json!({"query": "cross-border transaction volume growth", "entity": ["Mastercard"], "limit": 8, "max_per_document": 2}));
+    let r = post(
+        a,
+        "/v1/search",
+        Some(PRO),
+        &json!({"query": "cross-border transaction volume growth", "entity": ["Mastercard"], "limit": 8, "max_per_document": 2}),
+    );
     assert_eq!(r.status, 200, "{:?}", r.body);
     assert_eq!(r.body["meta"]["entities"], json!(["MA"]));
     assert_eq!(r.body["meta"]["rerank"]["status"], "unavailable", "no reranker is configured");
@@ -409,7 +586,10 @@ fn search_returns_units_with_offsets_and_diagnostics(a: &str, docs: &[Document])
         *per_doc.entry(d["document_id"].as_str().unwrap().to_string()).or_insert(0) += 1;
         let text = u["text"].as_str().unwrap();
         let one_sentence = sextant_core::corpus::split_sentences(text).len() == 1;
-        assert!(one_sentence || text.split_whitespace().count() <= 30, "a unit is one sentence or at most 30 words: {text:?}");
+        assert!(
+            one_sentence || text.split_whitespace().count() <= 30,
+            "a unit is one sentence or at most 30 words: {text:?}"
+        );
         let p = &u["position"];
         assert!(p["chunk_text"].as_str().unwrap().contains(text));
         let full = doc_text(docs, d["document_id"].as_str().unwrap());
@@ -535,25 +715,51 @@ fn validate(v: &Value, schema: &Value, doc: &Value, path: &str) -> Result<(), St
 fn openapi_document_describes_real_responses(a: &str) {
     let doc = http(a, "GET", "/openapi.json", &[], b"").body;
     assert_eq!(doc["openapi"], "3.1.0");
-    let schema_of = |path: &str, status: u16| doc["paths"][path]["post"]["responses"][status.to_string()]["content"]["application/json"]["schema"].clone();
-    let request_schema = |path: &str| doc["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"].clone();
+    let schema_of = |path: &str, status: u16| {
+        doc["paths"][path]["post"]["responses"][status.to_string()]["content"]["application/json"]["schema"].clone()
+    };
+    let request_schema =
+        |path: &str| doc["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"].clone();
     let cases: Vec<(&str, &str, Option<&str>, Value)> = vec![
-        ("/v1/retrieve", "/v1/retrieve", Some(FREE), json!({"query": "dividends", "include_segments": true, "filters": {"tickers": ["MA"], "year": 2024}})),
-        ("/v1/retrieve", "/v1/retrieve", Some(FREE), json!({"query": "outlook", "filters": {"tickers": ["XOM"], "year": 2015, "quarter": "Q4"}})),
+        (
+            "/v1/retrieve",
+            "/v1/retrieve",
+            Some(FREE),
+            json!({"query": "dividends", "include_segments": true, "filters": {"tickers": ["MA"], "year": 2024}}),
+        ),
+        (
+            "/v1/retrieve",
+            "/v1/retrieve",
+            Some(FREE),
+            json!({"query": "outlook", "filters": {"tickers": ["XOM"], "year": 2015, "quarter": "Q4"}}),
+        ),
         ("/v1/retrieve", "/v1/retrieve", Some(FREE), json!({"top_k": 3})),
         ("/v1/retrieve", "/v1/retrieve", None, json!({"query": "x"})),
         ("/v1/search", "/v1/search", Some(FREE), json!({"query": "dividends", "entity": "MA"})),
         ("/v1/search", "/v1/search", Some(FREE), json!({"query": "x", "theme": "blog"})),
-        ("/{WorkspaceId}/index/retrieve", "/ws/index/retrieve", Some(FREE), json!({"IndexId": "demo", "Query": "and in 2023?", "EnableRewrite": true, "History": [{"Role": "user", "Content": "MA revenue in 2024"}]})),
-        ("/{WorkspaceId}/index/retrieve", "/ws/index/retrieve", Some(FREE), json!({"IndexId": "demo", "Query": "x", "SearchFilters": [{"year": {"from": 1}}]})),
+        (
+            "/{WorkspaceId}/index/retrieve",
+            "/ws/index/retrieve",
+            Some(FREE),
+            json!({"IndexId": "demo", "Query": "and in 2023?", "EnableRewrite": true, "History": [{"Role": "user", "Content": "MA revenue in 2024"}]}),
+        ),
+        (
+            "/{WorkspaceId}/index/retrieve",
+            "/ws/index/retrieve",
+            Some(FREE),
+            json!({"IndexId": "demo", "Query": "x", "SearchFilters": [{"year": {"from": 1}}]}),
+        ),
     ];
     for (spec_path, url, key, body) in cases {
         let r = post(a, url, key, &body);
         let schema = schema_of(spec_path, r.status);
         assert!(!schema.is_null(), "{spec_path} documents no {} response", r.status);
-        validate(&r.body, &schema, &doc, "$").unwrap_or_else(|e| panic!("{spec_path} {} response does not match the document: {e}\n{}", r.status, r.body));
+        validate(&r.body, &schema, &doc, "$").unwrap_or_else(|e| {
+            panic!("{spec_path} {} response does not match the document: {e}\n{}", r.status, r.body)
+        });
         if r.status == 200 {
-            validate(&body, &request_schema(spec_path), &doc, "$").unwrap_or_else(|e| panic!("{spec_path} request: {e}"));
+            validate(&body, &request_schema(spec_path), &doc, "$")
+                .unwrap_or_else(|e| panic!("{spec_path} request: {e}"));
         }
     }
     // The validator is not a rubber stamp.
@@ -575,7 +781,11 @@ fn context_endpoint(a: &str) {
     assert_eq!(r["classification"]["tickers"], json!(["MA"]));
     assert_eq!(r["classification"]["years"], json!([2024]));
     let fact = &r["result"]["facts"][0];
-    assert_eq!((fact["display"].as_str(), fact["concept"].as_str()), (Some("28,167 M USD"), Some("us-gaap:Revenues")), "{r}");
+    assert_eq!(
+        (fact["display"].as_str(), fact["concept"].as_str()),
+        (Some("28,167 M USD"), Some("us-gaap:Revenues")),
+        "{r}"
+    );
     assert_eq!(fact["source"]["form"], "10-K");
     assert_eq!(r["result"]["comparisons"][0]["priorValue"], json!(25_098_000_000.0));
     assert_eq!(r["result"]["comparisons"][0]["pctChange"], json!(12.2));
@@ -609,17 +819,37 @@ fn context_endpoint(a: &str) {
     for t in ["MA", "XOM"] {
         assert!(passages.iter().filter(|p| p["ticker"] == t).count() >= 2, "{t} under-represented: {r}");
     }
-    assert!(r["guardrails"].as_array().unwrap().iter().any(|g| g.as_str().unwrap().starts_with("fair allocation")), "{r}");
+    assert!(
+        r["guardrails"].as_array().unwrap().iter().any(|g| g.as_str().unwrap().starts_with("fair allocation")),
+        "{r}"
+    );
     // A two-company numeric comparison: hybrid, facts per company, passages shared fairly.
     let r = ask(json!({"question": "Compare Mastercard and Exxon Mobil revenue in Q2 2025", "top_k": 6}));
-    assert_eq!((r["route"].as_str(), r["classification"]["intent"].as_str()), (Some("hybrid"), Some("comparison")), "{r}");
-    assert!(r["result"]["facts"].as_array().unwrap().iter().any(|f| f["ticker"] == "XOM" && f["value"] == json!(81_506_000_000.0)), "{r}");
-    assert!(r["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("MA")), "MA filed no Q2 2025 report here: {r}");
+    assert_eq!(
+        (r["route"].as_str(), r["classification"]["intent"].as_str()),
+        (Some("hybrid"), Some("comparison")),
+        "{r}"
+    );
+    assert!(
+        r["result"]["facts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["ticker"] == "XOM" && f["value"] == json!(81_506_000_000.0)),
+        "{r}"
+    );
+    assert!(
+        r["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("MA")),
+        "MA filed no Q2 2025 report here: {r}"
+    );
     let passages = r["result"]["passages"].as_array().unwrap();
     assert!(passages.iter().any(|p| p["ticker"] == "MA") && passages.iter().any(|p| p["ticker"] == "XOM"), "{r}");
     let actions = r["guardrails"].as_array().unwrap();
     assert!(actions.iter().any(|g| g.as_str().unwrap().starts_with("fair allocation")), "{r}");
-    assert!(actions.iter().any(|g| g.as_str().unwrap().starts_with("no MA passage for FY2025")), "the period fallback is said: {r}");
+    assert!(
+        actions.iter().any(|g| g.as_str().unwrap().starts_with("no MA passage for FY2025")),
+        "the period fallback is said: {r}"
+    );
     // hybrid: relational and narrative together; what is not held is said.
     let r = ask(json!({"question": "Why did Mastercard's revenue grow in 2024?", "top_k": 4}));
     assert_eq!(r["route"], "hybrid", "{r}");

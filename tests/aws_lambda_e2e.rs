@@ -75,7 +75,10 @@ impl Function {
         let event = http_event(method, path, key, body);
         let out = self.invoke(event).await.unwrap_or_else(|e| panic!("{path}: {e}\n{}", self.log()));
         let status = out["statusCode"].as_u64().unwrap() as u16;
-        let body = out["body"].as_str().map(|b| serde_json::from_str(b).unwrap_or(Value::String(b.into()))).unwrap_or(Value::Null);
+        let body = out["body"]
+            .as_str()
+            .map(|b| serde_json::from_str(b).unwrap_or(Value::String(b.into())))
+            .unwrap_or(Value::Null);
         (status, out["headers"].clone(), body)
     }
 }
@@ -89,7 +92,8 @@ impl Drop for Function {
 
 /// An HTTP API (payload v2) event from the `events/` template.
 fn http_event(method: &str, path: &str, key: Option<&str>, body: Option<Value>) -> Value {
-    let mut e: Value = serde_json::from_slice(&std::fs::read(repo().join("events/retrieve-ok.http.json")).unwrap()).unwrap();
+    let mut e: Value =
+        serde_json::from_slice(&std::fs::read(repo().join("events/retrieve-ok.http.json")).unwrap()).unwrap();
     e["rawPath"] = path.into();
     e["routeKey"] = format!("{method} {path}").into();
     e["requestContext"]["http"]["method"] = method.into();
@@ -113,7 +117,9 @@ fn http_event(method: &str, path: &str, key: Option<&str>, body: Option<Value>) 
 fn demo_documents(tickers: &[&str]) -> Vec<u8> {
     use std::io::Read;
     let mut text = String::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(repo().join("data/demo/documents.jsonl.gz")).unwrap()).read_to_string(&mut text).unwrap();
+    flate2::read::GzDecoder::new(std::fs::File::open(repo().join("data/demo/documents.jsonl.gz")).unwrap())
+        .read_to_string(&mut text)
+        .unwrap();
     let mut out = Vec::new();
     for line in text.lines() {
         let d: Value = serde_json::from_str(line).unwrap();
@@ -332,9 +338,15 @@ fn the_cli_publishes_a_local_index_runs_the_build_job_and_lists_versions() {
         let (c, i) = (corpus.to_str().unwrap(), index.to_str().unwrap());
         cli(&s, &s.moto, &["build", "--docs", c, "--id", "demo", "--out", i]);
         let target = format!("s3://{bucket}/indexes/demo");
-        let published: Value = serde_json::from_str(&cli(&s, &s.moto, &["publish", "--index", i, "--to", &target])).unwrap();
+        let published: Value =
+            serde_json::from_str(&cli(&s, &s.moto, &["publish", "--index", i, "--to", &target])).unwrap();
         // The same job the function runs, from a local corpus: a second version on top.
-        let built: Value = serde_json::from_str(&cli(&s, &s.moto, &["index-build", "--index-id", "demo", "--corpus", c, "--target", &target])).unwrap();
+        let built: Value = serde_json::from_str(&cli(
+            &s,
+            &s.moto,
+            &["index-build", "--index-id", "demo", "--corpus", c, "--target", &target],
+        ))
+        .unwrap();
         assert_eq!(built["previous"], published["version"], "{built}");
         assert_eq!(built["documents"], 8, "{built}");
         let versions: Value = serde_json::from_str(&cli(&s, &s.moto, &["versions", &target])).unwrap();
@@ -345,7 +357,11 @@ fn the_cli_publishes_a_local_index_runs_the_build_job_and_lists_versions() {
         let mut bytes = std::fs::read(&bm25).unwrap();
         bytes[10] ^= 1;
         std::fs::write(&bm25, bytes).unwrap();
-        let out = Command::new(binary("sextant")).args(["publish", "--index", i, "--to", &target]).envs(s.function_env(&s.seaweed, &s.moto)).output().unwrap();
+        let out = Command::new(binary("sextant"))
+            .args(["publish", "--index", i, "--to", &target])
+            .envs(s.function_env(&s.seaweed, &s.moto))
+            .output()
+            .unwrap();
         assert!(!out.status.success());
         assert!(String::from_utf8_lossy(&out.stderr).contains("bm25.bin"), "{}", String::from_utf8_lossy(&out.stderr));
     });

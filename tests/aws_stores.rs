@@ -7,7 +7,6 @@ mod support;
 use std::sync::Arc;
 
 use aws_sdk_s3::primitives::ByteStream;
-use sextant_keys::{create_key, hash_key, KeyStatus, KeyStore, Plan, RateDecision};
 use sextant_aws::build_job::{self, BuildJob};
 use sextant_aws::versions::{Pointer, VersionedIndex, CURRENT};
 use sextant_aws::{DynamoKeyStore, S3Store};
@@ -17,6 +16,7 @@ use sextant_core::index::format::{sha256_hex, MANIFEST};
 use sextant_core::index::Index;
 use sextant_core::storage::{Location, MemStore};
 use sextant_core::Error;
+use sextant_keys::{create_key, hash_key, KeyStatus, KeyStore, Plan, RateDecision};
 use support::servers::{create_bucket, create_tables, s3_client, servers, unique};
 use support::switch_proxy::SwitchProxy;
 use support::throttle_proxy::ThrottleProxy;
@@ -24,8 +24,13 @@ use support::throttle_proxy::ThrottleProxy;
 /// A small real index (three Exxon documents of the demo corpus), saved into memory.
 fn small_index() -> MemStore {
     let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/demo/documents.jsonl.gz");
-    let docs: Vec<_> = load_documents(&corpus).unwrap().into_iter().filter(|d| d.ticker.as_deref() == Some("XOM")).take(3).collect();
-    let job = BuildJob::from_event(serde_json::json!({"index_id": "small", "corpus": "/unused", "target": "s3://unused/x"}), &Default::default()).unwrap();
+    let docs: Vec<_> =
+        load_documents(&corpus).unwrap().into_iter().filter(|d| d.ticker.as_deref() == Some("XOM")).take(3).collect();
+    let job = BuildJob::from_event(
+        serde_json::json!({"index_id": "small", "corpus": "/unused", "target": "s3://unused/x"}),
+        &Default::default(),
+    )
+    .unwrap();
     let index = build_job::build(docs, &ModelSet::under(&default_model_dir()), &job).unwrap();
     let files = MemStore::new("small");
     index.save(&files).unwrap();
@@ -84,7 +89,11 @@ fn versions_publish_load_conflict_prune_and_refuse_corruption_on_both_s3_servers
             assert_eq!(v2.previous.as_deref(), Some(v1.version.as_str()));
             let e = index.publish(&rebuilt(&files, 1_800_000_003), &at_v1, 2).await.unwrap_err();
             assert!(matches!(e, Error::Conflict { .. }), "{endpoint}: {e}");
-            assert_eq!(index.pointer().await.unwrap().pointer.unwrap().version, v2.version, "{endpoint}: the pointer was not clobbered");
+            assert_eq!(
+                index.pointer().await.unwrap().pointer.unwrap().version,
+                v2.version,
+                "{endpoint}: the pointer was not clobbered"
+            );
 
             // Old versions are pruned to the newest two (the current one always kept).
             let at_v2 = index.pointer().await.unwrap();
@@ -97,22 +106,38 @@ fn versions_publish_load_conflict_prune_and_refuse_corruption_on_both_s3_servers
             // A version with a tampered file is downloaded but refused by verification.
             let raw = s3_client(&config);
             let key = format!("indexes/small/versions/{}/bm25.bin", v3.version);
-            let mut bytes = raw.get_object().bucket(&bucket).key(&key).send().await.unwrap().body.collect().await.unwrap().to_vec();
+            let mut bytes =
+                raw.get_object().bucket(&bucket).key(&key).send().await.unwrap().body.collect().await.unwrap().to_vec();
             let mid = bytes.len() / 2;
             bytes[mid] ^= 0xff;
             raw.put_object().bucket(&bucket).key(&key).body(ByteStream::from(bytes)).send().await.unwrap();
             let d = index.download_current().await.unwrap();
             let e = Index::load(&d.files).err().unwrap();
-            assert!(matches!(e, Error::IndexCorrupted { ref file, .. } if file.ends_with("bm25.bin")), "{endpoint}: {e}");
+            assert!(
+                matches!(e, Error::IndexCorrupted { ref file, .. } if file.ends_with("bm25.bin")),
+                "{endpoint}: {e}"
+            );
 
             // A pointer whose manifest checksum does not match is refused before any download.
-            let bad = Pointer { manifest_sha256: sha256_hex(b"other"), ..index.pointer().await.unwrap().pointer.unwrap() };
-            raw.put_object().bucket(&bucket).key(format!("indexes/small/{CURRENT}")).body(ByteStream::from(serde_json::to_vec(&bad).unwrap())).send().await.unwrap();
+            let bad =
+                Pointer { manifest_sha256: sha256_hex(b"other"), ..index.pointer().await.unwrap().pointer.unwrap() };
+            raw.put_object()
+                .bucket(&bucket)
+                .key(format!("indexes/small/{CURRENT}"))
+                .body(ByteStream::from(serde_json::to_vec(&bad).unwrap()))
+                .send()
+                .await
+                .unwrap();
             let e = index.download_current().await.err().unwrap();
             assert!(matches!(e, Error::IndexCorrupted { ref file, .. } if file.ends_with(MANIFEST)), "{endpoint}: {e}");
 
             // An incomplete version (a file missing) fails the download with the object named.
-            raw.delete_object().bucket(&bucket).key(format!("indexes/small/versions/{}/dense.graph", v2.version)).send().await.unwrap();
+            raw.delete_object()
+                .bucket(&bucket)
+                .key(format!("indexes/small/versions/{}/dense.graph", v2.version))
+                .send()
+                .await
+                .unwrap();
             let good = index.pointer().await.unwrap().pointer.unwrap();
             let e = index.download(&Pointer { version: v2.version.clone(), ..good.clone() }).await.err().unwrap();
             assert!(e.to_string().contains(&v2.version), "{endpoint}: {e}");
@@ -165,7 +190,8 @@ fn corpora_are_read_from_a_prefix_or_a_manifest() {
         ] {
             raw.put_object().bucket(&bucket).key(key).body(ByteStream::from(body.into_bytes())).send().await.unwrap();
         }
-        let ids = |docs: Vec<sextant_core::corpus::Document>| docs.into_iter().map(|d| d.document_id).collect::<Vec<_>>();
+        let ids =
+            |docs: Vec<sextant_core::corpus::Document>| docs.into_iter().map(|d| d.document_id).collect::<Vec<_>>();
         let by_prefix = build_job::read_corpus(&format!("s3://{bucket}/corpora/a/"), &config).await.unwrap();
         assert_eq!(ids(by_prefix), ["d1", "d2", "d3"]);
         let by_manifest = build_job::read_corpus(&format!("s3://{bucket}/manifest.json"), &config).await.unwrap();
@@ -173,7 +199,10 @@ fn corpora_are_read_from_a_prefix_or_a_manifest() {
         let e = build_job::read_corpus(&format!("s3://{bucket}/broken.json"), &config).await.unwrap_err();
         assert!(e.to_string().contains("corpora/a/missing.jsonl"), "{e}");
         let e = build_job::read_corpus(&format!("s3://{bucket}/corpora/bad/"), &config).await.unwrap_err();
-        assert!(matches!(e, Error::Corpus { ref source_name, line: 1, .. } if source_name.ends_with("corpora/bad/x.jsonl")), "{e}");
+        assert!(
+            matches!(e, Error::Corpus { ref source_name, line: 1, .. } if source_name.ends_with("corpora/bad/x.jsonl")),
+            "{e}"
+        );
         let e = build_job::read_corpus(&format!("s3://{bucket}/nothing/"), &config).await.unwrap_err();
         assert!(e.to_string().contains("no .jsonl"), "{e}");
     });
@@ -193,7 +222,12 @@ fn seaweedfs_checks_signatures() {
         let wrong = support::servers::Servers { secret: "wrong-secret".into(), ..s.clone() };
         let store = S3Store::new(&wrong.config(&s.seaweed).await, &bucket);
         let e = store.get("x").await.unwrap_err();
-        assert!(e.to_string().contains("SignatureDoesNotMatch") || e.to_string().contains("403") || e.to_string().contains("AccessDenied"), "{e}");
+        assert!(
+            e.to_string().contains("SignatureDoesNotMatch")
+                || e.to_string().contains("403")
+                || e.to_string().contains("AccessDenied"),
+            "{e}"
+        );
     });
 }
 
@@ -202,7 +236,9 @@ async fn unsigned_get(url: &str) -> u16 {
     let rest = url.strip_prefix("http://").unwrap();
     let (host, path) = rest.split_once('/').unwrap();
     let mut conn = tokio::net::TcpStream::connect(host).await.unwrap();
-    conn.write_all(format!("GET /{path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").as_bytes()).await.unwrap();
+    conn.write_all(format!("GET /{path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
     let mut buf = Vec::new();
     conn.read_to_end(&mut buf).await.unwrap();
     String::from_utf8_lossy(&buf).split_whitespace().nth(1).unwrap().parse().unwrap()
@@ -228,10 +264,16 @@ fn dynamodb_keys_and_plans_round_trip_and_rate_limits_are_exact_under_concurrenc
         let rec = create_key(store.as_ref(), "sx_dynamo_test_key", "acme", "burst", vec!["demo".into()]).await.unwrap();
         let db = aws_sdk_dynamodb::Client::new(&config);
         let scan = format!("{:?}", db.scan().table_name(&keys_table).send().await.unwrap().items);
-        assert!(!scan.contains("sx_dynamo_test_key") && scan.contains(&hash_key("sx_dynamo_test_key")), "only the hash is stored");
+        assert!(
+            !scan.contains("sx_dynamo_test_key") && scan.contains(&hash_key("sx_dynamo_test_key")),
+            "only the hash is stored"
+        );
         assert_eq!(store.find(&hash_key("sx_dynamo_test_key")).await.unwrap(), Some(rec.clone()));
         assert_eq!(store.find(&hash_key("sx_unknown")).await.unwrap(), None);
-        assert!(create_key(store.as_ref(), "sx_x", "acme", "platinum", vec!["*".into()]).await.is_err(), "unknown plan");
+        assert!(
+            create_key(store.as_ref(), "sx_x", "acme", "platinum", vec!["*".into()]).await.is_err(),
+            "unknown plan"
+        );
 
         // 60 requests at once against a limit of 25 a minute: exactly 25 pass.
         let now = sextant_keys::now_unix();
@@ -268,7 +310,10 @@ fn dynamodb_keys_and_plans_round_trip_and_rate_limits_are_exact_under_concurrenc
         assert_eq!(item["n"].as_n().unwrap(), "25");
         assert_eq!(item["expires_at"].as_n().unwrap(), &(day_start + 86_400 + 60).to_string());
         // The next minute window starts afresh.
-        assert!(matches!(store.count(&rec, &burst, now - now % 60 + 60).await.unwrap(), RateDecision::Allowed { remaining: 24, .. }));
+        assert!(matches!(
+            store.count(&rec, &burst, now - now % 60 + 60).await.unwrap(),
+            RateDecision::Allowed { remaining: 24, .. }
+        ));
 
         // Revocation by display prefix.
         assert_eq!(store.revoke(&rec.prefix, now).await.unwrap(), 1);

@@ -42,7 +42,8 @@ fn measure(file: &str, min_route: f64) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let companies = companies();
     let text = std::fs::read_to_string(root.join("tests/data").join(file)).unwrap();
-    let labelled: Vec<Labelled> = text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect();
+    let labelled: Vec<Labelled> =
+        text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect();
     assert!(labelled.len() >= 60, "a set must hold at least 60 questions");
 
     let (mut route_ok, mut ticker_ok, mut period_ok) = (0, 0, 0);
@@ -67,7 +68,10 @@ fn measure(file: &str, min_route: f64) {
         if c.years == q.years && c.quarters == q.quarters {
             period_ok += 1;
         } else {
-            misses.push(format!("period {:?} {:?} (expected {:?} {:?}): {}", c.years, c.quarters, q.years, q.quarters, q.question));
+            misses.push(format!(
+                "period {:?} {:?} (expected {:?} {:?}): {}",
+                c.years, c.quarters, q.years, q.quarters, q.question
+            ));
         }
     }
     let n = labelled.len() as f64;

@@ -65,17 +65,34 @@ fn build_search_filter_and_refuse_a_corrupted_index() {
     let idx = tmp.path().join("idx");
     let idx_s = idx.to_str().unwrap();
     let facts = repo().join("data/demo/facts.jsonl.gz");
-    let out = sextant(&["build", "--docs", docs.to_str().unwrap(), "--out", idx_s, "--id", "filings", "--facts", facts.to_str().unwrap(), "--ticker", "AAPL", "--ticker", "KO"]);
+    let out = sextant(&[
+        "build",
+        "--docs",
+        docs.to_str().unwrap(),
+        "--out",
+        idx_s,
+        "--id",
+        "filings",
+        "--facts",
+        facts.to_str().unwrap(),
+        "--ticker",
+        "AAPL",
+        "--ticker",
+        "KO",
+    ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("docs/s"), "the build reports its speed");
 
     // The facts are part of the index version: listed in the manifest, answered from after a load.
     let manifest: Value = serde_json::from_str(&std::fs::read_to_string(idx.join("manifest.json")).unwrap()).unwrap();
     assert!(manifest["files"].as_array().unwrap().iter().any(|f| f["name"] == "facts.bin"), "{manifest}");
-    let c: Value = serde_json::from_str(&ok(&["context", "--index", idx_s, "What was Apple's revenue in 2023?"])).unwrap();
+    let c: Value =
+        serde_json::from_str(&ok(&["context", "--index", idx_s, "What was Apple's revenue in 2023?"])).unwrap();
     assert_eq!(c["result"]["facts"][0]["display"], "383,285 M USD", "{c}");
     assert_eq!(c["result"]["comparisons"][0]["pctChange"], 2.8 * -1.0);
-    let c: Value = serde_json::from_str(&ok(&["context", "--index", idx_s, "--top-k", "3", "What are Coca-Cola's main risks?"])).unwrap();
+    let c: Value =
+        serde_json::from_str(&ok(&["context", "--index", idx_s, "--top-k", "3", "What are Coca-Cola's main risks?"]))
+            .unwrap();
     assert_eq!(c["route"], "narrative");
     let passages = c["result"]["passages"].as_array().unwrap();
     assert!(!passages.is_empty() && passages.iter().all(|p| p["ticker"] == "KO"), "{c}");
@@ -84,7 +101,16 @@ fn build_search_filter_and_refuse_a_corrupted_index() {
     assert!(c["result"]["facts"].is_null(), "{c}");
 
     // A question only one company's filing answers comes back first, attributed.
-    let v: Value = serde_json::from_str(&ok(&["search", "--index", idx_s, "--json", "--top-k", "5", "bottlers concentrate syrup"])).unwrap();
+    let v: Value = serde_json::from_str(&ok(&[
+        "search",
+        "--index",
+        idx_s,
+        "--json",
+        "--top-k",
+        "5",
+        "bottlers concentrate syrup",
+    ]))
+    .unwrap();
     let hits = v["hits"].as_array().unwrap();
     assert_eq!(hits.len(), 5);
     assert!(hits[0]["documentId"].as_str().unwrap().starts_with("KO_"), "{}", hits[0]);
@@ -97,15 +123,27 @@ fn build_search_filter_and_refuse_a_corrupted_index() {
     assert_eq!(v["rerank"]["status"], "unavailable", "no reranker configured");
 
     // The filter applies before ranking: a Coca-Cola question restricted to Apple returns Apple only.
-    let v: Value =
-        serde_json::from_str(&ok(&["search", "--index", idx_s, "--json", "--ticker", "AAPL", "--top-k", "8", "bottlers concentrate syrup"])).unwrap();
+    let v: Value = serde_json::from_str(&ok(&[
+        "search",
+        "--index",
+        idx_s,
+        "--json",
+        "--ticker",
+        "AAPL",
+        "--top-k",
+        "8",
+        "bottlers concentrate syrup",
+    ]))
+    .unwrap();
     let hits = v["hits"].as_array().unwrap();
     assert_eq!(hits.len(), 8);
     assert!(hits.iter().all(|h| h["documentId"].as_str().unwrap().starts_with("AAPL_")), "{v}");
 
     // Each single path works on its own.
     for mode in ["dense", "bm25", "splade"] {
-        let v: Value = serde_json::from_str(&ok(&["search", "--index", idx_s, "--json", "--mode", mode, "iPhone net sales"])).unwrap();
+        let v: Value =
+            serde_json::from_str(&ok(&["search", "--index", idx_s, "--json", "--mode", mode, "iPhone net sales"]))
+                .unwrap();
         let top = &v["hits"][0];
         assert!(top["documentId"].as_str().unwrap().starts_with("AAPL_"), "{mode}: {top}");
         assert_eq!(top["diagnostics"]["paths"].as_object().unwrap().keys().collect::<Vec<_>>(), vec![mode]);
@@ -120,7 +158,14 @@ fn build_search_filter_and_refuse_a_corrupted_index() {
     let whole = std::fs::read(&onnx).unwrap();
     std::fs::write(&onnx, &whole[..whole.len() / 3]).unwrap();
     let with_models = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_sextant")).current_dir(repo()).env("RUST_BACKTRACE", "0").arg("--models").arg(&models).args(args).output().unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_sextant"))
+            .current_dir(repo())
+            .env("RUST_BACKTRACE", "0")
+            .arg("--models")
+            .arg(&models)
+            .args(args)
+            .output()
+            .unwrap();
         assert!(!out.status.success());
         String::from_utf8_lossy(&out.stderr).to_string()
     };
@@ -161,7 +206,17 @@ fn build_search_filter_and_refuse_a_corrupted_index() {
 
 fn eval(set: &str, split: &str, mode: &str) -> f64 {
     let dir = shared().join("data").join(set);
-    let v: Value = serde_json::from_str(&ok(&["eval", "--beir", dir.to_str().unwrap(), "--split", split, "--mode", mode, "--json"])).unwrap();
+    let v: Value = serde_json::from_str(&ok(&[
+        "eval",
+        "--beir",
+        dir.to_str().unwrap(),
+        "--split",
+        split,
+        "--mode",
+        mode,
+        "--json",
+    ]))
+    .unwrap();
     assert_eq!(v["mode"], mode);
     assert!(v["queries"].as_u64().unwrap() > 100);
     assert!(v["docs"].as_u64().unwrap() > 3000);

@@ -17,10 +17,39 @@ fn iterations() -> usize {
 
 /// Tokens worth splicing into JSON-ish inputs.
 const DICTIONARY: &[&[u8]] = &[
-    b"{", b"}", b"[", b"]", b"\"", b":", b",", b"null", b"true", b"false", b"-1", b"0", b"1e309", b"-0.0",
-    b"18446744073709551616", b"\"\\u0000\"", b"\"\\ud800\"", b"\"Q5\"", b"\"2025-02-30\"", b"\"%\"", b"{\"gte\":",
-    b"\"_conditions\":[", b"\"_operator\":\"XOR\"", b"\"top_k\":", b"\"limit\":", b"\"filters\":", b"\"query\":",
-    b"\"question\":", b"\"History\":[", b"\"SearchFilters\":[", b"\xff\xfe", b"\xe2\x80\xae", b"\n",
+    b"{",
+    b"}",
+    b"[",
+    b"]",
+    b"\"",
+    b":",
+    b",",
+    b"null",
+    b"true",
+    b"false",
+    b"-1",
+    b"0",
+    b"1e309",
+    b"-0.0",
+    b"18446744073709551616",
+    b"\"\\u0000\"",
+    b"\"\\ud800\"",
+    b"\"Q5\"",
+    b"\"2025-02-30\"",
+    b"\"%\"",
+    b"{\"gte\":",
+    b"\"_conditions\":[",
+    b"\"_operator\":\"XOR\"",
+    b"\"top_k\":",
+    b"\"limit\":",
+    b"\"filters\":",
+    b"\"query\":",
+    b"\"question\":",
+    b"\"History\":[",
+    b"\"SearchFilters\":[",
+    b"\xff\xfe",
+    b"\xe2\x80\xae",
+    b"\n",
 ];
 
 struct Rng(u64);
@@ -32,7 +61,11 @@ impl Rng {
         self.0
     }
     fn below(&mut self, n: usize) -> usize {
-        if n == 0 { 0 } else { (self.next() % n as u64) as usize }
+        if n == 0 {
+            0
+        } else {
+            (self.next() % n as u64) as usize
+        }
     }
 }
 
@@ -76,7 +109,10 @@ fn mutate(rng: &mut Rng, seed: &[u8], others: &[Vec<u8>]) -> Vec<u8> {
 
 fn seeds(target: &str) -> Vec<Vec<u8>> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/seeds").join(target);
-    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())).map(|e| e.unwrap().path()).collect();
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
     files.sort();
     let out: Vec<Vec<u8>> = files.iter().map(|p| std::fs::read(p).unwrap()).collect();
     assert!(!out.is_empty(), "no seeds for {target}");
@@ -95,7 +131,11 @@ fn run(target: &str, f: fn(&[u8])) {
     }));
     for (i, input) in inputs.iter().enumerate() {
         if let Err(e) = catch_unwind(AssertUnwindSafe(|| f(input))) {
-            let msg = e.downcast_ref::<String>().cloned().or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
+            let msg = e
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
             let hex: String = input.iter().map(|b| format!("{b:02x}")).collect();
             panic!("fuzz target {target} failed on input #{i} ({} bytes): {msg}\ninput (hex): {hex}", input.len());
         }

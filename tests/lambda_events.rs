@@ -8,13 +8,13 @@ use std::sync::Arc;
 
 use axum::body::to_bytes;
 use serde_json::Value;
-use sextant_keys::LocalKeyStore;
-use sextant_server::{router, ApiConfig, AppState, Indexes, ServedIndex};
 use sextant_core::encode::{default_model_dir, ModelSet};
 use sextant_core::index::format::sha256_hex;
 use sextant_core::index::Index;
 use sextant_core::pipeline::open_engine;
 use sextant_core::storage::LocalDir;
+use sextant_keys::LocalKeyStore;
+use sextant_server::{router, ApiConfig, AppState, Indexes, ServedIndex};
 use tower::ServiceExt;
 
 fn repo() -> PathBuf {
@@ -88,7 +88,11 @@ async fn api_gateway_events_go_through_lambda_http_and_the_router() {
             let file = repo().join("events").join(format!("{name}.{kind}.json"));
             let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
             let request = lambda_http::request::from_str(&text).unwrap_or_else(|e| panic!("{name}.{kind}: {e}"));
-            assert!(request.uri().path().ends_with(&format!("/v1/{}", name.split('-').next().unwrap())), "{name}.{kind}: {}", request.uri());
+            assert!(
+                request.uri().path().ends_with(&format!("/v1/{}", name.split('-').next().unwrap())),
+                "{name}.{kind}: {}",
+                request.uri()
+            );
             let resp = app.clone().oneshot(request.map(axum::body::Body::new)).await.unwrap();
             assert_eq!(resp.status().as_u16(), *status, "{name}.{kind}");
             let id = resp.headers().get("x-request-id").unwrap().to_str().unwrap().to_string();
@@ -104,7 +108,10 @@ async fn api_gateway_events_go_through_lambda_http_and_the_router() {
             seen += 1;
         }
     }
-    let on_disk = std::fs::read_dir(repo().join("events")).unwrap().filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "json")).count();
+    let on_disk = std::fs::read_dir(repo().join("events"))
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "json"))
+        .count();
     assert_eq!(seen, on_disk, "every event in events/ is exercised");
 }
 
@@ -112,7 +119,12 @@ async fn api_gateway_events_go_through_lambda_http_and_the_router() {
 struct DownReranker;
 
 impl sextant_kit::Reranker for DownReranker {
-    fn rerank(&self, _q: &sextant_kit::Query, _items: Vec<sextant_kit::ContextItem>, _k: usize) -> sextant_core::Result<Vec<sextant_kit::ContextItem>> {
+    fn rerank(
+        &self,
+        _q: &sextant_kit::Query,
+        _items: Vec<sextant_kit::ContextItem>,
+        _k: usize,
+    ) -> sextant_core::Result<Vec<sextant_kit::ContextItem>> {
         Err(sextant_core::Error::Component { component: "reranker".into(), reason: "connection refused".into() })
     }
 }
@@ -122,14 +134,18 @@ async fn a_failing_reranker_leaves_the_fused_order_and_says_so() {
     let models = ModelSet::under(&default_model_dir());
     let index = Arc::new(test_index());
     let healthy = open_engine(index.clone(), &models).unwrap();
-    let down = open_engine(index, &models).unwrap().with_reranker(Some(Arc::new(sextant_kit::EngineReranker::new(DownReranker))));
+    let down = open_engine(index, &models)
+        .unwrap()
+        .with_reranker(Some(Arc::new(sextant_kit::EngineReranker::new(DownReranker))));
     let body = serde_json::json!({"query": "share repurchase program", "limit": 10, "recency_boost": false});
     let fused = post_ok(&app_with(healthy, "pro"), "/v1/search", body.clone()).await;
     let fallback = post_ok(&app_with(down, "pro"), "/v1/search", body).await;
     assert_eq!(fused["meta"]["rerank"]["status"], "unavailable");
     assert_eq!(fallback["meta"]["rerank"]["status"], "failed");
     assert!(fallback["meta"]["rerank"]["reason"].as_str().unwrap().contains("connection refused"));
-    let ids = |v: &Value| v["results"].as_array().unwrap().iter().map(|u| u["unit_id"].as_str().unwrap().to_string()).collect::<Vec<_>>();
+    let ids = |v: &Value| {
+        v["results"].as_array().unwrap().iter().map(|u| u["unit_id"].as_str().unwrap().to_string()).collect::<Vec<_>>()
+    };
     assert!(!ids(&fused).is_empty());
     assert_eq!(ids(&fallback), ids(&fused), "the fused order is served when the reranker fails");
     for u in fallback["results"].as_array().unwrap() {
@@ -150,8 +166,14 @@ async fn a_configured_cross_encoder_reranks_and_reports_its_ranks() {
     assert_eq!(r["meta"]["rerank"]["status"], "applied", "{}", r["meta"]);
     assert_eq!(r["chunks"].as_array().unwrap().len(), 5);
     // The knowledge-base endpoint keeps only nodes whose rerank score reaches RerankMinScore.
-    let all = post_ok(&app, "/ws/index/retrieve", serde_json::json!({"IndexId": "demo", "Query": "share repurchase program", "RerankTopN": 20})).await;
-    let scores: Vec<f64> = all["Data"]["Nodes"].as_array().unwrap().iter().map(|n| n["Score"].as_f64().unwrap()).collect();
+    let all = post_ok(
+        &app,
+        "/ws/index/retrieve",
+        serde_json::json!({"IndexId": "demo", "Query": "share repurchase program", "RerankTopN": 20}),
+    )
+    .await;
+    let scores: Vec<f64> =
+        all["Data"]["Nodes"].as_array().unwrap().iter().map(|n| n["Score"].as_f64().unwrap()).collect();
     assert_eq!(scores.len(), 20);
     assert!(all["Data"]["Nodes"][0]["Metadata"]["rerank"]["status"] == "applied");
     let mut sorted = scores.clone();
@@ -190,7 +212,12 @@ impl sextant_core::pipeline::PathRetriever for GatedDense {
     fn path(&self) -> sextant_core::pipeline::Path {
         sextant_core::pipeline::Path::Dense
     }
-    fn retrieve(&self, q: &sextant_core::pipeline::PreparedQuery, allowed: Option<&sextant_core::index::Bitset>, k: usize) -> sextant_core::Result<Vec<sextant_core::pipeline::PathHit>> {
+    fn retrieve(
+        &self,
+        q: &sextant_core::pipeline::PreparedQuery,
+        allowed: Option<&sextant_core::index::Bitset>,
+        k: usize,
+    ) -> sextant_core::Result<Vec<sextant_core::pipeline::PathHit>> {
         self.reached.send(()).unwrap();
         self.gate.lock().unwrap().recv().unwrap();
         self.inner.retrieve(q, allowed, k)
@@ -201,7 +228,12 @@ impl sextant_core::pipeline::PathRetriever for GatedDense {
 struct CountingReranker(Arc<std::sync::atomic::AtomicUsize>);
 
 impl sextant_kit::Reranker for CountingReranker {
-    fn rerank(&self, _q: &sextant_kit::Query, items: Vec<sextant_kit::ContextItem>, k: usize) -> sextant_core::Result<Vec<sextant_kit::ContextItem>> {
+    fn rerank(
+        &self,
+        _q: &sextant_kit::Query,
+        items: Vec<sextant_kit::ContextItem>,
+        k: usize,
+    ) -> sextant_core::Result<Vec<sextant_kit::ContextItem>> {
         self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         Ok(items.into_iter().take(k).collect())
     }
@@ -217,16 +249,26 @@ async fn a_request_cancelled_mid_flight_leaves_no_work_behind() {
     let index = Arc::new(test_index());
     let requests = [
         ("/v1/search", serde_json::json!({"query": "share repurchase program", "limit": 5})),
-        ("/v1/context", serde_json::json!({"question": "What risks do the filings describe about competition?", "route": "narrative"})),
+        (
+            "/v1/context",
+            serde_json::json!({"question": "What risks do the filings describe about competition?", "route": "narrative"}),
+        ),
     ];
     for (path, body) in requests {
         for cancel in [false, true] {
             let (reached_tx, reached_rx) = std::sync::mpsc::sync_channel(16);
             let (gate_tx, gate_rx) = std::sync::mpsc::channel();
             let reranks = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-            let gated = GatedDense { inner: sextant_core::pipeline::DensePath(index.clone()), reached: reached_tx, gate: std::sync::Mutex::new(gate_rx) };
+            let gated = GatedDense {
+                inner: sextant_core::pipeline::DensePath(index.clone()),
+                reached: reached_tx,
+                gate: std::sync::Mutex::new(gate_rx),
+            };
             let _ = gated.path();
-            let engine = open_engine(index.clone(), &models).unwrap().with_retriever(Box::new(gated)).with_reranker(Some(Arc::new(sextant_kit::EngineReranker::new(CountingReranker(reranks.clone())))));
+            let engine = open_engine(index.clone(), &models)
+                .unwrap()
+                .with_retriever(Box::new(gated))
+                .with_reranker(Some(Arc::new(sextant_kit::EngineReranker::new(CountingReranker(reranks.clone())))));
             let app = app_with(engine, "pro");
             let req = axum::http::Request::post(path)
                 .header("content-type", "application/json")
@@ -248,7 +290,11 @@ async fn a_request_cancelled_mid_flight_leaves_no_work_behind() {
                 // The search thread resumes, sees the cancellation before fusion and stops;
                 // no further search starts.
                 tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
-                assert_eq!(reranks.load(std::sync::atomic::Ordering::SeqCst), 0, "{path}: no rerank after the client left");
+                assert_eq!(
+                    reranks.load(std::sync::atomic::Ordering::SeqCst),
+                    0,
+                    "{path}: no rerank after the client left"
+                );
                 assert!(reached.try_recv().is_err(), "{path}: no search started after the client left");
             } else {
                 // Let every search through (the narrative runs one per company and year).
@@ -257,7 +303,10 @@ async fn a_request_cancelled_mid_flight_leaves_no_work_behind() {
                 }
                 let resp = call.await.unwrap().unwrap();
                 assert_eq!(resp.status().as_u16(), 200, "{path}");
-                assert!(reranks.load(std::sync::atomic::Ordering::SeqCst) >= 1, "{path}: the request left alone is reranked");
+                assert!(
+                    reranks.load(std::sync::atomic::Ordering::SeqCst) >= 1,
+                    "{path}: the request left alone is reranked"
+                );
             }
         }
     }
@@ -283,7 +332,10 @@ async fn two_indexes_of_one_function_share_one_copy_of_the_models() {
     std::env::set_var("SEXTANT_KEYS", &keys);
     std::env::set_var("SEXTANT_MODEL_DIR", default_model_dir());
     let context = sextant_lambda::from_env().await.unwrap();
-    let (a, b) = (context.state.loaded_index("filings-a").unwrap().engine, context.state.loaded_index("filings-b").unwrap().engine);
+    let (a, b) = (
+        context.state.loaded_index("filings-a").unwrap().engine,
+        context.state.loaded_index("filings-b").unwrap().engine,
+    );
     assert!(Arc::ptr_eq(a.dense_encoder(), b.dense_encoder()), "one dense encoder for both indexes");
     assert!(Arc::ptr_eq(a.sparse_encoder(), b.sparse_encoder()), "one SPLADE encoder for both indexes");
 }

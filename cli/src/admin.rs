@@ -6,13 +6,13 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use clap::Subcommand;
-use sextant_keys::{create_key, new_key, now_unix, KeyStore, Plan};
 use sextant_aws::build_job::{self, BuildJob};
 use sextant_aws::versions::VersionedIndex;
 use sextant_aws::{sdk_config, KeyStoreSpec};
 use sextant_core::encode::ModelSet;
 use sextant_core::index::Index;
 use sextant_core::storage::{LocalDir, Location, MemStore, Storage};
+use sextant_keys::{create_key, new_key, now_unix, KeyStore, Plan};
 
 /// `sextant keys ...`.
 #[derive(Subcommand)]
@@ -91,7 +91,13 @@ pub fn keys(spec: &str, cmd: KeysCommand) -> Result<()> {
                     println!("{}", serde_json::json!({ "key": key, "record": rec }));
                 } else {
                     println!("{key}");
-                    eprintln!("created key {}… for {} on plan {} (indexes: {}); store it now, it is not shown again", rec.prefix, rec.tenant, rec.plan, rec.indexes.join(","));
+                    eprintln!(
+                        "created key {}… for {} on plan {} (indexes: {}); store it now, it is not shown again",
+                        rec.prefix,
+                        rec.tenant,
+                        rec.plan,
+                        rec.indexes.join(",")
+                    );
                 }
             }
             KeysCommand::List { json } => {
@@ -99,9 +105,20 @@ pub fn keys(spec: &str, cmd: KeysCommand) -> Result<()> {
                 if json {
                     println!("{}", serde_json::to_string_pretty(&keys)?);
                 } else {
-                    println!("{:<9} {:<16} {:<12} {:<8} {:<20} created", "prefix", "tenant", "plan", "status", "indexes");
+                    println!(
+                        "{:<9} {:<16} {:<12} {:<8} {:<20} created",
+                        "prefix", "tenant", "plan", "status", "indexes"
+                    );
                     for k in keys {
-                        println!("{:<9} {:<16} {:<12} {:<8} {:<20} {}", k.prefix, k.tenant, k.plan, format!("{:?}", k.status).to_lowercase(), k.indexes.join(","), k.created_unix);
+                        println!(
+                            "{:<9} {:<16} {:<12} {:<8} {:<20} {}",
+                            k.prefix,
+                            k.tenant,
+                            k.plan,
+                            format!("{:?}", k.status).to_lowercase(),
+                            k.indexes.join(","),
+                            k.created_unix
+                        );
                     }
                 }
             }
@@ -122,10 +139,20 @@ pub fn plans(spec: &str, cmd: Option<PlansCommand>, json: bool) -> Result<()> {
     runtime()?.block_on(async {
         let store = open_store(spec).await?;
         if let Some(PlansCommand::Set { name, max_top_k, per_minute, per_day }) = cmd {
-            store.put_plan(Plan { name: name.to_ascii_lowercase(), max_top_k, requests_per_minute: per_minute, requests_per_day: per_day }).await?;
+            store
+                .put_plan(Plan {
+                    name: name.to_ascii_lowercase(),
+                    max_top_k,
+                    requests_per_minute: per_minute,
+                    requests_per_day: per_day,
+                })
+                .await?;
         }
         let custom = store.custom_plans().await?;
-        let mut all: Vec<Plan> = Plan::builtin().into_iter().filter(|b| !custom.iter().any(|c| c.name.eq_ignore_ascii_case(&b.name))).collect();
+        let mut all: Vec<Plan> = Plan::builtin()
+            .into_iter()
+            .filter(|b| !custom.iter().any(|c| c.name.eq_ignore_ascii_case(&b.name)))
+            .collect();
         all.extend(custom);
         if json {
             println!("{}", serde_json::to_string_pretty(&all)?);
@@ -171,7 +198,11 @@ pub fn versions(location: &str) -> Result<()> {
 }
 
 /// Runs the index-build job (the `index-build` function's code) from an event file or flags.
-pub fn index_build(event: Option<PathBuf>, fields: serde_json::Map<String, serde_json::Value>, models: &ModelSet) -> Result<()> {
+pub fn index_build(
+    event: Option<PathBuf>,
+    fields: serde_json::Map<String, serde_json::Value>,
+    models: &ModelSet,
+) -> Result<()> {
     let payload = match event {
         Some(p) => serde_json::from_slice(&std::fs::read(&p).with_context(|| format!("reading {}", p.display()))?)?,
         None => serde_json::Value::Object(Default::default()),

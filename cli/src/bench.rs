@@ -80,7 +80,11 @@ pub fn synthesize(base: &Index, target: usize) -> Result<Index> {
         let norm = noisy.iter().map(|x| x * x).sum::<f32>().sqrt();
         vectors.extend(noisy.iter().map(|x| x / norm));
         let text = &base.chunks[src].text;
-        texts.push(if copy == 0 { text.clone() } else { text.split(' ').filter(|_| rng.next() > 0.15).collect::<Vec<_>>().join(" ") });
+        texts.push(if copy == 0 {
+            text.clone()
+        } else {
+            text.split(' ').filter(|_| rng.next() > 0.15).collect::<Vec<_>>().join(" ")
+        });
         let mut sv = SparseVector::default();
         for (&id, &w) in forward[src].ids.iter().zip(&forward[src].weights) {
             if copy == 0 || rng.next() > 0.1 {
@@ -154,7 +158,11 @@ pub fn run(engine: &Engine, queries: &[String], label: &str) -> Result<()> {
 }
 
 /// Times a reranker over 50 passages.
-pub fn rerank50(engine: &Engine, queries: &[String], reranker: &sextant_core::pipeline::CrossEncoderReranker) -> Result<()> {
+pub fn rerank50(
+    engine: &Engine,
+    queries: &[String],
+    reranker: &sextant_core::pipeline::CrossEncoderReranker,
+) -> Result<()> {
     let index = engine.index();
     let passages: Vec<&str> = index.chunks.iter().take(50).map(|c| c.text.as_str()).collect();
     let times: Vec<f64> = queries.iter().take(10).map(|q| time(|| reranker.score(q, &passages)).1).collect();
@@ -174,8 +182,13 @@ pub fn load_time(index: &Index) -> Result<()> {
         loads.push(t);
     }
     let bytes: u64 = std::fs::read_dir(&dir)?.filter_map(|e| e.ok()?.metadata().ok()).map(|m| m.len()).sum();
-    println!("\nindex load ({} chunks, {:.1} MB, checksums verified): {:.1} ms (best of 3; save {:.0} ms)",
-        index.chunks.len(), bytes as f64 / 1e6, loads.iter().cloned().fold(f64::MAX, f64::min), save_ms);
+    println!(
+        "\nindex load ({} chunks, {:.1} MB, checksums verified): {:.1} ms (best of 3; save {:.0} ms)",
+        index.chunks.len(),
+        bytes as f64 / 1e6,
+        loads.iter().cloned().fold(f64::MAX, f64::min),
+        save_ms
+    );
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
@@ -205,11 +218,14 @@ pub fn scaled(engine: &Engine, target: usize, cache: &std::path::Path) -> Result
 /// the baseline: the same index loaded from a local directory (memory-mapped).
 pub fn cold_start(index: &Index, s3: &str, label: &str, models: &sextant_core::encode::ModelSet) -> Result<()> {
     use sextant_aws::refresh::open_from_s3;
-    use sextant_core::pipeline::SharedModels;
     use sextant_aws::versions::VersionedIndex;
+    use sextant_core::pipeline::SharedModels;
     use sextant_core::storage::{Location, MemStore};
     let Location::S3 { bucket, prefix } = Location::parse(s3)? else { anyhow::bail!("--s3 must be an s3:// location") };
-    let location = Location::S3 { bucket, prefix: format!("{}/{label}", prefix.trim_end_matches('/')).trim_start_matches('/').to_string() };
+    let location = Location::S3 {
+        bucket,
+        prefix: format!("{}/{label}", prefix.trim_end_matches('/')).trim_start_matches('/').to_string(),
+    };
     let files = MemStore::new(label);
     index.save(&files)?;
     let bytes = files.total_bytes();
@@ -246,13 +262,20 @@ pub fn cold_start(index: &Index, s3: &str, label: &str, models: &sextant_core::e
         }
         local_runs.sort_by(f64::total_cmp);
         std::fs::remove_dir_all(&dir).ok();
-        println!("\n### cold start from S3, {label}: {} chunks, {:.1} MB (median of 3)\n", index.chunks.len(), bytes as f64 / 1e6);
+        println!(
+            "\n### cold start from S3, {label}: {} chunks, {:.1} MB (median of 3)\n",
+            index.chunks.len(),
+            bytes as f64 / 1e6
+        );
         println!("| phase | ms | baseline |");
         println!("|---|---:|---|");
         println!("| client | {client_ms:.0} | |");
         println!("| pointer (GET CURRENT) | {} | |", t.pointer_ms);
         println!("| download (manifest + ranged GETs) | {} | |", t.download_ms);
-        println!("| verify + decode | {} | local directory load (mmap, verified): {:.0} ms |", t.decode_ms, local_runs[1]);
+        println!(
+            "| verify + decode | {} | local directory load (mmap, verified): {:.0} ms |",
+            t.decode_ms, local_runs[1]
+        );
         println!("| models | {} | |", t.models_ms);
         println!("| **total** | **{total:.0}** | local load + models: {:.0} ms |", local_runs[1] + t.models_ms as f64);
         Ok(())
@@ -262,7 +285,13 @@ pub fn cold_start(index: &Index, s3: &str, label: &str, models: &sextant_core::e
 /// Measures whether MaxSim late interaction over the dense model's token vectors improves
 /// the first `depth` of a hybrid ranking (no cross-encoder): the ranking alone, re-scored
 /// by MaxSim, and both fused by RRF, on the same queries.
-pub fn late_interaction(engine: Engine, set: &sextant_core::corpus::BeirSet, paths: Vec<Path>, depth: usize, name: &str) -> Result<()> {
+pub fn late_interaction(
+    engine: Engine,
+    set: &sextant_core::corpus::BeirSet,
+    paths: Vec<Path>,
+    depth: usize,
+    name: &str,
+) -> Result<()> {
     use sextant_kit::eval::evaluate_retriever;
     use sextant_kit::{EngineRetriever, HybridRetriever, LateInteractionRetriever, Retriever};
     let encoder = engine.dense_encoder().clone();
@@ -275,13 +304,21 @@ pub fn late_interaction(engine: Engine, set: &sextant_core::corpus::BeirSet, pat
     let first: Arc<dyn Retriever> = Arc::new(EngineRetriever::new(engine.clone(), template));
     // Every candidate passage's tokens are kept: SciFact's test candidates fit in ~2 GB.
     let late: Arc<dyn Retriever> = Arc::new(
-        LateInteractionRetriever::new(Box::new(first.clone()), encoder).with_first_stage_k(depth).with_cache_capacity(20_000),
+        LateInteractionRetriever::new(Box::new(first.clone()), encoder)
+            .with_first_stage_k(depth)
+            .with_cache_capacity(20_000),
     );
     let fused = HybridRetriever::new(vec![Box::new(first.clone()), Box::new(late.clone())])?.with_candidates(depth);
-    println!("{name}: {} queries, first stage = hybrid top {depth} (one chunk per document, no cross-encoder)", set.queries.len());
+    println!(
+        "{name}: {} queries, first stage = hybrid top {depth} (one chunk per document, no cross-encoder)",
+        set.queries.len()
+    );
     println!("| ranking | nDCG@10 | Recall@10 | MRR@10 | time |\n|---|---|---|---|---|");
-    let variants: [(&str, &dyn Retriever); 3] =
-        [("hybrid (baseline)", first.as_ref()), ("hybrid top-N re-scored by MaxSim", late.as_ref()), ("RRF(hybrid, MaxSim)", &fused)];
+    let variants: [(&str, &dyn Retriever); 3] = [
+        ("hybrid (baseline)", first.as_ref()),
+        ("hybrid top-N re-scored by MaxSim", late.as_ref()),
+        ("RRF(hybrid, MaxSim)", &fused),
+    ];
     for (label, r) in variants {
         let (m, ms) = time(|| evaluate_retriever(r, set));
         let m = m?;

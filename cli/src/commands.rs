@@ -22,7 +22,11 @@ pub fn run(cli: Cli) -> Result<()> {
     models.reranker = cli.reranker.clone();
     match cli.command {
         Command::Build { docs, out, id, ticker, document_type, build, facts } => {
-            let subset = Filter { tickers: ticker.clone(), document_types: document_type.iter().map(|t| t.as_str().into()).collect(), ..Default::default() };
+            let subset = Filter {
+                tickers: ticker.clone(),
+                document_types: document_type.iter().map(|t| t.as_str().into()).collect(),
+                ..Default::default()
+            };
             let mut documents = load_documents(&docs).with_context(|| format!("reading {}", docs.display()))?;
             documents.retain(|d| subset.matches(d));
             let index = build_index(documents, &models, &id, &build)?;
@@ -33,13 +37,33 @@ pub fn run(cli: Cli) -> Result<()> {
                 attachments.extend(Financials::attachment(&store)?);
             }
             let m = index.save_with(&LocalDir::new(&out), attachments)?;
-            eprintln!("index {} written to {} ({} documents, {} chunks)", m.index_id, out.display(), m.documents, m.chunks);
+            eprintln!(
+                "index {} written to {} ({} documents, {} chunks)",
+                m.index_id,
+                out.display(),
+                m.documents,
+                m.chunks
+            );
             Ok(())
         }
-        Command::Serve { addr, index, docs, ticker, facts, id, dev_key, dev_plan, keys, cors_origins, build } => crate::serve::run(
-            crate::serve::ServeArgs { addr, indexes: index, docs, tickers: ticker, facts, id, dev_key, dev_plan, keys, cors_origins, build },
-            models,
-        ),
+        Command::Serve { addr, index, docs, ticker, facts, id, dev_key, dev_plan, keys, cors_origins, build } => {
+            crate::serve::run(
+                crate::serve::ServeArgs {
+                    addr,
+                    indexes: index,
+                    docs,
+                    tickers: ticker,
+                    facts,
+                    id,
+                    dev_key,
+                    dev_plan,
+                    keys,
+                    cors_origins,
+                    build,
+                },
+                models,
+            )
+        }
         Command::Context { index, question, top_k, route } => {
             let (engine, financials) = load_with_financials(&index, &models)?;
             let route = match route {
@@ -53,7 +77,8 @@ pub fn run(cli: Cli) -> Result<()> {
                 guardrails: Default::default(),
                 cancel: None,
             };
-            let context = sextant_finance::build_context(&financials.facts, &financials.companies, Some(&engine), &req)?;
+            let context =
+                sextant_finance::build_context(&financials.facts, &financials.companies, Some(&engine), &req)?;
             println!("{}", serde_json::to_string_pretty(&context)?);
             Ok(())
         }
@@ -136,7 +161,10 @@ pub fn run(cli: Cli) -> Result<()> {
                 println!("{v}");
             } else {
                 println!("{name} {split} mode={} queries={} docs={docs} ({secs:.1}s)", mode.name(), m.queries);
-                println!("  nDCG@10    {:.4}\n  Recall@10  {:.4}\n  Recall@100 {:.4}\n  MRR@10     {:.4}", m.ndcg_at_10, m.recall_at_10, m.recall_at_100, m.mrr_at_10);
+                println!(
+                    "  nDCG@10    {:.4}\n  Recall@10  {:.4}\n  Recall@100 {:.4}\n  MRR@10     {:.4}",
+                    m.ndcg_at_10, m.recall_at_10, m.recall_at_100, m.mrr_at_10
+                );
             }
             Ok(())
         }
@@ -185,7 +213,12 @@ fn dump_path_runs(engine: &Engine, set: &BeirSet, out: &FsPath) -> Result<()> {
                 let list: Vec<_> = o
                     .hits
                     .iter()
-                    .map(|h| serde_json::json!([engine.index().document_of(h.chunk).document_id, h.diagnostics.paths[&p].score]))
+                    .map(|h| {
+                        serde_json::json!([
+                            engine.index().document_of(h.chunk).document_id,
+                            h.diagnostics.paths[&p].score
+                        ])
+                    })
                     .collect();
                 paths.insert(p.name().to_string(), list.into());
             }

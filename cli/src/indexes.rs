@@ -64,7 +64,11 @@ pub fn build_index(documents: Vec<Document>, models: &ModelSet, id: &str, args: 
         sparse_model: model_ref(&models.sparse)?,
     };
     let bar = ProgressBar::new(0);
-    bar.set_style(ProgressStyle::with_template("{msg:8} [{bar:40}] {pos}/{len} chunks {per_sec} eta {eta}").unwrap().progress_chars("=> "));
+    bar.set_style(
+        ProgressStyle::with_template("{msg:8} [{bar:40}] {pos}/{len} chunks {per_sec} eta {eta}")
+            .unwrap()
+            .progress_chars("=> "),
+    );
     let ndocs = documents.len();
     let t = Instant::now();
     let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
@@ -79,7 +83,11 @@ pub fn build_index(documents: Vec<Document>, models: &ModelSet, id: &str, args: 
     bar.finish_and_clear();
     let secs = t.elapsed().as_secs_f64();
     let nchunks = index.chunks.len();
-    eprintln!("built {ndocs} documents, {nchunks} chunks in {secs:.1}s ({:.1} docs/s, {:.1} chunks/s)", ndocs as f64 / secs, nchunks as f64 / secs);
+    eprintln!(
+        "built {ndocs} documents, {nchunks} chunks in {secs:.1}s ({:.1} docs/s, {:.1} chunks/s)",
+        ndocs as f64 / secs,
+        nchunks as f64 / secs
+    );
     Ok(index)
 }
 

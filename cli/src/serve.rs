@@ -7,15 +7,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use sextant_keys::{new_key, LocalKeyStore};
-use sextant_server::{router, ApiConfig, AppState, Indexes, ServedIndex};
 use sextant_core::corpus::load_documents;
 use sextant_core::encode::ModelSet;
-use sextant_finance::{FactStore, Financials};
 use sextant_core::index::format::sha256_hex;
 use sextant_core::index::{Filter, Index};
 use sextant_core::pipeline::SharedModels;
 use sextant_core::storage::LocalDir;
+use sextant_finance::{FactStore, Financials};
+use sextant_keys::{new_key, LocalKeyStore};
+use sextant_server::{router, ApiConfig, AppState, Indexes, ServedIndex};
 
 use crate::cli::BuildArgs;
 use crate::indexes::{build_index, cache_dir, cached_index};
@@ -62,8 +62,12 @@ pub fn run(args: ServeArgs, models: ModelSet) -> Result<()> {
         None => new_key()?,
     };
     store.add(&key, "dev", &args.dev_plan, vec!["*".into()]).context("registering the development key")?;
-    let cors_origins = sextant_server::headers::parse_origins(&args.cors_origins).map_err(|e| anyhow::anyhow!("--cors-origins: {e}"))?;
-    let state = AppState::new(Arc::new(store), ApiConfig { default_index: args.id.clone(), cors_origins, ..Default::default() });
+    let cors_origins = sextant_server::headers::parse_origins(&args.cors_origins)
+        .map_err(|e| anyhow::anyhow!("--cors-origins: {e}"))?;
+    let state = AppState::new(
+        Arc::new(store),
+        ApiConfig { default_index: args.id.clone(), cors_origins, ..Default::default() },
+    );
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(args.addr).await.with_context(|| format!("binding {}", args.addr))?;
@@ -126,7 +130,11 @@ fn load_indexes(args: &ServeArgs, models: &ModelSet, state: &AppState) -> Result
                 state.set_loading(format!("loading index {}", dir.display()));
                 let storage = LocalDir::new(dir);
                 let index = Index::load(&storage).with_context(|| format!("loading index {}", dir.display()))?;
-                let facts = if args.facts.is_empty() { Financials::load(&storage, &index)?.facts } else { FactStore::open(&args.facts)? };
+                let facts = if args.facts.is_empty() {
+                    Financials::load(&storage, &index)?.facts
+                } else {
+                    FactStore::open(&args.facts)?
+                };
                 Ok((index, facts))
             })
             .collect::<Result<_>>()?
@@ -146,9 +154,18 @@ fn load_indexes(args: &ServeArgs, models: &ModelSet, state: &AppState) -> Result
 /// The index of `docs` (or the demo corpus), restricted to `tickers`: reused from the
 /// cache when the same corpus and settings were built before, else built (with progress
 /// on stderr) and cached.
-fn corpus_index(docs: Option<&Path>, tickers: &[String], id: &str, build: &BuildArgs, models: &ModelSet, state: &AppState) -> Result<Index> {
+fn corpus_index(
+    docs: Option<&Path>,
+    tickers: &[String],
+    id: &str,
+    build: &BuildArgs,
+    models: &ModelSet,
+    state: &AppState,
+) -> Result<Index> {
     let (path, bytes_sum) = match docs {
-        Some(p) => (p.to_path_buf(), sha256_hex(&std::fs::read(p).with_context(|| format!("reading {}", p.display()))?)),
+        Some(p) => {
+            (p.to_path_buf(), sha256_hex(&std::fs::read(p).with_context(|| format!("reading {}", p.display()))?))
+        }
         None => {
             let sum = sha256_hex(DEMO_CORPUS);
             let p = cache_dir().join("demo").join(format!("documents-{}.jsonl.gz", &sum[..12]));
@@ -161,7 +178,14 @@ fn corpus_index(docs: Option<&Path>, tickers: &[String], id: &str, build: &Build
     };
     let mut sorted = tickers.iter().map(|t| t.to_ascii_uppercase()).collect::<Vec<_>>();
     sorted.sort();
-    let key = format!("{id}-{}-{}-c{}-k{}-b{}", &bytes_sum[..12], if sorted.is_empty() { "all".into() } else { sorted.join("+") }, build.chunk_tokens, build.k1, build.b);
+    let key = format!(
+        "{id}-{}-{}-c{}-k{}-b{}",
+        &bytes_sum[..12],
+        if sorted.is_empty() { "all".into() } else { sorted.join("+") },
+        build.chunk_tokens,
+        build.k1,
+        build.b
+    );
     let dir = cache_dir().join("indexes").join(key);
     state.set_loading(format!("loading index {}", dir.display()));
     let (index, reused) = cached_index(&dir, || {

@@ -60,7 +60,9 @@ impl RuntimeApi {
         match tokio::time::timeout(timeout, wait).await {
             Ok(Ok(outcome)) => outcome,
             Ok(Err(_)) => Err(serde_json::json!({"emulator": "the invocation was dropped"})),
-            Err(_) => Err(serde_json::json!({"emulator": format!("no answer within {timeout:?}"), "init_error": self.init_error()})),
+            Err(_) => Err(
+                serde_json::json!({"emulator": format!("no answer within {timeout:?}"), "init_error": self.init_error()}),
+            ),
         }
     }
 
@@ -78,7 +80,10 @@ async fn next(State(s): State<Arc<Shared>>) -> Response {
     let mut h = HeaderMap::new();
     h.insert("lambda-runtime-aws-request-id", id.parse().unwrap());
     h.insert("lambda-runtime-deadline-ms", deadline.to_string().parse().unwrap());
-    h.insert("lambda-runtime-invoked-function-arn", "arn:aws:lambda:us-east-1:000000000000:function:test".parse().unwrap());
+    h.insert(
+        "lambda-runtime-invoked-function-arn",
+        "arn:aws:lambda:us-east-1:000000000000:function:test".parse().unwrap(),
+    );
     h.insert("lambda-runtime-trace-id", "Root=1-00000000-000000000000000000000000;Sampled=0".parse().unwrap());
     h.insert("content-type", "application/json".parse().unwrap());
     (h, event.to_string()).into_response()
@@ -95,7 +100,8 @@ fn finish(s: &Shared, id: &str, outcome: Outcome) -> StatusCode {
 }
 
 fn json(body: &Bytes) -> serde_json::Value {
-    serde_json::from_slice(body).unwrap_or_else(|_| serde_json::Value::String(String::from_utf8_lossy(body).into_owned()))
+    serde_json::from_slice(body)
+        .unwrap_or_else(|_| serde_json::Value::String(String::from_utf8_lossy(body).into_owned()))
 }
 
 async fn response(State(s): State<Arc<Shared>>, Path(id): Path<String>, body: Bytes) -> StatusCode {

@@ -3,7 +3,9 @@
 //! through the environment file it writes.
 
 use aws_config::{BehaviorVersion, Region, SdkConfig};
-use aws_sdk_dynamodb::types::{AttributeDefinition, KeySchemaElement, KeyType, ScalarAttributeType, TimeToLiveSpecification, BillingMode};
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType, TimeToLiveSpecification,
+};
 
 /// Endpoints and credentials of the test servers.
 #[derive(Debug, Clone)]
@@ -72,7 +74,11 @@ pub fn unique(prefix: &str) -> String {
 /// Creates a bucket.
 pub async fn create_bucket(config: &SdkConfig, bucket: &str) {
     let s3 = aws_sdk_s3::Client::from_conf(aws_sdk_s3::config::Builder::from(config).force_path_style(true).build());
-    s3.create_bucket().bucket(bucket).send().await.unwrap_or_else(|e| panic!("creating bucket {bucket}: {}", aws_sdk_s3::error::DisplayErrorContext(e)));
+    s3.create_bucket()
+        .bucket(bucket)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("creating bucket {bucket}: {}", aws_sdk_s3::error::DisplayErrorContext(e)));
 }
 
 /// A raw S3 client (path-style), for tampering with objects behind the code under test.
@@ -88,7 +94,13 @@ pub async fn create_tables(config: &SdkConfig, keys: &str, rate: &str) {
         db.create_table()
             .table_name(table)
             .billing_mode(BillingMode::PayPerRequest)
-            .attribute_definitions(AttributeDefinition::builder().attribute_name("pk").attribute_type(ScalarAttributeType::S).build().unwrap())
+            .attribute_definitions(
+                AttributeDefinition::builder()
+                    .attribute_name("pk")
+                    .attribute_type(ScalarAttributeType::S)
+                    .build()
+                    .unwrap(),
+            )
             .key_schema(KeySchemaElement::builder().attribute_name("pk").key_type(KeyType::Hash).build().unwrap())
             .send()
             .await
@@ -96,7 +108,9 @@ pub async fn create_tables(config: &SdkConfig, keys: &str, rate: &str) {
     }
     db.update_time_to_live()
         .table_name(rate)
-        .time_to_live_specification(TimeToLiveSpecification::builder().attribute_name("expires_at").enabled(true).build().unwrap())
+        .time_to_live_specification(
+            TimeToLiveSpecification::builder().attribute_name("expires_at").enabled(true).build().unwrap(),
+        )
         .send()
         .await
         .unwrap();

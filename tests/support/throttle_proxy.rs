@@ -37,7 +37,11 @@ async fn read_message(s: &mut TcpStream) -> Option<(String, Vec<u8>)> {
     let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
     let len = head
         .lines()
-        .find_map(|l| l.split_once(':').filter(|(k, _)| k.trim().eq_ignore_ascii_case("content-length")).map(|(_, v)| v.trim().parse::<usize>().unwrap_or(0)))
+        .find_map(|l| {
+            l.split_once(':')
+                .filter(|(k, _)| k.trim().eq_ignore_ascii_case("content-length"))
+                .map(|(_, v)| v.trim().parse::<usize>().unwrap_or(0))
+        })
         .unwrap_or(0);
     let mut body = buf[head_end..].to_vec();
     while body.len() < len {
@@ -52,7 +56,8 @@ async fn read_message(s: &mut TcpStream) -> Option<(String, Vec<u8>)> {
 
 /// `head` with any `Connection` header replaced by `Connection: close`.
 fn closing(head: &str) -> String {
-    let mut lines: Vec<&str> = head.trim_end().lines().filter(|l| !l.to_ascii_lowercase().starts_with("connection:")).collect();
+    let mut lines: Vec<&str> =
+        head.trim_end().lines().filter(|l| !l.to_ascii_lowercase().starts_with("connection:")).collect();
     lines.push("Connection: close");
     format!("{}\r\n\r\n", lines.join("\r\n"))
 }
@@ -70,7 +75,8 @@ impl ThrottleProxy {
                 let (b, t, target) = (b.clone(), t.clone(), target.clone());
                 tokio::spawn(async move {
                     let Some((head, body)) = read_message(&mut client).await else { return };
-                    let throttle = b.load(Ordering::SeqCst) < 0 || b.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n > 0).then(|| n - 1)).is_ok();
+                    let throttle = b.load(Ordering::SeqCst) < 0
+                        || b.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n > 0).then(|| n - 1)).is_ok();
                     if throttle {
                         t.fetch_add(1, Ordering::SeqCst);
                         let resp = format!(

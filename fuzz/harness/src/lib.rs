@@ -15,7 +15,6 @@ use axum::body::{to_bytes, Body};
 use axum::http::{Request, StatusCode};
 use axum::Router;
 use serde_json::Value;
-use tower::ServiceExt;
 use sextant_core::corpus::Document;
 use sextant_core::encode::{default_model_dir, DenseEncoder, ModelSet, SparseEncoder};
 use sextant_core::index::format::{sha256_hex, FileEntry, ModelRef};
@@ -25,6 +24,7 @@ use sextant_core::storage::{Blob, MemStore};
 use sextant_finance::Financials;
 use sextant_keys::{KeyStore, LocalKeyStore, Plan};
 use sextant_server::{router, ApiConfig, AppState, Indexes, ServedIndex};
+use tower::ServiceExt;
 
 /// The key the harness's requests carry.
 pub const KEY: &str = "sx_fuzz_key";
@@ -68,15 +68,36 @@ impl Harness {
         let dense = DenseEncoder::load(&models.dense)?;
         let sparse = SparseEncoder::load(&models.sparse)?;
         let docs = vec![
-            doc("ma-10k-2024", "MA", "10-K", "2024-02-13", None, &[
-                "Net revenue increased 13% driven by cross-border volume growth.",
-                "We face regulatory risk from interchange fee legislation.",
-            ]),
-            doc("xom-10q-2025q2", "XOM", "10-Q", "2025-08-04", Some("Q2"), &[
-                "Upstream production rose to 4.6 million oil-equivalent barrels per day.",
-                "Capital expenditures were $6.3 billion in the quarter.",
-            ]),
-            doc("xom-call-2025q2", "XOM", "earnings_call", "2025-08-01", Some("Q2"), &["We expect buybacks of $20 billion this year."]),
+            doc(
+                "ma-10k-2024",
+                "MA",
+                "10-K",
+                "2024-02-13",
+                None,
+                &[
+                    "Net revenue increased 13% driven by cross-border volume growth.",
+                    "We face regulatory risk from interchange fee legislation.",
+                ],
+            ),
+            doc(
+                "xom-10q-2025q2",
+                "XOM",
+                "10-Q",
+                "2025-08-04",
+                Some("Q2"),
+                &[
+                    "Upstream production rose to 4.6 million oil-equivalent barrels per day.",
+                    "Capital expenditures were $6.3 billion in the quarter.",
+                ],
+            ),
+            doc(
+                "xom-call-2025q2",
+                "XOM",
+                "earnings_call",
+                "2025-08-01",
+                Some("Q2"),
+                &["We expect buybacks of $20 billion this year."],
+            ),
         ];
         let opts = BuildOptions {
             index_id: "fuzz".into(),
@@ -93,9 +114,17 @@ impl Harness {
         let documents = index.documents.clone();
         let financials = Financials::new(Default::default(), &index);
         let engine = Engine::new(Arc::new(index), Arc::new(dense), Arc::new(sparse), None);
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| sextant_core::Error::task_failed("starting the fuzz runtime", e))?;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| sextant_core::Error::task_failed("starting the fuzz runtime", e))?;
         let keys = LocalKeyStore::in_memory();
-        let plan = Plan { name: "fuzz".into(), max_top_k: 20, requests_per_minute: u32::MAX as u64, requests_per_day: u32::MAX as u64 };
+        let plan = Plan {
+            name: "fuzz".into(),
+            max_top_k: 20,
+            requests_per_minute: u32::MAX as u64,
+            requests_per_day: u32::MAX as u64,
+        };
         rt.block_on(keys.put_plan(plan))?;
         keys.add(KEY, "fuzz", "fuzz", vec!["*".into()])?;
         let state = AppState::new(Arc::new(keys), ApiConfig { default_index: "fuzz".into(), ..Default::default() });
@@ -116,7 +145,8 @@ impl Harness {
         if status == StatusCode::NO_CONTENT {
             return;
         }
-        let v: Value = serde_json::from_slice(&body).unwrap_or_else(|e| panic!("non-JSON body ({e}) with {status} for input {:?}", shown()));
+        let v: Value = serde_json::from_slice(&body)
+            .unwrap_or_else(|e| panic!("non-JSON body ({e}) with {status} for input {:?}", shown()));
         if status.is_client_error() {
             let ok = if kb {
                 v["Success"] == false && v["Code"].is_string() && v["Message"].is_string()
@@ -226,4 +256,3 @@ pub fn apigw_event(data: &[u8]) {
     let Some(request) = convert_quietly(text) else { return };
     harness().send(request.map(Body::new), data);
 }
-

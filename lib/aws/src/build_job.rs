@@ -9,10 +9,10 @@ use serde::{Deserialize, Serialize};
 use sextant_core::corpus::{load_documents, Document};
 use sextant_core::encode::{DenseEncoder, ModelInfo, ModelSet, SparseEncoder};
 use sextant_core::error::{Error, Result};
-use sextant_finance::{FactStore, Financials};
 use sextant_core::index::format::ModelRef;
 use sextant_core::index::{Bm25Params, BuildOptions, Index};
 use sextant_core::storage::{Location, MemStore};
+use sextant_finance::{FactStore, Financials};
 
 use super::s3::S3Store;
 use super::versions::{Published, VersionedIndex};
@@ -76,13 +76,14 @@ impl BuildJob {
         for (k, v) in defaults {
             body.entry(k.clone()).or_insert_with(|| v.clone());
         }
-        let job: BuildJob = serde_path_to_error::deserialize(serde_json::Value::Object(body))
-            .map_err(|e| {
-                let reason = e.inner().to_string();
-                // Missing and unknown fields are reported at the object: name the field itself.
-                let named = ["missing field `", "unknown field `"].iter().find_map(|p| reason.strip_prefix(p)?.split('`').next().map(str::to_string));
-                Error::invalid(named.unwrap_or_else(|| e.path().to_string()), reason)
-            })?;
+        let job: BuildJob = serde_path_to_error::deserialize(serde_json::Value::Object(body)).map_err(|e| {
+            let reason = e.inner().to_string();
+            // Missing and unknown fields are reported at the object: name the field itself.
+            let named = ["missing field `", "unknown field `"]
+                .iter()
+                .find_map(|p| reason.strip_prefix(p)?.split('`').next().map(str::to_string));
+            Error::invalid(named.unwrap_or_else(|| e.path().to_string()), reason)
+        })?;
         if job.index_id.is_empty() || !job.index_id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
             return Err(Error::invalid("index_id", format!("{:?}: use letters, digits, '-' and '_'", job.index_id)));
         }
@@ -110,7 +111,12 @@ impl BuildJob {
     /// `SEXTANT_BUILD_CORPUS`, `SEXTANT_BUILD_TARGET`, `SEXTANT_KEEP_VERSIONS`.
     pub fn env_defaults() -> serde_json::Map<String, serde_json::Value> {
         let mut m = serde_json::Map::new();
-        for (var, field) in [("SEXTANT_BUILD_INDEX_ID", "index_id"), ("SEXTANT_BUILD_CORPUS", "corpus"), ("SEXTANT_BUILD_TARGET", "target"), ("SEXTANT_BUILD_FACTS", "facts")] {
+        for (var, field) in [
+            ("SEXTANT_BUILD_INDEX_ID", "index_id"),
+            ("SEXTANT_BUILD_CORPUS", "corpus"),
+            ("SEXTANT_BUILD_TARGET", "target"),
+            ("SEXTANT_BUILD_FACTS", "facts"),
+        ] {
             if let Ok(v) = std::env::var(var) {
                 m.insert(field.into(), v.into());
             }
@@ -174,7 +180,15 @@ pub async fn run(job: &BuildJob, models: &ModelSet, config: &aws_config::SdkConf
     let build_ms = t.elapsed().as_millis() as u64;
     let t = Instant::now();
     let published = target.publish(&files.0, &expected, job.keep_versions).await?;
-    Ok(BuildReport { index_id: job.index_id.clone(), published, documents: files.1, chunks: files.2, read_ms, build_ms, publish_ms: t.elapsed().as_millis() as u64 })
+    Ok(BuildReport {
+        index_id: job.index_id.clone(),
+        published,
+        documents: files.1,
+        chunks: files.2,
+        read_ms,
+        build_ms,
+        publish_ms: t.elapsed().as_millis() as u64,
+    })
 }
 
 /// Builds an index of `documents` with `models`.
@@ -199,32 +213,55 @@ pub fn build(documents: Vec<Document>, models: &ModelSet, job: &BuildJob) -> Res
 /// Reads every document of a corpus location.
 pub async fn read_corpus(corpus: &str, config: &aws_config::SdkConfig) -> Result<Vec<Document>> {
     match Location::parse(corpus)? {
-        Location::Local(p) => tokio::task::spawn_blocking(move || read_local(&p)).await.map_err(|e| Error::task_failed("reading the corpus", e))?,
+        Location::Local(p) => tokio::task::spawn_blocking(move || read_local(&p))
+            .await
+            .map_err(|e| Error::task_failed("reading the corpus", e))?,
         Location::S3 { bucket, prefix } => {
             let store = S3Store::new(config, &bucket);
             // Objects to read, with their bytes when already fetched (manifest entries are
             // fetched whole to check they exist; listed ones are read by ranges below).
             let keys: Vec<(String, u64, Option<Vec<u8>>)> = if prefix.ends_with(".json") && !corpus.ends_with('/') {
-                let manifest = store.get(&prefix).await?.ok_or_else(|| Error::Storage { location: corpus.into(), reason: "no such object".into() })?;
+                let manifest = store
+                    .get(&prefix)
+                    .await?
+                    .ok_or_else(|| Error::Storage { location: corpus.into(), reason: "no such object".into() })?;
                 #[derive(Deserialize)]
                 struct CorpusManifest {
                     documents: Vec<String>,
                 }
-                let m: CorpusManifest = serde_json::from_slice(&manifest.bytes).map_err(|e| Error::Corpus { source_name: corpus.into(), line: 1, reason: e.to_string() })?;
+                let m: CorpusManifest = serde_json::from_slice(&manifest.bytes).map_err(|e| Error::Corpus {
+                    source_name: corpus.into(),
+                    line: 1,
+                    reason: e.to_string(),
+                })?;
                 let mut keys = Vec::new();
                 for d in m.documents {
                     let key = match Location::parse(&d)? {
                         Location::S3 { bucket: b, prefix: k } if b == bucket => k,
-                        Location::S3 { .. } => return Err(Error::invalid("corpus", format!("{d}: corpus files must be in bucket {bucket}"))),
+                        Location::S3 { .. } => {
+                            return Err(Error::invalid(
+                                "corpus",
+                                format!("{d}: corpus files must be in bucket {bucket}"),
+                            ))
+                        }
                         Location::Local(_) => d.trim_start_matches('/').to_string(),
                     };
-                    let bytes = store.get(&key).await?.map(|o| o.bytes).ok_or_else(|| Error::Storage { location: format!("s3://{bucket}/{key}"), reason: "listed in the corpus manifest but missing".into() })?;
+                    let bytes = store.get(&key).await?.map(|o| o.bytes).ok_or_else(|| Error::Storage {
+                        location: format!("s3://{bucket}/{key}"),
+                        reason: "listed in the corpus manifest but missing".into(),
+                    })?;
                     keys.push((key, bytes.len() as u64, Some(bytes)));
                 }
                 keys
             } else {
                 let dir = if prefix.is_empty() { String::new() } else { format!("{prefix}/") };
-                store.list(&dir).await?.into_iter().filter(|(k, _)| is_jsonl(k)).map(|(k, size)| (k, size, None)).collect()
+                store
+                    .list(&dir)
+                    .await?
+                    .into_iter()
+                    .filter(|(k, _)| is_jsonl(k))
+                    .map(|(k, size)| (k, size, None))
+                    .collect()
             };
             if keys.is_empty() {
                 return Err(Error::invalid("corpus", format!("{corpus}: no .jsonl or .jsonl.gz objects")));
@@ -240,7 +277,9 @@ pub async fn read_corpus(corpus: &str, config: &aws_config::SdkConfig) -> Result
                 let path = scratch.join(&name);
                 std::fs::write(&path, &bytes).map_err(|e| Error::io(&path, e))?;
                 let loaded = load_documents(&path).map_err(|e| match e {
-                    Error::Corpus { line, reason, .. } => Error::Corpus { source_name: format!("s3://{bucket}/{key}"), line, reason },
+                    Error::Corpus { line, reason, .. } => {
+                        Error::Corpus { source_name: format!("s3://{bucket}/{key}"), line, reason }
+                    }
                     e => e,
                 });
                 let _ = std::fs::remove_file(&path);
@@ -258,12 +297,18 @@ pub async fn read_facts(location: &str, config: &aws_config::SdkConfig) -> Resul
     let blobs: Vec<(String, Vec<u8>)> = match Location::parse(location)? {
         Location::Local(p) => {
             let files = if p.is_file() { vec![p.clone()] } else { jsonl_files(&p)? };
-            files.into_iter().map(|f| Ok((f.display().to_string(), std::fs::read(&f).map_err(|e| Error::io(&f, e))?))).collect::<Result<_>>()?
+            files
+                .into_iter()
+                .map(|f| Ok((f.display().to_string(), std::fs::read(&f).map_err(|e| Error::io(&f, e))?)))
+                .collect::<Result<_>>()?
         }
         Location::S3 { bucket, prefix } => {
             let store = S3Store::new(config, &bucket);
             if is_jsonl(&prefix) {
-                let o = store.get(&prefix).await?.ok_or_else(|| Error::Storage { location: location.into(), reason: "no such object".into() })?;
+                let o = store
+                    .get(&prefix)
+                    .await?
+                    .ok_or_else(|| Error::Storage { location: location.into(), reason: "no such object".into() })?;
                 vec![(location.to_string(), o.bytes)]
             } else {
                 let dir = if prefix.is_empty() { String::new() } else { format!("{}/", prefix.trim_end_matches('/')) };
@@ -281,7 +326,9 @@ pub async fn read_facts(location: &str, config: &aws_config::SdkConfig) -> Resul
         tracing::warn!(facts = location, "no .jsonl or .jsonl.gz facts found: building without facts");
         return Ok(FactStore::default());
     }
-    tokio::task::spawn_blocking(move || FactStore::from_bytes(blobs)).await.map_err(|e| Error::task_failed("reading facts", e))?
+    tokio::task::spawn_blocking(move || FactStore::from_bytes(blobs))
+        .await
+        .map_err(|e| Error::task_failed("reading facts", e))?
 }
 
 /// Whether a file or object name is a corpus or facts file (`.jsonl`, `.jsonl.gz`).
@@ -327,7 +374,11 @@ mod tests {
 
     #[test]
     fn jobs_come_from_direct_events_and_eventbridge_with_env_defaults() {
-        let direct = BuildJob::from_event(serde_json::json!({"index_id": "demo", "corpus": "s3://bucket/corpora/demo/"}), &defaults()).unwrap();
+        let direct = BuildJob::from_event(
+            serde_json::json!({"index_id": "demo", "corpus": "s3://bucket/corpora/demo/"}),
+            &defaults(),
+        )
+        .unwrap();
         assert_eq!(direct.target, "s3://bucket/indexes/demo");
         assert_eq!(direct.keep_versions, 3);
         assert_eq!(direct.chunk_tokens, 200);
@@ -346,7 +397,10 @@ mod tests {
             (serde_json::json!({"index_id": "demo", "corpus": "s3://bucket/c/", "target": "s3://B/x"}), "target"),
             (serde_json::json!({"index_id": "demo", "corpus": "s3://bucket/c/", "chunk_tokens": 4}), "chunk_tokens"),
             (serde_json::json!({"index_id": "demo", "corpus": "s3://bucket/c/", "keep_version": 4}), "keep_version"),
-            (serde_json::json!({"index_id": "demo", "corpus": "s3://bucket/c/", "keep_versions": "x"}), "keep_versions"),
+            (
+                serde_json::json!({"index_id": "demo", "corpus": "s3://bucket/c/", "keep_versions": "x"}),
+                "keep_versions",
+            ),
             (serde_json::json!([1]), "event"),
         ] {
             let e = BuildJob::from_event(event.clone(), &defaults()).unwrap_err();
@@ -357,13 +411,17 @@ mod tests {
     #[test]
     fn the_index_build_events_in_events_parse() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../events/index-build");
-        let read = |name: &str| serde_json::from_slice::<serde_json::Value>(&std::fs::read(dir.join(name)).unwrap()).unwrap();
+        let read =
+            |name: &str| serde_json::from_slice::<serde_json::Value>(&std::fs::read(dir.join(name)).unwrap()).unwrap();
         let direct = BuildJob::from_event(read("direct.json"), &serde_json::Map::new()).unwrap();
         assert_eq!((direct.index_id.as_str(), direct.keep_versions), ("demo", 5));
         // A schedule without input carries nothing: the function's environment names the job.
         let env = serde_json::json!({"index_id": "demo", "corpus": "s3://bucket/corpora/demo/", "target": "s3://bucket/indexes/demo"});
         let scheduled = BuildJob::from_event(read("scheduled.json"), env.as_object().unwrap()).unwrap();
         assert_eq!(scheduled.target, "s3://bucket/indexes/demo");
-        assert!(BuildJob::from_event(read("scheduled.json"), &serde_json::Map::new()).is_err(), "no job named anywhere");
+        assert!(
+            BuildJob::from_event(read("scheduled.json"), &serde_json::Map::new()).is_err(),
+            "no job named anywhere"
+        );
     }
 }

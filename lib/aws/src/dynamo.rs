@@ -18,8 +18,10 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 use aws_sdk_dynamodb::Client;
-use sextant_keys::{check_plan, constant_time_eq, rate_windows, ApiKey, KeyStatus, KeyStore, Plan, RateDecision, StoreFuture};
 use sextant_core::error::{Error, Result};
+use sextant_keys::{
+    check_plan, constant_time_eq, rate_windows, ApiKey, KeyStatus, KeyStore, Plan, RateDecision, StoreFuture,
+};
 
 use crate::sdk::storage_error;
 
@@ -184,17 +186,24 @@ impl DynamoKeyStore {
             .expression_attribute_values(":exp", n(expires_at))
             .return_values(ReturnValue::UpdatedNew);
         if let Some(limit) = limit {
-            req = req.condition_expression("attribute_not_exists(#n) OR #n < :limit").expression_attribute_values(":limit", n(limit));
+            req = req
+                .condition_expression("attribute_not_exists(#n) OR #n < :limit")
+                .expression_attribute_values(":limit", n(limit));
         }
         match req.send().await {
             Ok(out) => Ok(Some(out.attributes.as_ref().map(|a| get_n(a, "n")).transpose()?.unwrap_or(0))),
-            Err(e) if matches!(e.as_service_error(), Some(UpdateItemError::ConditionalCheckFailedException(_))) => Ok(None),
+            Err(e) if matches!(e.as_service_error(), Some(UpdateItemError::ConditionalCheckFailedException(_))) => {
+                Ok(None)
+            }
             Err(e) => Err(storage_error(self.loc(table), e)),
         }
     }
 
     async fn count_request(&self, key: &ApiKey, plan: &Plan, now: u64) -> Result<RateDecision> {
-        let table = self.rate_table.as_deref().ok_or_else(|| Error::invalid("keys", "no rate table configured: use dynamodb://KEYS_TABLE/RATE_TABLE"))?;
+        let table = self
+            .rate_table
+            .as_deref()
+            .ok_or_else(|| Error::invalid("keys", "no rate table configured: use dynamodb://KEYS_TABLE/RATE_TABLE"))?;
         let mut tightest = (u64::MAX, u64::MAX, 0u64);
         let mut counted: Vec<(String, u64)> = Vec::new();
         for (len, limit) in rate_windows(plan) {
@@ -294,12 +303,16 @@ mod tests {
 
     #[test]
     fn items_round_trip_keys_and_plans() {
-        let mut k = sextant_keys::key_record("sx_0123456789", "acme", "Pro", vec!["demo".into(), "*".into()], 1_700_000_000);
+        let mut k =
+            sextant_keys::key_record("sx_0123456789", "acme", "Pro", vec!["demo".into(), "*".into()], 1_700_000_000);
         assert_eq!(key_from(&key_item(&k)).unwrap(), k);
         k.status = KeyStatus::Revoked;
         k.revoked_unix = Some(1_700_000_100);
         assert_eq!(key_from(&key_item(&k)).unwrap(), k);
-        assert!(!key_item(&k).values().any(|v| v.as_s().is_ok_and(|s| s.contains("sx_0123456789"))), "the key is never stored");
+        assert!(
+            !key_item(&k).values().any(|v| v.as_s().is_ok_and(|s| s.contains("sx_0123456789"))),
+            "the key is never stored"
+        );
         let p = Plan { name: "team".into(), max_top_k: 20, requests_per_minute: 100, requests_per_day: 10_000 };
         assert_eq!(plan_from(&plan_item(&p)).unwrap(), p);
         let mut broken = plan_item(&p);

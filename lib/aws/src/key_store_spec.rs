@@ -29,16 +29,23 @@ impl KeyStoreSpec {
         let spec = spec.trim();
         let Some(rest) = spec.strip_prefix("dynamodb://") else {
             if spec.is_empty() || spec.contains("://") {
-                return Err(Error::invalid("keys", format!("{spec:?}: give a file path or dynamodb://KEYS_TABLE/RATE_TABLE")));
+                return Err(Error::invalid(
+                    "keys",
+                    format!("{spec:?}: give a file path or dynamodb://KEYS_TABLE/RATE_TABLE"),
+                ));
             }
             return Ok(KeyStoreSpec::File(spec.into()));
         };
         let mut parts = rest.split('/');
-        let table_ok = |t: &str| (3..=255).contains(&t.len()) && t.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c));
+        let table_ok =
+            |t: &str| (3..=255).contains(&t.len()) && t.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c));
         let keys_table = parts.next().unwrap_or_default().to_string();
         let rate_table = parts.next().filter(|t| !t.is_empty()).map(str::to_string);
         if !table_ok(&keys_table) || rate_table.as_deref().is_some_and(|t| !table_ok(t)) || parts.next().is_some() {
-            return Err(Error::invalid("keys", format!("{spec:?}: expected dynamodb://KEYS_TABLE/RATE_TABLE with DynamoDB table names")));
+            return Err(Error::invalid(
+                "keys",
+                format!("{spec:?}: expected dynamodb://KEYS_TABLE/RATE_TABLE with DynamoDB table names"),
+            ));
         }
         Ok(KeyStoreSpec::Dynamo { keys_table, rate_table })
     }
@@ -65,7 +72,10 @@ mod tests {
             KeyStoreSpec::parse("dynamodb://sextant-keys/sextant-rate").unwrap(),
             KeyStoreSpec::Dynamo { keys_table: "sextant-keys".into(), rate_table: Some("sextant-rate".into()) }
         );
-        assert_eq!(KeyStoreSpec::parse("dynamodb://sextant-keys").unwrap(), KeyStoreSpec::Dynamo { keys_table: "sextant-keys".into(), rate_table: None });
+        assert_eq!(
+            KeyStoreSpec::parse("dynamodb://sextant-keys").unwrap(),
+            KeyStoreSpec::Dynamo { keys_table: "sextant-keys".into(), rate_table: None }
+        );
         for bad in ["", "dynamodb://", "dynamodb://a", "dynamodb://k/r/x", "dynamodb://bad table", "redis://x"] {
             assert!(matches!(KeyStoreSpec::parse(bad), Err(Error::InvalidArgument { .. })), "{bad}");
         }

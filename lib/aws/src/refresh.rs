@@ -73,14 +73,22 @@ async fn open_version(source: &VersionedIndex, pointer: &Pointer, models: &Arc<S
     let (index, financials, phases) = source.load(pointer).await?;
     let shared = models.clone();
     let id = index.manifest.index_id.clone();
-    let (engine, took) =
-        tokio::task::spawn_blocking(move || shared.engine(Arc::new(index))).await.map_err(|e| Error::task_failed(format!("opening index {id}"), e))??;
-    let timings = LoadTimings { pointer_ms: 0, download_ms: phases.download_ms, decode_ms: phases.decode_ms, models_ms: took.as_millis() as u64, bytes: phases.bytes };
+    let (engine, took) = tokio::task::spawn_blocking(move || shared.engine(Arc::new(index)))
+        .await
+        .map_err(|e| Error::task_failed(format!("opening index {id}"), e))??;
+    let timings = LoadTimings {
+        pointer_ms: 0,
+        download_ms: phases.download_ms,
+        decode_ms: phases.decode_ms,
+        models_ms: took.as_millis() as u64,
+        bytes: phases.bytes,
+    };
     Ok(LoadedIndex { engine, financials, pointer: pointer.clone(), timings })
 }
 
 /// One index served from S3.
-struct Source {    index: VersionedIndex,
+struct Source {
+    index: VersionedIndex,
     /// The version served.
     version: String,
     /// The last version refused, not to be fetched again.
@@ -99,7 +107,13 @@ pub struct Refresher {
 impl Refresher {
     /// Checks at most every `interval`; new versions are opened with `models`.
     pub fn new(interval: Duration, models: Arc<SharedModels>) -> Arc<Self> {
-        Arc::new(Refresher { models, interval, sources: Mutex::new(HashMap::new()), last_check: Mutex::new(Some(Instant::now())), running: AtomicBool::new(false) })
+        Arc::new(Refresher {
+            models,
+            interval,
+            sources: Mutex::new(HashMap::new()),
+            last_check: Mutex::new(Some(Instant::now())),
+            running: AtomicBool::new(false),
+        })
     }
 
     /// Watches index `id`, now serving `version` (empty when none could be loaded), at `index`.
@@ -127,8 +141,13 @@ impl Refresher {
 
     async fn check_pointers(&self) -> Vec<(String, LoadedIndex)> {
         let mut swapped = Vec::new();
-        let ids: Vec<(String, VersionedIndex, String, Option<String>)> =
-            self.sources.lock().expect("sources lock").iter().map(|(id, s)| (id.clone(), s.index.clone(), s.version.clone(), s.refused.clone())).collect();
+        let ids: Vec<(String, VersionedIndex, String, Option<String>)> = self
+            .sources
+            .lock()
+            .expect("sources lock")
+            .iter()
+            .map(|(id, s)| (id.clone(), s.index.clone(), s.version.clone(), s.refused.clone()))
+            .collect();
         for (id, index, serving, refused) in ids {
             let pointer = match index.pointer().await {
                 Ok(p) => p.pointer,
@@ -155,7 +174,8 @@ impl Refresher {
                     tracing::error!(index = %id, version = %pointer.version, error = %e, "refused a new index version; still serving {serving}");
                     // A version that is itself bad is not fetched again; a store that
                     // failed to answer is asked again at the next check.
-                    if matches!(e, Error::IndexCorrupted { .. } | Error::UnsupportedFormat { .. } | Error::Model { .. }) {
+                    if matches!(e, Error::IndexCorrupted { .. } | Error::UnsupportedFormat { .. } | Error::Model { .. })
+                    {
                         if let Some(s) = self.sources.lock().expect("sources lock").get_mut(&id) {
                             s.refused = Some(pointer.version.clone());
                         }
@@ -170,7 +190,11 @@ impl Refresher {
         let loaded = open_version(index, pointer, &self.models).await?;
         let found = &loaded.engine.index().manifest.index_id;
         if found != id {
-            return Err(Error::IndexCorrupted { file: index.location(), expected: format!("index id {id:?}"), found: found.clone() });
+            return Err(Error::IndexCorrupted {
+                file: index.location(),
+                expected: format!("index id {id:?}"),
+                found: found.clone(),
+            });
         }
         Ok(loaded)
     }

@@ -7,9 +7,9 @@ use aws_sdk_s3::config::{RequestChecksumCalculation, ResponseChecksumValidation}
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
 use aws_sdk_s3::Client;
+use sextant_core::error::{Error, Result};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
-use sextant_core::error::{Error, Result};
 
 use crate::sdk::{endpoint_overridden, storage_error};
 
@@ -79,7 +79,8 @@ impl S3Store {
         match self.client.get_object().bucket(&self.bucket).key(key).send().await {
             Ok(out) => {
                 let etag = out.e_tag().map(str::to_string);
-                let bytes = out.body.collect().await.map_err(|e| storage_error(self.uri(key), e))?.into_bytes().to_vec();
+                let bytes =
+                    out.body.collect().await.map_err(|e| storage_error(self.uri(key), e))?.into_bytes().to_vec();
                 Ok(Some(Object { bytes, etag }))
             }
             Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => Ok(None),
@@ -91,14 +92,18 @@ impl S3Store {
     /// into one buffer; refuses an object of another size.
     pub async fn get_ranged(&self, key: &str, len: u64) -> Result<Vec<u8>> {
         if len <= PART_BYTES {
-            let obj = self.get(key).await?.ok_or_else(|| Error::Storage { location: self.uri(key), reason: "no such object".into() })?;
+            let obj = self
+                .get(key)
+                .await?
+                .ok_or_else(|| Error::Storage { location: self.uri(key), reason: "no such object".into() })?;
             return Ok(obj.bytes);
         }
         let permits = Arc::new(Semaphore::new(CONCURRENCY));
         let mut tasks = JoinSet::new();
         for start in (0..len).step_by(PART_BYTES as usize) {
             let end = (start + PART_BYTES).min(len) - 1;
-            let (client, bucket, key, permits) = (self.client.clone(), self.bucket.clone(), key.to_string(), permits.clone());
+            let (client, bucket, key, permits) =
+                (self.client.clone(), self.bucket.clone(), key.to_string(), permits.clone());
             tasks.spawn(async move {
                 let _permit = permits.acquire_owned().await.expect("semaphore open");
                 let out = client.get_object().bucket(&bucket).key(&key).range(format!("bytes={start}-{end}")).send().await?;
@@ -108,10 +113,15 @@ impl S3Store {
         }
         let mut buf = vec![0u8; len as usize];
         while let Some(joined) = tasks.join_next().await {
-            let (start, bytes) = joined.map_err(|e| Error::task_failed(format!("transfer of {}", self.uri(key)), e))?.map_err(|e| storage_error(self.uri(key), e))?;
+            let (start, bytes) = joined
+                .map_err(|e| Error::task_failed(format!("transfer of {}", self.uri(key)), e))?
+                .map_err(|e| storage_error(self.uri(key), e))?;
             let want = ((start + PART_BYTES).min(len) - start) as usize;
             if bytes.len() != want {
-                return Err(Error::Storage { location: self.uri(key), reason: format!("range at {start}: expected {want} bytes, got {}", bytes.len()) });
+                return Err(Error::Storage {
+                    location: self.uri(key),
+                    reason: format!("range at {start}: expected {want} bytes, got {}", bytes.len()),
+                });
             }
             buf[start as usize..start as usize + want].copy_from_slice(&bytes);
         }
@@ -129,13 +139,15 @@ impl S3Store {
         };
         match req.send().await {
             Ok(out) => Ok(out.e_tag().map(str::to_string)),
-            Err(e) if matches!(e.raw_response().map(|r| r.status().as_u16()), Some(412) | Some(409)) => Err(Error::Conflict {
-                location: self.uri(key),
-                reason: match pre {
-                    Precondition::Absent => "the object was created by someone else meanwhile".into(),
-                    _ => "the object was changed by someone else meanwhile".into(),
-                },
-            }),
+            Err(e) if matches!(e.raw_response().map(|r| r.status().as_u16()), Some(412) | Some(409)) => {
+                Err(Error::Conflict {
+                    location: self.uri(key),
+                    reason: match pre {
+                        Precondition::Absent => "the object was created by someone else meanwhile".into(),
+                        _ => "the object was changed by someone else meanwhile".into(),
+                    },
+                })
+            }
             Err(e) => Err(storage_error(self.uri(key), e)),
         }
     }
@@ -147,8 +159,18 @@ impl S3Store {
             self.put(key, bytes.as_ref().clone(), &Precondition::None).await?;
             return Ok(());
         }
-        let created = self.client.create_multipart_upload().bucket(&self.bucket).key(key).send().await.map_err(|e| storage_error(self.uri(key), e))?;
-        let upload_id = created.upload_id().ok_or_else(|| Error::Storage { location: self.uri(key), reason: "no upload id returned".into() })?.to_string();
+        let created = self
+            .client
+            .create_multipart_upload()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await
+            .map_err(|e| storage_error(self.uri(key), e))?;
+        let upload_id = created
+            .upload_id()
+            .ok_or_else(|| Error::Storage { location: self.uri(key), reason: "no upload id returned".into() })?
+            .to_string();
         let result = self.upload_parts(key, &upload_id, bytes).await;
         match result {
             Ok(parts) => {
@@ -165,7 +187,14 @@ impl S3Store {
                 Ok(())
             }
             Err(e) => {
-                let _ = self.client.abort_multipart_upload().bucket(&self.bucket).key(key).upload_id(&upload_id).send().await;
+                let _ = self
+                    .client
+                    .abort_multipart_upload()
+                    .bucket(&self.bucket)
+                    .key(key)
+                    .upload_id(&upload_id)
+                    .send()
+                    .await;
                 Err(e)
             }
         }
@@ -178,12 +207,26 @@ impl S3Store {
         for (i, start) in (0..len).step_by(PART_BYTES as usize).enumerate() {
             let end = (start + PART_BYTES).min(len);
             let number = i as i32 + 1;
-            let (client, bucket, key, upload_id, bytes, permits) =
-                (self.client.clone(), self.bucket.clone(), key.to_string(), upload_id.to_string(), bytes.clone(), permits.clone());
+            let (client, bucket, key, upload_id, bytes, permits) = (
+                self.client.clone(),
+                self.bucket.clone(),
+                key.to_string(),
+                upload_id.to_string(),
+                bytes.clone(),
+                permits.clone(),
+            );
             tasks.spawn(async move {
                 let _permit = permits.acquire_owned().await.expect("semaphore open");
                 let body = ByteStream::from(bytes[start as usize..end as usize].to_vec());
-                let out = client.upload_part().bucket(bucket).key(key).upload_id(upload_id).part_number(number).body(body).send().await?;
+                let out = client
+                    .upload_part()
+                    .bucket(bucket)
+                    .key(key)
+                    .upload_id(upload_id)
+                    .part_number(number)
+                    .body(body)
+                    .send()
+                    .await?;
                 Ok::<_, aws_sdk_s3::error::SdkError<aws_sdk_s3::operation::upload_part::UploadPartError>>(
                     CompletedPart::builder().part_number(number).set_e_tag(out.e_tag().map(str::to_string)).build(),
                 )
@@ -191,7 +234,9 @@ impl S3Store {
         }
         let mut parts = Vec::new();
         while let Some(joined) = tasks.join_next().await {
-            let part = joined.map_err(|e| Error::task_failed(format!("transfer of {}", self.uri(key)), e))?.map_err(|e| storage_error(self.uri(key), e))?;
+            let part = joined
+                .map_err(|e| Error::task_failed(format!("transfer of {}", self.uri(key)), e))?
+                .map_err(|e| storage_error(self.uri(key), e))?;
             parts.push(part);
         }
         parts.sort_by_key(|p| p.part_number());
@@ -212,7 +257,11 @@ impl S3Store {
                 .send()
                 .await
                 .map_err(|e| storage_error(self.uri(prefix), e))?;
-            out.extend(page.contents().iter().filter_map(|o| Some((o.key()?.to_string(), o.size().unwrap_or(0).max(0) as u64))));
+            out.extend(
+                page.contents()
+                    .iter()
+                    .filter_map(|o| Some((o.key()?.to_string(), o.size().unwrap_or(0).max(0) as u64))),
+            );
             token = page.next_continuation_token().map(str::to_string);
             if token.is_none() {
                 return Ok(out);
@@ -226,10 +275,18 @@ impl S3Store {
         let permits = Arc::new(Semaphore::new(CONCURRENCY));
         let mut tasks = JoinSet::new();
         for (key, _) in &keys {
-            let (client, bucket, key, permits) = (self.client.clone(), self.bucket.clone(), key.clone(), permits.clone());
+            let (client, bucket, key, permits) =
+                (self.client.clone(), self.bucket.clone(), key.clone(), permits.clone());
             tasks.spawn(async move {
                 let _permit = permits.acquire_owned().await.expect("semaphore open");
-                client.delete_object().bucket(bucket).key(&key).send().await.map(|_| ()).map_err(|e| storage_error(key, e))
+                client
+                    .delete_object()
+                    .bucket(bucket)
+                    .key(&key)
+                    .send()
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| storage_error(key, e))
             });
         }
         while let Some(joined) = tasks.join_next().await {

@@ -31,7 +31,8 @@ pub async fn sdk_config() -> SdkConfig {
 /// Loads a new configuration from the environment, as a new process does: what
 /// [`sdk_config`] loads once and shares, and what a cold-start benchmark measures.
 pub async fn load_sdk_config() -> SdkConfig {
-    let attempt = std::env::var("SEXTANT_AWS_ATTEMPT_TIMEOUT_SECS").ok().and_then(|v| v.parse::<f64>().ok()).unwrap_or(10.0);
+    let attempt =
+        std::env::var("SEXTANT_AWS_ATTEMPT_TIMEOUT_SECS").ok().and_then(|v| v.parse::<f64>().ok()).unwrap_or(10.0);
     let timeouts = TimeoutConfig::builder()
         .connect_timeout(Duration::from_secs(2))
         .operation_attempt_timeout(Duration::from_secs_f64(attempt))
@@ -42,7 +43,9 @@ pub async fn load_sdk_config() -> SdkConfig {
 /// Whether an endpoint override is set for `service` (`S3`, `DYNAMODB`): then S3 is
 /// addressed path-style, as S3-compatible servers expect.
 pub(crate) fn endpoint_overridden(service: &str) -> bool {
-    ["AWS_ENDPOINT_URL".to_string(), format!("AWS_ENDPOINT_URL_{service}")].iter().any(|k| std::env::var(k).is_ok_and(|v| !v.trim().is_empty()))
+    ["AWS_ENDPOINT_URL".to_string(), format!("AWS_ENDPOINT_URL_{service}")]
+        .iter()
+        .any(|k| std::env::var(k).is_ok_and(|v| !v.trim().is_empty()))
 }
 
 /// Turns an SDK error into [`Error::Storage`], keeping the whole cause chain.

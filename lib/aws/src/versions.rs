@@ -105,7 +105,9 @@ impl VersionedIndex {
     /// The index at `location` (`s3://bucket/prefix`).
     pub fn new(config: &aws_config::SdkConfig, location: &Location) -> Result<Self> {
         match location {
-            Location::S3 { bucket, prefix } => Ok(VersionedIndex { store: S3Store::new(config, bucket), prefix: prefix.clone() }),
+            Location::S3 { bucket, prefix } => {
+                Ok(VersionedIndex { store: S3Store::new(config, bucket), prefix: prefix.clone() })
+            }
             Location::Local(p) => Err(Error::invalid("location", format!("{} is not an s3:// location", p.display()))),
         }
     }
@@ -178,7 +180,12 @@ impl VersionedIndex {
         bytes += manifest_bytes.len() as u64;
         self.store.put(&format!("{dir}/{MANIFEST}"), manifest_bytes, &Precondition::None).await?;
         let previous = expected.pointer.as_ref().map(|p| p.version.clone());
-        let pointer = Pointer { version: version.clone(), manifest_sha256, published_unix: sextant_keys::now_unix(), previous: previous.clone() };
+        let pointer = Pointer {
+            version: version.clone(),
+            manifest_sha256,
+            published_unix: sextant_keys::now_unix(),
+            previous: previous.clone(),
+        };
         let pre = match &expected.etag {
             Some(t) => Precondition::ETag(t.clone()),
             None => Precondition::Absent,
@@ -210,7 +217,13 @@ impl VersionedIndex {
     /// "directory" visible as a common prefix.
     pub async fn versions(&self) -> Result<Vec<String>> {
         let root = format!("{}/", self.key("versions"));
-        let mut v: Vec<String> = self.store.list(&root).await?.into_iter().filter_map(|(k, _)| Some(k.strip_prefix(&root)?.split('/').next()?.to_string())).collect();
+        let mut v: Vec<String> = self
+            .store
+            .list(&root)
+            .await?
+            .into_iter()
+            .filter_map(|(k, _)| Some(k.strip_prefix(&root)?.split('/').next()?.to_string()))
+            .collect();
         v.sort();
         v.dedup();
         Ok(v)
@@ -244,14 +257,19 @@ impl VersionedIndex {
     async fn manifest(&self, pointer: &Pointer) -> Result<(String, String, Manifest)> {
         let dir = self.key(&format!("versions/{}", pointer.version));
         let label = format!("s3://{}/{dir}", self.store.bucket());
-        let manifest_bytes = self.store.get(&format!("{dir}/{MANIFEST}")).await?.ok_or_else(|| Error::IndexCorrupted {
-            file: format!("{label}/{MANIFEST}"),
-            expected: "the manifest of the version CURRENT names".into(),
-            found: "no such object".into(),
-        })?;
+        let manifest_bytes =
+            self.store.get(&format!("{dir}/{MANIFEST}")).await?.ok_or_else(|| Error::IndexCorrupted {
+                file: format!("{label}/{MANIFEST}"),
+                expected: "the manifest of the version CURRENT names".into(),
+                found: "no such object".into(),
+            })?;
         let sum = sha256_hex(&manifest_bytes.bytes);
         if sum != pointer.manifest_sha256 {
-            return Err(Error::IndexCorrupted { file: format!("{label}/{MANIFEST}"), expected: format!("sha256 {}", pointer.manifest_sha256), found: format!("sha256 {sum}") });
+            return Err(Error::IndexCorrupted {
+                file: format!("{label}/{MANIFEST}"),
+                expected: format!("sha256 {}", pointer.manifest_sha256),
+                found: format!("sha256 {sum}"),
+            });
         }
         let files = MemStore::new(label.clone());
         files.insert(MANIFEST, manifest_bytes.bytes);
@@ -269,7 +287,8 @@ impl VersionedIndex {
             tasks.spawn(async move { store.get_ranged(&key, f.bytes).await.map(|b| (f.name, b)) });
         }
         while let Some(joined) = tasks.join_next().await {
-            let (name, bytes) = joined.map_err(|e| Error::task_failed(format!("transfer of {}", files.location()), e))??;
+            let (name, bytes) =
+                joined.map_err(|e| Error::task_failed(format!("transfer of {}", files.location()), e))??;
             files.insert(name, bytes);
         }
         Ok(files)

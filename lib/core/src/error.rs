@@ -38,7 +38,9 @@ pub enum Error {
         found: String,
     },
     /// The index on disk was written by an incompatible version of the format.
-    #[error("index format version {found} is not supported (this build reads versions 1 to {expected}): rebuild the index")]
+    #[error(
+        "index format version {found} is not supported (this build reads versions 1 to {expected}): rebuild the index"
+    )]
     UnsupportedFormat {
         /// The newest version this build reads.
         expected: u32,

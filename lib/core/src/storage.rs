@@ -291,7 +291,10 @@ mod tests {
             Location::parse("s3://my-bucket/indexes/demo/").unwrap(),
             Location::S3 { bucket: "my-bucket".into(), prefix: "indexes/demo".into() }
         );
-        assert_eq!(Location::parse("s3://my-bucket").unwrap(), Location::S3 { bucket: "my-bucket".into(), prefix: String::new() });
+        assert_eq!(
+            Location::parse("s3://my-bucket").unwrap(),
+            Location::S3 { bucket: "my-bucket".into(), prefix: String::new() }
+        );
         assert_eq!(Location::parse("s3://my-bucket/indexes/demo").unwrap().to_string(), "s3://my-bucket/indexes/demo");
         assert_eq!(Location::parse("/data/idx").unwrap(), Location::Local("/data/idx".into()));
         for bad in ["", "s3://", "s3://UPPER/x", "s3://b/x", "s3://bucket/a//b", "s3://bucket/../x", "gs://bucket/x"] {

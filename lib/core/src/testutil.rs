@@ -12,7 +12,11 @@ use crate::pipeline::Engine;
 /// The converted models (`scripts/fetch_models.sh` must have run).
 pub fn model_dir() -> PathBuf {
     let d = crate::encode::default_model_dir();
-    assert!(d.join("minilm-l6-v2/model.onnx").is_file(), "models missing in {}: run scripts/fetch_models.sh", d.display());
+    assert!(
+        d.join("minilm-l6-v2/model.onnx").is_file(),
+        "models missing in {}: run scripts/fetch_models.sh",
+        d.display()
+    );
     d
 }
 
@@ -101,8 +105,18 @@ pub fn small_engine() -> &'static Engine {
         let dense = DenseEncoder::load(&models.dense).unwrap();
         let sparse = SparseEncoder::load(&models.sparse).unwrap();
         let docs = vec![
-            test_document("old", "KO", "2015-02-10", &["Concentrate sales to bottlers rose as unit case volume grew in Latin America."]),
-            test_document("new", "KO", "2024-02-10", &["Concentrate sales to bottlers rose as unit case volume grew in Latin America and Asia."]),
+            test_document(
+                "old",
+                "KO",
+                "2015-02-10",
+                &["Concentrate sales to bottlers rose as unit case volume grew in Latin America."],
+            ),
+            test_document(
+                "new",
+                "KO",
+                "2024-02-10",
+                &["Concentrate sales to bottlers rose as unit case volume grew in Latin America and Asia."],
+            ),
             test_document(
                 "long",
                 "AAPL",

@@ -22,8 +22,8 @@ use regex_lite::Regex;
 use serde::{Deserialize, Serialize};
 
 use super::facts::FactStore;
-use super::text::{match_phrases, normalize};
 use super::metrics::{find_metrics, Metric, Statement};
+use super::text::{match_phrases, normalize};
 
 /// The five retrieval routes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
@@ -44,7 +44,8 @@ pub enum Route {
 
 impl Route {
     /// Every route.
-    pub const ALL: [Route; 5] = [Route::MetricLookup, Route::Timeseries, Route::FullStatement, Route::Narrative, Route::Hybrid];
+    pub const ALL: [Route; 5] =
+        [Route::MetricLookup, Route::Timeseries, Route::FullStatement, Route::Narrative, Route::Hybrid];
 
     /// The wire name (`metric_lookup`).
     pub fn name(self) -> &'static str {
@@ -123,20 +124,42 @@ pub struct Classification {
 
 /// Words in capitals that are not tickers even when a ticker has that symbol.
 const NOT_TICKERS: &[&str] = &[
-    "A", "AN", "ARE", "HAS", "IT", "AI", "EPS", "FY", "CEO", "CFO", "COO", "US", "USA", "UK", "EU", "GAAP", "SEC", "IPO",
-    "ESG", "EV", "EVS", "HR", "IR", "PM", "AM", "RE", "HE", "HI", "CC", "CF", "MD", "ON", "OR", "SO", "NOW", "ALL", "KEY",
-    "PE", "EBIT", "EBITDA", "COGS", "FCF", "SBC", "YOY", "QOQ", "TTM", "LTM", "ROE", "ROA", "ROI", "CEOS", "AND", "THE",
-    "FOR", "CAN", "BE", "DO", "GO", "I", "Q", "K", "ETF", "API", "LLM", "GPU", "GPUS", "CPU", "DTC", "M", "B", "BN",
+    "A", "AN", "ARE", "HAS", "IT", "AI", "EPS", "FY", "CEO", "CFO", "COO", "US", "USA", "UK", "EU", "GAAP", "SEC",
+    "IPO", "ESG", "EV", "EVS", "HR", "IR", "PM", "AM", "RE", "HE", "HI", "CC", "CF", "MD", "ON", "OR", "SO", "NOW",
+    "ALL", "KEY", "PE", "EBIT", "EBITDA", "COGS", "FCF", "SBC", "YOY", "QOQ", "TTM", "LTM", "ROE", "ROA", "ROI",
+    "CEOS", "AND", "THE", "FOR", "CAN", "BE", "DO", "GO", "I", "Q", "K", "ETF", "API", "LLM", "GPU", "GPUS", "CPU",
+    "DTC", "M", "B", "BN",
 ];
 
 /// First words of company names too common to name the company alone.
 const GENERIC_FIRST_WORDS: &[&str] = &[
-    "the", "global", "international", "united", "american", "general", "first", "national", "home", "union", "wells",
-    "johnson", "procter", "bank", "new", "great", "southern", "northern", "western", "eastern", "central", "carbo",
+    "the",
+    "global",
+    "international",
+    "united",
+    "american",
+    "general",
+    "first",
+    "national",
+    "home",
+    "union",
+    "wells",
+    "johnson",
+    "procter",
+    "bank",
+    "new",
+    "great",
+    "southern",
+    "northern",
+    "western",
+    "eastern",
+    "central",
+    "carbo",
 ];
 
 /// A few well-known names that the filings do not carry.
-const EXTRA_NAMES: &[(&str, &str)] = &[("google", "GOOGL"), ("facebook", "META"), ("j&j", "JNJ"), ("p&g", "PG"), ("coke", "KO")];
+const EXTRA_NAMES: &[(&str, &str)] =
+    &[("google", "GOOGL"), ("facebook", "META"), ("j&j", "JNJ"), ("p&g", "PG"), ("coke", "KO")];
 
 /// The company dictionary: names and tickers to tickers.
 #[derive(Debug, Clone, Default)]
@@ -156,8 +179,27 @@ pub struct Companies {
 /// → `amazon`. Shared by the classifier and `/v1/search`'s `entity`.
 pub fn company_key(name: &str) -> String {
     const SUFFIXES: &[&str] = &[
-        "incorporated", "inc", "corporation", "corp", "company", "co", "plc", "ltd", "limited", "llc", "holdings", "holding",
-        "group", "sa", "nv", "ag", "mn", "de", "the", "&", "and",
+        "incorporated",
+        "inc",
+        "corporation",
+        "corp",
+        "company",
+        "co",
+        "plc",
+        "ltd",
+        "limited",
+        "llc",
+        "holdings",
+        "holding",
+        "group",
+        "sa",
+        "nv",
+        "ag",
+        "mn",
+        "de",
+        "the",
+        "&",
+        "and",
     ];
     let n = normalize(name);
     let mut words: Vec<&str> = n.split(' ').collect();
@@ -232,7 +274,9 @@ impl Companies {
         let mut found: Vec<(usize, String, String)> = Vec::new();
         // Ticker symbols: words in capitals (possessive allowed), as written.
         let mut pos = 0;
-        for word in question.split(|c: char| !(c.is_ascii_alphanumeric() || c == '\'' || c == '’' || c == '.' || c == '&')) {
+        for word in
+            question.split(|c: char| !(c.is_ascii_alphanumeric() || c == '\'' || c == '’' || c == '.' || c == '&'))
+        {
             let start = pos;
             pos += word.len() + 1;
             let w = word.trim_end_matches(['\'', '’', '.']);
@@ -340,10 +384,14 @@ pub fn find_periods(question: &str, newest: Option<i32>) -> Periods {
     let mut out = Periods::default();
     let blank = |text: &mut String, r: std::ops::Range<usize>| text.replace_range(r.clone(), &" ".repeat(r.len()));
 
-    let caps: Vec<_> = p.quarter_range.captures_iter(&text).map(|c| {
-        let g = |i: usize| c.get(i).map(|m| m.as_str().to_string());
-        (c.get(0).map(|m| m.range()).unwrap_or_default(), g(1), g(2), g(3), g(4))
-    }).collect();
+    let caps: Vec<_> = p
+        .quarter_range
+        .captures_iter(&text)
+        .map(|c| {
+            let g = |i: usize| c.get(i).map(|m| m.as_str().to_string());
+            (c.get(0).map(|m| m.range()).unwrap_or_default(), g(1), g(2), g(3), g(4))
+        })
+        .collect();
     for (r, q1, y1, q2, y2) in caps {
         let (q1, q2) = (q1.and_then(|q| q.parse().ok()).unwrap_or(1u8), q2.and_then(|q| q.parse().ok()).unwrap_or(4u8));
         let y2 = y2.as_deref().and_then(full_year);
@@ -355,7 +403,11 @@ pub fn find_periods(question: &str, newest: Option<i32>) -> Periods {
             blank(&mut text, r);
         }
     }
-    let caps: Vec<_> = p.year_range.captures_iter(&text).map(|c| (c.get(0).map(|m| m.range()).unwrap_or_default(), c[1].to_string(), c[2].to_string())).collect();
+    let caps: Vec<_> = p
+        .year_range
+        .captures_iter(&text)
+        .map(|c| (c.get(0).map(|m| m.range()).unwrap_or_default(), c[1].to_string(), c[2].to_string()))
+        .collect();
     for (r, a, b) in caps {
         let (Some(a), Some(b)) = (full_year(&a), full_year(&b)) else { continue };
         let b = if b < 100 + 2000 && b < a { b + 100 } else { b };
@@ -366,10 +418,14 @@ pub fn find_periods(question: &str, newest: Option<i32>) -> Periods {
             blank(&mut text, r);
         }
     }
-    let caps: Vec<_> = p.quarter.captures_iter(&text).map(|c| {
-        let g = |i: usize| c.get(i).map(|m| m.as_str().to_string());
-        (c.get(0).map(|m| m.range()).unwrap_or_default(), g(1).or(g(2)).or(g(3)).or(g(5)), g(4).or(g(6)))
-    }).collect();
+    let caps: Vec<_> = p
+        .quarter
+        .captures_iter(&text)
+        .map(|c| {
+            let g = |i: usize| c.get(i).map(|m| m.as_str().to_string());
+            (c.get(0).map(|m| m.range()).unwrap_or_default(), g(1).or(g(2)).or(g(3)).or(g(5)), g(4).or(g(6)))
+        })
+        .collect();
     for (r, q, y) in caps {
         let Some(q) = q.as_deref().and_then(quarter_word) else { continue };
         out.quarters.push(q);
@@ -380,21 +436,36 @@ pub fn find_periods(question: &str, newest: Option<i32>) -> Periods {
         blank(&mut text, r);
     }
     if let Some(newest) = newest {
-        let caps: Vec<_> = p.since.captures_iter(&text).map(|c| (c.get(0).map(|m| m.range()).unwrap_or_default(), c[1].to_string())).collect();
+        let caps: Vec<_> = p
+            .since
+            .captures_iter(&text)
+            .map(|c| (c.get(0).map(|m| m.range()).unwrap_or_default(), c[1].to_string()))
+            .collect();
         for (r, y) in caps {
             if let Some(y) = full_year(&y).filter(|y| *y <= newest) {
                 out.years.extend(y..=newest);
                 out.range = true;
-                out.signals.push(format!("years {y}-{newest} from {:?} (newest fiscal year held: {newest})", text[r.clone()].trim()));
+                out.signals.push(format!(
+                    "years {y}-{newest} from {:?} (newest fiscal year held: {newest})",
+                    text[r.clone()].trim()
+                ));
                 blank(&mut text, r);
             }
         }
-        let caps: Vec<_> = p.last_n.captures_iter(&text).map(|c| (c.get(0).map(|m| m.range()).unwrap_or_default(), c[1].to_string())).collect();
+        let caps: Vec<_> = p
+            .last_n
+            .captures_iter(&text)
+            .map(|c| (c.get(0).map(|m| m.range()).unwrap_or_default(), c[1].to_string()))
+            .collect();
         for (r, n) in caps {
             if let Some(n) = word_number(&n).filter(|n| (1..=30).contains(n)) {
                 out.years.extend(newest - n + 1..=newest);
                 out.range = n > 1;
-                out.signals.push(format!("years {}-{newest} from {:?} (newest fiscal year held: {newest})", newest - n + 1, text[r.clone()].trim()));
+                out.signals.push(format!(
+                    "years {}-{newest} from {:?} (newest fiscal year held: {newest})",
+                    newest - n + 1,
+                    text[r.clone()].trim()
+                ));
                 blank(&mut text, r);
             }
         }
@@ -405,7 +476,13 @@ pub fn find_periods(question: &str, newest: Option<i32>) -> Periods {
             blank(&mut text, r);
         }
     }
-    let caps: Vec<_> = p.year.captures_iter(&text).map(|c| (c.get(0).map(|m| m.range()).unwrap_or_default(), c.get(1).or(c.get(2)).map(|m| m.as_str().to_string()))).collect();
+    let caps: Vec<_> = p
+        .year
+        .captures_iter(&text)
+        .map(|c| {
+            (c.get(0).map(|m| m.range()).unwrap_or_default(), c.get(1).or(c.get(2)).map(|m| m.as_str().to_string()))
+        })
+        .collect();
     for (r, y) in caps {
         if let Some(y) = y.as_deref().and_then(full_year) {
             out.years.push(y);
@@ -445,22 +522,91 @@ const STATEMENT_CUES: &[(&str, Statement)] = &[
     ("financial statements", Statement::IncomeStatement),
 ];
 const EXPLAIN_CUES: &[&str] = &[
-    "why", "what drove", "drove", "drivers", "driver", "driven", "explain", "explains", "explained", "caused", "cause",
-    "causing", "causes", "reason", "reasons", "affect", "affected", "impact", "impacted", "contributed", "behind",
+    "why",
+    "what drove",
+    "drove",
+    "drivers",
+    "driver",
+    "driven",
+    "explain",
+    "explains",
+    "explained",
+    "caused",
+    "cause",
+    "causing",
+    "causes",
+    "reason",
+    "reasons",
+    "affect",
+    "affected",
+    "impact",
+    "impacted",
+    "contributed",
+    "behind",
     "what happened",
 ];
 const CHANGE_CUES: &[&str] = &[
-    "decline", "declined", "fall", "fell", "drop", "dropped", "rise", "rose", "grow", "grew", "growth", "increase",
-    "increased", "decrease", "decreased", "jump", "jumped", "surge", "change", "changed",
+    "decline",
+    "declined",
+    "fall",
+    "fell",
+    "drop",
+    "dropped",
+    "rise",
+    "rose",
+    "grow",
+    "grew",
+    "growth",
+    "increase",
+    "increased",
+    "decrease",
+    "decreased",
+    "jump",
+    "jumped",
+    "surge",
+    "change",
+    "changed",
 ];
 const TREND_CUES: &[&str] = &[
-    "trend", "trends", "trended", "trending", "history", "historical", "over time", "each year", "every year",
-    "year by year", "by year", "evolve", "evolved", "over the years", "quarterly", "each quarter", "per quarter", "every quarter",
-    "each of the last", "time series", "timeseries",
+    "trend",
+    "trends",
+    "trended",
+    "trending",
+    "history",
+    "historical",
+    "over time",
+    "each year",
+    "every year",
+    "year by year",
+    "by year",
+    "evolve",
+    "evolved",
+    "over the years",
+    "quarterly",
+    "each quarter",
+    "per quarter",
+    "every quarter",
+    "each of the last",
+    "time series",
+    "timeseries",
 ];
-const COMPARE_CUES: &[&str] = &["compare", "compared", "comparison", "versus", "vs", "more than", "less than", "higher", "lower", "which", "bigger", "larger"];
+const COMPARE_CUES: &[&str] = &[
+    "compare",
+    "compared",
+    "comparison",
+    "versus",
+    "vs",
+    "more than",
+    "less than",
+    "higher",
+    "lower",
+    "which",
+    "bigger",
+    "larger",
+];
 /// Words that make a comparison of companies numeric even when no metric is named.
-const QUANTITY_CUES: &[&str] = &["margin", "margins", "growth", "grew", "bigger", "larger", "more profitable", "valuation", "size"];
+const QUANTITY_CUES: &[&str] =
+    &["margin", "margins", "growth", "grew", "bigger", "larger", "more profitable", "valuation", "size"];
 /// Words in metric phrases that only count when not part of a longer expression.
 const NOT_METRIC_CONTEXTS: &[&str] = &["earnings call", "earnings calls", "earnings release", "earnings conference"];
 
@@ -538,7 +684,15 @@ pub fn classify(question: &str, companies: &Companies, hints: &Hints) -> Classif
     } else if let (true, Some(_), Some(q)) = (tickers.len() > 1, &compare, &quantity) {
         (Route::Hybrid, Intent::Comparison, format!("{} companies compared on {q:?}", tickers.len()))
     } else if explain.is_some() && change.is_some() {
-        (Route::Hybrid, Intent::Metric, format!("the explanation cue {:?} on the change {:?}", explain.clone().unwrap_or_default(), change.clone().unwrap_or_default()))
+        (
+            Route::Hybrid,
+            Intent::Metric,
+            format!(
+                "the explanation cue {:?} on the change {:?}",
+                explain.clone().unwrap_or_default(),
+                change.clone().unwrap_or_default()
+            ),
+        )
     } else {
         let intent = if tickers.len() > 1 && compare.is_some() { Intent::Comparison } else { Intent::Narrative };
         (Route::Narrative, intent, "no metric or statement named".to_string())
@@ -558,11 +712,7 @@ pub fn classify(question: &str, companies: &Companies, hints: &Hints) -> Classif
         quarters = vec![1, 2, 3, 4];
         signals.push(format!("quarters Q1-Q4 from {:?}", trend.clone().unwrap_or_default()));
     }
-    let granularity = if !quarters.is_empty() || every_quarter {
-        Granularity::Quarterly
-    } else {
-        Granularity::Annual
-    };
+    let granularity = if !quarters.is_empty() || every_quarter { Granularity::Quarterly } else { Granularity::Annual };
     let concepts = metrics.iter().flat_map(|(m, _)| m.concepts.iter().map(|c| c.to_string())).collect();
     Classification {
         route,
@@ -583,8 +733,8 @@ pub fn classify(question: &str, companies: &Companies, hints: &Hints) -> Classif
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::facts::{Company, FactStore};
     use crate::calendar::FiscalCalendar;
+    use crate::facts::{Company, FactStore};
 
     fn companies() -> Companies {
         let mut store = FactStore::default();
@@ -599,7 +749,13 @@ mod tests {
         ] {
             store.companies.insert(
                 t.into(),
-                Company { ticker: t.into(), names: names.into_iter().map(String::from).collect(), calendar: FiscalCalendar::default(), newest_fiscal_year: Some(newest), newest_period: None },
+                Company {
+                    ticker: t.into(),
+                    names: names.into_iter().map(String::from).collect(),
+                    calendar: FiscalCalendar::default(),
+                    newest_fiscal_year: Some(newest),
+                    newest_period: None,
+                },
             );
         }
         Companies::new(&store, ["A".to_string(), "IT".to_string(), "XOM".to_string()])
@@ -618,7 +774,11 @@ mod tests {
         assert_eq!(t("how did microsoft do"), ["MSFT"]);
         assert_eq!(t("V net income 2024 and MA's"), ["V", "MA"]);
         assert_eq!(t("Coca-Cola's dividends; the Home Depot"), ["KO", "HD"]);
-        assert_eq!(t("A question about IT and AI, in the US"), Vec::<String>::new(), "acronyms and articles are not tickers");
+        assert_eq!(
+            t("A question about IT and AI, in the US"),
+            Vec::<String>::new(),
+            "acronyms and articles are not tickers"
+        );
         assert_eq!(t("the home team and union members"), Vec::<String>::new(), "generic first words alone name nobody");
         assert_eq!(t("What does XOM say"), ["XOM"], "a ticker known from documents only");
     }
@@ -660,12 +820,24 @@ mod tests {
         assert_eq!(route("What are Apple's main risks?"), Route::Narrative);
         assert_eq!(route("Which is more profitable, AAPL or MSFT?"), Route::Hybrid);
         assert_eq!(route("Why did Apple's revenue fall in 2023?"), Route::Hybrid);
-        assert_eq!(route("What did management say on the earnings call?"), Route::Narrative, "'earnings call' is not a metric");
-        assert_eq!(route("compare the margins of Visa and Mastercard"), Route::Hybrid, "a numeric comparison without a metric name");
+        assert_eq!(
+            route("What did management say on the earnings call?"),
+            Route::Narrative,
+            "'earnings call' is not a metric"
+        );
+        assert_eq!(
+            route("compare the margins of Visa and Mastercard"),
+            Route::Hybrid,
+            "a numeric comparison without a metric name"
+        );
         assert_eq!(route("How does Visa's strategy compare with Mastercard's?"), Route::Narrative);
         let c = classify("Apple revenue for each quarter of 2024", &companies(), &Hints::default());
         assert_eq!((c.route, c.quarters.clone()), (Route::Timeseries, vec![1, 2, 3, 4]));
-        let c = classify("Apple revenue 2023", &companies(), &Hints { route: Some(Route::Narrative), ..Default::default() });
+        let c = classify(
+            "Apple revenue 2023",
+            &companies(),
+            &Hints { route: Some(Route::Narrative), ..Default::default() },
+        );
         assert_eq!((c.route, c.forced), (Route::Narrative, true));
         assert!(c.signals.iter().any(|s| s.contains("forced")));
     }

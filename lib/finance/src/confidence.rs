@@ -102,7 +102,10 @@ pub fn narrative_quality(rerank_scores: &[f32], similarities: &[f32], documents:
         ((((mean - 0.2) / 0.4).clamp(0.0, 1.0)) as f64 * 100.0, format!("mean similarity {mean:.2}"))
     };
     let bonus = if documents >= 3 { 5.0 } else { 0.0 } + if similarities.len() >= 5 { 5.0 } else { 0.0 };
-    ((base + bonus).min(100.0), format!("{how}, {documents} documents, {} passages (+{bonus} bonus)", similarities.len()))
+    (
+        (base + bonus).min(100.0),
+        format!("{how}, {documents} documents, {} passages (+{bonus} bonus)", similarities.len()),
+    )
 }
 
 /// Combines the signals with the route's weights.

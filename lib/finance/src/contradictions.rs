@@ -106,7 +106,14 @@ pub fn claims(text: &str, year: Option<i32>, quarterly_doc: Option<u8>) -> Vec<C
             if quarterly_doc.is_some() && quarter.is_none() {
                 continue; // a 10-Q's year-to-date comparison: not a period we hold as such
             }
-            out.push(Claim { text: sentence.to_string(), metric: m.key.into(), direction: if up { "up" } else { "down" }.into(), pct, fiscal_year, quarter });
+            out.push(Claim {
+                text: sentence.to_string(),
+                metric: m.key.into(),
+                direction: if up { "up" } else { "down" }.into(),
+                pct,
+                fiscal_year,
+                quarter,
+            });
         }
     }
     out
@@ -119,7 +126,8 @@ fn sentences(text: &str) -> impl Iterator<Item = &str> {
     let mut start = 0;
     let bytes = text.as_bytes();
     for (i, &b) in bytes.iter().enumerate() {
-        let end = b == b'\n' || (matches!(b, b'.' | b'!' | b'?') && bytes.get(i + 1).is_none_or(|n| n.is_ascii_whitespace()));
+        let end =
+            b == b'\n' || (matches!(b, b'.' | b'!' | b'?') && bytes.get(i + 1).is_none_or(|n| n.is_ascii_whitespace()));
         if end {
             out.push(&text[start..=i]);
             start = i + 1;
@@ -151,13 +159,37 @@ pub fn detect(facts: &FactStore, passages: &[Passage]) -> Vec<Contradiction> {
             let claimed = if claim.direction == "up" { claim.pct } else { -claim.pct };
             let concept = value.concept;
             let (kind, explanation) = if actual != 0.0 && claimed.signum() != actual.signum() && claim.pct > 0.0 {
-                ("direction_mismatch", format!("the passage says {} {} {}%, the facts show {actual:+.1}% ({} vs {})", m.label.to_lowercase(), if claimed > 0.0 { "rose" } else { "fell" }, claim.pct, cmp.period, cmp.prior_period))
+                (
+                    "direction_mismatch",
+                    format!(
+                        "the passage says {} {} {}%, the facts show {actual:+.1}% ({} vs {})",
+                        m.label.to_lowercase(),
+                        if claimed > 0.0 { "rose" } else { "fell" },
+                        claim.pct,
+                        cmp.period,
+                        cmp.prior_period
+                    ),
+                )
             } else if (claimed - actual).abs() > TOLERANCE_POINTS.max(TOLERANCE_RELATIVE * actual.abs()) {
-                ("magnitude_gap", format!("the passage says {claimed:+.1}%, the facts show {actual:+.1}% ({} vs {})", cmp.period, cmp.prior_period))
+                (
+                    "magnitude_gap",
+                    format!(
+                        "the passage says {claimed:+.1}%, the facts show {actual:+.1}% ({} vs {})",
+                        cmp.period, cmp.prior_period
+                    ),
+                )
             } else {
                 continue;
             };
-            out.push(Contradiction { kind: kind.into(), ticker: ticker.into(), claim, chunk_id: p.chunk_id.clone(), facts: cmp, concept, explanation });
+            out.push(Contradiction {
+                kind: kind.into(),
+                ticker: ticker.into(),
+                claim,
+                chunk_id: p.chunk_id.clone(),
+                facts: cmp,
+                concept,
+                explanation,
+            });
         }
     }
     out
@@ -171,11 +203,17 @@ mod tests {
     fn reads_company_level_claims_only() {
         let c = claims("Total net sales decreased 3% during 2023 compared to 2022. iPhone net sales increased 6% due to higher sales.", Some(2023), None);
         assert_eq!(c.len(), 1, "{c:?}");
-        assert_eq!((c[0].metric.as_str(), c[0].direction.as_str(), c[0].pct, c[0].fiscal_year), ("revenue", "down", 3.0, 2023));
+        assert_eq!(
+            (c[0].metric.as_str(), c[0].direction.as_str(), c[0].pct, c[0].fiscal_year),
+            ("revenue", "down", 3.0, 2023)
+        );
         let c = claims("Net income rose by approximately 12.5 percent.", Some(2024), None);
         assert_eq!((c[0].metric.as_str(), c[0].pct, c[0].fiscal_year), ("net_income", 12.5, 2024));
         assert!(claims("Revenue increased in most regions.", Some(2024), None).is_empty(), "no percentage, no claim");
-        assert!(claims("Net sales increased 5% during the first nine months.", Some(2024), Some(3)).is_empty(), "a 10-Q's nine months");
+        assert!(
+            claims("Net sales increased 5% during the first nine months.", Some(2024), Some(3)).is_empty(),
+            "a 10-Q's nine months"
+        );
         let q = claims("Net sales increased 5% during the third quarter of 2024.", Some(2024), Some(3));
         assert_eq!(q[0].quarter, Some(3));
     }

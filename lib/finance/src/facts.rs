@@ -11,8 +11,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::BufRead;
 
 use serde::{Deserialize, Serialize};
-use sextant_core::error::{Error, Result};
 use sextant_core::corpus::Date;
+use sextant_core::error::{Error, Result};
 
 use super::calendar::{days_between, FiscalCalendar};
 
@@ -189,12 +189,16 @@ impl FactStore {
         let mut raws = Vec::new();
         for (name, reader) in inputs {
             for (i, line) in reader.lines().enumerate() {
-                let line = line.map_err(|e| Error::Corpus { source_name: name.clone(), line: i + 1, reason: e.to_string() })?;
+                let line =
+                    line.map_err(|e| Error::Corpus { source_name: name.clone(), line: i + 1, reason: e.to_string() })?;
                 if line.trim().is_empty() {
                     continue;
                 }
-                let raw: RawFact = serde_json::from_str(&line)
-                    .map_err(|e| Error::Corpus { source_name: name.clone(), line: i + 1, reason: e.to_string() })?;
+                let raw: RawFact = serde_json::from_str(&line).map_err(|e| Error::Corpus {
+                    source_name: name.clone(),
+                    line: i + 1,
+                    reason: e.to_string(),
+                })?;
                 raws.push(raw);
             }
         }
@@ -203,7 +207,10 @@ impl FactStore {
 
     /// Reads facts from JSONL files (`.jsonl` or `.jsonl.gz`).
     pub fn open(paths: &[std::path::PathBuf]) -> Result<FactStore> {
-        let inputs = paths.iter().map(|p| Ok((p.display().to_string(), std::fs::read(p).map_err(|e| Error::io(p, e))?))).collect::<Result<_>>()?;
+        let inputs = paths
+            .iter()
+            .map(|p| Ok((p.display().to_string(), std::fs::read(p).map_err(|e| Error::io(p, e))?)))
+            .collect::<Result<_>>()?;
         Self::from_bytes(inputs)
     }
 
@@ -246,7 +253,12 @@ impl FactStore {
             };
             let list = filings.entry(ticker).or_default();
             if !list.iter().any(|f| f.period_end == end && f.form == form) {
-                list.push(Filing { form: form.into(), fiscal_year: fy as i32, fiscal_period: fp.into(), period_end: end });
+                list.push(Filing {
+                    form: form.into(),
+                    fiscal_year: fy as i32,
+                    fiscal_period: fp.into(),
+                    period_end: end,
+                });
             }
         }
         let calendars: BTreeMap<String, FiscalCalendar> = filings
@@ -254,7 +266,10 @@ impl FactStore {
             .map(|(t, fs)| {
                 let mut fs = fs.clone();
                 fs.sort_by(|a, b| b.period_end.cmp(&a.period_end));
-                let annual = fs.iter().find(|f| f.fiscal_period == "FY").and_then(|f| FiscalCalendar::from_annual(f.fiscal_year, &f.period_end));
+                let annual = fs
+                    .iter()
+                    .find(|f| f.fiscal_period == "FY")
+                    .and_then(|f| FiscalCalendar::from_annual(f.fiscal_year, &f.period_end));
                 let quarterly = || {
                     fs.iter().find_map(|f| {
                         let q = f.fiscal_period.strip_prefix('Q')?.parse().ok()?;
@@ -267,7 +282,8 @@ impl FactStore {
 
         // Place each fact in its period; keep one per (ticker, concept, dims, dates, unit),
         // from the newest filing.
-        let mut kept: HashMap<(String, String, Vec<(String, String)>, Option<String>, String, String), (String, Fact)> = HashMap::new();
+        let mut kept: HashMap<(String, String, Vec<(String, String)>, Option<String>, String, String), (String, Fact)> =
+            HashMap::new();
         for r in raws {
             let Some(value) = number(&r.value) else { continue };
             let ticker = r.ticker.trim().to_ascii_uppercase();
@@ -301,7 +317,8 @@ impl FactStore {
             };
             let decimals = r.decimals.as_ref().and_then(number).map(|d| d as i32);
             let key = (ticker.clone(), r.concept.clone(), dims.clone(), start.clone(), end.clone(), unit.clone());
-            let fact = Fact { ticker, concept: r.concept, value, unit, decimals, fiscal_year, span, start, end, dims, source };
+            let fact =
+                Fact { ticker, concept: r.concept, value, unit, decimals, fiscal_year, span, start, end, dims, source };
             match kept.get(&key) {
                 Some((seen_end, _)) if *seen_end >= filing_end => {}
                 _ => {
@@ -313,7 +330,13 @@ impl FactStore {
             kept.into_values().map(|(_, f)| f).partition(|f| f.dims.is_empty());
         consolidated.extend(derive_quarters(&consolidated));
         let order = |a: &Fact, b: &Fact| {
-            (&a.ticker, &a.concept, a.fiscal_year, a.span, &a.dims).cmp(&(&b.ticker, &b.concept, b.fiscal_year, b.span, &b.dims))
+            (&a.ticker, &a.concept, a.fiscal_year, a.span, &a.dims).cmp(&(
+                &b.ticker,
+                &b.concept,
+                b.fiscal_year,
+                b.span,
+                &b.dims,
+            ))
         };
         consolidated.sort_by(order);
         dimensional.sort_by(order);
@@ -392,7 +415,13 @@ impl FactStore {
 
     /// Dimensional facts of `concept` for `ticker` in `fiscal_year`/`span`
     /// (segments, products, geographies).
-    pub fn breakdown<'a>(&'a self, ticker: &'a str, concept: &'a str, fiscal_year: i32, span: Span) -> impl Iterator<Item = &'a Fact> {
+    pub fn breakdown<'a>(
+        &'a self,
+        ticker: &'a str,
+        concept: &'a str,
+        fiscal_year: i32,
+        span: Span,
+    ) -> impl Iterator<Item = &'a Fact> {
         let start = self.dimensional.partition_point(|f| (f.ticker.as_str(), f.concept.as_str()) < (ticker, concept));
         self.dimensional[start..]
             .iter()
@@ -428,15 +457,24 @@ fn derive_quarters(facts: &[Fact]) -> Vec<Fact> {
             (Span::Quarter(1), &[(Span::YearToDate(2), 1.0), (Span::Quarter(2), -1.0)], "6M − Q2"),
             (Span::Quarter(2), &[(Span::YearToDate(2), 1.0), (Span::Quarter(1), -1.0)], "6M − Q1"),
             (Span::Quarter(3), &[(Span::YearToDate(3), 1.0), (Span::YearToDate(2), -1.0)], "9M − 6M"),
-            (Span::Quarter(3), &[(Span::YearToDate(3), 1.0), (Span::Quarter(1), -1.0), (Span::Quarter(2), -1.0)], "9M − Q1 − Q2"),
+            (
+                Span::Quarter(3),
+                &[(Span::YearToDate(3), 1.0), (Span::Quarter(1), -1.0), (Span::Quarter(2), -1.0)],
+                "9M − Q1 − Q2",
+            ),
             (Span::Quarter(4), &[(Span::Year, 1.0), (Span::YearToDate(3), -1.0)], "FY − 9M"),
-            (Span::Quarter(4), &[(Span::Year, 1.0), (Span::Quarter(1), -1.0), (Span::Quarter(2), -1.0), (Span::Quarter(3), -1.0)], "FY − Q1 − Q2 − Q3"),
+            (
+                Span::Quarter(4),
+                &[(Span::Year, 1.0), (Span::Quarter(1), -1.0), (Span::Quarter(2), -1.0), (Span::Quarter(3), -1.0)],
+                "FY − Q1 − Q2 − Q3",
+            ),
         ];
         for (target, terms, formula) in rules {
             if have.contains_key(&target) {
                 continue;
             }
-            let Some(parts) = terms.iter().map(|(s, w)| value(&have, *s).map(|v| v * w)).collect::<Option<Vec<f64>>>() else {
+            let Some(parts) = terms.iter().map(|(s, w)| value(&have, *s).map(|v| v * w)).collect::<Option<Vec<f64>>>()
+            else {
                 continue;
             };
             let base = &have[&terms[0].0].1;
@@ -470,7 +508,14 @@ fn derive_quarters(facts: &[Fact]) -> Vec<Fact> {
 mod tests {
     use super::*;
 
-    fn line(ticker: &str, filing: (&str, &str, &str), concept: &str, value: f64, start: Option<&str>, end: &str) -> String {
+    fn line(
+        ticker: &str,
+        filing: (&str, &str, &str),
+        concept: &str,
+        value: f64,
+        start: Option<&str>,
+        end: &str,
+    ) -> String {
         serde_json::json!({
             "ticker": ticker, "form": filing.0, "fiscal_year": filing.1, "fiscal_period": filing.2,
             "period_end": if filing.2 == "FY" { "September 28, 2024" } else { "2024-06-29" },
@@ -531,7 +576,8 @@ mod tests {
         assert_eq!(parse_date("DECEMBER 31, 2024").as_deref(), Some("2024-12-31"));
         assert_eq!(parse_date("2024-02-02").as_deref(), Some("2024-02-02"));
         assert_eq!(parse_date("someday"), None);
-        let mut l: serde_json::Value = serde_json::from_str(&line("AAPL", K, "us-gaap:Revenues", 5.0, Some("2023-10-01"), "2024-09-28")).unwrap();
+        let mut l: serde_json::Value =
+            serde_json::from_str(&line("AAPL", K, "us-gaap:Revenues", 5.0, Some("2023-10-01"), "2024-09-28")).unwrap();
         l["dims"] = serde_json::json!({"srt:ProductOrServiceAxis": "us-gaap:ProductMember"});
         let s = store(&[l.to_string(), line("AAPL", K, "us-gaap:Revenues", 9.0, Some("2023-10-01"), "2024-09-28")]);
         assert_eq!(s.len(), (1, 1), "dimensional facts are kept apart");
@@ -541,7 +587,8 @@ mod tests {
 
     #[test]
     fn a_bad_line_is_named() {
-        let err = FactStore::from_jsonl(vec![("facts.jsonl".into(), std::io::Cursor::new("{\"ticker\": 1}"))]).unwrap_err();
+        let err =
+            FactStore::from_jsonl(vec![("facts.jsonl".into(), std::io::Cursor::new("{\"ticker\": 1}"))]).unwrap_err();
         assert!(err.to_string().contains("facts.jsonl line 1"), "{err}");
     }
 }

@@ -89,9 +89,12 @@ pub fn narrative(
 ) -> Result<Narrative> {
     let index = engine.index();
     let query_vec = engine.dense_encoder().embed(question)?;
-    let ticker_list: Vec<Option<&String>> = if tickers.is_empty() { vec![None] } else { tickers.iter().map(Some).collect() };
-    let year_list: Vec<Option<i32>> = if years.is_empty() { vec![None] } else { years.iter().copied().map(Some).collect() };
-    let types: HashSet<&DocumentType> = index.documents.iter().map(|d| &d.document_type).filter(|t| is_narrative(t)).collect();
+    let ticker_list: Vec<Option<&String>> =
+        if tickers.is_empty() { vec![None] } else { tickers.iter().map(Some).collect() };
+    let year_list: Vec<Option<i32>> =
+        if years.is_empty() { vec![None] } else { years.iter().copied().map(Some).collect() };
+    let types: HashSet<&DocumentType> =
+        index.documents.iter().map(|d| &d.document_type).filter(|t| is_narrative(t)).collect();
     let mut actions = Vec::new();
     let mut candidates: Vec<Passage> = Vec::new();
     for t in &ticker_list {
@@ -149,12 +152,20 @@ pub fn narrative(
     let before = candidates.len();
     candidates.retain(|p| p.similarity >= guard.min_similarity);
     if candidates.len() < before {
-        actions.push(format!("removed {} passages under similarity {}", before - candidates.len(), guard.min_similarity));
+        actions.push(format!(
+            "removed {} passages under similarity {}",
+            before - candidates.len(),
+            guard.min_similarity
+        ));
     }
     let before = candidates.len();
     candidates.retain(|p| p.rerank_score.is_none_or(|s| s >= guard.min_rerank_score));
     if candidates.len() < before {
-        actions.push(format!("removed {} passages under rerank score {}", before - candidates.len(), guard.min_rerank_score));
+        actions.push(format!(
+            "removed {} passages under rerank score {}",
+            before - candidates.len(),
+            guard.min_rerank_score
+        ));
     }
     let key = |p: &Passage| p.rerank_score.unwrap_or(p.score);
     candidates.sort_by(|a, b| key(b).total_cmp(&key(a)).then(b.similarity.total_cmp(&a.similarity)));

@@ -199,7 +199,8 @@ pub fn compare(later: &Value, earlier: &Value) -> Comparison {
 pub fn newest_period(facts: &FactStore, ticker: &str, quarterly: bool) -> Option<Period> {
     let c = facts.companies.get(ticker)?;
     if quarterly {
-        c.newest_period.map(|(y, s)| Period { fiscal_year: y, quarter: if let Span::Quarter(q) = s { Some(q) } else { Some(4) } })
+        c.newest_period
+            .map(|(y, s)| Period { fiscal_year: y, quarter: if let Span::Quarter(q) = s { Some(q) } else { Some(4) } })
     } else {
         c.newest_fiscal_year.map(|y| Period { fiscal_year: y, quarter: None })
     }
@@ -301,7 +302,11 @@ pub fn statement(facts: &FactStore, ticker: &str, st: Statement, period: Period)
     let mut missing = Vec::new();
     for m in statement_metrics(st) {
         match lookup(facts, ticker, m, period) {
-            Some(value) => lines.push(StatementLine { metric: m.key.into(), prior: lookup(facts, ticker, m, period.prior_year()), value }),
+            Some(value) => lines.push(StatementLine {
+                metric: m.key.into(),
+                prior: lookup(facts, ticker, m, period.prior_year()),
+                value,
+            }),
             None => missing.push(m.key.to_string()),
         }
     }

@@ -83,7 +83,12 @@ pub struct ContextRequest {
 }
 
 /// Builds the context for `req` from `facts` and (for passages) `engine`.
-pub fn build_context(facts: &FactStore, companies: &Companies, engine: Option<&Engine>, req: &ContextRequest) -> Result<Context> {
+pub fn build_context(
+    facts: &FactStore,
+    companies: &Companies,
+    engine: Option<&Engine>,
+    req: &ContextRequest,
+) -> Result<Context> {
     let c = classify(&req.question, companies, &req.hints);
     let mut result = RouteResult::default();
     let mut warnings = Vec::new();
@@ -138,7 +143,11 @@ pub fn build_context(facts: &FactStore, companies: &Companies, engine: Option<&E
                                 note_year(p.fiscal_year);
                                 retrieval_relational.push(95.0);
                             } else {
-                                warnings.push(format!("no {} lines held for {ticker} {}", st.title().to_lowercase(), p.label()));
+                                warnings.push(format!(
+                                    "no {} lines held for {ticker} {}",
+                                    st.title().to_lowercase(),
+                                    p.label()
+                                ));
                             }
                             result.statements.push(table);
                         }
@@ -186,15 +195,28 @@ pub fn build_context(facts: &FactStore, companies: &Companies, engine: Option<&E
                                 None => {
                                     let table = relational::statement(facts, ticker, m.statement, *p);
                                     if table.lines.is_empty() {
-                                        warnings.push(format!("no {} held for {ticker} {}", m.label.to_lowercase(), p.label()));
+                                        warnings.push(format!(
+                                            "no {} held for {ticker} {}",
+                                            m.label.to_lowercase(),
+                                            p.label()
+                                        ));
                                         retrieval_relational.push(0.0);
                                     } else {
-                                        warnings.push(format!("no {} fact for {ticker} {}: the {} stands in", m.label.to_lowercase(), p.label(), m.statement.title().to_lowercase()));
+                                        warnings.push(format!(
+                                            "no {} fact for {ticker} {}: the {} stands in",
+                                            m.label.to_lowercase(),
+                                            p.label(),
+                                            m.statement.title().to_lowercase()
+                                        ));
                                         result.statement_fallback = true;
                                         answered += 1;
                                         note_year(p.fiscal_year);
                                         retrieval_relational.push(72.0);
-                                        if !result.statements.iter().any(|s| s.ticker == table.ticker && s.statement == table.statement && s.period == table.period) {
+                                        if !result.statements.iter().any(|s| {
+                                            s.ticker == table.ticker
+                                                && s.statement == table.statement
+                                                && s.period == table.period
+                                        }) {
                                             result.statements.push(table);
                                         }
                                     }
@@ -215,7 +237,15 @@ pub fn build_context(facts: &FactStore, companies: &Companies, engine: Option<&E
                 if years.len() > MAX_NARRATIVE_YEARS {
                     years = years.split_off(years.len() - MAX_NARRATIVE_YEARS);
                 }
-                let n = narrative::narrative(engine, &req.question, &c.tickers, &years, req.top_k, &req.guardrails, req.cancel.as_ref())?;
+                let n = narrative::narrative(
+                    engine,
+                    &req.question,
+                    &c.tickers,
+                    &years,
+                    req.top_k,
+                    &req.guardrails,
+                    req.cancel.as_ref(),
+                )?;
                 guard_actions.extend(n.actions);
                 let rerank: Vec<f32> = n.passages.iter().filter_map(|p| p.rerank_score).collect();
                 let sims: Vec<f32> = n.passages.iter().map(|p| p.similarity).collect();
@@ -229,7 +259,11 @@ pub fn build_context(facts: &FactStore, companies: &Companies, engine: Option<&E
                     }
                 }
                 if !relational {
-                    let covered = c.tickers.iter().filter(|t| n.passages.iter().any(|p| p.ticker.as_deref() == Some(t.as_str()))).count();
+                    let covered = c
+                        .tickers
+                        .iter()
+                        .filter(|t| n.passages.iter().any(|p| p.ticker.as_deref() == Some(t.as_str())))
+                        .count();
                     asked += c.tickers.len().max(1);
                     answered += if c.tickers.is_empty() { usize::from(!n.passages.is_empty()) } else { covered };
                 }
@@ -249,7 +283,11 @@ pub fn build_context(facts: &FactStore, companies: &Companies, engine: Option<&E
     if result.facts.len() < before {
         guard_actions.push(format!("trimmed {} facts beyond five per concept", before - result.facts.len()));
     }
-    if result.facts.is_empty() && result.timeseries.iter().all(|s| s.points.is_empty()) && result.statements.iter().all(|s| s.lines.is_empty()) && result.passages.is_empty() {
+    if result.facts.is_empty()
+        && result.timeseries.iter().all(|s| s.points.is_empty())
+        && result.statements.iter().all(|s| s.lines.is_empty())
+        && result.passages.is_empty()
+    {
         warnings.push("the context is empty: nothing held matches the question".into());
     }
 
@@ -277,7 +315,15 @@ pub fn build_context(facts: &FactStore, companies: &Companies, engine: Option<&E
             recency: confidence::recency(held_for_recency, newest_returned),
         },
     );
-    Ok(Context { route: c.route, classification: c, result, guardrails: guard_actions, contradictions, confidence, warnings })
+    Ok(Context {
+        route: c.route,
+        classification: c,
+        result,
+        guardrails: guard_actions,
+        contradictions,
+        confidence,
+        warnings,
+    })
 }
 
 /// The periods a relational route looks at for `ticker`.
@@ -295,18 +341,22 @@ fn periods_for(facts: &FactStore, ticker: &str, c: &Classification, route: Route
     } else {
         let Some(newest) = newest else { return Vec::new() };
         match route {
-            Route::Timeseries if !quarterly => (newest.fiscal_year - DEFAULT_SERIES_YEARS + 1..=newest.fiscal_year).collect(),
+            Route::Timeseries if !quarterly => {
+                (newest.fiscal_year - DEFAULT_SERIES_YEARS + 1..=newest.fiscal_year).collect()
+            }
             _ if !c.quarters.is_empty() => {
                 // A quarter without a year: the newest year holding it.
                 let q = c.quarters[0];
-                let y = if newest.quarter.is_some_and(|n| n >= q) { newest.fiscal_year } else { newest.fiscal_year - 1 };
+                let y =
+                    if newest.quarter.is_some_and(|n| n >= q) { newest.fiscal_year } else { newest.fiscal_year - 1 };
                 vec![y]
             }
             _ if quarterly => return vec![newest],
             _ => vec![newest.fiscal_year],
         }
     };
-    let mut out: Vec<Period> = years.iter().flat_map(|y| quarters.iter().map(move |q| Period { fiscal_year: *y, quarter: *q })).collect();
+    let mut out: Vec<Period> =
+        years.iter().flat_map(|y| quarters.iter().map(move |q| Period { fiscal_year: *y, quarter: *q })).collect();
     out.sort();
     out
 }
@@ -330,7 +380,13 @@ mod tests {
 
     fn ask(question: &str) -> Context {
         let (store, companies) = facts();
-        let req = ContextRequest { question: question.into(), hints: Hints::default(), top_k: 10, guardrails: Guardrails::default(), cancel: None };
+        let req = ContextRequest {
+            question: question.into(),
+            hints: Hints::default(),
+            top_k: 10,
+            guardrails: Guardrails::default(),
+            cancel: None,
+        };
         build_context(store, companies, None, &req).unwrap()
     }
 
@@ -428,7 +484,8 @@ mod tests {
         assert_eq!(found[0].facts.pct_change, Some(-2.8));
         assert_eq!(found[0].chunk_id, "planted#0");
         // The true statement is not flagged; a wrong size is.
-        let honest = Passage { text: "Total net sales decreased 3% during 2023 compared to 2022.".into(), ..planted.clone() };
+        let honest =
+            Passage { text: "Total net sales decreased 3% during 2023 compared to 2022.".into(), ..planted.clone() };
         assert!(contradictions::detect(store, &[honest]).is_empty());
         let big = Passage { text: "Total net sales decreased 15% during 2023.".into(), ..planted };
         assert_eq!(contradictions::detect(store, &[big])[0].kind, "magnitude_gap");

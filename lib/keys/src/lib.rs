@@ -15,6 +15,6 @@
 mod store;
 
 pub use store::{
-    check_plan, constant_time_eq, create_key, hash_key, key_record, new_key, now_unix, rate_windows, ApiKey, CachedKeyStore, KeyFile,
-    KeyStatus, KeyStore, LocalKeyStore, Plan, RateDecision, StoreFuture,
+    check_plan, constant_time_eq, create_key, hash_key, key_record, new_key, now_unix, rate_windows, ApiKey,
+    CachedKeyStore, KeyFile, KeyStatus, KeyStore, LocalKeyStore, Plan, RateDecision, StoreFuture,
 };

@@ -171,7 +171,11 @@ pub fn check_plan(plan: &Plan) -> Result<()> {
     if plan.name.is_empty() || !plan.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
         return Err(Error::invalid("plan.name", format!("{:?}: use letters, digits, '-' and '_'", plan.name)));
     }
-    for (field, v) in [("plan.max_top_k", plan.max_top_k as u64), ("plan.requests_per_minute", plan.requests_per_minute), ("plan.requests_per_day", plan.requests_per_day)] {
+    for (field, v) in [
+        ("plan.max_top_k", plan.max_top_k as u64),
+        ("plan.requests_per_minute", plan.requests_per_minute),
+        ("plan.requests_per_day", plan.requests_per_day),
+    ] {
         if v == 0 {
             return Err(Error::invalid(field, "must be at least 1"));
         }
@@ -185,7 +189,13 @@ pub fn rate_windows(plan: &Plan) -> [(u64, u64); 2] {
 }
 
 /// Creates a key in `store` after checking its plan exists; returns the record.
-pub async fn create_key(store: &dyn KeyStore, key: &str, tenant: &str, plan: &str, indexes: Vec<String>) -> Result<ApiKey> {
+pub async fn create_key(
+    store: &dyn KeyStore,
+    key: &str,
+    tenant: &str,
+    plan: &str,
+    indexes: Vec<String>,
+) -> Result<ApiKey> {
     if store.plan(plan).await?.is_none() {
         return Err(Error::invalid("plan", format!("unknown plan {plan:?}")));
     }
@@ -228,11 +238,16 @@ impl LocalKeyStore {
     pub fn open(path: &Path) -> Result<Self> {
         let data = if path.exists() {
             let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-            serde_json::from_slice(&bytes).map_err(|e| Error::invalid("keys file", format!("{}: {e}", path.display())))?
+            serde_json::from_slice(&bytes)
+                .map_err(|e| Error::invalid("keys file", format!("{}: {e}", path.display())))?
         } else {
             KeyFile::default()
         };
-        Ok(LocalKeyStore { path: Some(path.to_path_buf()), data: Mutex::new(data), counters: Mutex::new(HashMap::new()) })
+        Ok(LocalKeyStore {
+            path: Some(path.to_path_buf()),
+            data: Mutex::new(data),
+            counters: Mutex::new(HashMap::new()),
+        })
     }
 
     /// Stores a new key for `tenant` on `plan`, readable on `indexes`; returns the record.
@@ -386,7 +401,11 @@ impl CachedKeyStore {
     }
 
     /// The cached entry: `Ok` when fresh, `Err` with the stale value otherwise.
-    fn lookup<T: Clone>(map: &Mutex<HashMap<String, (std::time::Instant, Option<T>)>>, k: &str, ttl: std::time::Duration) -> Option<std::result::Result<Option<T>, Option<T>>> {
+    fn lookup<T: Clone>(
+        map: &Mutex<HashMap<String, (std::time::Instant, Option<T>)>>,
+        k: &str,
+        ttl: std::time::Duration,
+    ) -> Option<std::result::Result<Option<T>, Option<T>>> {
         let map = map.lock().expect("key cache lock");
         let (at, v) = map.get(k)?;
         Some(if at.elapsed() < ttl { Ok(v.clone()) } else { Err(v.clone()) })
@@ -437,7 +456,11 @@ impl KeyStore for CachedKeyStore {
             match self.inner.count(key, plan, now).await {
                 Err(e) if self.fail_open => {
                     tracing::warn!(error = %e, "rate counter unavailable: request let through uncounted (fail-open)");
-                    Ok(RateDecision::Allowed { limit: plan.requests_per_minute, remaining: plan.requests_per_minute, reset_secs: 60 - now % 60 })
+                    Ok(RateDecision::Allowed {
+                        limit: plan.requests_per_minute,
+                        remaining: plan.requests_per_minute,
+                        reset_secs: 60 - now % 60,
+                    })
                 }
                 r => r,
             }

@@ -3,9 +3,9 @@
 use sextant_core::error::Result;
 use sextant_core::index::{Bm25Index, Bm25Params};
 
-use super::vector::{admitted, hits_to_items};
 use super::item::{ContextItem, Query};
 use super::traits::Retriever;
+use super::vector::{admitted, hits_to_items};
 
 /// BM25 retrieval over a set of items, with the engine's analyser (lower-casing, stop words,
 /// English stemming) and its impact-ordered postings: the same [`Bm25Index`] the engine's
@@ -68,7 +68,8 @@ mod tests {
     fn items() -> Vec<ContextItem> {
         vec![
             ContextItem::new("a", "Revenue increased on iPhone sales.").with_metadata("ticker", json!("AAPL")),
-            ContextItem::new("b", "Revenue increased, revenue from data centres doubled.").with_metadata("ticker", json!("NVDA")),
+            ContextItem::new("b", "Revenue increased, revenue from data centres doubled.")
+                .with_metadata("ticker", json!("NVDA")),
             ContextItem::new("c", "Operating expenses were flat.").with_metadata("ticker", json!("AAPL")),
         ]
     }

@@ -14,9 +14,9 @@ use serde_json::Value;
 use sextant_core::error::{Error, Result};
 use sextant_core::index::VectorStore;
 
-use super::vector::{admitted, hits_to_items, normalize, FlatVectorStore};
 use super::item::{ContextItem, Query};
 use super::traits::Retriever;
+use super::vector::{admitted, hits_to_items, normalize, FlatVectorStore};
 
 /// Content of any modality, as handed to an encoder.
 ///
@@ -117,7 +117,11 @@ impl CrossModalEncoder {
     }
 
     /// Registers (or replaces) the encoder of modality `name`.
-    pub fn register(mut self, name: impl Into<String>, encode: impl Fn(&Content) -> Result<Vec<f32>> + Send + Sync + 'static) -> Self {
+    pub fn register(
+        mut self,
+        name: impl Into<String>,
+        encode: impl Fn(&Content) -> Result<Vec<f32>> + Send + Sync + 'static,
+    ) -> Self {
         self.encoders.insert(name.into(), Arc::new(encode));
         self
     }
@@ -267,7 +271,10 @@ impl SharedSpaceRetriever {
                     _ => {
                         return Err(Error::invalid(
                             "modality",
-                            format!("item {:?} has no string metadata[\"modality\"] and no modality was given", item.id),
+                            format!(
+                                "item {:?} has no string metadata[\"modality\"] and no modality was given",
+                                item.id
+                            ),
                         ))
                     }
                 },
@@ -302,7 +309,8 @@ impl SharedSpaceRetriever {
     /// Checks every vector's dimension before touching the store, so a failure adds nothing.
     fn add(&self, prepared: Vec<(ContextItem, Vec<f32>)>) -> Result<usize> {
         let mut indexed = self.indexed.write().unwrap_or_else(|e| e.into_inner());
-        let dim = if indexed.items.is_empty() { prepared.first().map_or(0, |p| p.1.len()) } else { indexed.store.dim() };
+        let dim =
+            if indexed.items.is_empty() { prepared.first().map_or(0, |p| p.1.len()) } else { indexed.store.dim() };
         if let Some((item, v)) = prepared.iter().find(|(_, v)| v.len() != dim) {
             return Err(Error::invalid(
                 "embedding",
@@ -385,7 +393,9 @@ mod tests {
             .register("image", |c: &Content| match c {
                 Content::Bytes(b) if b.len() >= 2 => Ok(vec![b[0] as f32, b[1] as f32]),
                 // Image "captions" indexed as text: "image" encoder reading text.
-                Content::Text(t) => Ok(vec![t.matches("cat").count() as f32 * 2.0, t.matches("dog").count() as f32 * 2.0]),
+                Content::Text(t) => {
+                    Ok(vec![t.matches("cat").count() as f32 * 2.0, t.matches("dog").count() as f32 * 2.0])
+                }
                 _ => Err(Error::invalid("content", "not an image")),
             })
     }
@@ -453,7 +463,8 @@ mod tests {
     #[test]
     fn indexing_is_all_or_nothing() {
         let r = SharedSpaceRetriever::new(encoder());
-        let untagged = vec![ContextItem::new("a", "cat").with_metadata("modality", json!("text")), ContextItem::new("b", "dog")];
+        let untagged =
+            vec![ContextItem::new("a", "cat").with_metadata("modality", json!("text")), ContextItem::new("b", "dog")];
         let err = r.index(untagged, None).unwrap_err();
         assert!(err.to_string().contains("\"b\""), "{err}");
         let non_string = vec![ContextItem::new("a", "cat").with_metadata("modality", json!(1))];
@@ -496,7 +507,11 @@ mod tests {
         let r = SharedSpaceRetriever::new(encoder()).with_query_modality("image").unwrap();
         r.index(vec![ContextItem::new("c", "cat"), ContextItem::new("d", "dog")], Some("text")).unwrap();
         assert_eq!(r.retrieve(&Query::new("dog"), 1).unwrap()[0].id, "d", "queried through the image encoder");
-        assert_eq!(r.retrieve(&Query::new("dog").with_embedding(vec![1.0, 0.0]), 1).unwrap()[0].id, "c", "the embedding wins");
+        assert_eq!(
+            r.retrieve(&Query::new("dog").with_embedding(vec![1.0, 0.0]), 1).unwrap()[0].id,
+            "c",
+            "the embedding wins"
+        );
         let err = r.retrieve(&Query::new("q").with_embedding(vec![1.0]), 1).unwrap_err();
         assert!(err.to_string().contains("dimension 1"), "{err}");
         assert!(r.retrieve(&Query::new("q").with_embedding(vec![f32::NAN, 1.0]), 1).is_err());

@@ -48,7 +48,10 @@ pub fn engine_filter(query: &Query) -> Result<Filter> {
     for (key, value) in &query.filters {
         let Some((_, field)) = FILTER_KEYS.iter().find(|(k, _)| k == key) else {
             let known: Vec<&str> = FILTER_KEYS.iter().map(|(k, _)| *k).collect();
-            return Err(Error::invalid(format!("filters.{key}"), format!("not a filter of the engine (known: {})", known.join(", "))));
+            return Err(Error::invalid(
+                format!("filters.{key}"),
+                format!("not a filter of the engine (known: {})", known.join(", ")),
+            ));
         };
         let value = match (value, field.starts_with("published")) {
             (v, true) => v.clone(),
@@ -198,14 +201,21 @@ impl<R: Reranker> EngineReranker<R> {
 
 impl<R: Reranker> pipeline::Reranker for EngineReranker<R> {
     fn rerank(&self, query: &str, candidates: &[Candidate<'_>]) -> Result<Vec<Reranked>> {
-        let items: Vec<ContextItem> = candidates.iter().map(|c| ContextItem::new(c.chunk.to_string(), c.text).with_score(c.fused_score)).collect();
-        let sent: std::collections::HashMap<String, u32> = candidates.iter().map(|c| (c.chunk.to_string(), c.chunk)).collect();
+        let items: Vec<ContextItem> = candidates
+            .iter()
+            .map(|c| ContextItem::new(c.chunk.to_string(), c.text).with_score(c.fused_score))
+            .collect();
+        let sent: std::collections::HashMap<String, u32> =
+            candidates.iter().map(|c| (c.chunk.to_string(), c.chunk)).collect();
         let ranked = self.0.rerank(&Query::new(query), items, candidates.len())?;
         ranked
             .into_iter()
             .map(|item| match sent.get(&item.id) {
                 Some(&chunk) => Ok(Reranked { chunk, score: item.score }),
-                None => Err(Error::Component { component: "reranker".into(), reason: format!("returned an item the engine did not send: {:?}", item.id) }),
+                None => Err(Error::Component {
+                    component: "reranker".into(),
+                    reason: format!("returned an item the engine did not send: {:?}", item.id),
+                }),
             })
             .collect()
     }
@@ -245,7 +255,8 @@ mod tests {
         assert_eq!(hits[0].metadata["document_id"], "fx");
         assert_eq!(hits[0].metadata["retrieval_method"], "rrf");
         assert_eq!(hits[0].id, "fx#0", "the chunk's ordinal within its document");
-        let ko = e.retrieve(&Query::new("foreign exchange gross margin").with_filter("ticker", json!("KO")), 5).unwrap();
+        let ko =
+            e.retrieve(&Query::new("foreign exchange gross margin").with_filter("ticker", json!("KO")), 5).unwrap();
         assert!(!ko.is_empty() && ko.iter().all(|h| h.metadata["ticker"] == "KO"));
         assert!(e.retrieve(&Query::new("margin").with_filter("sector", json!("x")), 5).is_err());
     }
@@ -257,7 +268,8 @@ mod tests {
         let with = |r: Arc<dyn sextant_core::pipeline::Reranker>| {
             Engine::new(base.index().clone(), base.dense_encoder().clone(), base.sparse_encoder().clone(), Some(r))
         };
-        let shortest_first = with(Arc::new(EngineReranker::new(ScoreReranker::new(|_q: &str, p: &str| -(p.len() as f32)))));
+        let shortest_first =
+            with(Arc::new(EngineReranker::new(ScoreReranker::new(|_q: &str, p: &str| -(p.len() as f32)))));
         let mut req = SearchRequest::new("net sales", 3);
         req.rerank = true;
         let out = shortest_first.search(&req).unwrap();
@@ -267,7 +279,11 @@ mod tests {
         let liar = CallbackReranker::new(|_q: &str, _docs: &[&str], _k: usize| Ok(vec![(0, 1.0)]));
         let inventing = with(Arc::new(EngineReranker::new(InventingReranker(liar))));
         let out = inventing.search(&req).unwrap();
-        assert!(matches!(out.rerank, RerankStatus::Failed(ref why) if why.contains("did not send")), "{:?}", out.rerank);
+        assert!(
+            matches!(out.rerank, RerankStatus::Failed(ref why) if why.contains("did not send")),
+            "{:?}",
+            out.rerank
+        );
     }
 
     /// Renames the first item it returns: an id the engine never sent.

@@ -41,7 +41,11 @@ pub fn ndcg_at(ranked: &[String], judged: &HashMap<String, i32>, k: usize) -> f6
     let mut ideal: Vec<i32> = judged.values().copied().filter(|&g| g > 0).collect();
     ideal.sort_unstable_by(|a, b| b.cmp(a));
     let idcg: f64 = ideal.iter().take(k).enumerate().map(|(i, &g)| g as f64 / (i as f64 + 2.0).log2()).sum();
-    if idcg == 0.0 { 0.0 } else { dcg / idcg }
+    if idcg == 0.0 {
+        0.0
+    } else {
+        dcg / idcg
+    }
 }
 
 /// Recall@k: the share of relevant documents found in the first `k`.

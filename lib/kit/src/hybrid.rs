@@ -37,7 +37,12 @@ use super::traits::{AsyncRetriever, BoxFuture, Retriever};
 /// assert!((fused[0].score - (1.0 / 62.0 + 1.0 / 61.0) / (2.0 / 61.0)).abs() < 1e-6);
 /// assert_eq!(fused.len(), 2);
 /// ```
-pub fn fuse_items(lists: &[Vec<ContextItem>], weights: Option<&[f32]>, k: f32, top_k: Option<usize>) -> Result<Vec<ContextItem>> {
+pub fn fuse_items(
+    lists: &[Vec<ContextItem>],
+    weights: Option<&[f32]>,
+    k: f32,
+    top_k: Option<usize>,
+) -> Result<Vec<ContextItem>> {
     let ids: Vec<Vec<&str>> = lists.iter().map(|l| l.iter().map(|i| i.id.as_str()).collect()).collect();
     let fused = rrf_fuse(&ids, weights, k, top_k.unwrap_or(usize::MAX))?;
     let mut first: HashMap<&str, &ContextItem> = HashMap::new();
@@ -60,7 +65,12 @@ pub fn fuse_items(lists: &[Vec<ContextItem>], weights: Option<&[f32]>, k: f32, t
 
 /// Fuses the lists of the retrievers that succeeded, with their weights; an error when none
 /// did, naming every failure.
-fn fuse_outcomes(outcomes: Vec<Result<Vec<ContextItem>>>, weights: Option<&[f32]>, k: f32, top_k: usize) -> Result<Vec<ContextItem>> {
+fn fuse_outcomes(
+    outcomes: Vec<Result<Vec<ContextItem>>>,
+    weights: Option<&[f32]>,
+    k: f32,
+    top_k: usize,
+) -> Result<Vec<ContextItem>> {
     let mut lists = Vec::new();
     let mut kept_weights = Vec::new();
     let mut failures = Vec::new();
@@ -182,7 +192,8 @@ impl AsyncRetriever for AsyncHybridRetriever {
     fn aretrieve<'a>(&'a self, query: &'a Query, top_k: usize) -> BoxFuture<'a, Result<Vec<ContextItem>>> {
         Box::pin(async move {
             let depth = self.depth(top_k);
-            let outcomes = futures_util::future::join_all(self.retrievers.iter().map(|r| r.aretrieve(query, depth))).await;
+            let outcomes =
+                futures_util::future::join_all(self.retrievers.iter().map(|r| r.aretrieve(query, depth))).await;
             fuse_outcomes(outcomes, self.weights.as_deref(), self.k, top_k)
         })
     }
@@ -202,7 +213,9 @@ mod tests {
     impl Retriever for Fixed {
         fn retrieve(&self, _q: &Query, top_k: usize) -> Result<Vec<ContextItem>> {
             match &self.0 {
-                Ok(ids) => Ok(ids.iter().take(top_k).map(|id| ContextItem::new(*id, format!("text of {id}"))).collect()),
+                Ok(ids) => {
+                    Ok(ids.iter().take(top_k).map(|id| ContextItem::new(*id, format!("text of {id}"))).collect())
+                }
                 Err(why) => Err(Error::Component { component: "fixed".into(), reason: (*why).into() }),
             }
         }
@@ -274,7 +287,9 @@ mod tests {
 
     #[test]
     fn a_failed_retriever_is_skipped_with_the_others_weights_kept() {
-        let h = hybrid(vec![Err("down"), Ok(vec!["a", "b"]), Ok(vec!["b", "a"])]).with_weights(vec![5.0, 1.0, 3.0]).unwrap();
+        let h = hybrid(vec![Err("down"), Ok(vec!["a", "b"]), Ok(vec!["b", "a"])])
+            .with_weights(vec![5.0, 1.0, 3.0])
+            .unwrap();
         assert_eq!(ids(&h.retrieve(&Query::new("q"), 2).unwrap()), ["b", "a"], "weight 3 list wins");
     }
 
@@ -336,11 +351,15 @@ mod tests {
         assert_eq!(peak.load(Ordering::SeqCst), 2, "both retrievers were in flight at once");
         let all_down = AsyncHybridRetriever::new(vec![Box::new(Fixed(Err("x"))), Box::new(Fixed(Err("y")))]).unwrap();
         assert!(matches!(block_on(all_down.aretrieve(&Query::new("q"), 5)), Err(Error::AllPathsFailed(_))));
-        let weighted = AsyncHybridRetriever::new(vec![Box::new(Fixed(Ok(vec!["a", "b"]))), Box::new(Fixed(Ok(vec!["b", "a"])))])
-            .unwrap()
-            .with_weights(vec![0.0, 1.0])
-            .unwrap();
+        let weighted =
+            AsyncHybridRetriever::new(vec![Box::new(Fixed(Ok(vec!["a", "b"]))), Box::new(Fixed(Ok(vec!["b", "a"])))])
+                .unwrap()
+                .with_weights(vec![0.0, 1.0])
+                .unwrap();
         assert_eq!(ids(&block_on(weighted.aretrieve(&Query::new("q"), 2)).unwrap()), ["b", "a"]);
-        assert!(AsyncHybridRetriever::new(vec![Box::new(Fixed(Ok(vec![])))]).unwrap().with_weights(vec![1.0, 1.0]).is_err());
+        assert!(AsyncHybridRetriever::new(vec![Box::new(Fixed(Ok(vec![])))])
+            .unwrap()
+            .with_weights(vec![1.0, 1.0])
+            .is_err());
     }
 }

@@ -134,7 +134,14 @@ pub struct ContextItem {
 impl ContextItem {
     /// A retrieved item with score 0 and no metadata.
     pub fn new(id: impl Into<String>, text: impl Into<String>) -> Self {
-        ContextItem { id: id.into(), text: text.into(), score: 0.0, source: Source::Retrieval, priority: DEFAULT_PRIORITY, metadata: Metadata::new() }
+        ContextItem {
+            id: id.into(),
+            text: text.into(),
+            score: 0.0,
+            source: Source::Retrieval,
+            priority: DEFAULT_PRIORITY,
+            metadata: Metadata::new(),
+        }
     }
 
     /// Sets the score.
@@ -194,7 +201,10 @@ mod tests {
         assert!(q.admits(&item(json!({"ticker": "MSFT"}))));
         assert!(!q.admits(&item(json!({"ticker": "NVDA"}))));
         assert!(q.admits(&item(json!({"ticker": ["NVDA", "AAPL"]}))));
-        assert!(!Query::new("q").with_filter("ticker", json!([])).admits(&item(json!({"ticker": "AAPL"}))), "empty any-of admits nothing");
+        assert!(
+            !Query::new("q").with_filter("ticker", json!([])).admits(&item(json!({"ticker": "AAPL"}))),
+            "empty any-of admits nothing"
+        );
     }
 
     #[test]
@@ -206,7 +216,11 @@ mod tests {
 
     #[test]
     fn sorting_is_stable_on_ties() {
-        let mut v = vec![ContextItem::new("a", "").with_score(1.0), ContextItem::new("b", "").with_score(2.0), ContextItem::new("c", "").with_score(1.0)];
+        let mut v = vec![
+            ContextItem::new("a", "").with_score(1.0),
+            ContextItem::new("b", "").with_score(2.0),
+            ContextItem::new("c", "").with_score(1.0),
+        ];
         sort_by_score(&mut v);
         assert_eq!(v.iter().map(|i| i.id.as_str()).collect::<Vec<_>>(), ["b", "a", "c"]);
     }

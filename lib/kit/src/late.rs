@@ -46,7 +46,11 @@ pub fn maxsim(query_tokens: &[Vec<f32>], doc_tokens: &[Vec<f32>]) -> f32 {
     }
     let inv_norm = |v: &[f32]| {
         let n = dot(v, v).sqrt();
-        if n > 0.0 { 1.0 / n } else { 0.0 }
+        if n > 0.0 {
+            1.0 / n
+        } else {
+            0.0
+        }
     };
     let doc_inv: Vec<f32> = doc_tokens.iter().map(|d| inv_norm(d)).collect();
     query_tokens
@@ -231,7 +235,10 @@ fn common_dim<'a>(sets: impl IntoIterator<Item = &'a [Vec<f32>]>) -> Result<Opti
         match dim {
             None => dim = Some(v.len()),
             Some(d) if d != v.len() => {
-                return Err(Error::invalid("token vectors", format!("dimensions {d} and {} in one comparison", v.len())));
+                return Err(Error::invalid(
+                    "token vectors",
+                    format!("dimensions {d} and {} in one comparison", v.len()),
+                ));
             }
             Some(_) => {}
         }
@@ -339,7 +346,8 @@ mod tests {
         late.retrieve(&Query::new("dog"), 3).unwrap();
         assert_eq!(calls.load(Ordering::SeqCst), 2 + 3, "two queries, three passages once");
         let calls = Arc::new(AtomicUsize::new(0));
-        let uncached = LateInteractionRetriever::new(Box::new(Fixed(corpus())), Words(calls.clone())).with_cache_capacity(0);
+        let uncached =
+            LateInteractionRetriever::new(Box::new(Fixed(corpus())), Words(calls.clone())).with_cache_capacity(0);
         uncached.retrieve(&Query::new("cat"), 3).unwrap();
         uncached.retrieve(&Query::new("dog"), 3).unwrap();
         assert_eq!(calls.load(Ordering::SeqCst), 2 + 6);
@@ -350,7 +358,8 @@ mod tests {
     fn first_stage_depth_ties_and_empty_results() {
         let calls = Arc::new(AtomicUsize::new(0));
         // Depth 1: only "a" is a candidate, whatever the token scores say.
-        let shallow = LateInteractionRetriever::new(Box::new(Fixed(corpus())), Words(calls.clone())).with_first_stage_k(1);
+        let shallow =
+            LateInteractionRetriever::new(Box::new(Fixed(corpus())), Words(calls.clone())).with_first_stage_k(1);
         assert_eq!(shallow.retrieve(&Query::new("cat sat"), 1).unwrap()[0].id, "a");
         // "zebra" matches nothing: all score 0 and the first-stage order stays.
         let late = LateInteractionRetriever::new(Box::new(Fixed(corpus())), Words(calls.clone()));

@@ -53,29 +53,33 @@ mod routing;
 mod traits;
 mod vector;
 
+pub use bm25::Bm25Retriever;
 pub use cross_modal::{Content, CrossModalEncoder, SharedSpaceRetriever};
-pub use vector::{normalize, AsyncDenseRetriever, DenseRetriever, Embed, FlatVectorStore};
 pub use engine_retriever::{engine_filter, EngineReranker, EngineRetriever};
 pub use hybrid::{fuse_items, AsyncHybridRetriever, Hybrid, HybridRetriever};
 pub use item::{ContextItem, Metadata, Query, Source, DEFAULT_PRIORITY};
-pub use late::{maxsim, LateInteractionRetriever, LateInteractionScorer, MaxSimScorer, TokenScorer, DEFAULT_FIRST_STAGE_K, DEFAULT_TOKEN_CACHE};
+pub use late::{
+    maxsim, LateInteractionRetriever, LateInteractionScorer, MaxSimScorer, TokenScorer, DEFAULT_FIRST_STAGE_K,
+    DEFAULT_TOKEN_CACHE,
+};
 pub use memory::{
-    InMemoryStore, MemoryDecay, MemoryEntry, MemoryFilter, MemoryRetrieverAdapter, MemoryStore, ScoredMemoryRetriever, MEMORY_PRIORITY,
+    InMemoryStore, MemoryDecay, MemoryEntry, MemoryFilter, MemoryRetrieverAdapter, MemoryStore, ScoredMemoryRetriever,
+    MEMORY_PRIORITY,
 };
 pub use rerankers::{
     rank_by_scores, AsyncCallbackReranker, AsyncScoreReranker, CallbackReranker, RerankerPipeline, RoundRobinReranker,
     ScoreReranker,
 };
 pub use routing::{CallbackRouter, KeywordRouter, MetadataRouter, RoutedRetriever, Router, DEFAULT_ROUTE};
-pub use bm25::Bm25Retriever;
 pub use traits::{AsyncReranker, AsyncRetriever, BoxFuture, Reranker, Retriever, TokenLevelEncoder};
+pub use vector::{normalize, AsyncDenseRetriever, DenseRetriever, Embed, FlatVectorStore};
 
-/// The engine's Reciprocal Rank Fusion, the only fusion code in the crate.
-pub use sextant_core::pipeline::{rrf_fuse, DEFAULT_RRF_K};
-/// The engine's cross-encoder, a [`Reranker`] of items here too.
-pub use sextant_core::pipeline::CrossEncoderReranker;
 /// The vector store interface the engine's dense path searches through.
 pub use sextant_core::index::VectorStore;
+/// The engine's cross-encoder, a [`Reranker`] of items here too.
+pub use sextant_core::pipeline::CrossEncoderReranker;
+/// The engine's Reciprocal Rank Fusion, the only fusion code in the crate.
+pub use sextant_core::pipeline::{rrf_fuse, DEFAULT_RRF_K};
 
 #[cfg(test)]
 mod readme_example;

@@ -17,9 +17,9 @@ use serde_json::Value;
 use sextant_core::error::{Error, Result};
 use sextant_core::index::{dot, Analyzer};
 
-use super::vector::Embed;
 use super::item::{ContextItem, Metadata, Query, Source};
 use super::traits::Retriever;
+use super::vector::Embed;
 
 /// The [`ContextItem::priority`] of memories: above retrieved passages'
 /// ([`super::DEFAULT_PRIORITY`]), since what a user told us is rarely redundant.
@@ -111,7 +111,10 @@ impl MemoryEntry {
             return Err(Error::invalid("id", "a memory needs a non-empty id"));
         }
         if !(0.0..=1.0).contains(&self.importance) {
-            return Err(Error::invalid("importance", format!("{} is not in [0, 1] (memory {:?})", self.importance, self.id)));
+            return Err(Error::invalid(
+                "importance",
+                format!("{} is not in [0, 1] (memory {:?})", self.importance, self.id),
+            ));
         }
         if !self.created_at.is_finite() || !self.last_accessed.is_finite() {
             return Err(Error::invalid("created_at", format!("memory {:?} has a NaN or infinite time", self.id)));
@@ -163,7 +166,8 @@ impl MemoryFilter {
 
     /// Whether `entry` passes.
     pub fn matches(&self, entry: &MemoryEntry) -> bool {
-        self.user_id.as_ref().is_none_or(|u| *u == entry.user_id) && self.memory_type.as_ref().is_none_or(|t| *t == entry.memory_type)
+        self.user_id.as_ref().is_none_or(|u| *u == entry.user_id)
+            && self.memory_type.as_ref().is_none_or(|t| *t == entry.memory_type)
     }
 }
 
@@ -545,7 +549,13 @@ impl ScoredMemoryRetriever {
     /// assert!((hits[0].1 - 0.75).abs() < 1e-6);
     /// assert_eq!(store.get("m1").unwrap().unwrap().last_accessed, week); // touched
     /// ```
-    pub fn retrieve_at(&self, query: &str, top_k: usize, filter: &MemoryFilter, now: f64) -> Result<Vec<(MemoryEntry, f32)>> {
+    pub fn retrieve_at(
+        &self,
+        query: &str,
+        top_k: usize,
+        filter: &MemoryFilter,
+        now: f64,
+    ) -> Result<Vec<(MemoryEntry, f32)>> {
         self.rank(query, None, top_k, filter, now, &|_| true)
     }
 
@@ -566,7 +576,8 @@ impl ScoredMemoryRetriever {
             return Ok(Vec::new());
         }
         // A custom store may ignore the filter; check it again.
-        let entries: Vec<MemoryEntry> = self.store.entries(filter)?.into_iter().filter(|e| filter.matches(e) && admit(e)).collect();
+        let entries: Vec<MemoryEntry> =
+            self.store.entries(filter)?.into_iter().filter(|e| filter.matches(e) && admit(e)).collect();
         if entries.is_empty() {
             return Ok(Vec::new());
         }
@@ -586,7 +597,9 @@ impl ScoredMemoryRetriever {
                         let (id, have, want) = (&entry.id, e.len(), q.len());
                         return Err(Error::Component {
                             component: "memory".into(),
-                            reason: format!("memory {id:?} has an embedding of dimension {have} but the query's has {want}"),
+                            reason: format!(
+                                "memory {id:?} has an embedding of dimension {have} but the query's has {want}"
+                            ),
                         });
                     }
                     cosine(q, e).clamp(0.0, 1.0)
@@ -737,7 +750,8 @@ fn to_item(entry: &MemoryEntry, score: f32) -> ContextItem {
 
 impl Retriever for MemoryRetrieverAdapter {
     fn retrieve(&self, query: &Query, top_k: usize) -> Result<Vec<ContextItem>> {
-        let filter = MemoryFilter { user_id: query_key(query, "user_id")?, memory_type: query_key(query, "memory_type")? };
+        let filter =
+            MemoryFilter { user_id: query_key(query, "user_id")?, memory_type: query_key(query, "memory_type")? };
         let admit = |e: &MemoryEntry| query.filters.is_empty() || query.admits(&to_item(e, 0.0));
         let ranked = self.memory.rank(&query.text, query.embedding.clone(), top_k, &filter, now_secs(), &admit)?;
         Ok(ranked.iter().map(|(e, s)| to_item(e, *s)).collect())
@@ -808,12 +822,17 @@ mod tests {
         m.add_entry(entry("old-important", "u", "fact", "alpha", 1.0, 0.0)).unwrap();
         m.add_entry(entry("new-trivial", "u", "fact", "alpha", 0.0, 30.0 * DAY)).unwrap();
         let f = MemoryFilter::default();
-        let recency = ScoredMemoryRetriever::new(store.clone()).with_weights(1.0, 0.0, 0.0).unwrap().touch_on_retrieve(false);
+        let recency =
+            ScoredMemoryRetriever::new(store.clone()).with_weights(1.0, 0.0, 0.0).unwrap().touch_on_retrieve(false);
         assert_eq!(ids(&recency.retrieve_at("alpha", 2, &f, 30.0 * DAY).unwrap()), ["new-trivial", "old-important"]);
-        let importance = ScoredMemoryRetriever::new(store).with_weights(0.0, 0.0, 1.0).unwrap().touch_on_retrieve(false);
+        let importance =
+            ScoredMemoryRetriever::new(store).with_weights(0.0, 0.0, 1.0).unwrap().touch_on_retrieve(false);
         assert_eq!(ids(&importance.retrieve_at("alpha", 2, &f, 30.0 * DAY).unwrap()), ["old-important", "new-trivial"]);
         for (a, b, g) in [(-1.0, 1.0, 1.0), (1.0, f32::NAN, 1.0), (1.0, 1.0, f32::INFINITY), (0.0, 0.0, 0.0)] {
-            assert!(ScoredMemoryRetriever::new(Arc::new(InMemoryStore::new())).with_weights(a, b, g).is_err(), "{a} {b} {g}");
+            assert!(
+                ScoredMemoryRetriever::new(Arc::new(InMemoryStore::new())).with_weights(a, b, g).is_err(),
+                "{a} {b} {g}"
+            );
         }
         let err = ScoredMemoryRetriever::new(Arc::new(InMemoryStore::new())).with_weights(0.1, -0.5, 0.1).unwrap_err();
         assert!(err.to_string().contains("beta"), "{err}");
@@ -893,7 +912,11 @@ mod tests {
         m.add_entry(entry("m", "u", "fact", "x", 0.5, 0.0)).unwrap();
         assert!(m.retrieve_at("x", 0, &MemoryFilter::default(), 0.0).unwrap().is_empty());
         assert!(m.retrieve_at("x", 5, &MemoryFilter::default(), f64::NAN).is_err());
-        assert_eq!(m.retrieve_at("x", 5, &MemoryFilter::default(), -10.0).unwrap()[0].0.id, "m", "a time before the entry is fine");
+        assert_eq!(
+            m.retrieve_at("x", 5, &MemoryFilter::default(), -10.0).unwrap()[0].0.id,
+            "m",
+            "a time before the entry is fine"
+        );
     }
 
     fn toy(t: &str) -> Result<Vec<f32>> {
@@ -912,7 +935,11 @@ mod tests {
         assert!((score("cash") - std::f32::consts::FRAC_1_SQRT_2).abs() < 1e-5);
         assert_eq!(score("opposite"), 0.0, "a negative cosine is clamped to 0");
         assert_eq!(score("raw"), 0.5, "one of two query terms");
-        assert_eq!(store.get("opposite").unwrap().unwrap().embedding, Some(vec![-1.0, 0.0, 0.0]), "a given embedding is kept");
+        assert_eq!(
+            store.get("opposite").unwrap().unwrap().embedding,
+            Some(vec![-1.0, 0.0, 0.0]),
+            "a given embedding is kept"
+        );
     }
 
     #[test]
@@ -955,7 +982,8 @@ mod tests {
     fn adapter() -> MemoryRetrieverAdapter {
         let now = now_secs();
         let m = Arc::new(ScoredMemoryRetriever::new(Arc::new(InMemoryStore::new())).touch_on_retrieve(false));
-        m.add_entry(entry("a1", "ana", "fact", "Ana covers chips", 0.9, now).with_metadata("desk", json!("semis"))).unwrap();
+        m.add_entry(entry("a1", "ana", "fact", "Ana covers chips", 0.9, now).with_metadata("desk", json!("semis")))
+            .unwrap();
         m.add_entry(entry("a2", "ana", "preference", "Ana likes chips charts", 0.1, now - DAY)).unwrap();
         m.add_entry(entry("b1", "ben", "fact", "Ben covers chips", 0.5, now)).unwrap();
         m.as_retriever()
@@ -982,12 +1010,17 @@ mod tests {
     #[test]
     fn adapter_reads_filters_then_metadata() {
         let a = adapter();
-        let q = Query::new("chips").with_filter("user_id", json!("ana")).with_metadata("memory_type", json!("preference"));
+        let q =
+            Query::new("chips").with_filter("user_id", json!("ana")).with_metadata("memory_type", json!("preference"));
         assert_eq!(item_ids(&a.retrieve(&q, 10).unwrap()), ["a2"]);
         let any_of = Query::new("chips").with_filter("user_id", json!(["ben", "zoe"]));
         assert_eq!(item_ids(&a.retrieve(&any_of, 10).unwrap()), ["b1"], "array filters work through Query::admits");
         let own_meta = Query::new("chips").with_filter("desk", json!("semis"));
-        assert_eq!(item_ids(&a.retrieve(&own_meta, 10).unwrap()), ["a1"], "filters on the entry's metadata apply before ranking");
+        assert_eq!(
+            item_ids(&a.retrieve(&own_meta, 10).unwrap()),
+            ["a1"],
+            "filters on the entry's metadata apply before ranking"
+        );
         let bad = Query::new("chips").with_metadata("user_id", json!(42));
         let err = a.retrieve(&bad, 10).unwrap_err();
         assert!(err.to_string().contains("metadata.user_id"), "{err}");

@@ -10,7 +10,11 @@ fn readme_example() -> String {
 
 /// The module documentation's first example, without its hidden lines.
 fn doc_example() -> String {
-    let doc: Vec<&str> = include_str!("lib.rs").lines().filter_map(|l| l.strip_prefix("//!")).map(|l| l.strip_prefix(' ').unwrap_or(l)).collect();
+    let doc: Vec<&str> = include_str!("lib.rs")
+        .lines()
+        .filter_map(|l| l.strip_prefix("//!"))
+        .map(|l| l.strip_prefix(' ').unwrap_or(l))
+        .collect();
     let open = doc.iter().position(|l| *l == "```").expect("a doc example");
     let close = open + 1 + doc[open + 1..].iter().position(|l| *l == "```").expect("closed");
     doc[open + 1..close].iter().filter(|l| !l.starts_with("# ")).map(|l| format!("{l}\n")).collect()

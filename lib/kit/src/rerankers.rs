@@ -8,8 +8,8 @@ use std::collections::HashSet;
 use std::future::Future;
 use std::sync::Arc;
 
-use sextant_core::pipeline::CrossEncoderReranker;
 use sextant_core::error::{Error, Result};
+use sextant_core::pipeline::CrossEncoderReranker;
 
 use super::item::{sort_by_score, ContextItem, Query};
 use super::traits::{AsyncReranker, BoxFuture, Reranker};
@@ -28,7 +28,10 @@ use super::traits::{AsyncReranker, BoxFuture, Reranker};
 /// ```
 pub fn rank_by_scores(items: Vec<ContextItem>, scores: &[f32], top_k: usize, method: &str) -> Result<Vec<ContextItem>> {
     if scores.len() != items.len() {
-        return Err(Error::Component { component: method.into(), reason: format!("{} scores for {} items", scores.len(), items.len()) });
+        return Err(Error::Component {
+            component: method.into(),
+            reason: format!("{} scores for {} items", scores.len(), items.len()),
+        });
     }
     if let Some(bad) = scores.iter().find(|s| s.is_nan()) {
         return Err(Error::Component { component: method.into(), reason: format!("score {bad} is not a number") });
@@ -127,7 +130,13 @@ fn check_picks(picks: &[(usize, f32)], n: usize) -> Result<()> {
     let mut seen = HashSet::new();
     for &(i, s) in picks {
         if i >= n || !seen.insert(i) || s.is_nan() {
-            let why = if i >= n { format!("index {i} out of range for {n} documents") } else if s.is_nan() { "a NaN score".into() } else { format!("index {i} twice") };
+            let why = if i >= n {
+                format!("index {i} out of range for {n} documents")
+            } else if s.is_nan() {
+                "a NaN score".into()
+            } else {
+                format!("index {i} twice")
+            };
             return Err(Error::Component { component: "callback reranker".into(), reason: format!("returned {why}") });
         }
     }
@@ -138,7 +147,11 @@ fn check_picks(picks: &[(usize, f32)], n: usize) -> Result<()> {
 fn apply_picks(items: Vec<ContextItem>, picks: Vec<(usize, f32)>, top_k: usize) -> Result<Vec<ContextItem>> {
     check_picks(&picks, items.len())?;
     let mut slots: Vec<Option<ContextItem>> = items.into_iter().map(Some).collect();
-    Ok(picks.into_iter().take(top_k).filter_map(|(i, s)| slots[i].take().map(|it| it.scored_by("callback", s))).collect())
+    Ok(picks
+        .into_iter()
+        .take(top_k)
+        .filter_map(|(i, s)| slots[i].take().map(|it| it.scored_by("callback", s)))
+        .collect())
 }
 
 type RerankFn = dyn Fn(&str, &[&str], usize) -> Result<Vec<(usize, f32)>> + Send + Sync;
@@ -333,7 +346,12 @@ impl AsyncScoreReranker {
 }
 
 impl AsyncReranker for AsyncScoreReranker {
-    fn arerank<'a>(&'a self, query: &'a Query, items: Vec<ContextItem>, top_k: usize) -> BoxFuture<'a, Result<Vec<ContextItem>>> {
+    fn arerank<'a>(
+        &'a self,
+        query: &'a Query,
+        items: Vec<ContextItem>,
+        top_k: usize,
+    ) -> BoxFuture<'a, Result<Vec<ContextItem>>> {
         Box::pin(async move {
             let calls = items.iter().map(|i| (self.score_fn)(query.text.clone(), i.text.clone()));
             let scores = futures_util::future::join_all(calls).await.into_iter().collect::<Result<Vec<f32>>>()?;
@@ -372,7 +390,12 @@ impl AsyncCallbackReranker {
 }
 
 impl AsyncReranker for AsyncCallbackReranker {
-    fn arerank<'a>(&'a self, query: &'a Query, items: Vec<ContextItem>, top_k: usize) -> BoxFuture<'a, Result<Vec<ContextItem>>> {
+    fn arerank<'a>(
+        &'a self,
+        query: &'a Query,
+        items: Vec<ContextItem>,
+        top_k: usize,
+    ) -> BoxFuture<'a, Result<Vec<ContextItem>>> {
         Box::pin(async move {
             if items.is_empty() || top_k == 0 {
                 return Ok(Vec::new());
@@ -426,7 +449,9 @@ mod tests {
             let err = rr.rerank(&Query::new("q"), items(&["a", "b", "c"]), 5).unwrap_err();
             assert!(err.to_string().contains("callback reranker"), "{err}");
         }
-        let down = CallbackReranker::new(|_q: &str, _d: &[&str], _n: usize| Err(Error::Component { component: "cohere".into(), reason: "503".into() }));
+        let down = CallbackReranker::new(|_q: &str, _d: &[&str], _n: usize| {
+            Err(Error::Component { component: "cohere".into(), reason: "503".into() })
+        });
         assert!(down.rerank(&Query::new("q"), items(&["a"]), 1).is_err());
         assert!(down.rerank(&Query::new("q"), Vec::new(), 1).unwrap().is_empty(), "no items: no call");
     }
@@ -441,8 +466,14 @@ mod tests {
         });
         assert_eq!(rr.rerank(&Query::new("q"), items(&["a", "b"]), 10).unwrap().len(), 2);
         assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 2);
-        let capped = CallbackReranker::new(|_q: &str, d: &[&str], _n: usize| Ok((0..d.len()).map(|i| (i, 0.0)).collect())).with_top_k(1);
-        assert_eq!(capped.rerank(&Query::new("q"), items(&["a", "b"]), 10).unwrap().len(), 1, "the service's extra picks are cut");
+        let capped =
+            CallbackReranker::new(|_q: &str, d: &[&str], _n: usize| Ok((0..d.len()).map(|i| (i, 0.0)).collect()))
+                .with_top_k(1);
+        assert_eq!(
+            capped.rerank(&Query::new("q"), items(&["a", "b"]), 10).unwrap().len(),
+            1,
+            "the service's extra picks are cut"
+        );
     }
 
     #[test]
@@ -453,7 +484,10 @@ mod tests {
         let merged = rr.merge(vec![items(&["a", "b", "c"]), items(&["b", "d"]), items(&["e"])], None);
         assert_eq!(ids(&merged), ["a", "b", "e", "d", "c"]);
         assert_eq!(ids(&rr.merge(vec![items(&["a", "b"]), items(&["c", "d"])], Some(3))), ["a", "c", "b"]);
-        assert_eq!(ids(&RoundRobinReranker::new().with_top_k(1).merge(vec![items(&["a"]), items(&["b"])], Some(5))), ["a"]);
+        assert_eq!(
+            ids(&RoundRobinReranker::new().with_top_k(1).merge(vec![items(&["a"]), items(&["b"])], Some(5))),
+            ["a"]
+        );
     }
 
     #[test]
@@ -471,7 +505,11 @@ mod tests {
         // Stage 1 alone would keep only "c"; the pipeline lets stage 2 see all three.
         let first = ScoreReranker::new(|_q: &str, p: &str| if p.ends_with('c') { 1.0 } else { 0.0 }).with_top_k(1);
         let pipeline = RerankerPipeline::new(vec![Box::new(first)]);
-        assert_eq!(ids(&pipeline.rerank(&Query::new("q"), items(&["a", "c"]), 5).unwrap()), ["c"], "a stage's own cap still applies");
+        assert_eq!(
+            ids(&pipeline.rerank(&Query::new("q"), items(&["a", "c"]), 5).unwrap()),
+            ["c"],
+            "a stage's own cap still applies"
+        );
         let failing = CallbackReranker::new(|_q: &str, _d: &[&str], _n: usize| Err(Error::Inference("down".into())));
         let p = RerankerPipeline::new(vec![Box::new(RoundRobinReranker::new()), Box::new(failing)]);
         assert!(p.rerank(&Query::new("q"), items(&["a"]), 1).is_err());
@@ -484,7 +522,11 @@ mod tests {
         v[1].text.push_str(" longer");
         assert_eq!(ids(&block_on(rr.arerank(&Query::new("q"), v, 2)).unwrap()), ["b", "a"]);
         let failing = AsyncScoreReranker::new(|_q: String, p: String| async move {
-            if p.ends_with('b') { Err(Error::Inference("timeout".into())) } else { Ok(1.0) }
+            if p.ends_with('b') {
+                Err(Error::Inference("timeout".into()))
+            } else {
+                Ok(1.0)
+            }
         });
         assert!(block_on(failing.arerank(&Query::new("q"), items(&["a", "b"]), 2)).is_err());
         let cb = AsyncCallbackReranker::new(|_q: String, _d: Vec<String>, _n: usize| async { Ok(vec![(5, 1.0)]) });

@@ -352,10 +352,17 @@ impl RoutedRetriever {
         }
         if let Some(d) = default_retriever {
             if !named.contains_key(d) {
-                return Err(Error::invalid("default_retriever", format!("{d:?} names no retriever (known: {})", known(&named))));
+                return Err(Error::invalid(
+                    "default_retriever",
+                    format!("{d:?} names no retriever (known: {})", known(&named)),
+                ));
             }
         }
-        Ok(RoutedRetriever { router: Box::new(router), retrievers: named, default: default_retriever.map(str::to_string) })
+        Ok(RoutedRetriever {
+            router: Box::new(router),
+            retrievers: named,
+            default: default_retriever.map(str::to_string),
+        })
     }
 
     /// The retriever names, sorted.
@@ -389,7 +396,10 @@ impl RoutedRetriever {
             }
             None => Err(Error::Component {
                 component: "router".into(),
-                reason: format!("route {route:?} names no retriever (known: {}) and there is no default", known(&self.retrievers)),
+                reason: format!(
+                    "route {route:?} names no retriever (known: {}) and there is no default",
+                    known(&self.retrievers)
+                ),
             }),
         }
     }
@@ -401,7 +411,10 @@ fn known(retrievers: &BTreeMap<String, Box<dyn Retriever>>) -> String {
 
 impl fmt::Debug for RoutedRetriever {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RoutedRetriever").field("retrievers", &self.names()).field("default", &self.default).finish_non_exhaustive()
+        f.debug_struct("RoutedRetriever")
+            .field("retrievers", &self.names())
+            .field("default", &self.default)
+            .finish_non_exhaustive()
     }
 }
 
@@ -415,7 +428,9 @@ impl Retriever for RoutedRetriever {
         let items = retriever.retrieve(query, top_k)?;
         Ok(items
             .into_iter()
-            .map(|item| item.with_metadata("route", Value::from(route.as_str())).with_metadata("retriever", Value::from(name)))
+            .map(|item| {
+                item.with_metadata("route", Value::from(route.as_str())).with_metadata("retriever", Value::from(name))
+            })
             .collect())
     }
 }
@@ -519,7 +534,10 @@ mod tests {
     impl Retriever for Named {
         fn retrieve(&self, _q: &Query, top_k: usize) -> Result<Vec<ContextItem>> {
             self.1.fetch_add(1, Ordering::SeqCst);
-            Ok(vec![ContextItem::new(self.0, "text").with_metadata("route", json!("overwritten"))].into_iter().take(top_k).collect())
+            Ok(vec![ContextItem::new(self.0, "text").with_metadata("route", json!("overwritten"))]
+                .into_iter()
+                .take(top_k)
+                .collect())
         }
     }
 
@@ -572,7 +590,12 @@ mod tests {
 
     #[test]
     fn a_retriever_error_is_passed_on() {
-        let r = RoutedRetriever::new(MetadataRouter::new(), vec![("default", Box::new(Failing) as Box<dyn Retriever>)], None).unwrap();
+        let r = RoutedRetriever::new(
+            MetadataRouter::new(),
+            vec![("default", Box::new(Failing) as Box<dyn Retriever>)],
+            None,
+        )
+        .unwrap();
         let err = r.retrieve(&Query::new("q"), 3).unwrap_err();
         assert!(err.to_string().contains("index missing"), "{err}");
     }

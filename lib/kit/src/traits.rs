@@ -112,11 +112,21 @@ pub trait Reranker: Send + Sync {
 /// ```
 pub trait AsyncReranker: Send + Sync {
     /// The best `top_k` of `items` for `query`, best first.
-    fn arerank<'a>(&'a self, query: &'a Query, items: Vec<ContextItem>, top_k: usize) -> BoxFuture<'a, Result<Vec<ContextItem>>>;
+    fn arerank<'a>(
+        &'a self,
+        query: &'a Query,
+        items: Vec<ContextItem>,
+        top_k: usize,
+    ) -> BoxFuture<'a, Result<Vec<ContextItem>>>;
 }
 
 impl<R: Reranker + ?Sized> AsyncReranker for R {
-    fn arerank<'a>(&'a self, query: &'a Query, items: Vec<ContextItem>, top_k: usize) -> BoxFuture<'a, Result<Vec<ContextItem>>> {
+    fn arerank<'a>(
+        &'a self,
+        query: &'a Query,
+        items: Vec<ContextItem>,
+        top_k: usize,
+    ) -> BoxFuture<'a, Result<Vec<ContextItem>>> {
         Box::pin(async move { self.rerank(query, items, top_k) })
     }
 }

@@ -228,7 +228,9 @@ impl<S: VectorStore> DenseRetriever<S> {
         let mut v = match (&query.embedding, &self.embed) {
             (Some(v), _) => v.clone(),
             (None, Some(e)) => e.embed(&query.text)?,
-            (None, None) => return Err(Error::invalid("query.embedding", "missing, and the retriever has no embed function")),
+            (None, None) => {
+                return Err(Error::invalid("query.embedding", "missing, and the retriever has no embed function"))
+            }
         };
         check_dim(v.len(), self.store.dim())?;
         normalize(&mut v);
@@ -277,7 +279,10 @@ impl AsyncDenseRetriever {
         F: Fn(String) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Vec<f32>>> + Send + 'static,
     {
-        AsyncDenseRetriever { embed: Arc::new(move |t| Box::pin(embed(t))), state: RwLock::new((FlatVectorStore::new(0), Vec::new())) }
+        AsyncDenseRetriever {
+            embed: Arc::new(move |t| Box::pin(embed(t))),
+            state: RwLock::new((FlatVectorStore::new(0), Vec::new())),
+        }
     }
 
     /// Adds items that already carry their embedding in `metadata["embedding"]` (an array of
@@ -287,9 +292,12 @@ impl AsyncDenseRetriever {
             .iter()
             .map(|it| {
                 let v = it.metadata.get("embedding").and_then(|v| v.as_array());
-                let v = v.ok_or_else(|| Error::invalid("metadata.embedding", format!("item {:?} has no embedding array", it.id)))?;
-                v.iter().map(|x| x.as_f64().map(|x| x as f32)).collect::<Option<Vec<f32>>>()
-                    .ok_or_else(|| Error::invalid("metadata.embedding", format!("item {:?} has a non-number in its embedding", it.id)))
+                let v = v.ok_or_else(|| {
+                    Error::invalid("metadata.embedding", format!("item {:?} has no embedding array", it.id))
+                })?;
+                v.iter().map(|x| x.as_f64().map(|x| x as f32)).collect::<Option<Vec<f32>>>().ok_or_else(|| {
+                    Error::invalid("metadata.embedding", format!("item {:?} has a non-number in its embedding", it.id))
+                })
             })
             .collect::<Result<Vec<_>>>()?;
         self.add(items, vectors)
@@ -348,8 +356,8 @@ impl AsyncRetriever for AsyncDenseRetriever {
 
 #[cfg(test)]
 mod tests {
-    use sextant_core::testutil::block_on;
     use serde_json::json;
+    use sextant_core::testutil::block_on;
 
     use super::*;
 
@@ -438,14 +446,18 @@ mod tests {
             let hits = r.aretrieve(&Query::new("dog"), 1).await.unwrap();
             assert_eq!(hits[0].id, "d");
         });
-        let bad = vec![ContextItem::new("e", "x").with_metadata("embedding", json!([1.0, 0.0, 0.0])), ContextItem::new("f", "no vector")];
+        let bad = vec![
+            ContextItem::new("e", "x").with_metadata("embedding", json!([1.0, 0.0, 0.0])),
+            ContextItem::new("f", "no vector"),
+        ];
         assert!(r.index(bad).is_err());
         assert_eq!(r.len(), 3);
         let good = vec![ContextItem::new("e", "x").with_metadata("embedding", json!([0.0, 0.0, 1.0]))];
         assert_eq!(r.index(good).unwrap(), 1);
         let hits = block_on(r.aretrieve(&Query::new("fish"), 1)).unwrap();
         assert_eq!(hits[0].id, "e");
-        let failing = AsyncDenseRetriever::new(|_t: String| async { Err(Error::Inference("embedding service down".into())) });
+        let failing =
+            AsyncDenseRetriever::new(|_t: String| async { Err(Error::Inference("embedding service down".into())) });
         assert!(block_on(failing.aindex(items())).is_err());
         assert!(failing.is_empty());
     }

@@ -71,7 +71,11 @@ pub fn serve_index_build() -> Result<(), lambda_http::Error> {
 /// The refresh middleware: starts a background check of the S3 indexes' pointers when one
 /// is due, swaps each newly loaded version into the router's state, then serves the request
 /// (which never waits for the check).
-pub async fn refresh(State((refresher, state)): State<(Arc<Refresher>, Arc<AppState>)>, req: Request, next: Next) -> Response {
+pub async fn refresh(
+    State((refresher, state)): State<(Arc<Refresher>, Arc<AppState>)>,
+    req: Request,
+    next: Next,
+) -> Response {
     if refresher.due() {
         tokio::spawn(async move {
             for (id, loaded) in refresher.check_now().await {
@@ -86,5 +90,8 @@ pub async fn refresh(State((refresher, state)): State<(Arc<Refresher>, Arc<AppSt
 /// Logs to stdout (CloudWatch) at `RUST_LOG`'s level (default `info`), without timestamps
 /// (CloudWatch adds its own).
 pub fn init_logging() {
-    tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into())).without_time().init();
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .without_time()
+        .init();
 }

@@ -50,7 +50,13 @@ fn var(k: &str) -> Option<String> {
 fn secs(k: &str, default: u64) -> Result<std::time::Duration> {
     match var(k) {
         None => Ok(std::time::Duration::from_secs(default)),
-        Some(v) => v.trim().parse::<f64>().ok().filter(|s| *s >= 0.0).map(std::time::Duration::from_secs_f64).ok_or_else(|| Error::invalid(k, format!("{v:?} is not a number of seconds"))),
+        Some(v) => v
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|s| *s >= 0.0)
+            .map(std::time::Duration::from_secs_f64)
+            .ok_or_else(|| Error::invalid(k, format!("{v:?} is not a number of seconds"))),
     }
 }
 
@@ -59,9 +65,15 @@ pub fn index_locations() -> Result<Vec<Location>> {
     let list: Vec<String> = match (var("SEXTANT_INDEXES"), var("SEXTANT_INDEX_DIRS")) {
         (Some(v), _) => v.split(',').map(str::to_string).collect(),
         (None, Some(v)) => v.split(':').map(str::to_string).collect(),
-        (None, None) => return Err(Error::invalid("SEXTANT_INDEXES", "is not set: name the indexes to serve (directories or s3:// URIs, separated by commas)")),
+        (None, None) => {
+            return Err(Error::invalid(
+                "SEXTANT_INDEXES",
+                "is not set: name the indexes to serve (directories or s3:// URIs, separated by commas)",
+            ))
+        }
     };
-    let locations: Vec<Location> = list.iter().filter(|s| !s.trim().is_empty()).map(|s| Location::parse(s)).collect::<Result<_>>()?;
+    let locations: Vec<Location> =
+        list.iter().filter(|s| !s.trim().is_empty()).map(|s| Location::parse(s)).collect::<Result<_>>()?;
     if locations.is_empty() {
         return Err(Error::invalid("SEXTANT_INDEXES", "names no index"));
     }
@@ -89,16 +101,24 @@ pub async fn models_from_env() -> Result<ModelSet> {
 
 /// The key store named by the environment.
 pub async fn key_store_from_env() -> Result<Arc<dyn KeyStore>> {
-    let spec = var("SEXTANT_KEYS").or_else(|| var("SEXTANT_KEYS_FILE")).ok_or_else(|| Error::invalid("SEXTANT_KEYS", "is not set: name the key store (a file, or dynamodb://KEYS_TABLE/RATE_TABLE)"))?;
+    let spec = var("SEXTANT_KEYS").or_else(|| var("SEXTANT_KEYS_FILE")).ok_or_else(|| {
+        Error::invalid("SEXTANT_KEYS", "is not set: name the key store (a file, or dynamodb://KEYS_TABLE/RATE_TABLE)")
+    })?;
     let parsed = KeyStoreSpec::parse(&spec)?;
     let store = parsed.open().await?;
     if matches!(parsed, KeyStoreSpec::Dynamo { rate_table: None, .. }) {
-        return Err(Error::invalid("SEXTANT_KEYS", "serving needs the rate table too: dynamodb://KEYS_TABLE/RATE_TABLE"));
+        return Err(Error::invalid(
+            "SEXTANT_KEYS",
+            "serving needs the rate table too: dynamodb://KEYS_TABLE/RATE_TABLE",
+        ));
     }
     if matches!(parsed, KeyStoreSpec::File(_)) {
         return Ok(store);
     }
-    let fail_open = matches!(var("SEXTANT_KEYS_FAIL_OPEN").as_deref().map(str::to_ascii_lowercase).as_deref(), Some("true" | "1" | "yes"));
+    let fail_open = matches!(
+        var("SEXTANT_KEYS_FAIL_OPEN").as_deref().map(str::to_ascii_lowercase).as_deref(),
+        Some("true" | "1" | "yes")
+    );
     Ok(Arc::new(CachedKeyStore::new(store, secs("SEXTANT_KEY_CACHE_SECS", 30)?, fail_open)))
 }
 
@@ -126,8 +146,9 @@ pub async fn from_env() -> Result<Context> {
                 let load_ms = t.elapsed().as_millis() as u64;
                 let m = models.clone();
                 let id = index.manifest.index_id.clone();
-                let (engine, models_took) =
-                    tokio::task::spawn_blocking(move || m.engine(Arc::new(index))).await.map_err(|e| Error::task_failed(format!("opening index {id}"), e))??;
+                let (engine, models_took) = tokio::task::spawn_blocking(move || m.engine(Arc::new(index)))
+                    .await
+                    .map_err(|e| Error::task_failed(format!("opening index {id}"), e))??;
                 tracing::info!(index = %id, dir = %dir.display(), load_ms, models_ms = models_took.as_millis() as u64, "cold start: index ready");
                 first.get_or_insert_with(|| id.clone());
                 indexes.insert(id, ServedIndex::new(engine, financials));
@@ -155,7 +176,8 @@ pub async fn from_env() -> Result<Context> {
             }
         }
     }
-    let default_index = var("SEXTANT_DEFAULT_INDEX").or(first).ok_or_else(|| Error::invalid("SEXTANT_INDEXES", "names no index"))?;
+    let default_index =
+        var("SEXTANT_DEFAULT_INDEX").or(first).ok_or_else(|| Error::invalid("SEXTANT_INDEXES", "names no index"))?;
     let cors_origins = sextant_server::headers::parse_origins(&var("SEXTANT_CORS_ORIGINS").unwrap_or_default())
         .map_err(|e| Error::invalid("SEXTANT_CORS_ORIGINS", e))?;
     let state = AppState::new(keys, ApiConfig { default_index, cors_origins, ..Default::default() });
@@ -183,7 +205,9 @@ pub async fn from_env() -> Result<Context> {
 /// The index id a location names: its last path part.
 fn location_id(location: &Location) -> String {
     match location {
-        Location::S3 { prefix, bucket } => prefix.rsplit('/').next().filter(|s| !s.is_empty()).unwrap_or(bucket).to_string(),
+        Location::S3 { prefix, bucket } => {
+            prefix.rsplit('/').next().filter(|s| !s.is_empty()).unwrap_or(bucket).to_string()
+        }
         Location::Local(p) => p.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
     }
 }
@@ -193,7 +217,12 @@ mod tests {
     #[test]
     fn every_variable_template_yaml_sets_is_read_by_the_code() {
         let template = include_str!("../../../template.yaml");
-        let code = [include_str!("startup.rs"), include_str!("../../aws/src/build_job.rs"), include_str!("../../aws/src/sdk.rs")].concat();
+        let code = [
+            include_str!("startup.rs"),
+            include_str!("../../aws/src/build_job.rs"),
+            include_str!("../../aws/src/sdk.rs"),
+        ]
+        .concat();
         let mut vars: Vec<&str> = template
             .match_indices("SEXTANT_")
             .map(|(i, _)| {

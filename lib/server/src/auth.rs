@@ -33,7 +33,10 @@ impl<T: DeserializeOwned> FromRequest<Arc<AppState>> for Authed<T> {
     type Rejection = Response;
 
     async fn from_request(req: Request, state: &Arc<AppState>) -> Result<Self, Response> {
-        let missing = || ApiError::unauthorized("missing API key: send Authorization: Bearer <key> or X-API-Key: <key>").into_response();
+        let missing = || {
+            ApiError::unauthorized("missing API key: send Authorization: Bearer <key> or X-API-Key: <key>")
+                .into_response()
+        };
         let caller = req.extensions().get::<Caller>().cloned().ok_or_else(missing)?;
         let request_id = req.extensions().get::<RequestId>().map(|r| r.0.clone()).unwrap_or_default();
         let headers = req.headers().clone();
@@ -47,7 +50,8 @@ impl<T: DeserializeOwned> FromRequest<Arc<AppState>> for Authed<T> {
 pub(crate) async fn authenticate(State(state): State<Arc<AppState>>, mut req: Request, next: Next) -> Response {
     let presented = presented_key(req.headers());
     let Some(key) = presented else {
-        return (ApiError::unauthorized("missing API key: send Authorization: Bearer <key> or X-API-Key: <key>")).into_response();
+        return (ApiError::unauthorized("missing API key: send Authorization: Bearer <key> or X-API-Key: <key>"))
+            .into_response();
     };
     let hash = sextant_keys::hash_key(&key);
     drop(key);
@@ -81,11 +85,25 @@ pub(crate) async fn authenticate(State(state): State<Arc<AppState>>, mut req: Re
     };
     let rate_headers = match decision {
         Some(RateDecision::Allowed { limit, remaining, reset_secs }) => {
-            vec![("x-ratelimit-limit", limit.to_string()), ("x-ratelimit-remaining", remaining.to_string()), ("x-ratelimit-reset", reset_secs.to_string())]
+            vec![
+                ("x-ratelimit-limit", limit.to_string()),
+                ("x-ratelimit-remaining", remaining.to_string()),
+                ("x-ratelimit-reset", reset_secs.to_string()),
+            ]
         }
         Some(RateDecision::Limited { limit, retry_after }) => {
-            let mut e = ApiError::rate_limited(format!("rate limit of {limit} requests reached for this key's plan ({}); retry after {retry_after} s", plan.name), retry_after);
-            e.headers = vec![("x-ratelimit-limit", limit.to_string()), ("x-ratelimit-remaining", "0".into()), ("x-ratelimit-reset", retry_after.to_string())];
+            let mut e = ApiError::rate_limited(
+                format!(
+                    "rate limit of {limit} requests reached for this key's plan ({}); retry after {retry_after} s",
+                    plan.name
+                ),
+                retry_after,
+            );
+            e.headers = vec![
+                ("x-ratelimit-limit", limit.to_string()),
+                ("x-ratelimit-remaining", "0".into()),
+                ("x-ratelimit-reset", retry_after.to_string()),
+            ];
             return (e).into_response();
         }
         None => Vec::new(),

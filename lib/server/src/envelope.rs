@@ -27,7 +27,15 @@ pub struct ApiError {
 
 impl ApiError {
     fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        ApiError { status, code, message: message.into(), field: None, retry_after: None, headers: Vec::new(), request_id: String::new() }
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+            field: None,
+            retry_after: None,
+            headers: Vec::new(),
+            request_id: String::new(),
+        }
     }
 
     /// 400: a field of the body is missing, mistyped or out of range.
@@ -66,12 +74,20 @@ impl ApiError {
 
     /// 413: the body is over the limit.
     pub fn too_large(limit: usize) -> Self {
-        Self::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", format!("the request body is over the {limit}-byte limit"))
+        Self::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            format!("the request body is over the {limit}-byte limit"),
+        )
     }
 
     /// 415: not `application/json`.
     pub fn unsupported_media_type() -> Self {
-        Self::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type", "send the body as Content-Type: application/json")
+        Self::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            "send the body as Content-Type: application/json",
+        )
     }
 
     /// 429 with `Retry-After`.
@@ -90,7 +106,11 @@ impl ApiError {
 
     /// 500 that says nothing of the internals (the cause is logged, not returned).
     pub fn internal() -> Self {
-        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "the request could not be completed; retry, and report the requestId if it persists")
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal_error",
+            "the request could not be completed; retry, and report the requestId if it persists",
+        )
     }
 
     /// Sets the request id.
@@ -157,7 +177,12 @@ impl IntoResponse for ApiError {
         }
         let body = ErrorEnvelope {
             success: false,
-            error: ErrorDetail { code: self.code, message: &self.message, field: self.field.as_deref(), request_id: &self.request_id },
+            error: ErrorDetail {
+                code: self.code,
+                message: &self.message,
+                field: self.field.as_deref(),
+                request_id: &self.request_id,
+            },
         };
         let mut resp = (self.status, axum::Json(body)).into_response();
         let h = resp.headers_mut();

@@ -93,7 +93,12 @@ mod tests {
 
     fn bm25() -> Bm25Index {
         Bm25Index::build(
-            ["revenue grew in the quarter", "data center revenue grew", "the weather was fine", "capex rose for data centers"],
+            [
+                "revenue grew in the quarter",
+                "data center revenue grew",
+                "the weather was fine",
+                "capex rose for data centers",
+            ],
             Bm25Params::default(),
         )
     }

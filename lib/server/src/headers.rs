@@ -65,7 +65,8 @@ fn allowed(origins: &[String], origin: &str) -> bool {
 pub async fn apply(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
     let origins = &state.config.cors_origins;
     let origin = req.headers().get(header::ORIGIN).and_then(|v| v.to_str().ok()).map(str::to_string);
-    let preflight = req.method() == Method::OPTIONS && req.headers().contains_key(header::ACCESS_CONTROL_REQUEST_METHOD);
+    let preflight =
+        req.method() == Method::OPTIONS && req.headers().contains_key(header::ACCESS_CONTROL_REQUEST_METHOD);
     let mut resp = match (&origin, preflight) {
         (Some(o), true) if allowed(origins, o) => {
             let mut r = StatusCode::NO_CONTENT.into_response();
@@ -77,7 +78,9 @@ pub async fn apply(State(state): State<Arc<AppState>>, req: Request, next: Next)
         }
         (_, true) => {
             let why = match &origin {
-                Some(o) => format!("cross-origin requests from {o} are not allowed (SEXTANT_CORS_ORIGINS lists the allowed origins)"),
+                Some(o) => format!(
+                    "cross-origin requests from {o} are not allowed (SEXTANT_CORS_ORIGINS lists the allowed origins)"
+                ),
                 None => "a CORS preflight needs an Origin header".to_string(),
             };
             ApiError::forbidden(why).into_response()
@@ -108,7 +111,10 @@ mod tests {
     #[test]
     fn origins_parse_and_bad_ones_are_named() {
         assert_eq!(parse_origins("").unwrap(), Vec::<String>::new());
-        assert_eq!(parse_origins(" https://a.example.com , http://localhost:3000 ").unwrap(), ["https://a.example.com", "http://localhost:3000"]);
+        assert_eq!(
+            parse_origins(" https://a.example.com , http://localhost:3000 ").unwrap(),
+            ["https://a.example.com", "http://localhost:3000"]
+        );
         assert_eq!(parse_origins("*").unwrap(), ["*"]);
         for bad in ["a.example.com", "https://a.example.com/", "https://a.example.com/app", "ftp://x"] {
             let e = parse_origins(bad).unwrap_err();

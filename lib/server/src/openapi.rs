@@ -69,9 +69,13 @@ pub fn document() -> Value {
     let mut paths = Map::new();
     for e in endpoints {
         let mut responses = Map::new();
-        responses.insert("200".into(), json!({"description": "Success", "content": {"application/json": {"schema": e.ok}}}));
+        responses
+            .insert("200".into(), json!({"description": "Success", "content": {"application/json": {"schema": e.ok}}}));
         for s in e.statuses {
-            responses.insert(s.to_string(), json!({"description": reason(*s), "content": {"application/json": {"schema": e.error}}}));
+            responses.insert(
+                s.to_string(),
+                json!({"description": reason(*s), "content": {"application/json": {"schema": e.error}}}),
+            );
         }
         let mut op = json!({
             "summary": e.summary,
@@ -80,7 +84,8 @@ pub fn document() -> Value {
             "responses": responses,
         });
         if e.path.contains("{WorkspaceId}") {
-            op["parameters"] = json!([{"name": "WorkspaceId", "in": "path", "required": true, "schema": {"type": "string"}}]);
+            op["parameters"] =
+                json!([{"name": "WorkspaceId", "in": "path", "required": true, "schema": {"type": "string"}}]);
         }
         paths.insert(e.path.into(), json!({ "post": op }));
     }
@@ -133,7 +138,18 @@ mod tests {
             let name = piece.split('"').next().unwrap();
             assert!(schemas.contains_key(name), "dangling $ref {name}");
         }
-        for name in ["RetrieveRequest", "RetrieveResponse", "SearchBody", "SearchResponse", "KbRequest", "KbResponse", "ErrorEnvelope", "RerankStatus", "ContextBody", "ContextResponse"] {
+        for name in [
+            "RetrieveRequest",
+            "RetrieveResponse",
+            "SearchBody",
+            "SearchResponse",
+            "KbRequest",
+            "KbResponse",
+            "ErrorEnvelope",
+            "RerankStatus",
+            "ContextBody",
+            "ContextResponse",
+        ] {
             assert!(schemas.contains_key(name), "{name} missing");
         }
     }

@@ -35,13 +35,21 @@ pub fn result_count(value: Option<i64>, field: &str, default: i64, plan_max: usi
 
 /// Each value must name a document type `index` holds (any case); a 400 on `field[i]`
 /// otherwise, calling the values `what` ("source type", "theme").
-pub fn document_types(index: &Index, values: &[String], field: &str, what: &str) -> Result<Vec<DocumentType>, ApiError> {
+pub fn document_types(
+    index: &Index,
+    values: &[String],
+    field: &str,
+    what: &str,
+) -> Result<Vec<DocumentType>, ApiError> {
     let known: std::collections::BTreeSet<&str> = index.documents.iter().map(|d| d.document_type.as_str()).collect();
     for (i, t) in values.iter().enumerate() {
         if !known.iter().any(|k| k.eq_ignore_ascii_case(t.trim())) {
             return Err(ApiError::invalid(
                 format!("{field}[{i}]"),
-                format!("unknown {what} {t:?} (this index holds: {})", known.iter().copied().collect::<Vec<_>>().join(", ")),
+                format!(
+                    "unknown {what} {t:?} (this index holds: {})",
+                    known.iter().copied().collect::<Vec<_>>().join(", ")
+                ),
             ));
         }
     }
@@ -56,7 +64,9 @@ pub fn default_recency() -> Recency {
 /// Runs `work` on the blocking pool (it is CPU-bound), so the runtime keeps serving. It gets
 /// a flag that is cancelled when the request's future is dropped first (the client went
 /// away), for the searches it runs to stop at their next stage.
-pub async fn run_cancellable<T: Send + 'static>(work: impl FnOnce(CancelFlag) -> T + Send + 'static) -> Result<T, ApiError> {
+pub async fn run_cancellable<T: Send + 'static>(
+    work: impl FnOnce(CancelFlag) -> T + Send + 'static,
+) -> Result<T, ApiError> {
     let flag = CancelFlag::default();
     let guard = CancelOnDrop::new(flag.clone());
     let out = tokio::task::spawn_blocking(move || work(flag)).await.map_err(|_| ApiError::internal())?;

@@ -25,7 +25,6 @@ fn key(d: &Document) -> Option<(i32, u8)> {
     Some((y, q))
 }
 
-
 fn label(d: &Document) -> String {
     let who = d.ticker.clone().unwrap_or_else(|| "corpus".into());
     match (d.quarter, d.year) {
@@ -39,7 +38,12 @@ fn label(d: &Document) -> String {
 /// requested period, the ids of the documents of each company's nearest prior period and
 /// the mismatch to report. `None` when the requested period has documents (or none is
 /// requested).
-pub fn fallback(documents: &[Document], base: impl Fn(&Document) -> bool, year: Option<i32>, quarter: Option<Quarter>) -> Option<(Vec<String>, PeriodMismatch)> {
+pub fn fallback(
+    documents: &[Document],
+    base: impl Fn(&Document) -> bool,
+    year: Option<i32>,
+    quarter: Option<Quarter>,
+) -> Option<(Vec<String>, PeriodMismatch)> {
     let year = year?;
     let in_period = |d: &Document| d.year == Some(year) && quarter.is_none_or(|q| d.quarter == Some(q));
     let candidates: Vec<&Document> = documents.iter().filter(|d| base(d)).collect();

@@ -90,7 +90,11 @@ mod tests {
         assert!(e.message.contains("not valid JSON") && e.field.is_none(), "{}", e.message);
         assert_eq!(err("application/json", "  ").status.as_u16(), 400);
         assert_eq!(err("text/plain", r#"{"query": "x"}"#).status.as_u16(), 415);
-        assert_eq!(err("application/json; charset=utf-8", &format!(r#"{{"query": "{}"}}"#, "x".repeat(200))).status.as_u16(), 413);
-        assert!(json_body::<Req>(&headers("application/json; charset=utf-8"), &Bytes::from(r#"{"query":"x"}"#), 100).is_ok());
+        assert_eq!(
+            err("application/json; charset=utf-8", &format!(r#"{{"query": "{}"}}"#, "x".repeat(200))).status.as_u16(),
+            413
+        );
+        assert!(json_body::<Req>(&headers("application/json; charset=utf-8"), &Bytes::from(r#"{"query":"x"}"#), 100)
+            .is_ok());
     }
 }

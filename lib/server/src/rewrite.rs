@@ -25,7 +25,11 @@ struct Parsed {
 }
 
 /// Words of a follow-up that carry no subject.
-const FILLERS: &[&str] = &["and", "what", "about", "how", "also", "then", "same", "for", "in", "of", "the", "ok", "okay", "now", "please", "compare", "vs", "versus", "year", "quarter", "fiscal", "fy", "last", "previous", "that", "it", "its", "their", "them", "they", "there"];
+const FILLERS: &[&str] = &[
+    "and", "what", "about", "how", "also", "then", "same", "for", "in", "of", "the", "ok", "okay", "now", "please",
+    "compare", "vs", "versus", "year", "quarter", "fiscal", "fy", "last", "previous", "that", "it", "its", "their",
+    "them", "they", "there",
+];
 
 /// Rewrites `query` given earlier user turns (oldest first). `names` maps lower-case
 /// company names and tickers to tickers. Returns the query unchanged when there is nothing
@@ -59,13 +63,18 @@ fn words(text: &str) -> Vec<(usize, usize, String)> {
 }
 
 fn clean(w: &str) -> String {
-    w.to_lowercase().trim_end_matches("'s").trim_end_matches("’s").trim_matches(|c: char| !c.is_alphanumeric()).to_string()
+    w.to_lowercase()
+        .trim_end_matches("'s")
+        .trim_end_matches("’s")
+        .trim_matches(|c: char| !c.is_alphanumeric())
+        .to_string()
 }
 
 fn year_of(w: &str) -> Option<String> {
     let w = w.to_ascii_lowercase();
     let digits = w.strip_prefix("fy").unwrap_or(&w);
-    (digits.len() == 4 && digits.starts_with(['1', '2']) && digits.chars().all(|c| c.is_ascii_digit())).then(|| digits.to_string())
+    (digits.len() == 4 && digits.starts_with(['1', '2']) && digits.chars().all(|c| c.is_ascii_digit()))
+        .then(|| digits.to_string())
 }
 
 fn quarter_of(w: &str) -> Option<String> {
@@ -124,7 +133,8 @@ fn rewrite_one(context: Option<&str>, query: &str, names: &BTreeMap<String, Stri
         // A full question: carry what it lacks.
         let mut extra = Vec::new();
         if q.companies.is_empty() && !ctx.companies.is_empty() {
-            let mut tickers: Vec<&str> = ctx.companies.iter().map(|c| c.0.trim_end_matches("'s").trim_end_matches("’s")).collect();
+            let mut tickers: Vec<&str> =
+                ctx.companies.iter().map(|c| c.0.trim_end_matches("'s").trim_end_matches("’s")).collect();
             tickers.dedup();
             extra.push(format!("for {}", tickers.join(" and ")));
         }
@@ -198,10 +208,17 @@ mod tests {
     use super::*;
 
     fn names() -> BTreeMap<String, String> {
-        [("apple", "AAPL"), ("aapl", "AAPL"), ("microsoft", "MSFT"), ("msft", "MSFT"), ("coca cola", "KO"), ("ko", "KO")]
-            .into_iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-            .collect()
+        [
+            ("apple", "AAPL"),
+            ("aapl", "AAPL"),
+            ("microsoft", "MSFT"),
+            ("msft", "MSFT"),
+            ("coca cola", "KO"),
+            ("ko", "KO"),
+        ]
+        .into_iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
     }
 
     fn rw(history: &[&str], q: &str) -> String {
@@ -211,19 +228,37 @@ mod tests {
     #[test]
     fn elliptical_follow_ups_take_the_earlier_question() {
         assert_eq!(rw(&["What was Apple's revenue in 2024?"], "and in 2023?"), "What was Apple's revenue in 2023?");
-        assert_eq!(rw(&["What was Apple's revenue in 2024?"], "What about Microsoft?"), "What was Microsoft revenue in 2024?");
-        assert_eq!(rw(&["What was Apple's revenue in 2024?"], "and MSFT in Q3 2022?"), "What was MSFT revenue in 2022 in Q3?");
+        assert_eq!(
+            rw(&["What was Apple's revenue in 2024?"], "What about Microsoft?"),
+            "What was Microsoft revenue in 2024?"
+        );
+        assert_eq!(
+            rw(&["What was Apple's revenue in 2024?"], "and MSFT in Q3 2022?"),
+            "What was MSFT revenue in 2022 in Q3?"
+        );
         // Turn by turn: the second follow-up builds on the first rewrite.
-        assert_eq!(rw(&["What was Apple's revenue in 2024?", "and in 2023?"], "what about Coca Cola?"), "What was Coca Cola revenue in 2023?");
+        assert_eq!(
+            rw(&["What was Apple's revenue in 2024?", "and in 2023?"], "what about Coca Cola?"),
+            "What was Coca Cola revenue in 2023?"
+        );
         assert_eq!(rw(&["How did margins develop?"], "and for Apple?"), "How did margins develop for Apple?");
         assert_eq!(rw(&["How did margins develop?"], "and in FY2022?"), "How did margins develop in 2022?");
     }
 
     #[test]
     fn full_questions_carry_only_what_they_lack() {
-        assert_eq!(rw(&["What was Apple's revenue in 2024?"], "What were the main risk factors?"), "What were the main risk factors for Apple in 2024?");
-        assert_eq!(rw(&["What was Apple's revenue in 2024?"], "What were Microsoft's main risk factors?"), "What were Microsoft's main risk factors in 2024?");
-        assert_eq!(rw(&["What was Apple's revenue in 2024?"], "Microsoft risk factors in 2021"), "Microsoft risk factors in 2021");
+        assert_eq!(
+            rw(&["What was Apple's revenue in 2024?"], "What were the main risk factors?"),
+            "What were the main risk factors for Apple in 2024?"
+        );
+        assert_eq!(
+            rw(&["What was Apple's revenue in 2024?"], "What were Microsoft's main risk factors?"),
+            "What were Microsoft's main risk factors in 2024?"
+        );
+        assert_eq!(
+            rw(&["What was Apple's revenue in 2024?"], "Microsoft risk factors in 2021"),
+            "Microsoft risk factors in 2021"
+        );
         assert_eq!(rw(&[], "and in 2023?"), "and in 2023?", "no history: unchanged");
         assert_eq!(rw(&["Hello there"], "What was revenue?"), "What was revenue?");
     }

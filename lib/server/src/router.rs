@@ -37,14 +37,17 @@ async fn method_not_allowed() -> ApiError {
 }
 
 async fn not_found() -> ApiError {
-    ApiError::not_found("no such endpoint (POST /v1/retrieve, POST /v1/search, POST /{WorkspaceId}/index/retrieve, GET /health)")
+    ApiError::not_found(
+        "no such endpoint (POST /v1/retrieve, POST /v1/search, POST /{WorkspaceId}/index/retrieve, GET /health)",
+    )
 }
 
 /// `GET /health`: 200 with the loaded indexes once ready, 503 while loading.
 async fn health(State(state): State<Arc<AppState>>) -> Response {
     match state.indexes() {
         Ok(engines) => {
-            let indexes: BTreeMap<&str, usize> = engines.iter().map(|(id, e)| (id.as_str(), e.engine.index().chunks.len())).collect();
+            let indexes: BTreeMap<&str, usize> =
+                engines.iter().map(|(id, e)| (id.as_str(), e.engine.index().chunks.len())).collect();
             let versions = state.versions.read().expect("versions lock").clone();
             axum::Json(serde_json::json!({ "status": "ok", "indexes": indexes, "indexVersions": versions, "version": sextant_core::VERSION })).into_response()
         }
@@ -62,7 +65,11 @@ async fn with_request_id(State(state): State<Arc<AppState>>, mut req: Request, n
     let mut resp = next.run(req).await;
     if let Some(err) = resp.extensions_mut().remove::<envelope::PendingError>() {
         let headers = std::mem::take(resp.headers_mut());
-        resp = if kb_route { routes::knowledge_base::error_response(&err.0, &id) } else { err.0.with_request_id(&id).into_response() };
+        resp = if kb_route {
+            routes::knowledge_base::error_response(&err.0, &id)
+        } else {
+            err.0.with_request_id(&id).into_response()
+        };
         // Keep what inner layers set (rate-limit, security and CORS headers) unless the
         // envelope sets its own (content type and length).
         for (name, value) in &headers {

@@ -132,7 +132,8 @@ fn operator(v: Option<&Value>, at: &str, default: bool) -> Result<bool, ApiError
 /// Compiles `SearchFilters` (the JSON array); `at` is the field path for errors.
 pub fn compile(filters: &Value, at: &str) -> Result<Condition, ApiError> {
     let groups = filters.as_array().ok_or_else(|| ApiError::invalid(at, "must be an array of filter groups"))?;
-    let compiled = groups.iter().enumerate().map(|(i, g)| group(g, &format!("{at}[{i}]"), 0)).collect::<Result<_, _>>()?;
+    let compiled =
+        groups.iter().enumerate().map(|(i, g)| group(g, &format!("{at}[{i}]"), 0)).collect::<Result<_, _>>()?;
     Ok(Condition::All(compiled))
 }
 
@@ -149,19 +150,29 @@ fn group(g: &Value, at: &str, depth: usize) -> Result<Condition, ApiError> {
     for (k, v) in obj {
         if k.starts_with('_') {
             if !matches!(k.as_str(), "_operator" | "_conditions" | "_conditions_operator") {
-                return Err(ApiError::invalid(format!("{at}.{k}"), "is not a known key (_operator, _conditions, _conditions_operator)"));
+                return Err(ApiError::invalid(
+                    format!("{at}.{k}"),
+                    "is not a known key (_operator, _conditions, _conditions_operator)",
+                ));
             }
             continue;
         }
         let path = format!("{at}.{k}");
-        let field = field_of(k).ok_or_else(|| ApiError::invalid(&path, format!("is not a filterable field ({FIELDS})")))?;
+        let field =
+            field_of(k).ok_or_else(|| ApiError::invalid(&path, format!("is not a filterable field ({FIELDS})")))?;
         let test = match v {
             Value::String(_) | Value::Number(_) => Test::In(vec![scalar(v, &path)?]),
             Value::Array(items) => {
                 if items.is_empty() {
                     return Err(ApiError::invalid(&path, "a multiQuery needs at least one value"));
                 }
-                Test::In(items.iter().enumerate().map(|(i, x)| scalar(x, &format!("{path}[{i}]"))).collect::<Result<_, _>>()?)
+                Test::In(
+                    items
+                        .iter()
+                        .enumerate()
+                        .map(|(i, x)| scalar(x, &format!("{path}[{i}]")))
+                        .collect::<Result<_, _>>()?,
+                )
             }
             Value::Object(o) if o.contains_key("like") => {
                 if o.len() != 1 {
@@ -169,12 +180,20 @@ fn group(g: &Value, at: &str, depth: usize) -> Result<Condition, ApiError> {
                 }
                 match &o["like"] {
                     Value::String(p) if !p.is_empty() => Test::Like(p.clone()),
-                    other => return Err(ApiError::invalid(format!("{path}.like"), format!("must be a non-empty string, got {other}"))),
+                    other => {
+                        return Err(ApiError::invalid(
+                            format!("{path}.like"),
+                            format!("must be a non-empty string, got {other}"),
+                        ))
+                    }
                 }
             }
             Value::Object(o) => {
                 if o.is_empty() {
-                    return Err(ApiError::invalid(&path, "a rangeQuery needs at least one of gt, gte, lt, lte, eq, neq"));
+                    return Err(ApiError::invalid(
+                        &path,
+                        "a rangeQuery needs at least one of gt, gte, lt, lte, eq, neq",
+                    ));
                 }
                 let mut bounds = Vec::new();
                 for (op, b) in o {
@@ -185,20 +204,36 @@ fn group(g: &Value, at: &str, depth: usize) -> Result<Condition, ApiError> {
                         "lte" => RangeOp::Lte,
                         "eq" => RangeOp::Eq,
                         "neq" => RangeOp::Neq,
-                        _ => return Err(ApiError::invalid(format!("{path}.{op}"), "is not a range operator (gt, gte, lt, lte, eq, neq, or like)")),
+                        _ => {
+                            return Err(ApiError::invalid(
+                                format!("{path}.{op}"),
+                                "is not a range operator (gt, gte, lt, lte, eq, neq, or like)",
+                            ))
+                        }
                     };
                     bounds.push((op_, scalar(b, &format!("{path}.{op}"))?));
                 }
                 Test::Range(bounds)
             }
-            other => return Err(ApiError::invalid(&path, format!("expected a value, a list, or a like/range object, got {other}"))),
+            other => {
+                return Err(ApiError::invalid(
+                    &path,
+                    format!("expected a value, a list, or a like/range object, got {other}"),
+                ))
+            }
         };
         fields.push(Condition::Field { field, test });
     }
     if let Some(c) = obj.get("_conditions") {
-        let list = c.as_array().ok_or_else(|| ApiError::invalid(format!("{at}._conditions"), "must be an array of filter groups"))?;
+        let list = c
+            .as_array()
+            .ok_or_else(|| ApiError::invalid(format!("{at}._conditions"), "must be an array of filter groups"))?;
         let inner_and = operator(obj.get("_conditions_operator"), &format!("{at}._conditions_operator"), and)?;
-        let nested = list.iter().enumerate().map(|(i, x)| group(x, &format!("{at}._conditions[{i}]"), depth + 1)).collect::<Result<Vec<_>, _>>()?;
+        let nested = list
+            .iter()
+            .enumerate()
+            .map(|(i, x)| group(x, &format!("{at}._conditions[{i}]"), depth + 1))
+            .collect::<Result<Vec<_>, _>>()?;
         fields.push(if inner_and { Condition::All(nested) } else { Condition::Any(nested) });
     } else if obj.contains_key("_conditions_operator") {
         return Err(ApiError::invalid(format!("{at}._conditions_operator"), "needs _conditions beside it"));
@@ -335,7 +370,10 @@ mod tests {
         assert_eq!(ids(json!([{"title": {"like": "apple"}}])), vec!["AAPL-2024-FY"]);
         assert_eq!(ids(json!([{"title": {"like": "%earnings%"}}])), vec!["AAPL-2023-Q3", "KO-2021-Q4"]);
         assert_eq!(ids(json!([{"year": {"gte": 2022, "lt": 2024}}])), vec!["AAPL-2023-Q3", "MSFT-2022-Q1"]);
-        assert_eq!(ids(json!([{"year": {"neq": 2024}, "documentType": "earnings_call"}])), vec!["AAPL-2023-Q3", "KO-2021-Q4"]);
+        assert_eq!(
+            ids(json!([{"year": {"neq": 2024}, "documentType": "earnings_call"}])),
+            vec!["AAPL-2023-Q3", "KO-2021-Q4"]
+        );
         assert_eq!(ids(json!([{"publishedAt": {"gte": "2023-01-01"}}])), vec!["AAPL-2024-FY", "AAPL-2023-Q3"]);
         assert_eq!(ids(json!([{"quarter": {"neq": "Q1"}}])).len(), 3, "a missing field satisfies neq only");
         assert_eq!(ids(json!([])).len(), 4, "no groups: no constraint");
@@ -368,7 +406,10 @@ mod tests {
         assert_eq!(err(json!([{"ticker": [true]}])), "SearchFilters[0].ticker[0]");
         assert_eq!(err(json!([{"title": {"like": ""}}])), "SearchFilters[0].title.like");
         assert_eq!(err(json!([{"_operator": "XOR"}])), "SearchFilters[0]._operator");
-        assert_eq!(err(json!([{"_conditions": [{"ticker": {"lte": null}}]}])), "SearchFilters[0]._conditions[0].ticker.lte");
+        assert_eq!(
+            err(json!([{"_conditions": [{"ticker": {"lte": null}}]}])),
+            "SearchFilters[0]._conditions[0].ticker.lte"
+        );
         assert_eq!(err(json!([{"_conditions_operator": "OR"}])), "SearchFilters[0]._conditions_operator");
         assert_eq!(err(json!([{"_extra": 1}])), "SearchFilters[0]._extra");
         let mut deep = json!({"ticker": "A"});
@@ -385,7 +426,13 @@ mod tests {
 
         use super::*;
 
-        const TITLES: &[&str] = &["Apple Inc. 10-K FY2024 — Item 1A. Risk Factors", "Mastercard call Q3", "Exxon Mobil 10-Q", "日本 report %", ""];
+        const TITLES: &[&str] = &[
+            "Apple Inc. 10-K FY2024 — Item 1A. Risk Factors",
+            "Mastercard call Q3",
+            "Exxon Mobil 10-Q",
+            "日本 report %",
+            "",
+        ];
 
         fn pick<'a>(rng: &mut Rng, xs: &[&'a str]) -> &'a str {
             xs[rng.below(xs.len())]
@@ -423,7 +470,9 @@ mod tests {
                 let test = match rng.below(4) {
                     0 => value(rng, field),
                     1 => Value::Array((0..1 + rng.below(3)).map(|_| value(rng, field)).collect()),
-                    2 => json!({"like": pick(rng, &["app%", "%risk%", "%q3", "exxon", "%", "m%c%3", "%10-_", "日本%"])}),
+                    2 => {
+                        json!({"like": pick(rng, &["app%", "%risk%", "%q3", "exxon", "%", "m%c%3", "%10-_", "日本%"])})
+                    }
                     _ => {
                         let mut r = serde_json::Map::new();
                         for _ in 0..1 + rng.below(2) {
@@ -438,7 +487,10 @@ mod tests {
                 g.insert("_operator".into(), json!(pick(rng, &["AND", "or", "Or"])));
             }
             if depth < 2 && rng.below(3) == 0 {
-                g.insert("_conditions".into(), Value::Array((0..rng.below(3)).map(|_| random_group(rng, depth + 1)).collect()));
+                g.insert(
+                    "_conditions".into(),
+                    Value::Array((0..rng.below(3)).map(|_| random_group(rng, depth + 1)).collect()),
+                );
                 if rng.below(2) == 0 {
                     g.insert("_conditions_operator".into(), json!(pick(rng, &["AND", "OR"])));
                 }
@@ -503,12 +555,19 @@ mod tests {
 
         fn naive_group(d: &Document, g: &Value) -> bool {
             let o = g.as_object().unwrap();
-            let and = |key: &str, default: bool| o.get(key).map_or(default, |v| v.as_str().unwrap().eq_ignore_ascii_case("and"));
+            let and = |key: &str, default: bool| {
+                o.get(key).map_or(default, |v| v.as_str().unwrap().eq_ignore_ascii_case("and"))
+            };
             let joined_with_and = and("_operator", true);
-            let mut results: Vec<bool> = o.iter().filter(|(k, _)| !k.starts_with('_')).map(|(k, v)| naive_field(d, k, v)).collect();
+            let mut results: Vec<bool> =
+                o.iter().filter(|(k, _)| !k.starts_with('_')).map(|(k, v)| naive_field(d, k, v)).collect();
             if let Some(Value::Array(nested)) = o.get("_conditions") {
                 let r: Vec<bool> = nested.iter().map(|x| naive_group(d, x)).collect();
-                results.push(if and("_conditions_operator", joined_with_and) { r.iter().all(|x| *x) } else { r.is_empty() || r.iter().any(|x| *x) });
+                results.push(if and("_conditions_operator", joined_with_and) {
+                    r.iter().all(|x| *x)
+                } else {
+                    r.is_empty() || r.iter().any(|x| *x)
+                });
             }
             if joined_with_and {
                 results.iter().all(|x| *x)
@@ -523,7 +582,8 @@ mod tests {
             let (mut matched, mut total) = (0, 0);
             for case in 0..2_000 {
                 let filters = Value::Array((0..1 + rng.below(2)).map(|_| random_group(&mut rng, 0)).collect());
-                let compiled = compile(&filters, "SearchFilters").unwrap_or_else(|e| panic!("case {case}: {filters} refused: {}", e.message));
+                let compiled = compile(&filters, "SearchFilters")
+                    .unwrap_or_else(|e| panic!("case {case}: {filters} refused: {}", e.message));
                 for _ in 0..8 {
                     let d = random_doc(&mut rng);
                     let expected = filters.as_array().unwrap().iter().all(|g| naive_group(&d, g));

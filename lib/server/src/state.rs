@@ -127,7 +127,10 @@ impl AppState {
     /// The indexes, or a 503 while loading.
     pub(crate) fn indexes(&self) -> Result<Arc<Indexes>, ApiError> {
         self.indexes.read().expect("indexes lock").clone().ok_or_else(|| {
-            ApiError::unavailable(format!("the service is loading ({}); retry shortly", self.loading.read().expect("loading lock")), 5)
+            ApiError::unavailable(
+                format!("the service is loading ({}); retry shortly", self.loading.read().expect("loading lock")),
+                5,
+            )
         })
     }
 
@@ -135,7 +138,10 @@ impl AppState {
     fn index(&self, id: &str) -> Result<ServedIndex, ApiError> {
         let indexes = self.indexes()?;
         indexes.get(id).cloned().ok_or_else(|| {
-            ApiError::not_found(format!("no index {id:?} is loaded (loaded: {})", indexes.keys().cloned().collect::<Vec<_>>().join(", ")))
+            ApiError::not_found(format!(
+                "no index {id:?} is loaded (loaded: {})",
+                indexes.keys().cloned().collect::<Vec<_>>().join(", ")
+            ))
         })
     }
 
@@ -155,7 +161,10 @@ impl AppState {
     /// A new request id: `req_` and 16 hex digits (time and a counter, mixed).
     pub(crate) fn request_id(&self) -> String {
         let n = self.counter.fetch_add(1, Ordering::Relaxed);
-        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
         let mut x = t ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (std::process::id() as u64).rotate_left(32);
         x ^= x >> 33;
         x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);

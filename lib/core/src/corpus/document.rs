@@ -83,7 +83,13 @@ mod tests {
     #[test]
     fn spans_slice_the_rebuilt_text_to_each_segment_in_chars() {
         let doc = Document {
-            segments: vec!["Revenue rose 8% — a record.".into(), "Marge brute: 46,2 %".into(), "".into(), "日本での売上".into(), "🙂 end".into()],
+            segments: vec![
+                "Revenue rose 8% — a record.".into(),
+                "Marge brute: 46,2 %".into(),
+                "".into(),
+                "日本での売上".into(),
+                "🙂 end".into(),
+            ],
             ..Default::default()
         };
         let text = doc.text();
@@ -98,7 +104,25 @@ mod tests {
     /// rebuilt text to exactly its segment.
     #[test]
     fn spans_slice_any_unicode_text_to_its_segments() {
-        const PIECES: &[&str] = &["a", "Z", " ", "\n", "\n\n", "é", "e\u{301}", "ß", "日本", "🙂", "👩‍💻", "\u{200d}", "%", "—", "\t", "\r\n", "ﬁ"];
+        const PIECES: &[&str] = &[
+            "a",
+            "Z",
+            " ",
+            "\n",
+            "\n\n",
+            "é",
+            "e\u{301}",
+            "ß",
+            "日本",
+            "🙂",
+            "👩‍💻",
+            "\u{200d}",
+            "%",
+            "—",
+            "\t",
+            "\r\n",
+            "ﬁ",
+        ];
         let mut rng = crate::testutil::Rng(0x5e97_a47d);
         for case in 0..500 {
             let segments: Vec<String> = (0..rng.below(6))

@@ -10,8 +10,11 @@ use crate::error::{Error, Result};
 
 fn open(path: &Path) -> Result<Box<dyn BufRead>> {
     let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let r: Box<dyn Read> =
-        if path.extension().is_some_and(|e| e == "gz") { Box::new(flate2::read::MultiGzDecoder::new(f)) } else { Box::new(f) };
+    let r: Box<dyn Read> = if path.extension().is_some_and(|e| e == "gz") {
+        Box::new(flate2::read::MultiGzDecoder::new(f))
+    } else {
+        Box::new(f)
+    };
     Ok(Box::new(BufReader::with_capacity(1 << 20, r)))
 }
 
@@ -29,8 +32,11 @@ pub fn load_documents(path: &Path) -> Result<Vec<Document>> {
         if text.trim().is_empty() {
             continue;
         }
-        let doc: Document = serde_json::from_str(&text)
-            .map_err(|e| Error::Corpus { source_name: name.clone(), line, reason: e.to_string() })?;
+        let doc: Document = serde_json::from_str(&text).map_err(|e| Error::Corpus {
+            source_name: name.clone(),
+            line,
+            reason: e.to_string(),
+        })?;
         docs.push(doc);
     }
     Ok(docs)
@@ -58,8 +64,11 @@ pub fn load_beir(dir: &Path, split: &str) -> Result<BeirSet> {
         if text.trim().is_empty() {
             continue;
         }
-        let v: serde_json::Value =
-            serde_json::from_str(&text).map_err(|e| Error::Corpus { source_name: name.clone(), line, reason: e.to_string() })?;
+        let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| Error::Corpus {
+            source_name: name.clone(),
+            line,
+            reason: e.to_string(),
+        })?;
         let field = |k: &str| v.get(k).and_then(|x| x.as_str()).unwrap_or("").to_string();
         let id = field("_id");
         if id.is_empty() {
@@ -70,7 +79,13 @@ pub fn load_beir(dir: &Path, split: &str) -> Result<BeirSet> {
         if segments.is_empty() {
             segments.push(body);
         }
-        documents.push(Document { document_id: id, title: field("title"), document_type: "article".into(), segments, ..Default::default() });
+        documents.push(Document {
+            document_id: id,
+            title: field("title"),
+            document_type: "article".into(),
+            segments,
+            ..Default::default()
+        });
     }
     let qrels_path = dir.join("qrels").join(format!("{split}.tsv"));
     let mut qrels: HashMap<String, HashMap<String, i32>> = HashMap::new();
@@ -81,7 +96,11 @@ pub fn load_beir(dir: &Path, split: &str) -> Result<BeirSet> {
             continue;
         }
         if cols.len() < 3 {
-            return Err(Error::Corpus { source_name: qrels_path.display().to_string(), line, reason: "expected 3 columns".into() });
+            return Err(Error::Corpus {
+                source_name: qrels_path.display().to_string(),
+                line,
+                reason: "expected 3 columns".into(),
+            });
         }
         let grade: i32 = cols[2].trim().parse().map_err(|_| Error::Corpus {
             source_name: qrels_path.display().to_string(),
@@ -97,8 +116,11 @@ pub fn load_beir(dir: &Path, split: &str) -> Result<BeirSet> {
         if text.trim().is_empty() {
             continue;
         }
-        let v: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| Error::Corpus { source_name: qpath.display().to_string(), line, reason: e.to_string() })?;
+        let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| Error::Corpus {
+            source_name: qpath.display().to_string(),
+            line,
+            reason: e.to_string(),
+        })?;
         let id = v.get("_id").and_then(|x| x.as_str()).unwrap_or("").to_string();
         if qrels.contains_key(&id) {
             queries.push((id, v.get("text").and_then(|x| x.as_str()).unwrap_or("").to_string()));

@@ -1,7 +1,10 @@
 //! A small rule-based sentence splitter for loaders that receive plain text.
 
 /// Abbreviations after which a period does not end a sentence.
-const ABBREVIATIONS: &[&str] = &["e.g", "i.e", "et al", "vs", "fig", "no", "inc", "corp", "ltd", "co", "mr", "mrs", "dr", "st", "approx", "u.s", "etc"];
+const ABBREVIATIONS: &[&str] = &[
+    "e.g", "i.e", "et al", "vs", "fig", "no", "inc", "corp", "ltd", "co", "mr", "mrs", "dr", "st", "approx", "u.s",
+    "etc",
+];
 
 /// Splits `text` into sentences at `.`, `!` or `?` followed by white space and an
 /// upper-case letter, digit or opening bracket/quote. Concatenating the pieces with one
@@ -40,7 +43,8 @@ pub fn split_sentences(text: &str) -> Vec<String> {
 }
 
 fn ends_with_abbreviation(before: &[char]) -> bool {
-    let tail: String = before.iter().rev().take(8).collect::<Vec<_>>().into_iter().rev().collect::<String>().to_lowercase();
+    let tail: String =
+        before.iter().rev().take(8).collect::<Vec<_>>().into_iter().rev().collect::<String>().to_lowercase();
     let word = tail.rsplit(|c: char| c.is_whitespace() || c == '(').next().unwrap_or("");
     ABBREVIATIONS.contains(&word) || (word.len() == 1 && word.chars().all(|c| c.is_alphabetic()))
 }
@@ -51,8 +55,18 @@ mod tests {
 
     #[test]
     fn splits_on_sentence_ends_only() {
-        let s = split_sentences("Revenue grew 8%. Margins fell, e.g. in Europe. Dr. Smith spoke! Was it 3.5 billion? Yes.");
-        assert_eq!(s, vec!["Revenue grew 8%.", "Margins fell, e.g. in Europe.", "Dr. Smith spoke!", "Was it 3.5 billion?", "Yes."]);
+        let s =
+            split_sentences("Revenue grew 8%. Margins fell, e.g. in Europe. Dr. Smith spoke! Was it 3.5 billion? Yes.");
+        assert_eq!(
+            s,
+            vec![
+                "Revenue grew 8%.",
+                "Margins fell, e.g. in Europe.",
+                "Dr. Smith spoke!",
+                "Was it 3.5 billion?",
+                "Yes."
+            ]
+        );
     }
 
     #[test]

@@ -241,7 +241,11 @@ macro_rules! string_serde {
 
 string_serde!(Date, |v: &str| v.parse::<Date>(), "a calendar date, YYYY-MM-DD");
 string_serde!(Quarter, |v: &str| v.parse::<Quarter>(), "a fiscal quarter, Q1 to Q4");
-string_serde!(DocumentType, |v: &str| Ok::<_, String>(DocumentType::parse(v)), "a document type (10-K, 10-Q, earnings_call, ...)");
+string_serde!(
+    DocumentType,
+    |v: &str| Ok::<_, String>(DocumentType::parse(v)),
+    "a document type (10-K, 10-Q, earnings_call, ...)"
+);
 
 #[cfg(test)]
 mod tests {
@@ -252,7 +256,17 @@ mod tests {
         assert_eq!("1970-01-01".parse::<Date>().unwrap().days_since_epoch(), 0);
         assert_eq!("2000-03-01".parse::<Date>().unwrap().days_since_epoch(), 11_017);
         assert_eq!("2024-02-29T10:00:00Z".parse::<Date>().unwrap().to_string(), "2024-02-29");
-        for bad in ["2024-13-01", "2023-02-29", "2024-02-31", "2024-04-31", "soon", "2024-1-01", "２０２４-01-01", "2024-01-01x", ""] {
+        for bad in [
+            "2024-13-01",
+            "2023-02-29",
+            "2024-02-31",
+            "2024-04-31",
+            "soon",
+            "2024-1-01",
+            "２０２４-01-01",
+            "2024-01-01x",
+            "",
+        ] {
             assert!(bad.parse::<Date>().is_err(), "{bad}");
         }
         assert!(Date::from_ymd(2024, 2, 29).unwrap().is_month_end());
@@ -269,7 +283,10 @@ mod tests {
         assert_eq!(serde_json::from_str::<Date>("\"2024-11-01\"").unwrap(), d);
         // The same bytes as the string they replace: index files written before stay readable.
         assert_eq!(bincode::serialize(&Some(d)).unwrap(), bincode::serialize(&Some("2024-11-01".to_string())).unwrap());
-        assert_eq!(bincode::deserialize::<Option<Quarter>>(&bincode::serialize(&Some("Q2")).unwrap()).unwrap(), Quarter::new(2));
+        assert_eq!(
+            bincode::deserialize::<Option<Quarter>>(&bincode::serialize(&Some("Q2")).unwrap()).unwrap(),
+            Quarter::new(2)
+        );
         let t: DocumentType = serde_json::from_str("\"10-k\"").unwrap();
         assert_eq!((t.clone(), t.as_str()), (DocumentType::Form10K, "10-K"));
         assert_eq!(DocumentType::parse("Article"), DocumentType::parse("article"));

@@ -46,7 +46,8 @@ fn splade_matches_pytorch_term_weights() {
             .filter(|&(_, w)| w >= 1e-3)
             .collect();
         want.sort_by_key(|p| p.0);
-        let got: Vec<(u32, f32)> = got.ids.iter().copied().zip(got.weights.iter().copied()).filter(|&(_, w)| w >= 1e-3).collect();
+        let got: Vec<(u32, f32)> =
+            got.ids.iter().copied().zip(got.weights.iter().copied()).filter(|&(_, w)| w >= 1e-3).collect();
         // Same term set, up to terms right at the 1e-3 edge.
         let want_ids: Vec<u32> = want.iter().map(|p| p.0).collect();
         let got_ids: Vec<u32> = got.iter().map(|p| p.0).collect();
@@ -65,7 +66,10 @@ fn splade_matches_pytorch_term_weights() {
 
 #[test]
 fn cross_encoder_matches_pytorch_logits() {
-    let dir = std::env::var_os("SEXTANT_MODEL_DIR").map(std::path::PathBuf::from).unwrap_or_else(model_dir).join("ce-standin");
+    let dir = std::env::var_os("SEXTANT_MODEL_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(model_dir)
+        .join("ce-standin");
     assert!(dir.is_dir(), "{} missing: fetch_models.sh builds it from {}", dir.display(), shared_dir().display());
     let enc = CrossEncoder::load(&dir).unwrap();
     for row in golden("cross_encoder_standin.jsonl") {

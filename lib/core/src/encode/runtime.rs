@@ -29,7 +29,10 @@ impl OnnxBert {
     /// when `outputs` is given: tract then computes only what they need.
     pub fn load_outputs(path: &Path, outputs: Option<&[&str]>) -> Result<Self> {
         if !path.is_file() {
-            return Err(Error::Model { path: path.into(), reason: "file not found (run scripts/fetch_models.sh)".into() });
+            return Err(Error::Model {
+                path: path.into(),
+                reason: "file not found (run scripts/fetch_models.sh)".into(),
+            });
         }
         let fail = |e: TractError| Error::Model { path: path.into(), reason: format!("{e:#}") };
         let mut model = tract_onnx::onnx().model_for_path(path).map_err(fail)?;

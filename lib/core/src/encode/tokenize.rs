@@ -26,7 +26,11 @@ pub struct Encoded {
 
 impl From<tokenizers::Encoding> for Encoded {
     fn from(e: tokenizers::Encoding) -> Self {
-        Encoded { ids: e.get_ids().to_vec(), type_ids: e.get_type_ids().to_vec(), truncated: !e.get_overflowing().is_empty() }
+        Encoded {
+            ids: e.get_ids().to_vec(),
+            type_ids: e.get_type_ids().to_vec(),
+            truncated: !e.get_overflowing().is_empty(),
+        }
     }
 }
 
@@ -55,7 +59,10 @@ impl TextTokenizer {
             .map_err(|e| Error::Tokenizer(e.to_string()))?;
             Ok(t)
         };
-        Ok(TextTokenizer { single: with(TruncationStrategy::LongestFirst)?, pair: with(TruncationStrategy::OnlySecond)? })
+        Ok(TextTokenizer {
+            single: with(TruncationStrategy::LongestFirst)?,
+            pair: with(TruncationStrategy::OnlySecond)?,
+        })
     }
 
     /// Tokenizes a batch of single texts.
@@ -75,7 +82,10 @@ impl TextTokenizer {
 
     /// Number of tokens of `text` without special tokens and without truncation.
     pub fn count_tokens(&self, text: &str) -> usize {
-        self.single.encode_fast(text, false).map(|e| e.len() + e.get_overflowing().iter().map(|o| o.len()).sum::<usize>()).unwrap_or(0)
+        self.single
+            .encode_fast(text, false)
+            .map(|e| e.len() + e.get_overflowing().iter().map(|o| o.len()).sum::<usize>())
+            .unwrap_or(0)
     }
 
     /// The vocabulary string of an id, if any.

@@ -5,11 +5,11 @@ use rust_stemmers::{Algorithm, Stemmer};
 /// English stop words removed before indexing (Lucene's classic list plus common
 /// function words).
 pub const STOP_WORDS: &[&str] = &[
-    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no", "not", "of", "on",
-    "or", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to", "was", "will", "with", "we",
-    "our", "you", "your", "i", "me", "my", "he", "she", "his", "her", "its", "them", "those", "what", "which", "who",
-    "whom", "were", "been", "being", "have", "has", "had", "do", "does", "did", "from", "so", "than", "too", "very",
-    "can", "would", "should", "could", "about", "also", "us", "am", "how", "when", "where", "why",
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no", "not", "of",
+    "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to", "was", "will", "with",
+    "we", "our", "you", "your", "i", "me", "my", "he", "she", "his", "her", "its", "them", "those", "what", "which",
+    "who", "whom", "were", "been", "being", "have", "has", "had", "do", "does", "did", "from", "so", "than", "too",
+    "very", "can", "would", "should", "could", "about", "also", "us", "am", "how", "when", "where", "why",
 ];
 
 /// Turns text into index terms.

@@ -74,7 +74,10 @@ mod tests {
         assert!(Filter { tickers: vec!["aapl".into(), "MSFT".into()], ..Default::default() }.matches(&doc));
         assert!(!Filter { tickers: vec!["MSFT".into()], ..Default::default() }.matches(&doc));
         assert!(!Filter { years: vec![2023], ..Default::default() }.matches(&doc));
-        assert!(!Filter { quarters: vec![Quarter::new(1).unwrap()], ..Default::default() }.matches(&doc), "no quarter on the doc");
+        assert!(
+            !Filter { quarters: vec![Quarter::new(1).unwrap()], ..Default::default() }.matches(&doc),
+            "no quarter on the doc"
+        );
         assert!(Filter { published_after: "2024-11-01".parse().ok(), ..Default::default() }.matches(&doc));
         assert!(!Filter { published_before: "2024-10-31".parse().ok(), ..Default::default() }.matches(&doc));
         assert!(Filter { document_types: vec!["10-k".into()], years: vec![2024], ..Default::default() }.matches(&doc));

@@ -130,11 +130,19 @@ pub fn read_verified(storage: &dyn Storage, f: &FileEntry) -> Result<Blob> {
 pub fn verify(location: &str, f: &FileEntry, bytes: &[u8]) -> Result<()> {
     let file = || format!("{location}/{}", f.name);
     if bytes.len() as u64 != f.bytes {
-        return Err(Error::IndexCorrupted { file: file(), expected: format!("{} bytes", f.bytes), found: format!("{} bytes", bytes.len()) });
+        return Err(Error::IndexCorrupted {
+            file: file(),
+            expected: format!("{} bytes", f.bytes),
+            found: format!("{} bytes", bytes.len()),
+        });
     }
     let sum = sha256_hex(&bytes);
     if sum != f.sha256 {
-        return Err(Error::IndexCorrupted { file: file(), expected: format!("sha256 {}", f.sha256), found: format!("sha256 {sum}") });
+        return Err(Error::IndexCorrupted {
+            file: file(),
+            expected: format!("sha256 {}", f.sha256),
+            found: format!("sha256 {sum}"),
+        });
     }
     Ok(())
 }

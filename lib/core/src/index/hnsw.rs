@@ -109,7 +109,11 @@ impl DenseIndex {
 
     /// Number of vectors.
     pub fn len(&self) -> usize {
-        if self.dim == 0 { 0 } else { self.vectors.len() / self.dim }
+        if self.dim == 0 {
+            0
+        } else {
+            self.vectors.len() / self.dim
+        }
     }
 
     /// Whether there are no vectors.

@@ -189,7 +189,11 @@ mod tests {
         let lists = vec![vec![(0u32, 1.0f32), (1, 2.0)], vec![(1, 3.0)], vec![(2, 5.0)], vec![]];
         let built = InvertedIndex::build(3, lists);
         // Format 1 wrote (num_chunks, one list per term) with bincode.
-        let v1_bytes = bincode::serialize(&(4u32, vec![vec![(0u32, 1.0f32)], vec![(1u32, 3.0f32), (0, 2.0)], vec![(2u32, 5.0f32)]])).unwrap();
+        let v1_bytes = bincode::serialize(&(
+            4u32,
+            vec![vec![(0u32, 1.0f32)], vec![(1u32, 3.0f32), (0, 2.0)], vec![(2u32, 5.0f32)]],
+        ))
+        .unwrap();
         let v1: InvertedIndexV1 = bincode::deserialize(&v1_bytes).unwrap();
         assert_eq!(InvertedIndex::from(v1), built);
     }

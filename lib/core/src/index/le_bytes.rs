@@ -34,7 +34,11 @@ macro_rules! le_array {
                     fn visit_bytes<E: serde::de::Error>(self, b: &[u8]) -> Result<Self::Value, E> {
                         const N: usize = size_of::<$t>();
                         if b.len() % N != 0 {
-                            return Err(E::custom(format!("{} bytes is not a whole number of {}", b.len(), stringify!($t))));
+                            return Err(E::custom(format!(
+                                "{} bytes is not a whole number of {}",
+                                b.len(),
+                                stringify!($t)
+                            )));
                         }
                         Ok(b.chunks_exact(N).map(|c| <$t>::from_le_bytes(c.try_into().expect("N bytes"))).collect())
                     }

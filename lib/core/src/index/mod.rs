@@ -5,9 +5,9 @@ mod analyzer;
 mod bitset;
 mod bm25;
 mod build;
-mod hnsw;
 mod filter;
 pub mod format;
+mod hnsw;
 mod inverted;
 mod le_bytes;
 mod provenance;
@@ -21,9 +21,9 @@ pub use analyzer::{Analyzer, STOP_WORDS};
 pub use bitset::Bitset;
 pub use bm25::{Bm25Index, Bm25Params};
 pub use build::{BuildOptions, Progress};
-pub use hnsw::{dot, DenseIndex, EF_SEARCH, EXACT_ONLY_BELOW, EXACT_SCAN_FRACTION};
 pub use filter::Filter;
 pub use format::Manifest;
+pub use hnsw::{dot, DenseIndex, EF_SEARCH, EXACT_ONLY_BELOW, EXACT_SCAN_FRACTION};
 pub use inverted::InvertedIndex;
 pub use provenance::Provenance;
 pub use splade::SpladeIndex;
@@ -110,7 +110,11 @@ impl Index {
         let n = chunks.len();
         let check = |what: &str, got: usize| {
             if got != n {
-                Err(Error::IndexCorrupted { file: what.into(), expected: format!("{n} chunks"), found: format!("{got}") })
+                Err(Error::IndexCorrupted {
+                    file: what.into(),
+                    expected: format!("{n} chunks"),
+                    found: format!("{got}"),
+                })
             } else {
                 Ok(())
             }
@@ -260,7 +264,12 @@ impl Index {
 
     /// Verifies one file of `manifest` (size and SHA-256) and decodes it, so files can be
     /// decoded as they arrive; [`Index::assemble`] puts them together.
-    pub fn decode_file(manifest: &Manifest, location: &str, f: &format::FileEntry, blob: crate::storage::Blob) -> Result<DecodedFile> {
+    pub fn decode_file(
+        manifest: &Manifest,
+        location: &str,
+        f: &format::FileEntry,
+        blob: crate::storage::Blob,
+    ) -> Result<DecodedFile> {
         let loc = location;
         format::verify(loc, f, &blob)?;
         let bytes: Result<&[u8]> = Ok(&blob);
@@ -271,7 +280,9 @@ impl Index {
             DENSE_GRAPH => Part::Graph(decode_file(loc, DENSE_GRAPH, bytes)?),
             BM25 if manifest.version == 1 => Part::Bm25(decode_file::<bm25::Bm25IndexV1>(loc, BM25, bytes)?.into()),
             BM25 => Part::Bm25(decode_file(loc, BM25, bytes)?),
-            SPLADE if manifest.version == 1 => Part::Splade(decode_file::<splade::SpladeIndexV1>(loc, SPLADE, bytes)?.into()),
+            SPLADE if manifest.version == 1 => {
+                Part::Splade(decode_file::<splade::SpladeIndexV1>(loc, SPLADE, bytes)?.into())
+            }
             SPLADE => Part::Splade(decode_file(loc, SPLADE, bytes)?),
             _ => Part::Other,
         }))
@@ -286,7 +297,8 @@ impl Index {
             found: "none".into(),
         };
         let parts: Vec<Part> = parts.into_iter().map(|d| d.0).collect();
-        let (mut documents, mut chunks, mut vectors, mut graph, mut bm25, mut splade) = (None, None, None, None, None, None);
+        let (mut documents, mut chunks, mut vectors, mut graph, mut bm25, mut splade) =
+            (None, None, None, None, None, None);
         for part in parts {
             match part {
                 Part::Documents(d) => documents = Some(d),

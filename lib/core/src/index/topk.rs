@@ -7,7 +7,8 @@ pub fn top_k(items: impl Iterator<Item = (u32, f32)>, k: usize) -> Vec<(u32, f32
         return Vec::new();
     }
     let cmp = |a: &(u32, f32), b: &(u32, f32)| {
-        let (sa, sb) = (if a.1.is_nan() { f32::NEG_INFINITY } else { a.1 }, if b.1.is_nan() { f32::NEG_INFINITY } else { b.1 });
+        let (sa, sb) =
+            (if a.1.is_nan() { f32::NEG_INFINITY } else { a.1 }, if b.1.is_nan() { f32::NEG_INFINITY } else { b.1 });
         sb.total_cmp(&sa).then(a.0.cmp(&b.0))
     };
     let mut v: Vec<(u32, f32)> = items.collect();

@@ -33,4 +33,3 @@ impl VectorStore for DenseIndex {
         DenseIndex::search(self, query, allowed, k)
     }
 }
-

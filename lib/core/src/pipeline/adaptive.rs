@@ -29,7 +29,11 @@ pub fn confidence(scores: &[f32], depth: usize) -> f32 {
     let var = rest.iter().map(|x| (x - mean) * (x - mean)).sum::<f32>() / n;
     let sd = var.sqrt().max(1e-6);
     let c = (scores[0] - mean) / sd;
-    if c.is_finite() { c.min(50.0) } else { 0.0 }
+    if c.is_finite() {
+        c.min(50.0)
+    } else {
+        0.0
+    }
 }
 
 /// Per-query weights `base_i · exp(α · (c_i − mean c))`.

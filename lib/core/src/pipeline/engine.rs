@@ -7,10 +7,10 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use super::adaptive::{adaptive_weights, confidence};
-use super::fusion::{rrf_fuse, DEFAULT_RRF_K};
 use super::cancel::CancelFlag;
-use super::rerank::{Candidate, CrossEncoderReranker, Reranker};
+use super::fusion::{rrf_fuse, DEFAULT_RRF_K};
 use super::paths::{Bm25Path, DensePath, Path, PathHit, PathRetriever, PreparedQuery, SpladePath};
+use super::rerank::{Candidate, CrossEncoderReranker, Reranker};
 use crate::corpus::Date;
 use crate::encode::{DenseEncoder, SparseEncoder};
 use crate::error::{Error, Result};
@@ -243,7 +243,12 @@ fn ms(t: Instant) -> f64 {
 
 impl Engine {
     /// Assembles an engine.
-    pub fn new(index: Arc<Index>, dense: Arc<DenseEncoder>, sparse: Arc<SparseEncoder>, reranker: Option<Arc<dyn Reranker>>) -> Self {
+    pub fn new(
+        index: Arc<Index>,
+        dense: Arc<DenseEncoder>,
+        sparse: Arc<SparseEncoder>,
+        reranker: Option<Arc<dyn Reranker>>,
+    ) -> Self {
         let retrievers: Vec<Box<dyn PathRetriever>> = vec![
             Box::new(DensePath(index.clone())),
             Box::new(Bm25Path(index.clone())),
@@ -257,7 +262,9 @@ impl Engine {
     /// corpus): refused unless that index was built with the same dense and SPLADE weights.
     pub fn with_index(&self, index: Arc<Index>) -> Result<Engine> {
         let (old, new) = (&self.index.manifest, &index.manifest);
-        for (what, a, b) in [("dense", &old.dense_model, &new.dense_model), ("sparse", &old.sparse_model, &new.sparse_model)] {
+        for (what, a, b) in
+            [("dense", &old.dense_model, &new.dense_model), ("sparse", &old.sparse_model, &new.sparse_model)]
+        {
             if a.weights_sha256 != b.weights_sha256 {
                 return Err(Error::IndexCorrupted {
                     file: format!("{}/manifest.json", new.index_id),
@@ -323,7 +330,11 @@ impl Engine {
     /// Runs the encoders `paths` need on `text` (one after the other), keeping the last
     /// encoder error instead of failing.
     fn encode(&self, text: &str, paths: &[Path]) -> Encoding {
-        let mut out = Encoding { query: PreparedQuery { text: text.to_string(), dense: None, sparse: None }, truncated: None, error: None };
+        let mut out = Encoding {
+            query: PreparedQuery { text: text.to_string(), dense: None, sparse: None },
+            truncated: None,
+            error: None,
+        };
         if paths.contains(&Path::Dense) {
             match self.dense.embed_query(text) {
                 Ok((v, truncated)) => {
@@ -345,7 +356,14 @@ impl Engine {
     /// Encodes `text` for `paths` (only what they need) and runs their retrievers in order.
     /// An encoder failure fails the paths that needed it, not the search.
     /// Dense hits under `min_dense` are dropped.
-    fn run_branch(&self, text: &str, paths: &[Path], allowed: Option<&Bitset>, k: usize, min_dense: Option<f32>) -> Branch {
+    fn run_branch(
+        &self,
+        text: &str,
+        paths: &[Path],
+        allowed: Option<&Bitset>,
+        k: usize,
+        min_dense: Option<f32>,
+    ) -> Branch {
         let mut branch = Branch::default();
         if paths.is_empty() {
             return branch;
@@ -363,7 +381,9 @@ impl Engine {
                 Path::Bm25 => false,
             };
             let result = match (&encode_error, needs_encoding) {
-                (Some(e), true) => Err(Error::Component { component: p.name().into(), reason: format!("query encoding failed: {e}") }),
+                (Some(e), true) => {
+                    Err(Error::Component { component: p.name().into(), reason: format!("query encoding failed: {e}") })
+                }
                 _ => r.retrieve(&query, allowed, k),
             };
             let result = match (p, min_dense) {
@@ -449,7 +469,11 @@ impl Engine {
             // factor), and fused scores stay on the scale of plain weighted RRF instead of
             // growing with exp(α · confidence).
             let (sum_base, sum_w) = (base.iter().sum::<f32>(), w.iter().sum::<f32>());
-            if sum_w > 0.0 && sum_w.is_finite() { w.iter().map(|x| x * sum_base / sum_w).collect() } else { w }
+            if sum_w > 0.0 && sum_w.is_finite() {
+                w.iter().map(|x| x * sum_base / sum_w).collect()
+            } else {
+                w
+            }
         } else {
             base
         };
@@ -494,7 +518,11 @@ impl Engine {
         let depth = req.rerank_depth.min(hits.len());
         let candidates: Vec<Candidate<'_>> = hits[..depth]
             .iter()
-            .map(|h| Candidate { chunk: h.chunk, text: &self.index.chunks[h.chunk as usize].text, fused_score: h.score })
+            .map(|h| Candidate {
+                chunk: h.chunk,
+                text: &self.index.chunks[h.chunk as usize].text,
+                fused_score: h.score,
+            })
             .collect();
         let reranked = match rr.rerank(&req.query, &candidates) {
             Ok(r) => r,
@@ -504,13 +532,16 @@ impl Engine {
             }
         };
         // A reranker that invents or repeats chunks is a failed one: checked before any hit moves.
-        let position: std::collections::HashMap<u32, usize> = candidates.iter().enumerate().map(|(i, c)| (c.chunk, i)).collect();
+        let position: std::collections::HashMap<u32, usize> =
+            candidates.iter().enumerate().map(|(i, c)| (c.chunk, i)).collect();
         let mut seen = vec![false; depth];
         let mut order = Vec::with_capacity(reranked.len());
         for r in &reranked {
             match position.get(&r.chunk) {
                 Some(&i) if !std::mem::replace(&mut seen[i], true) => order.push((i, r.score)),
-                _ => return RerankStatus::Failed(format!("reranker returned an unknown or repeated chunk {}", r.chunk)),
+                _ => {
+                    return RerankStatus::Failed(format!("reranker returned an unknown or repeated chunk {}", r.chunk))
+                }
             }
         }
         let mut slots: Vec<Option<Hit>> = hits.drain(..depth).map(Some).collect();
@@ -591,7 +622,14 @@ impl LoadedModels {
             }
             None => None,
         };
-        Ok(LoadedModels { dense: Arc::new(dense?), sparse: Arc::new(sparse?), reranker, dense_info, sparse_info, set: models.clone() })
+        Ok(LoadedModels {
+            dense: Arc::new(dense?),
+            sparse: Arc::new(sparse?),
+            reranker,
+            dense_info,
+            sparse_info,
+            set: models.clone(),
+        })
     }
 
     /// An engine over `index`, refused unless it was built with these dense and SPLADE weights.
@@ -603,12 +641,23 @@ impl LoadedModels {
 
 /// Refuses `index` unless it was built with the dense and SPLADE weights described by
 /// `dense` and `sparse` (the model infos of `models`).
-fn check_built_with(index: &Index, models: &crate::encode::ModelSet, dense: &crate::encode::ModelInfo, sparse: &crate::encode::ModelInfo) -> Result<()> {
-    for (what, dir, info, built) in [("dense", &models.dense, dense, &index.manifest.dense_model), ("sparse", &models.sparse, sparse, &index.manifest.sparse_model)] {
+fn check_built_with(
+    index: &Index,
+    models: &crate::encode::ModelSet,
+    dense: &crate::encode::ModelInfo,
+    sparse: &crate::encode::ModelInfo,
+) -> Result<()> {
+    for (what, dir, info, built) in [
+        ("dense", &models.dense, dense, &index.manifest.dense_model),
+        ("sparse", &models.sparse, sparse, &index.manifest.sparse_model),
+    ] {
         if info.weights_sha256 != built.weights_sha256 {
             return Err(Error::Model {
                 path: dir.clone(),
-                reason: format!("index was built with {} ({}), not these {what} weights ({}): rebuild the index", built.id, built.weights_sha256, info.weights_sha256),
+                reason: format!(
+                    "index was built with {} ({}), not these {what} weights ({}): rebuild the index",
+                    built.id, built.weights_sha256, info.weights_sha256
+                ),
             });
         }
     }

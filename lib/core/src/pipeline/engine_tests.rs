@@ -34,7 +34,8 @@ impl Reranker for FixedReranker {
         match self.0 {
             Some(reason) => Err(Error::Component { component: "reranker".into(), reason: reason.into() }),
             None => {
-                let mut out: Vec<Reranked> = candidates.iter().map(|c| Reranked { chunk: c.chunk, score: -(c.text.len() as f32) }).collect();
+                let mut out: Vec<Reranked> =
+                    candidates.iter().map(|c| Reranked { chunk: c.chunk, score: -(c.text.len() as f32) }).collect();
                 out.sort_by(|a, b| b.score.total_cmp(&a.score));
                 Ok(out)
             }
@@ -112,7 +113,11 @@ fn a_reranker_inventing_or_repeating_items_fails_and_leaves_the_fused_order() {
     for repeat in [true, false] {
         let e = with(|e| e.with_reranker(Some(Arc::new(LyingReranker(repeat)))));
         let out = e.search(&SearchRequest::new("net sales", 4)).unwrap();
-        assert!(matches!(out.rerank, RerankStatus::Failed(ref why) if why.contains("unknown or repeated")), "{:?}", out.rerank);
+        assert!(
+            matches!(out.rerank, RerankStatus::Failed(ref why) if why.contains("unknown or repeated")),
+            "{:?}",
+            out.rerank
+        );
         assert_eq!(doc_ids(&e, &out), doc_ids(engine(), &plain));
     }
 }

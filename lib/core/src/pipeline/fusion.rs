@@ -38,7 +38,12 @@ pub struct Fused<T> {
 /// (its items still appear if another list holds them). Errors: weights whose count
 /// differs from the number of lists, a negative or non-finite weight, or `k < 0`.
 /// Duplicates inside one list count at their first (best) rank only.
-pub fn rrf_fuse<T: Clone + Eq + Hash>(lists: &[Vec<T>], weights: Option<&[f32]>, k: f32, top_k: usize) -> Result<Vec<Fused<T>>> {
+pub fn rrf_fuse<T: Clone + Eq + Hash>(
+    lists: &[Vec<T>],
+    weights: Option<&[f32]>,
+    k: f32,
+    top_k: usize,
+) -> Result<Vec<Fused<T>>> {
     check_rrf_params(weights, lists.len(), k)?;
     let mut slots: HashMap<T, usize> = HashMap::new();
     let mut fused: Vec<Fused<T>> = Vec::new();
@@ -62,7 +67,11 @@ pub fn rrf_fuse<T: Clone + Eq + Hash>(lists: &[Vec<T>], weights: Option<&[f32]>,
     let mut order: Vec<usize> = (0..fused.len()).collect();
     let best_rank = |f: &Fused<T>| f.ranks.iter().flatten().min().copied().unwrap_or(usize::MAX);
     order.sort_by(|&a, &b| {
-        fused[b].score.total_cmp(&fused[a].score).then(best_rank(&fused[a]).cmp(&best_rank(&fused[b]))).then(first_seen[a].cmp(&first_seen[b]))
+        fused[b]
+            .score
+            .total_cmp(&fused[a].score)
+            .then(best_rank(&fused[a]).cmp(&best_rank(&fused[b])))
+            .then(first_seen[a].cmp(&first_seen[b]))
     });
     order.truncate(top_k);
     let mut taken: Vec<Option<Fused<T>>> = fused.into_iter().map(Some).collect();
@@ -202,7 +211,11 @@ mod tests {
                 let (ls, k) = (lists(&mut rng), [0.0, 1.0, 60.0][rng.below(3)]);
                 let w = weights(&mut rng, ls.len());
                 for f in rrf_fuse(&ls, Some(&w), k, usize::MAX).unwrap() {
-                    let expected: f32 = ls.iter().zip(&w).filter_map(|(l, w)| l.iter().position(|x| *x == f.item).map(|p| w / (k + p as f32 + 1.0))).sum();
+                    let expected: f32 = ls
+                        .iter()
+                        .zip(&w)
+                        .filter_map(|(l, w)| l.iter().position(|x| *x == f.item).map(|p| w / (k + p as f32 + 1.0)))
+                        .sum();
                     assert!((f.score - expected).abs() < 1e-6, "{ls:?} {w:?} {f:?}");
                 }
             }

@@ -12,12 +12,13 @@ mod shared_models;
 pub use adaptive::{adaptive_weights, confidence};
 pub use cancel::{CancelFlag, CancelOnDrop};
 pub use engine::{
-    open_engine, Diagnostics, Engine, LoadedModels, FusionConfig, Hit, PathRank, Recency, RerankStatus, SearchOutcome, SearchRequest, StageTimings,
+    open_engine, Diagnostics, Engine, FusionConfig, Hit, LoadedModels, PathRank, Recency, RerankStatus, SearchOutcome,
+    SearchRequest, StageTimings,
 };
 pub use fusion::{check_rrf_params, rrf_fuse, Fused, DEFAULT_RRF_K};
+pub use paths::{Bm25Path, DensePath, Path, PathHit, PathRetriever, PreparedQuery, SpladePath};
 pub use rerank::{Candidate, CrossEncoderReranker, Reranked, Reranker};
 pub use shared_models::SharedModels;
-pub use paths::{Bm25Path, DensePath, Path, PathHit, PathRetriever, PreparedQuery, SpladePath};
 
 #[cfg(test)]
 mod engine_tests;

@@ -94,7 +94,10 @@ impl PathRetriever for DensePath {
     fn retrieve(&self, q: &PreparedQuery, allowed: Option<&Bitset>, k: usize) -> Result<Vec<PathHit>> {
         let v = q.dense.as_ref().ok_or_else(|| missing(Path::Dense, "dense embedding"))?;
         if v.len() != self.0.dense.dim {
-            return Err(Error::invalid("embedding", format!("dimension {} but the index holds {}", v.len(), self.0.dense.dim)));
+            return Err(Error::invalid(
+                "embedding",
+                format!("dimension {} but the index holds {}", v.len(), self.0.dense.dim),
+            ));
         }
         Ok(VectorStore::search(&self.0.dense, v, allowed, k))
     }

@@ -82,9 +82,13 @@ impl Reranker for CrossEncoderReranker {
         let passages: Vec<&str> = candidates.iter().map(|c| c.text).collect();
         let scores = self.score(query, &passages)?;
         if let Some(bad) = scores.iter().find(|s| s.is_nan()) {
-            return Err(Error::Component { component: self.name.clone(), reason: format!("score {bad} is not a number") });
+            return Err(Error::Component {
+                component: self.name.clone(),
+                reason: format!("score {bad} is not a number"),
+            });
         }
-        let mut out: Vec<Reranked> = candidates.iter().zip(scores).map(|(c, score)| Reranked { chunk: c.chunk, score }).collect();
+        let mut out: Vec<Reranked> =
+            candidates.iter().zip(scores).map(|(c, score)| Reranked { chunk: c.chunk, score }).collect();
         // Stable: ties keep the fused order.
         out.sort_by(|a, b| b.score.total_cmp(&a.score));
         Ok(out)

@@ -14,9 +14,9 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 use sextant_finance::{build_context, Context, ContextRequest, Guardrails, Hints, Route};
 
+use crate::auth::Authed;
 use crate::envelope::ApiError;
 use crate::params::{check_query, result_count};
-use crate::auth::Authed;
 use crate::state::{AppState, ServedIndex};
 
 /// Default `top_k` (passages of the narrative part).
@@ -84,11 +84,20 @@ pub struct ContextMeta {
 }
 
 /// Checks a request against the index's companies; returns the engine request.
-fn plan(body: &ContextBody, companies: &sextant_finance::Companies, plan_max: usize, max_chars: usize) -> Result<ContextRequest, ApiError> {
+fn plan(
+    body: &ContextBody,
+    companies: &sextant_finance::Companies,
+    plan_max: usize,
+    max_chars: usize,
+) -> Result<ContextRequest, ApiError> {
     check_query(&body.question, "question", max_chars)?;
     let top_k = result_count(body.top_k, "top_k", DEFAULT_TOP_K, plan_max)?;
     let mut hints = Hints::default();
-    for (field, len) in [("tickers", body.tickers.as_ref().map(Vec::len)), ("years", body.years.as_ref().map(Vec::len)), ("quarters", body.quarters.as_ref().map(Vec::len))] {
+    for (field, len) in [
+        ("tickers", body.tickers.as_ref().map(Vec::len)),
+        ("years", body.years.as_ref().map(Vec::len)),
+        ("quarters", body.quarters.as_ref().map(Vec::len)),
+    ] {
         if len.is_some_and(|n| n > MAX_LIST) {
             return Err(ApiError::invalid(field, format!("names more than {MAX_LIST} values")));
         }
@@ -96,16 +105,25 @@ fn plan(body: &ContextBody, companies: &sextant_finance::Companies, plan_max: us
     for (i, t) in body.tickers.iter().flatten().enumerate() {
         let t = t.trim();
         if t.is_empty() || t.len() > 10 || !t.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-') {
-            return Err(ApiError::invalid(format!("tickers[{i}]"), format!("must be a ticker symbol (letters, digits, '.', '-'; up to 10), got {t:?}")));
+            return Err(ApiError::invalid(
+                format!("tickers[{i}]"),
+                format!("must be a ticker symbol (letters, digits, '.', '-'; up to 10), got {t:?}"),
+            ));
         }
         if !companies.knows(t) {
-            return Err(ApiError::invalid(format!("tickers[{i}]"), format!("unknown ticker {t:?}: this index holds no document or fact for it")));
+            return Err(ApiError::invalid(
+                format!("tickers[{i}]"),
+                format!("unknown ticker {t:?}: this index holds no document or fact for it"),
+            ));
         }
         hints.tickers.push(t.to_ascii_uppercase());
     }
     for (i, y) in body.years.iter().flatten().enumerate() {
         if !(1900..=2100).contains(y) {
-            return Err(ApiError::invalid(format!("years[{i}]"), format!("must be a fiscal year between 1900 and 2100, got {y}")));
+            return Err(ApiError::invalid(
+                format!("years[{i}]"),
+                format!("must be a fiscal year between 1900 and 2100, got {y}"),
+            ));
         }
         hints.years.push(*y);
     }
@@ -116,7 +134,12 @@ fn plan(body: &ContextBody, companies: &sextant_finance::Companies, plan_max: us
         };
         match n {
             Some(n @ 1..=4) => hints.quarters.push(n as u8),
-            _ => return Err(ApiError::invalid(format!("quarters[{i}]"), format!("must be 1-4 or \"Q1\"-\"Q4\", got {q:?}"))),
+            _ => {
+                return Err(ApiError::invalid(
+                    format!("quarters[{i}]"),
+                    format!("must be 1-4 or \"Q1\"-\"Q4\", got {q:?}"),
+                ))
+            }
         }
     }
     hints.years.sort_unstable();
@@ -125,9 +148,18 @@ fn plan(body: &ContextBody, companies: &sextant_finance::Companies, plan_max: us
     hints.quarters.dedup();
     if let Some(r) = &body.route {
         let names: Vec<&str> = Route::ALL.iter().map(|r| r.name()).collect();
-        hints.route = Some(Route::parse(r.trim()).ok_or_else(|| ApiError::invalid("route", format!("must be one of {}, got {r:?}", names.join(", "))))?);
+        hints.route =
+            Some(Route::parse(r.trim()).ok_or_else(|| {
+                ApiError::invalid("route", format!("must be one of {}, got {r:?}", names.join(", ")))
+            })?);
     }
-    Ok(ContextRequest { question: body.question.trim().to_string(), hints, top_k, guardrails: Guardrails::default(), cancel: None })
+    Ok(ContextRequest {
+        question: body.question.trim().to_string(),
+        hints,
+        top_k,
+        guardrails: Guardrails::default(),
+        cancel: None,
+    })
 }
 
 /// The handler.
@@ -188,7 +220,9 @@ mod tests {
         assert!(err(serde_json::json!({"question": "q", "quarters": [0]})).contains("quarters[0]"));
         assert!(err(serde_json::json!({"question": "q", "route": "sql"})).contains("route"));
         assert!(err(serde_json::json!({"question": "q", "top_k": 0})).contains("top_k"));
-        assert!(err(serde_json::json!({"question": "q", "years": (2000..2020).collect::<Vec<i32>>()})).contains("years"));
+        assert!(
+            err(serde_json::json!({"question": "q", "years": (2000..2020).collect::<Vec<i32>>()})).contains("years")
+        );
     }
 
     #[test]

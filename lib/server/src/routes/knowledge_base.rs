@@ -14,9 +14,9 @@ use serde_json::Value;
 use sextant_core::index::{Bitset, Provenance};
 use sextant_core::pipeline::{Path, RerankStatus, SearchRequest};
 
+use crate::auth::Authed;
 use crate::envelope::ApiError;
 use crate::params::{check_query, run_search};
-use crate::auth::Authed;
 use crate::state::AppState;
 
 /// A model choice (`Rerank`, `Rewrite`): accepted for compatibility; the configured models
@@ -197,7 +197,8 @@ pub(crate) async fn handle(
         return Err(ApiError::invalid("IndexId", "must not be empty"));
     }
     let engine = state.engine_for(&caller, &req.index_id)?;
-    let names = |m: &Option<Vec<ModelChoice>>| m.iter().flatten().filter_map(|c| c.model_name.clone()).collect::<Vec<_>>();
+    let names =
+        |m: &Option<Vec<ModelChoice>>| m.iter().flatten().filter_map(|c| c.model_name.clone()).collect::<Vec<_>>();
     tracing::debug!(
         rerank_models = ?names(&req.rerank),
         rewrite_models = ?names(&req.rewrite),
@@ -233,7 +234,13 @@ pub(crate) async fn handle(
         None => None,
     };
     let rewritten = if req.enable_rewrite.unwrap_or(false) {
-        let turns: Vec<String> = req.history.iter().flatten().filter(|t| t.role.eq_ignore_ascii_case("user")).map(|t| t.content.clone()).collect();
+        let turns: Vec<String> = req
+            .history
+            .iter()
+            .flatten()
+            .filter(|t| t.role.eq_ignore_ascii_case("user"))
+            .map(|t| t.content.clone())
+            .collect();
         Some(crate::rewrite::rewrite(&turns, &query, &super::search::company_names(&index)))
     } else {
         None
@@ -259,7 +266,11 @@ pub(crate) async fn handle(
             (true, Some(min)) => h.diagnostics.rerank_score.is_some_and(|s| s as f64 >= min),
             _ => true,
         })
-        .map(|h| Node { text: index.chunks[h.chunk as usize].text.clone(), score: h.score, metadata: node_metadata(&index.provenance(h.chunk), &out.rerank) })
+        .map(|h| Node {
+            text: index.chunks[h.chunk as usize].text.clone(),
+            score: h.score,
+            metadata: node_metadata(&index.provenance(h.chunk), &out.rerank),
+        })
         .collect();
     let body = KbResponse {
         code: "Success".into(),

@@ -7,14 +7,14 @@ use axum::extract::State;
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use sextant_core::corpus::{Document, Quarter};
-use sextant_core::index::Provenance;
 use sextant_core::index::Filter;
+use sextant_core::index::Provenance;
 use sextant_core::pipeline::{Engine, Path, RerankStatus, SearchRequest};
 
+use crate::auth::Authed;
 use crate::envelope::ApiError;
 use crate::params::{check_query, default_recency, document_types, result_count, run_search};
 use crate::period::{fallback, PeriodMismatch};
-use crate::auth::Authed;
 use crate::state::AppState;
 
 /// Default `top_k`.
@@ -169,7 +169,12 @@ pub struct Meta {
 }
 
 /// Checks the request and turns it into an engine search (plus the period mismatch).
-pub(crate) fn plan_search(engine: &Engine, req: &RetrieveRequest, max_top_k: usize, max_query_chars: usize) -> Result<(SearchRequest, Option<PeriodMismatch>), ApiError> {
+pub(crate) fn plan_search(
+    engine: &Engine,
+    req: &RetrieveRequest,
+    max_top_k: usize,
+    max_query_chars: usize,
+) -> Result<(SearchRequest, Option<PeriodMismatch>), ApiError> {
     let query = req.query.trim();
     check_query(query, "query", max_query_chars)?;
     let top_k = result_count(req.top_k, "top_k", DEFAULT_TOP_K, max_top_k)?;
@@ -219,7 +224,14 @@ pub(crate) fn plan_search(engine: &Engine, req: &RetrieveRequest, max_top_k: usi
 }
 
 /// Builds the response from an engine outcome.
-pub(crate) fn respond(engine: &Engine, req: &RetrieveRequest, search: &SearchRequest, out: sextant_core::pipeline::SearchOutcome, mismatch: Option<PeriodMismatch>, request_id: String) -> RetrieveResponse {
+pub(crate) fn respond(
+    engine: &Engine,
+    req: &RetrieveRequest,
+    search: &SearchRequest,
+    out: sextant_core::pipeline::SearchOutcome,
+    mismatch: Option<PeriodMismatch>,
+    request_id: String,
+) -> RetrieveResponse {
     let index = engine.index();
     let with_segments = req.include_segments.unwrap_or(false);
     let raw_dense = search.paths == [Path::Dense];
@@ -231,8 +243,10 @@ pub(crate) fn respond(engine: &Engine, req: &RetrieveRequest, search: &SearchReq
             let chunk = &index.chunks[h.chunk as usize];
             let p = index.provenance(h.chunk);
             let doc = p.document;
-            let score = if raw_dense { h.diagnostics.paths.get(&Path::Dense).map_or(h.score, |p| p.score) } else { h.score };
-            let evidence = crate::evidence::best_span(&chunk.text, &search.query, &index.bm25, EVIDENCE_WORDS).map(|e| e.text);
+            let score =
+                if raw_dense { h.diagnostics.paths.get(&Path::Dense).map_or(h.score, |p| p.score) } else { h.score };
+            let evidence =
+                crate::evidence::best_span(&chunk.text, &search.query, &index.bm25, EVIDENCE_WORDS).map(|e| e.text);
             let segments = with_segments.then(|| {
                 let spans = doc.segment_spans();
                 (chunk.span.seg_start as usize..chunk.span.seg_end as usize)

@@ -9,15 +9,15 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::Json;
 use serde::{Deserialize, Serialize};
-use sextant_finance::classify::company_key;
-use sextant_core::index::{Filter, Index};
 use sextant_core::corpus::Date;
 use sextant_core::index::Provenance;
+use sextant_core::index::{Filter, Index};
 use sextant_core::pipeline::{Path, RerankStatus, SearchRequest};
+use sextant_finance::classify::company_key;
 
+use crate::auth::Authed;
 use crate::envelope::ApiError;
 use crate::params::{check_query, default_recency, document_types, result_count, run_search};
-use crate::auth::Authed;
 use crate::state::AppState;
 
 /// Words in a unit at most (about 40 tokens).
@@ -240,7 +240,10 @@ pub(crate) async fn handle(
     }
     let min_similarity = req.min_similarity.unwrap_or(state.config.min_dense_similarity);
     if !(-1.0..=1.0).contains(&min_similarity) {
-        return Err(ApiError::invalid("min_similarity", format!("must be a cosine similarity in [-1, 1], got {min_similarity}")));
+        return Err(ApiError::invalid(
+            "min_similarity",
+            format!("must be a cosine similarity in [-1, 1], got {min_similarity}"),
+        ));
     }
     let mut filter = Filter::default();
     let mut entities = Vec::new();
@@ -249,7 +252,13 @@ pub(crate) async fn handle(
         for (i, name) in e.into_vec().iter().enumerate() {
             let key = company_key(name);
             let ticker = names.get(&name.trim().to_ascii_lowercase()).or_else(|| names.get(&key)).ok_or_else(|| {
-                ApiError::invalid(format!("entity[{i}]"), format!("no company in this index matches {name:?} (use a ticker such as {} or a company name)", names.values().next().map_or("AAPL", |s| s.as_str())))
+                ApiError::invalid(
+                    format!("entity[{i}]"),
+                    format!(
+                        "no company in this index matches {name:?} (use a ticker such as {} or a company name)",
+                        names.values().next().map_or("AAPL", |s| s.as_str())
+                    ),
+                )
             })?;
             entities.push(ticker.clone());
         }
@@ -261,10 +270,13 @@ pub(crate) async fn handle(
         filter.document_types = document_types(&index, &t.into_vec(), "theme", "theme")?;
     }
     let date = |field: &str, value: &Option<String>| match value {
-        Some(v) => parse_date(v).map(Some).ok_or_else(|| ApiError::invalid(field, format!("must be a date YYYY-MM-DD, got {v:?}"))),
+        Some(v) => parse_date(v)
+            .map(Some)
+            .ok_or_else(|| ApiError::invalid(field, format!("must be a date YYYY-MM-DD, got {v:?}"))),
         None => Ok(None),
     };
-    let (after, before) = (date("published_after", &req.published_after)?, date("published_before", &req.published_before)?);
+    let (after, before) =
+        (date("published_after", &req.published_after)?, date("published_before", &req.published_before)?);
     if let (Some(a), Some(b)) = (after, before) {
         if a > b {
             return Err(ApiError::invalid("published_before", format!("{b} is before published_after {a}")));
@@ -292,7 +304,8 @@ pub(crate) async fn handle(
             let p = index.provenance(h.chunk);
             let doc = p.document;
             let ev = crate::evidence::best_span(&chunk.text, &query, &index.bm25, UNIT_WORDS);
-            let (text, c0, c1) = ev.map_or((chunk.text.clone(), 0, chunk.text.chars().count()), |e| (e.text, e.char_start, e.char_end));
+            let (text, c0, c1) =
+                ev.map_or((chunk.text.clone(), 0, chunk.text.chars().count()), |e| (e.text, e.char_start, e.char_end));
             // The chunk's text is its segments joined like the document's, so offsets
             // shift by where the chunk's first segment starts.
             let base = doc.segment_spans().get(chunk.span.seg_start as usize).map_or(0, |s| s.char_start);
