@@ -123,7 +123,7 @@ fn seeds(target: &str) -> Vec<Vec<u8>> {
 /// that fails.
 fn run(target: &str, f: fn(&[u8])) {
     let seeds = seeds(target);
-    let mut rng = Rng(0x5eed_f022 ^ target.len() as u64 * 0x9e37_79b9);
+    let mut rng = Rng(0x5eed_f022 ^ (target.len() as u64 * 0x9e37_79b9));
     let mut inputs: Vec<Vec<u8>> = seeds.clone();
     inputs.extend((0..iterations()).map(|_| {
         let s = &seeds[rng.below(seeds.len())];

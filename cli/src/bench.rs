@@ -68,7 +68,7 @@ pub fn synthesize(base: &Index, target: usize) -> Result<Index> {
     for term in 0..base.splade.inverted.num_terms() as u32 {
         let (cs, ws) = base.splade.inverted.postings(term);
         for (&c, &w) in cs.iter().zip(ws) {
-            forward[c as usize].ids.push(term as u32);
+            forward[c as usize].ids.push(term);
             forward[c as usize].weights.push(w);
         }
     }

@@ -166,13 +166,20 @@ pub fn parse_date(s: &str) -> Option<String> {
     }
     const MONTHS: [&str; 12] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
     let lower = s.to_ascii_lowercase();
-    let mut words = lower.split(|c: char| c == ' ' || c == ',').filter(|w| !w.is_empty());
+    let mut words = lower.split([' ', ',']).filter(|w| !w.is_empty());
     let month = words.next()?;
     let m = MONTHS.iter().position(|p| month.starts_with(p))? + 1;
     let d: u8 = words.next()?.parse().ok()?;
     let y: i32 = words.next()?.parse().ok()?;
     Date::from_ymd(y, m as u8, d).map(|d| d.to_string())
 }
+
+/// What makes two facts the same: ticker, concept, dimensions, start date, end date, unit.
+type FactKey = (String, String, Vec<(String, String)>, Option<String>, String, String);
+
+/// A span derived from others: the target, the terms (span and sign) that sum to it, and
+/// how the derivation is described.
+type DerivationRule = (Span, &'static [(Span, f64)], &'static str);
 
 /// One filing seen in the input.
 #[derive(Debug, Clone)]
@@ -282,8 +289,7 @@ impl FactStore {
 
         // Place each fact in its period; keep one per (ticker, concept, dims, dates, unit),
         // from the newest filing.
-        let mut kept: HashMap<(String, String, Vec<(String, String)>, Option<String>, String, String), (String, Fact)> =
-            HashMap::new();
+        let mut kept: HashMap<FactKey, (String, Fact)> = HashMap::new();
         for r in raws {
             let Some(value) = number(&r.value) else { continue };
             let ticker = r.ticker.trim().to_ascii_uppercase();
@@ -453,7 +459,7 @@ fn derive_quarters(facts: &[Fact]) -> Vec<Fact> {
     for spans in groups.values() {
         let mut have: BTreeMap<Span, (f64, Fact)> = spans.iter().map(|(s, f)| (*s, (f.value, (*f).clone()))).collect();
         let value = |have: &BTreeMap<Span, (f64, Fact)>, s: Span| have.get(&s).map(|x| x.0);
-        let rules: [(Span, &[(Span, f64)], &str); 6] = [
+        let rules: [DerivationRule; 6] = [
             (Span::Quarter(1), &[(Span::YearToDate(2), 1.0), (Span::Quarter(2), -1.0)], "6M − Q2"),
             (Span::Quarter(2), &[(Span::YearToDate(2), 1.0), (Span::Quarter(1), -1.0)], "6M − Q1"),
             (Span::Quarter(3), &[(Span::YearToDate(3), 1.0), (Span::YearToDate(2), -1.0)], "9M − 6M"),

@@ -190,7 +190,9 @@ pub fn narrative(
 fn fair_share(sorted: Vec<Passage>, tickers: &[String], limit: usize, actions: &mut Vec<String>) -> Vec<Passage> {
     let share = limit.div_ceil(tickers.len().max(1));
     let mut per: BTreeMap<String, usize> = BTreeMap::new();
-    let (mut kept, mut rest): (Vec<(usize, Passage)>, Vec<(usize, Passage)>) = (Vec::new(), Vec::new());
+    // Passages with their rank in `sorted`.
+    let mut kept: Vec<(usize, Passage)> = Vec::new();
+    let mut rest: Vec<(usize, Passage)> = Vec::new();
     for (i, p) in sorted.into_iter().enumerate() {
         let t = p.ticker.clone().unwrap_or_default();
         let n = per.entry(t).or_default();

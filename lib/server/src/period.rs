@@ -103,7 +103,7 @@ mod tests {
             segments: vec!["text".into()],
             ..Default::default()
         };
-        let index = vec![
+        let index = [
             doc("a1", "AMD", 2025, Some("Q2")),
             doc("a2", "AMD", 2025, Some("Q3")),
             doc("n1", "NVDA", 2024, Some("Q4")),

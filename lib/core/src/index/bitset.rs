@@ -16,7 +16,7 @@ impl Bitset {
     /// All `len` members present.
     pub fn full(len: usize) -> Self {
         let mut b = Bitset { words: vec![u64::MAX; len.div_ceil(64)], len };
-        if len % 64 != 0 {
+        if !len.is_multiple_of(64) {
             if let Some(last) = b.words.last_mut() {
                 *last = (1u64 << (len % 64)) - 1;
             }

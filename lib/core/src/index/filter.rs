@@ -50,7 +50,7 @@ impl Filter {
             && (self.years.is_empty() || doc.year.is_some_and(|y| self.years.contains(&y)))
             && (self.quarters.is_empty() || doc.quarter.is_some_and(|q| self.quarters.contains(&q)))
             && (self.document_types.is_empty() || self.document_types.contains(&doc.document_type))
-            && (self.document_ids.is_empty() || self.document_ids.iter().any(|d| *d == doc.document_id))
+            && (self.document_ids.is_empty() || self.document_ids.contains(&doc.document_id))
             && self.published_after.is_none_or(|a| date.is_some_and(|d| d >= a))
             && self.published_before.is_none_or(|b| date.is_some_and(|d| d <= b))
     }

@@ -136,7 +136,7 @@ pub fn verify(location: &str, f: &FileEntry, bytes: &[u8]) -> Result<()> {
             found: format!("{} bytes", bytes.len()),
         });
     }
-    let sum = sha256_hex(&bytes);
+    let sum = sha256_hex(bytes);
     if sum != f.sha256 {
         return Err(Error::IndexCorrupted {
             file: file(),

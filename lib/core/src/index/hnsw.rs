@@ -95,13 +95,13 @@ impl DenseIndex {
 
     /// Builds with an explicit size threshold for the graph (0: always build one).
     pub fn build_with(dim: usize, vectors: Vec<f32>, exact_below: usize) -> Self {
-        let n = if dim == 0 { 0 } else { vectors.len() / dim };
+        let n = vectors.len().checked_div(dim).unwrap_or(0);
         let graph = (n > exact_below).then(|| {
             let points: Vec<QuantizedVector> = vectors.chunks(dim).map(QuantizedVector::new).collect();
             Builder::default()
                 .ef_construction(EF_CONSTRUCTION)
                 .ef_search(EF_SEARCH)
-                .seed(0x5e7a_47)
+                .seed(0x005e_7a47)
                 .build(points, (0..n as u32).collect())
         });
         DenseIndex { dim, vectors, graph }
@@ -109,11 +109,7 @@ impl DenseIndex {
 
     /// Number of vectors.
     pub fn len(&self) -> usize {
-        if self.dim == 0 {
-            0
-        } else {
-            self.vectors.len() / self.dim
-        }
+        self.vectors.len().checked_div(self.dim).unwrap_or(0)
     }
 
     /// Whether there are no vectors.
@@ -215,7 +211,7 @@ mod tests {
             (0..n).step_by(keep_every).for_each(|i| allowed.insert(i));
             let got = idx.search(q, Some(&allowed), 10);
             assert_eq!(got.len(), 10.min(allowed.count()));
-            assert!(got.iter().all(|p| p.0 as usize % keep_every == 0));
+            assert!(got.iter().all(|p| (p.0 as usize).is_multiple_of(keep_every)));
             assert_eq!(got[0], idx.exact(q, Some(&allowed), 1)[0], "filter every {keep_every}");
         }
         assert!(idx.search(q, Some(&Bitset::empty(n)), 10).is_empty());

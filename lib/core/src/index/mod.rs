@@ -78,7 +78,7 @@ enum Part {
 
 /// Decodes the raw little-endian `f32` vector file.
 fn decode_f32s(location: &str, bytes: &[u8]) -> Result<Vec<f32>> {
-    if bytes.len() % 4 != 0 {
+    if !bytes.len().is_multiple_of(4) {
         return Err(Error::IndexCorrupted {
             file: format!("{location}/{DENSE_VECTORS}"),
             expected: "a whole number of f32".into(),

@@ -579,7 +579,10 @@ impl Engine {
     }
 
     fn apply_recency(&self, hits: &mut [Hit], rec: &Recency) -> Result<()> {
-        if !(rec.half_life_days > 0.0) || !rec.weight.is_finite() || rec.weight < 0.0 {
+        if rec.half_life_days.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater)
+            || !rec.weight.is_finite()
+            || rec.weight < 0.0
+        {
             return Err(Error::invalid("recency", "half_life_days must be positive and weight non-negative"));
         }
         let now = rec.now.map(Date::days_since_epoch).or(self.newest_day);
