@@ -12,7 +12,7 @@ use sextant_core::error::{Error, Result};
 use sextant_core::pipeline::{check_rrf_params, rrf_fuse, DEFAULT_RRF_K};
 
 use super::item::{ContextItem, Query};
-use super::traits::{AsyncRetriever, BoxFuture, Retriever};
+use super::traits::{AsyncRetriever, ItemsFuture, Retriever};
 
 /// Fuses ranked item lists (best first) with Reciprocal Rank Fusion; items are the same
 /// when their ids are.
@@ -189,7 +189,7 @@ impl Retriever for HybridRetriever {
 pub type AsyncHybridRetriever = Hybrid<dyn AsyncRetriever>;
 
 impl AsyncRetriever for AsyncHybridRetriever {
-    fn aretrieve<'a>(&'a self, query: &'a Query, top_k: usize) -> BoxFuture<'a, Result<Vec<ContextItem>>> {
+    fn aretrieve<'a>(&'a self, query: &'a Query, top_k: usize) -> ItemsFuture<'a> {
         Box::pin(async move {
             let depth = self.depth(top_k);
             let outcomes =
@@ -313,7 +313,7 @@ mod tests {
     /// Counts concurrent calls: proves the async fan-out overlaps its retrievers.
     struct Slow(Arc<AtomicUsize>, Arc<AtomicUsize>, &'static str);
     impl AsyncRetriever for Slow {
-        fn aretrieve<'a>(&'a self, _q: &'a Query, _k: usize) -> BoxFuture<'a, Result<Vec<ContextItem>>> {
+        fn aretrieve<'a>(&'a self, _q: &'a Query, _k: usize) -> ItemsFuture<'a> {
             Box::pin(async move {
                 let now = self.0.fetch_add(1, Ordering::SeqCst) + 1;
                 self.1.fetch_max(now, Ordering::SeqCst);

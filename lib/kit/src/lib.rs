@@ -71,7 +71,7 @@ pub use rerankers::{
     ScoreReranker,
 };
 pub use routing::{CallbackRouter, KeywordRouter, MetadataRouter, RoutedRetriever, Router, DEFAULT_ROUTE};
-pub use traits::{AsyncReranker, AsyncRetriever, BoxFuture, Reranker, Retriever, TokenLevelEncoder};
+pub use traits::{AsyncReranker, AsyncRetriever, BoxFuture, ItemsFuture, Reranker, Retriever, TokenLevelEncoder};
 pub use vector::{normalize, AsyncDenseRetriever, DenseRetriever, Embed, FlatVectorStore};
 
 /// The vector store interface the engine's dense path searches through.

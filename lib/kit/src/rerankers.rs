@@ -12,7 +12,7 @@ use sextant_core::error::{Error, Result};
 use sextant_core::pipeline::CrossEncoderReranker;
 
 use super::item::{sort_by_score, ContextItem, Query};
-use super::traits::{AsyncReranker, BoxFuture, Reranker};
+use super::traits::{AsyncReranker, BoxFuture, ItemsFuture, Reranker};
 
 /// Gives each item its score, sorts best first (stable: ties keep input order), records
 /// `method` in `metadata["retrieval_method"]` and keeps `top_k`. One score per item is
@@ -346,12 +346,7 @@ impl AsyncScoreReranker {
 }
 
 impl AsyncReranker for AsyncScoreReranker {
-    fn arerank<'a>(
-        &'a self,
-        query: &'a Query,
-        items: Vec<ContextItem>,
-        top_k: usize,
-    ) -> BoxFuture<'a, Result<Vec<ContextItem>>> {
+    fn arerank<'a>(&'a self, query: &'a Query, items: Vec<ContextItem>, top_k: usize) -> ItemsFuture<'a> {
         Box::pin(async move {
             let calls = items.iter().map(|i| (self.score_fn)(query.text.clone(), i.text.clone()));
             let scores = futures_util::future::join_all(calls).await.into_iter().collect::<Result<Vec<f32>>>()?;
@@ -390,12 +385,7 @@ impl AsyncCallbackReranker {
 }
 
 impl AsyncReranker for AsyncCallbackReranker {
-    fn arerank<'a>(
-        &'a self,
-        query: &'a Query,
-        items: Vec<ContextItem>,
-        top_k: usize,
-    ) -> BoxFuture<'a, Result<Vec<ContextItem>>> {
+    fn arerank<'a>(&'a self, query: &'a Query, items: Vec<ContextItem>, top_k: usize) -> ItemsFuture<'a> {
         Box::pin(async move {
             if items.is_empty() || top_k == 0 {
                 return Ok(Vec::new());

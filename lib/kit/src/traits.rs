@@ -16,6 +16,9 @@ use super::item::{ContextItem, Query};
 /// A boxed, sendable future: what async trait methods return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
+/// What the async retrievers and rerankers return: ranked items, later.
+pub type ItemsFuture<'a> = BoxFuture<'a, Result<Vec<ContextItem>>>;
+
 /// Finds the items most relevant to a query.
 ///
 /// Implementations return at most `top_k` items, best first, each admitted by the query's
@@ -59,11 +62,11 @@ pub trait Retriever: Send + Sync {
 /// ```
 pub trait AsyncRetriever: Send + Sync {
     /// The `top_k` best items for `query`, best first.
-    fn aretrieve<'a>(&'a self, query: &'a Query, top_k: usize) -> BoxFuture<'a, Result<Vec<ContextItem>>>;
+    fn aretrieve<'a>(&'a self, query: &'a Query, top_k: usize) -> ItemsFuture<'a>;
 }
 
 impl<R: Retriever + ?Sized> AsyncRetriever for R {
-    fn aretrieve<'a>(&'a self, query: &'a Query, top_k: usize) -> BoxFuture<'a, Result<Vec<ContextItem>>> {
+    fn aretrieve<'a>(&'a self, query: &'a Query, top_k: usize) -> ItemsFuture<'a> {
         Box::pin(async move { self.retrieve(query, top_k) })
     }
 }
@@ -112,21 +115,11 @@ pub trait Reranker: Send + Sync {
 /// ```
 pub trait AsyncReranker: Send + Sync {
     /// The best `top_k` of `items` for `query`, best first.
-    fn arerank<'a>(
-        &'a self,
-        query: &'a Query,
-        items: Vec<ContextItem>,
-        top_k: usize,
-    ) -> BoxFuture<'a, Result<Vec<ContextItem>>>;
+    fn arerank<'a>(&'a self, query: &'a Query, items: Vec<ContextItem>, top_k: usize) -> ItemsFuture<'a>;
 }
 
 impl<R: Reranker + ?Sized> AsyncReranker for R {
-    fn arerank<'a>(
-        &'a self,
-        query: &'a Query,
-        items: Vec<ContextItem>,
-        top_k: usize,
-    ) -> BoxFuture<'a, Result<Vec<ContextItem>>> {
+    fn arerank<'a>(&'a self, query: &'a Query, items: Vec<ContextItem>, top_k: usize) -> ItemsFuture<'a> {
         Box::pin(async move { self.rerank(query, items, top_k) })
     }
 }

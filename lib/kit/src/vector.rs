@@ -11,7 +11,7 @@ use sextant_core::error::{Error, Result};
 use sextant_core::index::{dot, top_k, Bitset, DenseIndex, VectorStore};
 
 use super::item::{ContextItem, Query};
-use super::traits::{AsyncRetriever, BoxFuture, Retriever};
+use super::traits::{AsyncRetriever, BoxFuture, ItemsFuture, Retriever};
 
 /// Turns a text into an embedding. Closures `Fn(&str) -> Result<Vec<f32>>` and the
 /// engine's [`DenseEncoder`] implement it.
@@ -336,7 +336,7 @@ impl AsyncDenseRetriever {
 }
 
 impl AsyncRetriever for AsyncDenseRetriever {
-    fn aretrieve<'a>(&'a self, query: &'a Query, top_k: usize) -> BoxFuture<'a, Result<Vec<ContextItem>>> {
+    fn aretrieve<'a>(&'a self, query: &'a Query, top_k: usize) -> ItemsFuture<'a> {
         Box::pin(async move {
             if self.is_empty() || top_k == 0 {
                 return Ok(Vec::new());
