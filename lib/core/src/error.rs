@@ -62,7 +62,7 @@ pub enum Error {
     AllPathsFailed(String),
     /// The caller went away; the work stopped before this stage.
     #[error("cancelled before {0}: the caller went away")]
-    Cancelled(String),
+    Cancelled(Stage),
     /// A retrieval path or reranker failed.
     #[error("{component} failed: {reason}")]
     Component {
@@ -110,6 +110,27 @@ pub enum Error {
     /// Binary (de)serialisation failed.
     #[error("binary encoding: {0}")]
     Bincode(#[from] bincode::Error),
+}
+
+/// A stage of a search, where a cancelled search stops ([`Error::Cancelled`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// Retrieving on every path.
+    Retrieval,
+    /// Fusing the paths' lists.
+    Fusion,
+    /// Reranking the fused head.
+    Rerank,
+}
+
+impl std::fmt::Display for Stage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Stage::Retrieval => "retrieval",
+            Stage::Fusion => "fusion",
+            Stage::Rerank => "rerank",
+        })
+    }
 }
 
 /// The crate's result type.

@@ -22,7 +22,7 @@ pub mod index;
 pub mod pipeline;
 pub mod storage;
 
-pub use error::{Error, Result};
+pub use error::{Error, Result, Stage};
 
 /// Helpers for the tests of Sextant's crates (where the models are, a seeded generator, a
 /// one-thread executor); not part of the API.

@@ -10,18 +10,19 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Stage};
 
 /// A shared "stop" flag; clones share it.
 ///
 /// ```
 /// use sextant_core::pipeline::CancelFlag;
+/// use sextant_core::Stage;
 ///
 /// let flag = CancelFlag::default();
 /// let seen_by_the_worker = flag.clone();
-/// assert!(seen_by_the_worker.check("retrieval").is_ok());
+/// assert!(seen_by_the_worker.check(Stage::Retrieval).is_ok());
 /// flag.cancel();
-/// assert!(seen_by_the_worker.check("retrieval").is_err());
+/// assert!(seen_by_the_worker.check(Stage::Retrieval).is_err());
 /// ```
 #[derive(Clone, Default)]
 pub struct CancelFlag(Arc<AtomicBool>);
@@ -38,9 +39,9 @@ impl CancelFlag {
     }
 
     /// `Err(Error::Cancelled)` naming `stage` (the stage that would have run) once cancelled.
-    pub fn check(&self, stage: &str) -> Result<()> {
+    pub fn check(&self, stage: Stage) -> Result<()> {
         if self.is_cancelled() {
-            return Err(Error::Cancelled(stage.to_string()));
+            return Err(Error::Cancelled(stage));
         }
         Ok(())
     }

@@ -13,7 +13,7 @@ use super::paths::{Bm25Path, DensePath, Path, PathHit, PathRetriever, PreparedQu
 use super::rerank::{Candidate, CrossEncoderReranker, Reranker};
 use crate::corpus::Date;
 use crate::encode::{DenseEncoder, SparseEncoder};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Stage};
 use crate::index::{Bitset, Filter, Index};
 
 /// How the paths' lists are fused: weighted RRF whose weights adapt per query to each
@@ -407,8 +407,8 @@ impl Engine {
         if req.paths.is_empty() {
             return Err(Error::invalid("paths", "at least one retrieval path is needed"));
         }
-        let checkpoint = |stage: &str| req.cancel.as_ref().map_or(Ok(()), |c| c.check(stage));
-        checkpoint("retrieval")?;
+        let checkpoint = |stage: Stage| req.cancel.as_ref().map_or(Ok(()), |c| c.check(stage));
+        checkpoint(Stage::Retrieval)?;
         let mut timings = StageTimings::default();
         let allowed = match &req.documents {
             None => self.index.allowed(&req.filter),
@@ -455,7 +455,7 @@ impl Engine {
             return Err(Error::AllPathsFailed(why));
         }
 
-        checkpoint("fusion")?;
+        checkpoint(Stage::Fusion)?;
         let t = Instant::now();
         let ids: Vec<Vec<u32>> = lists.iter().map(|l| l.iter().map(|h| h.0).collect()).collect();
         let base: Vec<f32> = used_paths.iter().map(|&p| req.fusion.weight(p)).collect();
@@ -494,7 +494,7 @@ impl Engine {
         timings.fuse_ms = ms(t);
 
         if req.rerank && self.reranker.is_some() {
-            checkpoint("rerank")?;
+            checkpoint(Stage::Rerank)?;
         }
         let t = Instant::now();
         let rerank = self.rerank(req, &mut hits);
