@@ -260,7 +260,11 @@ fn knowledge_base_retrieve_with_search_filters_and_rewrite(a: &str) {
     let kb = |key: Option<&str>, body: Value| post(a, "/ws_test/index/retrieve", key, &body);
     let r = kb(
         Some(PRO),
-        json!({"IndexId": "demo", "Query": "production and earnings", "SearchFilters": [{"ticker": "XOM", "year": {"gte": 2025}}]}),
+        json!({
+            "IndexId": "demo",
+            "Query": "production and earnings",
+            "SearchFilters": [{"ticker": "XOM", "year": {"gte": 2025}}]
+        }),
     );
     assert_eq!(r.status, 200, "{:?}", r.body);
     assert_eq!(
@@ -276,7 +280,12 @@ fn knowledge_base_retrieve_with_search_filters_and_rewrite(a: &str) {
         assert!(!n["Text"].as_str().unwrap().is_empty());
     }
     // Nested: MA anything, or XOM earnings calls.
-    let f = json!([{"_operator": "OR", "ticker": "MA", "_conditions": [{"ticker": "XOM", "documentType": "earnings_call"}], "_conditions_operator": "AND"}]);
+    let f = json!([{
+        "_operator": "OR",
+        "ticker": "MA",
+        "_conditions": [{"ticker": "XOM", "documentType": "earnings_call"}],
+        "_conditions_operator": "AND"
+    }]);
     let r =
         kb(Some(PRO), json!({"IndexId": "demo", "Query": "oil and gas prices", "SearchFilters": f, "RerankTopN": 20}));
     assert_eq!(r.status, 200, "{:?}", r.body);
@@ -291,7 +300,12 @@ fn knowledge_base_retrieve_with_search_filters_and_rewrite(a: &str) {
     for (d, s) in [(0, 50), (50, 0)] {
         let r = kb(
             Some(PRO),
-            json!({"IndexId": "demo", "Query": "share repurchases", "DenseSimilarityTopK": d, "SparseSimilarityTopK": s}),
+            json!({
+                "IndexId": "demo",
+                "Query": "share repurchases",
+                "DenseSimilarityTopK": d,
+                "SparseSimilarityTopK": s
+            }),
         );
         assert_eq!(r.status, 200, "{:?}", r.body);
     }
@@ -309,7 +323,12 @@ fn knowledge_base_retrieve_with_search_filters_and_rewrite(a: &str) {
     assert_eq!(r.body["Data"]["RewrittenQuery"], "What was Exxon Mobil revenue in 2023?");
     let r = kb(
         Some(PRO),
-        json!({"IndexId": "demo", "Query": "and in 2023?", "EnableRewrite": true, "History": [{"Role": "user", "Content": "What were Mastercard's main risk factors in 2024?"}]}),
+        json!({
+            "IndexId": "demo",
+            "Query": "and in 2023?",
+            "EnableRewrite": true,
+            "History": [{"Role": "user", "Content": "What were Mastercard's main risk factors in 2024?"}]
+        }),
     );
     assert_eq!(r.body["Data"]["RewrittenQuery"], "What were Mastercard's main risk factors in 2023?");
     let r = kb(Some(PRO), json!({"IndexId": "demo", "Query": "and in 2023?"}));
@@ -373,7 +392,12 @@ fn retrieve_returns_cited_chunks_with_exact_segment_offsets(a: &str, docs: &[Doc
         a,
         "/v1/retrieve",
         Some(FREE),
-        &json!({"query": "Where are Mastercard's corporate headquarters and technology operations center?", "filters": {"tickers": ["MA"]}, "top_k": 5, "include_segments": true}),
+        &json!({
+            "query": "Where are Mastercard's corporate headquarters and technology operations center?",
+            "filters": {"tickers": ["MA"]},
+            "top_k": 5,
+            "include_segments": true
+        }),
     );
     assert_eq!(r.status, 200, "{:?}", r.body);
     let chunks = r.body["chunks"].as_array().unwrap();
@@ -419,7 +443,10 @@ fn retrieve_filters_and_period_fallback(a: &str) {
         a,
         "/v1/retrieve",
         Some(FREE),
-        &json!({"query": "production volumes and earnings", "filters": {"tickers": ["xom"], "year": 2025, "quarter": "q2", "source_types": ["10-Q"]}}),
+        &json!({
+            "query": "production volumes and earnings",
+            "filters": {"tickers": ["xom"], "year": 2025, "quarter": "q2", "source_types": ["10-Q"]}
+        }),
     );
     assert_eq!(r.status, 200, "{:?}", r.body);
     let chunks = r.body["chunks"].as_array().unwrap();
@@ -437,7 +464,10 @@ fn retrieve_filters_and_period_fallback(a: &str) {
         a,
         "/v1/retrieve",
         Some(FREE),
-        &json!({"query": "outlook for the next quarter", "filters": {"tickers": ["XOM"], "year": 2015, "quarter": "Q4", "source_types": ["earnings_call"]}}),
+        &json!({
+            "query": "outlook for the next quarter",
+            "filters": {"tickers": ["XOM"], "year": 2015, "quarter": "Q4", "source_types": ["earnings_call"]}
+        }),
     );
     assert_eq!(r.status, 200, "{:?}", r.body);
     let m = &r.body["meta"]["periodMismatch"];
@@ -572,7 +602,12 @@ fn search_returns_units_with_offsets_and_diagnostics(a: &str, docs: &[Document])
         a,
         "/v1/search",
         Some(PRO),
-        &json!({"query": "cross-border transaction volume growth", "entity": ["Mastercard"], "limit": 8, "max_per_document": 2}),
+        &json!({
+            "query": "cross-border transaction volume growth",
+            "entity": ["Mastercard"],
+            "limit": 8,
+            "max_per_document": 2
+        }),
     );
     assert_eq!(r.status, 200, "{:?}", r.body);
     assert_eq!(r.body["meta"]["entities"], json!(["MA"]));
@@ -741,7 +776,12 @@ fn openapi_document_describes_real_responses(a: &str) {
             "/{WorkspaceId}/index/retrieve",
             "/ws/index/retrieve",
             Some(FREE),
-            json!({"IndexId": "demo", "Query": "and in 2023?", "EnableRewrite": true, "History": [{"Role": "user", "Content": "MA revenue in 2024"}]}),
+            json!({
+                "IndexId": "demo",
+                "Query": "and in 2023?",
+                "EnableRewrite": true,
+                "History": [{"Role": "user", "Content": "MA revenue in 2024"}]
+            }),
         ),
         (
             "/{WorkspaceId}/index/retrieve",

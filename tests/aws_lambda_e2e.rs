@@ -158,31 +158,66 @@ fn functions_publish_cold_start_swap_refuse_limit_and_survive_a_store_outage() {
         let bucket = unique("e2e");
         create_bucket(&s3, &bucket).await;
         let raw = s3_client(&s3);
-        let put = |key: String, bytes: Vec<u8>| raw.put_object().bucket(&bucket).key(key).body(ByteStream::from(bytes)).send();
+        let put = |key: String, bytes: Vec<u8>| {
+            raw.put_object().bucket(&bucket).key(key).body(ByteStream::from(bytes)).send()
+        };
         put("corpora/demo/part-1.jsonl".into(), demo_documents(&["MA"])).await.unwrap();
-        put("corpora/facts/facts.jsonl.gz".into(), std::fs::read(repo().join("data/demo/facts.jsonl.gz")).unwrap()).await.unwrap();
+        put("corpora/facts/facts.jsonl.gz".into(), std::fs::read(repo().join("data/demo/facts.jsonl.gz")).unwrap())
+            .await
+            .unwrap();
         let proxy = SwitchProxy::start(s.moto.strip_prefix("http://").unwrap().to_string()).await;
         let (keys_table, rate_table) = (unique("keys"), unique("rate"));
         create_tables(&s.config(&proxy.url).await, &keys_table, &rate_table).await;
         let store = format!("dynamodb://{keys_table}/{rate_table}");
-        cli(&s, &proxy.url, &["plans", "--store", &store, "set", "tiny", "--max-top-k", "5", "--per-minute", "2", "--per-day", "100"]);
-        cli(&s, &proxy.url, &["keys", "--store", &store, "create", "--tenant", "events", "--plan", "pro", "--key", "sx_dev"]);
-        cli(&s, &proxy.url, &["keys", "--store", &store, "create", "--tenant", "limits", "--plan", "tiny", "--key", "sx_tiny_e2e"]);
-        let created = cli(&s, &proxy.url, &["keys", "--store", &store, "create", "--tenant", "scoped", "--plan", "pro", "--index", "other"]);
+        cli(
+            &s,
+            &proxy.url,
+            &["plans", "--store", &store, "set", "tiny", "--max-top-k", "5", "--per-minute", "2", "--per-day", "100"],
+        );
+        cli(
+            &s,
+            &proxy.url,
+            &["keys", "--store", &store, "create", "--tenant", "events", "--plan", "pro", "--key", "sx_dev"],
+        );
+        cli(
+            &s,
+            &proxy.url,
+            &["keys", "--store", &store, "create", "--tenant", "limits", "--plan", "tiny", "--key", "sx_tiny_e2e"],
+        );
+        let created = cli(
+            &s,
+            &proxy.url,
+            &["keys", "--store", &store, "create", "--tenant", "scoped", "--plan", "pro", "--index", "other"],
+        );
         let scoped_key = created.trim().to_string();
-        let listed: Value = serde_json::from_str(&cli(&s, &proxy.url, &["keys", "--store", &store, "list", "--json"])).unwrap();
+        let listed: Value =
+            serde_json::from_str(&cli(&s, &proxy.url, &["keys", "--store", &store, "list", "--json"])).unwrap();
         assert_eq!(listed.as_array().unwrap().len(), 3);
-        assert!(!listed.to_string().contains(&scoped_key) && !listed.to_string().contains("sx_tiny_e2e"), "keys are never listed, only prefixes and hashes");
+        assert!(
+            !listed.to_string().contains(&scoped_key) && !listed.to_string().contains("sx_tiny_e2e"),
+            "keys are never listed, only prefixes and hashes"
+        );
         let plans = cli(&s, &proxy.url, &["plans", "--store", &store]);
         assert!(plans.contains("tiny") && plans.contains("enterprise"), "{plans}");
 
         // --- index-build: a bad event is refused with the field named; a good one publishes v1.
         let aws_env = s.function_env(&s.seaweed, &proxy.url);
         let builder = Function::start("sextant-index-build", &aws_env, logs.path()).await;
-        let err = builder.invoke(json!({"index_id": "demo", "corpus": "ftp://nowhere", "target": format!("s3://{bucket}/indexes/demo")})).await.unwrap_err();
+        let bad_job = json!({
+            "index_id": "demo",
+            "corpus": "ftp://nowhere",
+            "target": format!("s3://{bucket}/indexes/demo")
+        });
+        let err = builder.invoke(bad_job).await.unwrap_err();
         assert_eq!(err["errorType"], "InvalidEvent", "{err}");
         assert!(err["errorMessage"].as_str().unwrap().contains("corpus"), "{err}");
-        let job = json!({"index_id": "demo", "corpus": format!("s3://{bucket}/corpora/demo/"), "target": format!("s3://{bucket}/indexes/demo"), "keep_versions": 3, "facts": format!("s3://{bucket}/corpora/facts/")});
+        let job = json!({
+            "index_id": "demo",
+            "corpus": format!("s3://{bucket}/corpora/demo/"),
+            "target": format!("s3://{bucket}/indexes/demo"),
+            "keep_versions": 3,
+            "facts": format!("s3://{bucket}/corpora/facts/")
+        });
         let v1 = builder.invoke(job.clone()).await.unwrap_or_else(|e| panic!("{e}\n{}", builder.log()));
         let v1_version = v1["version"].as_str().unwrap().to_string();
         assert_eq!(v1["documents"], 16, "{v1}");
@@ -197,7 +232,8 @@ fn functions_publish_cold_start_swap_refuse_limit_and_survive_a_store_outage() {
             ("SEXTANT_AWS_ATTEMPT_TIMEOUT_SECS".into(), "2".into()),
         ]);
         let retrieve = Function::start("sextant-retrieve", &env, logs.path()).await;
-        let event: Value = serde_json::from_slice(&std::fs::read(repo().join("events/retrieve-ok.http.json")).unwrap()).unwrap();
+        let event: Value =
+            serde_json::from_slice(&std::fs::read(repo().join("events/retrieve-ok.http.json")).unwrap()).unwrap();
         let out = retrieve.invoke(event).await.unwrap_or_else(|e| panic!("{e}\n{}", retrieve.log()));
         assert_eq!(out["statusCode"], 200, "{out}\n{}", retrieve.log());
         let body: Value = serde_json::from_str(out["body"].as_str().unwrap_or_else(|| panic!("{out}"))).unwrap();
@@ -209,10 +245,15 @@ fn functions_publish_cold_start_swap_refuse_limit_and_survive_a_store_outage() {
         }
         assert_eq!(health_version(&retrieve).await.as_deref(), Some(v1_version.as_str()));
         // The facts were built and published with the version: /v1/context answers from them.
-        let (status, _, body) = retrieve.http("POST", "/v1/context", Some("sx_dev"), Some(json!({"question": "What was Mastercard's revenue in 2024?"}))).await;
+        let revenue = json!({"question": "What was Mastercard's revenue in 2024?"});
+        let (status, _, body) = retrieve.http("POST", "/v1/context", Some("sx_dev"), Some(revenue)).await;
         assert_eq!(status, 200, "{body}");
         assert_eq!(body["result"]["facts"][0]["display"], "28,167 M USD", "{body}");
-        let exxon = json!({"query": "Exxon Mobil upstream oil production", "filters": {"tickers": ["XOM"]}, "top_k": 3});
+        let exxon = json!({
+            "query": "Exxon Mobil upstream oil production",
+            "filters": {"tickers": ["XOM"]},
+            "top_k": 3
+        });
         let (status, _, body) = retrieve.http("POST", "/v1/retrieve", Some("sx_dev"), Some(exxon.clone())).await;
         assert_eq!(status, 200, "{body}");
         assert!(body["chunks"].as_array().unwrap().is_empty(), "v1 holds no Exxon documents: {body}");
@@ -233,7 +274,11 @@ fn functions_publish_cold_start_swap_refuse_limit_and_survive_a_store_outage() {
         s3_proxy.set_up(true);
         let t = Instant::now();
         while health_version(&cold).await.as_deref() != Some(v1_version.as_str()) {
-            assert!(t.elapsed() < Duration::from_secs(120), "the index was not loaded once S3 came back:\n{}", cold.log());
+            assert!(
+                t.elapsed() < Duration::from_secs(120),
+                "the index was not loaded once S3 came back:\n{}",
+                cold.log()
+            );
             tokio::time::sleep(Duration::from_millis(300)).await;
         }
         let (status, _, body) = cold.http("POST", "/v1/retrieve", Some("sx_dev"), Some(question)).await;
@@ -264,14 +309,16 @@ fn functions_publish_cold_start_swap_refuse_limit_and_survive_a_store_outage() {
         let listing = raw.list_objects_v2().bucket(&bucket).prefix(format!("{src}/")).send().await.unwrap();
         for obj in listing.contents() {
             let key = obj.key().unwrap();
-            let mut bytes = raw.get_object().bucket(&bucket).key(key).send().await.unwrap().body.collect().await.unwrap().to_vec();
+            let mut bytes =
+                raw.get_object().bucket(&bucket).key(key).send().await.unwrap().body.collect().await.unwrap().to_vec();
             if key.ends_with("chunks.bin") {
                 let mid = bytes.len() / 2;
                 bytes[mid] ^= 0x55;
             }
             put(key.replace(&v2_version, bad), bytes).await.unwrap();
         }
-        let mut pointer: Value = serde_json::from_slice(&raw.get_object().bucket(&bucket).key("indexes/demo/CURRENT").send().await.unwrap().body.collect().await.unwrap().to_vec()).unwrap();
+        let current = raw.get_object().bucket(&bucket).key("indexes/demo/CURRENT").send().await.unwrap();
+        let mut pointer: Value = serde_json::from_slice(&current.body.collect().await.unwrap().to_vec()).unwrap();
         pointer["version"] = bad.into();
         put("indexes/demo/CURRENT".into(), serde_json::to_vec(&pointer).unwrap()).await.unwrap();
         let t = Instant::now();
@@ -291,7 +338,8 @@ fn functions_publish_cold_start_swap_refuse_limit_and_survive_a_store_outage() {
         }
         let q = json!({"query": "Mastercard revenue", "top_k": 3});
         for remaining in ["1", "0"] {
-            let (status, headers, body) = retrieve.http("POST", "/v1/retrieve", Some("sx_tiny_e2e"), Some(q.clone())).await;
+            let (status, headers, body) =
+                retrieve.http("POST", "/v1/retrieve", Some("sx_tiny_e2e"), Some(q.clone())).await;
             assert_eq!(status, 200, "{body}");
             assert_eq!(headers["x-ratelimit-remaining"], remaining, "{headers}");
         }
@@ -319,7 +367,9 @@ fn functions_publish_cold_start_swap_refuse_limit_and_survive_a_store_outage() {
         for secret in ["sx_dev", "sx_tiny_e2e", scoped_key.as_str()] {
             assert!(!logs.contains(secret) && !logs.contains(&hash(secret)), "a key or its hash is in the logs");
         }
-        for body_text in ["Mastercard revenue", "Exxon Mobil upstream oil production", "What was Mastercard's revenue in 2024?"] {
+        for body_text in
+            ["Mastercard revenue", "Exxon Mobil upstream oil production", "What was Mastercard's revenue in 2024?"]
+        {
             assert!(!logs.contains(body_text), "request text {body_text:?} is in the logs");
         }
     });

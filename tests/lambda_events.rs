@@ -180,7 +180,13 @@ async fn a_configured_cross_encoder_reranks_and_reports_its_ranks() {
     sorted.sort_by(|a, b| b.total_cmp(a));
     let threshold = sorted[sorted.len() / 2];
     if threshold > 0.01 && threshold <= 1.0 {
-        let some = post_ok(&app, "/ws/index/retrieve", serde_json::json!({"IndexId": "demo", "Query": "share repurchase program", "RerankTopN": 20, "RerankMinScore": threshold})).await;
+        let body = serde_json::json!({
+            "IndexId": "demo",
+            "Query": "share repurchase program",
+            "RerankTopN": 20,
+            "RerankMinScore": threshold
+        });
+        let some = post_ok(&app, "/ws/index/retrieve", body).await;
         let kept = some["Data"]["Nodes"].as_array().unwrap();
         assert!(!kept.is_empty() && kept.len() < 20, "{} of 20 kept at {threshold}", kept.len());
     }
@@ -251,7 +257,10 @@ async fn a_request_cancelled_mid_flight_leaves_no_work_behind() {
         ("/v1/search", serde_json::json!({"query": "share repurchase program", "limit": 5})),
         (
             "/v1/context",
-            serde_json::json!({"question": "What risks do the filings describe about competition?", "route": "narrative"}),
+            serde_json::json!({
+                "question": "What risks do the filings describe about competition?",
+                "route": "narrative"
+            }),
         ),
     ];
     for (path, body) in requests {

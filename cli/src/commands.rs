@@ -155,8 +155,14 @@ pub fn run(cli: Cli) -> Result<()> {
             let secs = t.elapsed().as_secs_f64();
             if json {
                 let v = serde_json::json!({
-                    "mode": mode.name(), "split": split, "queries": m.queries, "docs": docs,
-                    "nDCG@10": m.ndcg_at_10, "Recall@10": m.recall_at_10, "Recall@100": m.recall_at_100, "MRR@10": m.mrr_at_10,
+                    "mode": mode.name(),
+                    "split": split,
+                    "queries": m.queries,
+                    "docs": docs,
+                    "nDCG@10": m.ndcg_at_10,
+                    "Recall@10": m.recall_at_10,
+                    "Recall@100": m.recall_at_100,
+                    "MRR@10": m.mrr_at_10,
                 });
                 println!("{v}");
             } else {
@@ -189,7 +195,8 @@ fn print_hits(engine: &Engine, out: &SearchOutcome, json: bool) -> Result<()> {
     for (i, h) in out.hits.iter().enumerate() {
         let doc = index.document_of(h.chunk);
         let text: String = index.chunks[h.chunk as usize].text.chars().take(240).collect();
-        println!("{:>2}. [{:.4}] {} — {}\n    {}", i + 1, h.score, doc.document_id, doc.title, text.replace('\n', " "));
+        let text = text.replace('\n', " ");
+        println!("{:>2}. [{:.4}] {} — {}\n    {}", i + 1, h.score, doc.document_id, doc.title, text);
     }
     eprintln!("({:.1} ms)", out.timings.total_ms);
     Ok(())

@@ -70,15 +70,20 @@ pub fn run(args: ServeArgs, models: ModelSet) -> Result<()> {
     );
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(args.addr).await.with_context(|| format!("binding {}", args.addr))?;
+        let listener =
+            tokio::net::TcpListener::bind(args.addr).await.with_context(|| format!("binding {}", args.addr))?;
         let addr = listener.local_addr()?;
         println!("sextant listening on http://{addr} (GET /health answers 200 once the index is loaded)");
         println!("development API key ({} plan): {key}", args.dev_plan);
-        println!("try: curl -s http://{addr}/v1/retrieve -H 'Authorization: Bearer {key}' -H 'Content-Type: application/json' -d '{{\"query\": \"What drove revenue growth?\"}}'");
+        println!(
+            "try: curl -s http://{addr}/v1/retrieve -H 'Authorization: Bearer {key}' \
+             -H 'Content-Type: application/json' -d '{{\"query\": \"What drove revenue growth?\"}}'"
+        );
         let loader_state = state.clone();
         let loader = tokio::task::spawn_blocking(move || -> Result<()> {
             let indexes = load_indexes(&args, &models, &loader_state)?;
-            let summary: Vec<String> = indexes.iter().map(|(id, s)| format!("{id} ({} chunks)", s.engine.index().chunks.len())).collect();
+            let summary: Vec<String> =
+                indexes.iter().map(|(id, s)| format!("{id} ({} chunks)", s.engine.index().chunks.len())).collect();
             loader_state.set_indexes(indexes);
             println!("ready: serving {}", summary.join(", "));
             Ok(())

@@ -60,9 +60,10 @@ impl RuntimeApi {
         match tokio::time::timeout(timeout, wait).await {
             Ok(Ok(outcome)) => outcome,
             Ok(Err(_)) => Err(serde_json::json!({"emulator": "the invocation was dropped"})),
-            Err(_) => Err(
-                serde_json::json!({"emulator": format!("no answer within {timeout:?}"), "init_error": self.init_error()}),
-            ),
+            Err(_) => Err(serde_json::json!({
+                "emulator": format!("no answer within {timeout:?}"),
+                "init_error": self.init_error()
+            })),
         }
     }
 

@@ -26,7 +26,10 @@ pub struct Servers {
 pub fn servers() -> Servers {
     let get = |k: &str| {
         std::env::var(k).unwrap_or_else(|_| {
-            panic!("{k} is not set: start the test servers with `bash scripts/aws_servers.sh start` and source the env file it prints (scripts/test.sh does both)")
+            panic!(
+                "{k} is not set: start the test servers with `bash scripts/aws_servers.sh start` \
+                 and source the env file it prints (scripts/test.sh does both)"
+            )
         })
     };
     Servers {

@@ -9,7 +9,10 @@ use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-const THROTTLED: &str = r#"{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","message":"Rate of requests exceeds the allowed throughput."}"#;
+const THROTTLED: &str = concat!(
+    r#"{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","#,
+    r#""message":"Rate of requests exceeds the allowed throughput."}"#
+);
 
 /// A running proxy.
 pub struct ThrottleProxy {
@@ -80,7 +83,8 @@ impl ThrottleProxy {
                     if throttle {
                         t.fetch_add(1, Ordering::SeqCst);
                         let resp = format!(
-                            "HTTP/1.1 400 Bad Request\r\nContent-Type: application/x-amz-json-1.0\r\nx-amzn-RequestId: throttled\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{THROTTLED}",
+                            "HTTP/1.1 400 Bad Request\r\nContent-Type: application/x-amz-json-1.0\r\n\
+                             x-amzn-RequestId: throttled\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{THROTTLED}",
                             THROTTLED.len()
                         );
                         let _ = client.write_all(resp.as_bytes()).await;

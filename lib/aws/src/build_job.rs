@@ -20,7 +20,12 @@ use super::versions::{Published, VersionedIndex};
 /// What to build and where to publish it: the event of the `index-build` function.
 ///
 /// ```json
-/// {"index_id": "demo", "corpus": "s3://bucket/corpora/demo/", "target": "s3://bucket/indexes/demo", "keep_versions": 5}
+/// {
+///   "index_id": "demo",
+///   "corpus": "s3://bucket/corpora/demo/",
+///   "target": "s3://bucket/indexes/demo",
+///   "keep_versions": 5
+/// }
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -382,7 +387,11 @@ mod tests {
         assert_eq!(direct.target, "s3://bucket/indexes/demo");
         assert_eq!(direct.keep_versions, 3);
         assert_eq!(direct.chunk_tokens, 200);
-        let scheduled = serde_json::json!({"detail-type": "Scheduled Event", "source": "aws.events", "detail": {"index_id": "demo", "corpus": "s3://bucket/c/", "keep_versions": 9}});
+        let scheduled = serde_json::json!({
+            "detail-type": "Scheduled Event",
+            "source": "aws.events",
+            "detail": {"index_id": "demo", "corpus": "s3://bucket/c/", "keep_versions": 9}
+        });
         let job = BuildJob::from_event(scheduled, &defaults()).unwrap();
         assert_eq!((job.index_id.as_str(), job.keep_versions), ("demo", 9));
     }
@@ -416,7 +425,11 @@ mod tests {
         let direct = BuildJob::from_event(read("direct.json"), &serde_json::Map::new()).unwrap();
         assert_eq!((direct.index_id.as_str(), direct.keep_versions), ("demo", 5));
         // A schedule without input carries nothing: the function's environment names the job.
-        let env = serde_json::json!({"index_id": "demo", "corpus": "s3://bucket/corpora/demo/", "target": "s3://bucket/indexes/demo"});
+        let env = serde_json::json!({
+            "index_id": "demo",
+            "corpus": "s3://bucket/corpora/demo/",
+            "target": "s3://bucket/indexes/demo"
+        });
         let scheduled = BuildJob::from_event(read("scheduled.json"), env.as_object().unwrap()).unwrap();
         assert_eq!(scheduled.target, "s3://bucket/indexes/demo");
         assert!(

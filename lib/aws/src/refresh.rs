@@ -62,8 +62,14 @@ pub async fn open_from_s3(source: &VersionedIndex, models: &Arc<SharedModels>) -
     let loaded = open_version(source, &pointer, models).await?;
     let timings = LoadTimings { pointer_ms, ..loaded.timings };
     tracing::info!(
-        index = %source.location(), version = %pointer.version, pointer_ms = timings.pointer_ms, download_ms = timings.download_ms,
-        decode_ms = timings.decode_ms, models_ms = timings.models_ms, bytes = timings.bytes, "cold start: index loaded from S3"
+        index = %source.location(),
+        version = %pointer.version,
+        pointer_ms = timings.pointer_ms,
+        download_ms = timings.download_ms,
+        decode_ms = timings.decode_ms,
+        models_ms = timings.models_ms,
+        bytes = timings.bytes,
+        "cold start: index loaded from S3"
     );
     Ok(LoadedIndex { timings, ..loaded })
 }
@@ -152,7 +158,11 @@ impl Refresher {
             let pointer = match index.pointer().await {
                 Ok(p) => p.pointer,
                 Err(e) => {
-                    tracing::warn!(index = %id, error = %e, "could not read the version pointer; still serving {serving}");
+                    tracing::warn!(
+                        index = %id,
+                        error = %e,
+                        "could not read the version pointer; still serving {serving}"
+                    );
                     continue;
                 }
             };
@@ -164,14 +174,25 @@ impl Refresher {
             match self.open(&id, &index, &pointer).await {
                 Ok(loaded) => {
                     swapped.push((id.clone(), loaded));
-                    tracing::info!(index = %id, from = %serving, to = %pointer.version, ms = t.elapsed().as_millis() as u64, "swapped to a new index version");
+                    tracing::info!(
+                        index = %id,
+                        from = %serving,
+                        to = %pointer.version,
+                        ms = t.elapsed().as_millis() as u64,
+                        "swapped to a new index version"
+                    );
                     if let Some(s) = self.sources.lock().expect("sources lock").get_mut(&id) {
                         s.version = pointer.version.clone();
                     }
                 }
                 Err(e) => {
                     let serving = if serving.is_empty() { "nothing (503)" } else { serving.as_str() };
-                    tracing::error!(index = %id, version = %pointer.version, error = %e, "refused a new index version; still serving {serving}");
+                    tracing::error!(
+                        index = %id,
+                        version = %pointer.version,
+                        error = %e,
+                        "refused a new index version; still serving {serving}"
+                    );
                     // A version that is itself bad is not fetched again; a store that
                     // failed to answer is asked again at the next check.
                     if matches!(e, Error::IndexCorrupted { .. } | Error::UnsupportedFormat { .. } | Error::Model { .. })

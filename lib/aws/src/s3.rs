@@ -4,6 +4,9 @@
 use std::sync::Arc;
 
 use aws_sdk_s3::config::{RequestChecksumCalculation, ResponseChecksumValidation};
+use aws_sdk_s3::error::SdkError;
+use aws_sdk_s3::operation::get_object::GetObjectError;
+use aws_sdk_s3::operation::upload_part::UploadPartError;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
 use aws_sdk_s3::Client;
@@ -106,9 +109,10 @@ impl S3Store {
                 (self.client.clone(), self.bucket.clone(), key.to_string(), permits.clone());
             tasks.spawn(async move {
                 let _permit = permits.acquire_owned().await.expect("semaphore open");
-                let out = client.get_object().bucket(&bucket).key(&key).range(format!("bytes={start}-{end}")).send().await?;
-                let bytes = out.body.collect().await.map_err(aws_sdk_s3::error::SdkError::<aws_sdk_s3::operation::get_object::GetObjectError>::construction_failure)?;
-                Ok::<_, aws_sdk_s3::error::SdkError<aws_sdk_s3::operation::get_object::GetObjectError>>((start, bytes.into_bytes()))
+                let out =
+                    client.get_object().bucket(&bucket).key(&key).range(format!("bytes={start}-{end}")).send().await?;
+                let bytes = out.body.collect().await.map_err(SdkError::<GetObjectError>::construction_failure)?;
+                Ok::<_, SdkError<GetObjectError>>((start, bytes.into_bytes()))
             });
         }
         let mut buf = vec![0u8; len as usize];
@@ -227,7 +231,7 @@ impl S3Store {
                     .body(body)
                     .send()
                     .await?;
-                Ok::<_, aws_sdk_s3::error::SdkError<aws_sdk_s3::operation::upload_part::UploadPartError>>(
+                Ok::<_, SdkError<UploadPartError>>(
                     CompletedPart::builder().part_number(number).set_e_tag(out.e_tag().map(str::to_string)).build(),
                 )
             });

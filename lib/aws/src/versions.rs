@@ -200,7 +200,8 @@ impl VersionedIndex {
                 return Err(Error::Conflict {
                     location,
                     reason: format!(
-                        "another build made a version current after this one started (expected {}); version {version} was not made current and was removed",
+                        "another build made a version current after this one started (expected {}); \
+                         version {version} was not made current and was removed",
                         previous.as_deref().unwrap_or("no version")
                     ),
                 });

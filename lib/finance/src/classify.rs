@@ -363,14 +363,28 @@ fn patterns() -> &'static PeriodPatterns {
         let re = |s: &str| Regex::new(s).expect("period pattern");
         PeriodPatterns {
             forms: re(r"\b10-?[kq]\b|\b8-?k\b"),
-            quarter_range: re(&format!(r"\bq([1-4])(?:\s+{fy}(\d{{4}}))?\s*(?:-|–|to|through|thru)\s*q([1-4])\s+(?:of\s+)?{fy}(\d{{4}})\b")),
-            year_range: re(&format!(r"\b{fy}(\d{{4}})\s*(?:-|–|to|through|thru|until|and)\s*{fy}(\d{{4}}|\d{{2}})\b")),
+            quarter_range: re(&format!(
+                r"\bq([1-4])(?:\s+{fy}(\d{{4}}))?\s*(?:-|–|to|through|thru)\s*q([1-4])\s+(?:of\s+)?{fy}(\d{{4}})\b"
+            )),
+            year_range: re(&format!(
+                concat!(r"\b{fy}(\d{{4}})\s*(?:-|–|to|through|thru|until|and)\s*", r"{fy}(\d{{4}}|\d{{2}})\b"),
+                fy = fy
+            )),
             quarter: re(&format!(
-                r"\b(?:q([1-4])|([1-4])q|(first|second|third|fourth|1st|2nd|3rd|4th)[\s-]+(?:fiscal\s+)?quarter)(?:\s+(?:of\s+)?{fy}(\d{{4}}|\d{{2}}))?\b|\b([1-4])q(\d{{2}})\b"
+                concat!(
+                    r"\b(?:q([1-4])|([1-4])q|(first|second|third|fourth|1st|2nd|3rd|4th)[\s-]+(?:fiscal\s+)?quarter)",
+                    r"(?:\s+(?:of\s+)?{fy}(\d{{4}}|\d{{2}}))?\b|\b([1-4])q(\d{{2}})\b"
+                ),
+                fy = fy
             )),
             since: re(&format!(r"\bsince\s+{fy}(\d{{4}})\b")),
-            last_n: re(r"\b(?:last|past|previous|prior|recent)\s+(\d+|two|three|four|five|six|seven|eight|nine|ten)\s+(?:fiscal\s+)?years?\b"),
-            latest: re(r"\b(?:last|latest|most\s+recent|this|current|recent)\s+(?:fiscal\s+)?year\b|\blatest\s+10-?k\b"),
+            last_n: re(concat!(
+                r"\b(?:last|past|previous|prior|recent)\s+",
+                r"(\d+|two|three|four|five|six|seven|eight|nine|ten)\s+(?:fiscal\s+)?years?\b"
+            )),
+            latest: re(
+                r"\b(?:last|latest|most\s+recent|this|current|recent)\s+(?:fiscal\s+)?year\b|\blatest\s+10-?k\b",
+            ),
             year: re(r"\b(?:fy|fiscal\s+year|fiscal)\s*'?(\d{4}|\d{2})\b|\b(19[89]\d|20\d\d)\b"),
         }
     })

@@ -2,12 +2,15 @@
 //!
 //! `score = Σ weight_i · value_i` over four signals, each 0-100:
 //!
-//! | signal | value |
-//! |---|---|
-//! | retrieval quality | relational: 90 when facts answer, 72 on the statement fallback, 90 × coverage for a timeseries, 0 when nothing; narrative: mean reranker probability (σ of the score) or, without a reranker, `(mean similarity − 0.2) / 0.4`, plus 5 for three or more documents and 5 for five or more passages; hybrid: the mean of both |
-//! | source coverage | (company, metric, period) cells answered / asked; narrative: companies with a passage / companies asked |
-//! | cross-source agreement | 100 − 25 per contradiction |
-//! | data recency | 100 − 20 per fiscal year between the newest period held for the company and the newest period returned |
+//! - **retrieval quality**: relational: 90 when facts answer, 72 on the statement fallback, 90 × coverage for a
+//!   timeseries, 0 when nothing; narrative: mean reranker probability (σ of the score) or, without a reranker,
+//!   `(mean similarity − 0.2) / 0.4`, plus 5 for three or more documents and 5 for five or more passages; hybrid:
+//!   the mean of both
+//! - **source coverage**: (company, metric, period) cells answered / asked; narrative: companies with a passage /
+//!   companies asked
+//! - **cross-source agreement**: 100 − 25 per contradiction
+//! - **data recency**: 100 − 20 per fiscal year between the newest period held for the company and the newest
+//!   period returned
 //!
 //! Weights per route (the seed's citation-density signal needs a generated answer and is
 //! left out; its weight is shared among the others):

@@ -75,7 +75,13 @@ fn claim_pattern() -> &'static (Regex, Vec<(&'static Metric, String)>) {
         phrases.sort_by_key(|(_, p)| std::cmp::Reverse(p.len()));
         let alternatives: Vec<String> = phrases.iter().map(|(_, p)| regex_lite::escape(p)).collect();
         let re = format!(
-            r"(?i)(?:^|[.;:]\s+|\b(?:total|our|the company's|the company’s|consolidated|company)\s+)({})\s+(?:(?:was|were|have|has|had)\s+)?(increased|increase|grew|rose|improved|decreased|decrease|declined|fell|dropped|was up|were up|was down|were down)\s+(?:by\s+)?(?:approximately\s+|about\s+|nearly\s+)?(\d+(?:\.\d+)?)\s*(?:%|percent)",
+            concat!(
+                r"(?i)(?:^|[.;:]\s+|\b(?:total|our|the company's|the company’s|consolidated|company)\s+)({})\s+",
+                r"(?:(?:was|were|have|has|had)\s+)?",
+                r"(increased|increase|grew|rose|improved|decreased|decrease|declined|fell|dropped|",
+                r"was up|were up|was down|were down)\s+",
+                r"(?:by\s+)?(?:approximately\s+|about\s+|nearly\s+)?(\d+(?:\.\d+)?)\s*(?:%|percent)",
+            ),
             alternatives.join("|")
         );
         (Regex::new(&re).expect("claim pattern"), phrases)
@@ -201,7 +207,12 @@ mod tests {
 
     #[test]
     fn reads_company_level_claims_only() {
-        let c = claims("Total net sales decreased 3% during 2023 compared to 2022. iPhone net sales increased 6% due to higher sales.", Some(2023), None);
+        let c = claims(
+            "Total net sales decreased 3% during 2023 compared to 2022. \
+             iPhone net sales increased 6% due to higher sales.",
+            Some(2023),
+            None,
+        );
         assert_eq!(c.len(), 1, "{c:?}");
         assert_eq!(
             (c[0].metric.as_str(), c[0].direction.as_str(), c[0].pct, c[0].fiscal_year),

@@ -3,15 +3,15 @@
 //! Financial questions answered with structured, cited context (never a generated
 //! answer): a deterministic classifier picks one of five routes, the route gathers facts,
 //! statements and passages, then guardrails, contradiction detection and a confidence
-//! score are applied.
+//! score are applied. What each route returns:
 //!
-//! | route | what comes back |
-//! |---|---|
-//! | `metric_lookup` | the value of each metric for the period, the year before and the change; a statement when no fact matches |
-//! | `timeseries` | each metric over the periods asked, chronological, with coverage; quarterly Q4 derived as FY − Q1 − Q2 − Q3 |
-//! | `full_statement` | income statement, balance sheet, cash flow as markdown tables built from facts |
-//! | `narrative` | passages of 10-K/10-Q sections and calls, per (company, year), guarded |
-//! | `hybrid` | the relational result for the intent, and the narrative |
+//! - `metric_lookup`: the value of each metric for the period, the year before and the change; a statement when no
+//!   fact matches
+//! - `timeseries`: each metric over the periods asked, chronological, with coverage; quarterly Q4 derived as
+//!   FY − Q1 − Q2 − Q3
+//! - `full_statement`: income statement, balance sheet, cash flow as markdown tables built from facts
+//! - `narrative`: passages of 10-K/10-Q sections and calls, per (company, year), guarded
+//! - `hybrid`: the relational result for the intent, and the narrative
 //!
 //! Facts come from [`FactStore`], which travels with an index version as its own file
 //! ([`FACTS_FILE`], loaded beside the index by [`Financials::load`]).

@@ -312,7 +312,8 @@ pub fn statement(facts: &FactStore, ticker: &str, st: Statement, period: Period)
     }
     let prior_label = period.prior_year().label();
     let mut md = format!(
-        "**{} — {} {}** (USD millions, per-share amounts in USD)\n\n| Line item | {} | {} | Source |\n|---|---:|---:|---|\n",
+        "**{} — {} {}** (USD millions, per-share amounts in USD)\n\n\
+         | Line item | {} | {} | Source |\n|---|---:|---:|---|\n",
         ticker,
         st.title(),
         period.label(),

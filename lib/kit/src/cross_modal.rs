@@ -200,7 +200,9 @@ struct Indexed {
 /// };
 /// let retriever = SharedSpaceRetriever::new(CrossModalEncoder::new().register("text", text).register("image", image));
 /// retriever.index(vec![ContextItem::new("note", "gross margin fell")], Some("text")).unwrap();
-/// retriever.index_content(ContextItem::new("chart", "revenue by quarter (chart)"), &Content::Bytes(vec![5, 0]), "image").unwrap();
+/// retriever
+///     .index_content(ContextItem::new("chart", "revenue by quarter (chart)"), &Content::Bytes(vec![5, 0]), "image")
+///     .unwrap();
 ///
 /// let hits = retriever.retrieve(&Query::new("revenue growth"), 2).unwrap();
 /// assert_eq!(hits[0].id, "chart");

@@ -374,7 +374,9 @@ impl MemoryDecay {
 ///
 /// let day = 86_400.0;
 /// let memory = ScoredMemoryRetriever::new(Arc::new(InMemoryStore::new()));
-/// memory.add_entry(MemoryEntry::new("m1", "ana", "preference", "Prefers charts of quarterly revenue", 0.9, 0.0)).unwrap();
+/// memory
+///     .add_entry(MemoryEntry::new("m1", "ana", "preference", "Prefers charts of quarterly revenue", 0.9, 0.0))
+///     .unwrap();
 /// memory.add_entry(MemoryEntry::new("m2", "ana", "fact", "Works in the treasury team", 0.4, 9.0 * day)).unwrap();
 /// memory.add_entry(MemoryEntry::new("m3", "ben", "preference", "Prefers revenue tables", 0.9, 9.0 * day)).unwrap();
 ///
@@ -418,7 +420,9 @@ impl ScoredMemoryRetriever {
     /// use sextant_kit::{InMemoryStore, MemoryEntry, MemoryFilter, MemoryStore, ScoredMemoryRetriever};
     ///
     /// // Toy embedding: mentions of "money" and "team". "cash" is a synonym the lexical score would miss.
-    /// let embed = |t: &str| Ok(vec![(t.contains("money") || t.contains("cash")) as u8 as f32, t.contains("team") as u8 as f32 + 0.01]);
+    /// let embed = |t: &str| {
+    ///     Ok(vec![(t.contains("money") || t.contains("cash")) as u8 as f32, t.contains("team") as u8 as f32 + 0.01])
+    /// };
     /// let store = Arc::new(InMemoryStore::new());
     /// let memory = ScoredMemoryRetriever::new(store.clone()).with_embed(embed).with_weights(0.0, 1.0, 0.0).unwrap();
     /// memory.add_entry(MemoryEntry::new("m1", "ana", "fact", "Manages cash", 0.5, 0.0)).unwrap();

@@ -283,7 +283,8 @@ impl Reranker for RoundRobinReranker {
 /// let by_length = ScoreReranker::new(|_q: &str, p: &str| p.len() as f32);
 /// let cheap_first = ScoreReranker::new(|_q: &str, p: &str| if p.contains("cheap") { 1.0 } else { 0.0 });
 /// let pipeline = RerankerPipeline::new(vec![Box::new(by_length), Box::new(cheap_first)]).with_top_k(2);
-/// let items = vec![ContextItem::new("a", "cheap"), ContextItem::new("b", "expensive"), ContextItem::new("c", "cheap too")];
+/// let items =
+///     vec![ContextItem::new("a", "cheap"), ContextItem::new("b", "expensive"), ContextItem::new("c", "cheap too")];
 /// let ids: Vec<String> = pipeline.rerank(&Query::new("q"), items, 10).unwrap().into_iter().map(|i| i.id).collect();
 /// assert_eq!(ids, ["c", "a"]); // cheap ones, longer first (the first stage breaks the tie)
 /// ```

@@ -178,7 +178,8 @@ type RouteFn = dyn Fn(&Query) -> Option<String> + Send + Sync;
 /// ```
 /// use sextant_kit::{CallbackRouter, Query, Router};
 ///
-/// let router = CallbackRouter::new(|q: &Query| q.text.ends_with('?').then(|| "qa".to_string())).with_default("search");
+/// let router =
+///     CallbackRouter::new(|q: &Query| q.text.ends_with('?').then(|| "qa".to_string())).with_default("search");
 /// assert_eq!(router.route(&Query::new("who audits Apple?")), "qa");
 /// assert_eq!(router.route(&Query::new("apple auditor")), "search");
 /// ```

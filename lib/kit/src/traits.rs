@@ -51,7 +51,11 @@ pub trait Retriever: Send + Sync {
 ///
 /// struct Echo;
 /// impl AsyncRetriever for Echo {
-///     fn aretrieve<'a>(&'a self, query: &'a Query, _top_k: usize) -> BoxFuture<'a, sextant_core::Result<Vec<ContextItem>>> {
+///     fn aretrieve<'a>(
+///         &'a self,
+///         query: &'a Query,
+///         _top_k: usize,
+///     ) -> BoxFuture<'a, sextant_core::Result<Vec<ContextItem>>> {
 ///         Box::pin(async move { Ok(vec![ContextItem::new("echo", query.text.clone())]) })
 ///     }
 /// }
@@ -82,7 +86,12 @@ impl<R: Retriever + ?Sized> AsyncRetriever for R {
 /// /// Shorter passages first.
 /// struct Shortest;
 /// impl Reranker for Shortest {
-///     fn rerank(&self, _q: &Query, mut items: Vec<ContextItem>, top_k: usize) -> sextant_core::Result<Vec<ContextItem>> {
+///     fn rerank(
+///         &self,
+///         _q: &Query,
+///         mut items: Vec<ContextItem>,
+///         top_k: usize,
+///     ) -> sextant_core::Result<Vec<ContextItem>> {
 ///         items.sort_by_key(|i| i.text.len());
 ///         items.truncate(top_k);
 ///         Ok(items)
@@ -104,7 +113,12 @@ pub trait Reranker: Send + Sync {
 ///
 /// struct Reverse;
 /// impl AsyncReranker for Reverse {
-///     fn arerank<'a>(&'a self, _q: &'a Query, mut items: Vec<ContextItem>, top_k: usize) -> BoxFuture<'a, sextant_core::Result<Vec<ContextItem>>> {
+///     fn arerank<'a>(
+///         &'a self,
+///         _q: &'a Query,
+///         mut items: Vec<ContextItem>,
+///         top_k: usize,
+///     ) -> BoxFuture<'a, sextant_core::Result<Vec<ContextItem>>> {
 ///         Box::pin(async move { items.reverse(); items.truncate(top_k); Ok(items) })
 ///     }
 /// }

@@ -9,7 +9,8 @@
 //!   `SEXTANT_MODEL_URI` (`s3://bucket/models/`) downloads them there first
 //!   (default directory `/tmp/sextant-models`).
 //! - `SEXTANT_RERANKER_DIR`: a cross-encoder to rerank with (optional).
-//! - `SEXTANT_KEYS`: the key store, a JSON file or `dynamodb://KEYS_TABLE/RATE_TABLE`; `SEXTANT_KEYS_FILE` is read when it is not set.
+//! - `SEXTANT_KEYS`: the key store, a JSON file or `dynamodb://KEYS_TABLE/RATE_TABLE`;
+//!   `SEXTANT_KEYS_FILE` is read when it is not set.
 //! - `SEXTANT_KEY_CACHE_SECS` (default 30): how long a DynamoDB key lookup is cached.
 //! - `SEXTANT_KEYS_FAIL_OPEN` (default `false`): serve expired cached keys while DynamoDB
 //!   is unreachable.
@@ -91,7 +92,13 @@ pub async fn models_from_env() -> Result<ModelSet> {
         let t = Instant::now();
         let store = sextant_aws::S3Store::new(&sextant_aws::sdk_config().await, bucket);
         let bytes = store.download_prefix(&prefix, &dir).await?;
-        tracing::info!(uri, dir = %dir.display(), bytes, ms = t.elapsed().as_millis() as u64, "cold start: models downloaded");
+        tracing::info!(
+            uri,
+            dir = %dir.display(),
+            bytes,
+            ms = t.elapsed().as_millis() as u64,
+            "cold start: models downloaded"
+        );
         root = Some(dir);
     }
     let mut models = ModelSet::under(&root.unwrap_or_else(default_model_dir));
@@ -149,7 +156,13 @@ pub async fn from_env() -> Result<Context> {
                 let (engine, models_took) = tokio::task::spawn_blocking(move || m.engine(Arc::new(index)))
                     .await
                     .map_err(|e| Error::task_failed(format!("opening index {id}"), e))??;
-                tracing::info!(index = %id, dir = %dir.display(), load_ms, models_ms = models_took.as_millis() as u64, "cold start: index ready");
+                tracing::info!(
+                    index = %id,
+                    dir = %dir.display(),
+                    load_ms,
+                    models_ms = models_took.as_millis() as u64,
+                    "cold start: index ready"
+                );
                 first.get_or_insert_with(|| id.clone());
                 indexes.insert(id, ServedIndex::new(engine, financials));
             }
@@ -161,14 +174,22 @@ pub async fn from_env() -> Result<Context> {
                     Ok(loaded) => {
                         let served = loaded.engine.index().manifest.index_id.clone();
                         if served != id {
-                            tracing::warn!(location = %location, index = %served, "the index id differs from the location's last path part; serving it as {served}");
+                            tracing::warn!(
+                                location = %location,
+                                index = %served,
+                                "the index id differs from the location's last path part; serving it as {served}"
+                            );
                         }
                         versions.push((served.clone(), loaded.pointer.version.clone()));
                         watched.push((served.clone(), source, loaded.pointer.version));
                         indexes.insert(served, ServedIndex::new(loaded.engine, loaded.financials));
                     }
                     Err(e) => {
-                        tracing::error!(location = %location, error = %e, "cold start: index not loaded; will retry at the next refresh");
+                        tracing::error!(
+                            location = %location,
+                            error = %e,
+                            "cold start: index not loaded; will retry at the next refresh"
+                        );
                         failures.push(format!("{id}: {e}"));
                         watched.push((id, source, String::new()));
                     }

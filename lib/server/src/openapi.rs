@@ -35,7 +35,8 @@ pub fn document() -> Value {
     let endpoints = [
         Endpoint {
             path: "/v1/retrieve",
-            summary: "Cited chunks for a query (filters, plan-clamped top_k, period fallback, segments with character offsets)",
+            summary: "Cited chunks for a query (filters, plan-clamped top_k, period fallback, \
+                      segments with character offsets)",
             request: schema(of::<RetrieveRequest>),
             ok: schema(of::<RetrieveResponse>),
             error: schema(of::<ErrorEnvelope>),
@@ -43,7 +44,8 @@ pub fn document() -> Value {
         },
         Endpoint {
             path: "/v1/search",
-            summary: "Sentence units from dense + SPLADE + BM25 retrieval, fused, reranked where configured, with diagnostics",
+            summary: "Sentence units from dense + SPLADE + BM25 retrieval, fused, reranked where configured, \
+                      with diagnostics",
             request: schema(of::<SearchBody>),
             ok: schema(of::<SearchResponse>),
             error: schema(of::<ErrorEnvelope>),
@@ -51,7 +53,9 @@ pub fn document() -> Value {
         },
         Endpoint {
             path: "/v1/context",
-            summary: "Structured, cited context for a financial question: route (metric_lookup, timeseries, full_statement, narrative, hybrid), facts with YoY changes, statements, passages, contradictions, confidence",
+            summary: "Structured, cited context for a financial question: route (metric_lookup, timeseries, \
+                      full_statement, narrative, hybrid), facts with YoY changes, statements, passages, \
+                      contradictions, confidence",
             request: schema(of::<ContextBody>),
             ok: schema(of::<ContextResponse>),
             error: schema(of::<ErrorEnvelope>),
@@ -92,15 +96,37 @@ pub fn document() -> Value {
     paths.insert(
         "/health".into(),
         json!({"get": {"summary": "200 once models and indexes are loaded, 503 while loading", "responses": {
-            "200": {"description": "Ready", "content": {"application/json": {"schema": {"type": "object", "required": ["status", "indexes", "version"], "properties": {
-                "status": {"const": "ok"}, "indexes": {"type": "object", "description": "Chunks per loaded index", "additionalProperties": {"type": "integer"}},
-                "indexVersions": {"type": "object", "description": "The published version served, for indexes loaded from S3", "additionalProperties": {"type": "string"}},
-                "version": {"type": "string"}}}}}},
-            "503": {"description": "Loading", "content": {"application/json": {"schema": schema(of::<ErrorEnvelope>)}}}}}}),
+            "200": {"description": "Ready", "content": {"application/json": {"schema": {
+                "type": "object",
+                "required": ["status", "indexes", "version"],
+                "properties": {
+                    "status": {"const": "ok"},
+                    "indexes": {
+                        "type": "object",
+                        "description": "Chunks per loaded index",
+                        "additionalProperties": {"type": "integer"}
+                    },
+                    "indexVersions": {
+                        "type": "object",
+                        "description": "The published version served, for indexes loaded from S3",
+                        "additionalProperties": {"type": "string"}
+                    },
+                    "version": {"type": "string"}
+                }
+            }}}},
+            "503": {
+                "description": "Loading",
+                "content": {"application/json": {"schema": schema(of::<ErrorEnvelope>)}}
+            }
+        }}}),
     );
     json!({
         "openapi": "3.1.0",
-        "info": {"title": "Sextant", "version": sextant_core::VERSION, "description": "Hybrid retrieval API: cited passages, never generated answers."},
+        "info": {
+            "title": "Sextant",
+            "version": sextant_core::VERSION,
+            "description": "Hybrid retrieval API: cited passages, never generated answers."
+        },
         "paths": paths,
         "components": {
             "schemas": generator.take_definitions(true),

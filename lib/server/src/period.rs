@@ -80,7 +80,8 @@ pub fn fallback(
         format!("No document for {requested} exists in the corpus for this request, and no earlier period either.")
     } else {
         format!(
-            "No document for {requested} exists in the corpus for this request. The returned chunks come from the nearest prior period(s): {}. Do not present them as {requested}.",
+            "No document for {requested} exists in the corpus for this request. \
+             The returned chunks come from the nearest prior period(s): {}. Do not present them as {requested}.",
             served.join(", ")
         )
     };

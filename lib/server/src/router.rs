@@ -49,7 +49,13 @@ async fn health(State(state): State<Arc<AppState>>) -> Response {
             let indexes: BTreeMap<&str, usize> =
                 engines.iter().map(|(id, e)| (id.as_str(), e.engine.index().chunks.len())).collect();
             let versions = state.versions.read().expect("versions lock").clone();
-            axum::Json(serde_json::json!({ "status": "ok", "indexes": indexes, "indexVersions": versions, "version": sextant_core::VERSION })).into_response()
+            axum::Json(serde_json::json!({
+                "status": "ok",
+                "indexes": indexes,
+                "indexVersions": versions,
+                "version": sextant_core::VERSION
+            }))
+            .into_response()
         }
         Err(e) => e.into_response(),
     }

@@ -386,9 +386,17 @@ mod tests {
         // OR inside a group.
         assert_eq!(ids(json!([{"_operator": "or", "ticker": "KO", "year": 2024}])), vec!["AAPL-2024-FY", "KO-2021-Q4"]);
         // Nested conditions inherit the operator unless _conditions_operator says otherwise.
-        let f = json!([{"documentType": "earnings_call", "_conditions": [{"ticker": "AAPL"}, {"ticker": "KO"}], "_conditions_operator": "OR"}]);
+        let f = json!([{
+            "documentType": "earnings_call",
+            "_conditions": [{"ticker": "AAPL"}, {"ticker": "KO"}],
+            "_conditions_operator": "OR"
+        }]);
         assert_eq!(ids(f), vec!["AAPL-2023-Q3", "KO-2021-Q4"]);
-        let f = json!([{"_operator": "OR", "ticker": "MSFT", "_conditions": [{"ticker": "AAPL", "year": 2024}, {"year": 2021}]}]);
+        let f = json!([{
+            "_operator": "OR",
+            "ticker": "MSFT",
+            "_conditions": [{"ticker": "AAPL", "year": 2024}, {"year": 2021}]
+        }]);
         assert_eq!(ids(f), vec!["AAPL-2024-FY", "MSFT-2022-Q1", "KO-2021-Q4"]);
         let f = json!([{"_conditions": [{"_conditions": [{"_conditions": [{"ticker": "KO"}]}]}]}]);
         assert_eq!(ids(f), vec!["KO-2021-Q4"]);
@@ -471,7 +479,8 @@ mod tests {
                     0 => value(rng, field),
                     1 => Value::Array((0..1 + rng.below(3)).map(|_| value(rng, field)).collect()),
                     2 => {
-                        json!({"like": pick(rng, &["app%", "%risk%", "%q3", "exxon", "%", "m%c%3", "%10-_", "日本%"])})
+                        let pattern = pick(rng, &["app%", "%risk%", "%q3", "exxon", "%", "m%c%3", "%10-_", "日本%"]);
+                        json!({ "like": pattern })
                     }
                     _ => {
                         let mut r = serde_json::Map::new();

@@ -140,9 +140,10 @@ mod tests {
 
     #[test]
     fn document_json_uses_the_public_field_names() {
-        let doc: Document = serde_json::from_str(
-            r#"{"documentId":"d1","title":"T","documentType":"10-K","ticker":"AAPL","year":2024,"quarter":null,"filingType":"10-K","sourceUrl":null,"publishedAt":"2024-11-01","segments":["a","b"]}"#,
-        )
+        let doc: Document = serde_json::from_str(concat!(
+            r#"{"documentId":"d1","title":"T","documentType":"10-K","ticker":"AAPL","year":2024,"quarter":null,"#,
+            r#""filingType":"10-K","sourceUrl":null,"publishedAt":"2024-11-01","segments":["a","b"]}"#
+        ))
         .unwrap();
         assert_eq!(doc.document_id, "d1");
         assert_eq!(doc.year, Some(2024));

@@ -22,7 +22,8 @@ pub fn split_sentences(text: &str) -> Vec<String> {
                 j += 1;
             }
             let next = chars.get(j).copied().unwrap_or(' ');
-            let starts_sentence = next.is_uppercase() || next.is_ascii_digit() || matches!(next, '(' | '[' | '"' | '“');
+            let opens = matches!(next, '(' | '[' | '"' | '“');
+            let starts_sentence = next.is_uppercase() || next.is_ascii_digit() || opens;
             if starts_sentence && !(c == '.' && ends_with_abbreviation(&chars[start..i])) {
                 let s: String = chars[start..=i].iter().collect::<String>().trim().to_string();
                 if !s.is_empty() {

@@ -227,7 +227,15 @@ mod tests {
 
     #[test]
     fn hints_are_normalised() {
-        let r = plan(&body(serde_json::json!({"question": " q ", "tickers": ["aapl"], "years": [2024, 2023, 2024], "quarters": ["q3", 1], "route": "timeseries", "top_k": 99})), &companies(), 25, 1000).unwrap();
+        let b = body(serde_json::json!({
+            "question": " q ",
+            "tickers": ["aapl"],
+            "years": [2024, 2023, 2024],
+            "quarters": ["q3", 1],
+            "route": "timeseries",
+            "top_k": 99
+        }));
+        let r = plan(&b, &companies(), 25, 1000).unwrap();
         assert_eq!(r.hints.tickers, ["AAPL"]);
         assert_eq!(r.hints.years, [2023, 2024]);
         assert_eq!(r.hints.quarters, [1, 3]);
