@@ -17,7 +17,7 @@
 //! ([`FACTS_FILE`], loaded beside the index by [`Financials::load`]).
 //!
 //! The modules, from the data up: [`calendar`] and [`facts`] (XBRL facts and fiscal
-//! periods), [`metrics`] (the metric and statement table), [`text`] and [`classify`] (reading
+//! periods), [`metrics`] (the metric and statement table), [`text`] and [`classify`](mod@classify) (reading
 //! the question), [`relational`] and [`narrative`] (what the routes gather),
 //! [`contradictions`] and [`confidence`], then [`routes`] (the five routes together).
 

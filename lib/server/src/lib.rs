@@ -11,7 +11,7 @@
 //! key's plan and clamps `top_k` to the plan's maximum.
 
 //!
-//! Each endpoint is a module of [`routes`] whose handler takes an [`Authed`] request;
+//! Each endpoint is a module of `routes` whose handler takes an [`Authed`] request;
 //! what is shared by several (query limits, the search runner, periods, evidence spans, the
 //! knowledge-base filter language and rewrite) has a module of its own.
 

@@ -23,7 +23,7 @@ pub struct ApiConfig {
     pub min_dense_similarity: f32,
     /// The index served by `/v1/retrieve` and `/v1/search`.
     pub default_index: String,
-    /// Origins browsers may call the API from (CORS); empty: none ([`headers`]).
+    /// Origins browsers may call the API from (CORS); empty: none ([`crate::headers`]).
     pub cors_origins: Vec<String>,
 }
 
