@@ -326,3 +326,28 @@ impl Index {
         Index::from_parts(manifest, documents, chunks, dense, bm25, splade)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::storage::MemStore;
+    use crate::testutil::small_engine;
+
+    use super::*;
+
+    #[test]
+    fn attachments_are_listed_and_checked_but_left_to_their_readers() {
+        let index = small_engine().index();
+        let store = MemStore::new("mem://attached");
+        let manifest = index.save_with(&store, vec![("facts.bin".into(), b"facts of another crate".to_vec())]).unwrap();
+        let entry = manifest.files.iter().find(|f| f.name == "facts.bin").expect("the attachment is in the manifest");
+        assert_eq!(entry.bytes, 22);
+        assert!(!Index::owns("facts.bin") && Index::owns(DOCUMENTS));
+        // The index loads without reading it, and reads the same as before.
+        let loaded = Index::load(&store).unwrap();
+        assert_eq!((loaded.documents.len(), loaded.chunks.len()), (index.documents.len(), index.chunks.len()));
+        assert_eq!(loaded.provenance(0).chunk_id(), index.chunk_id(0));
+        // An attachment may not replace a file of the index.
+        let err = index.save_with(&MemStore::new("mem://clash"), vec![(BM25.into(), Vec::new())]).unwrap_err();
+        assert!(err.to_string().contains("bm25.bin"), "{err}");
+    }
+}
