@@ -33,11 +33,7 @@ impl<T: DeserializeOwned> FromRequest<Arc<AppState>> for Authed<T> {
     type Rejection = Response;
 
     async fn from_request(req: Request, state: &Arc<AppState>) -> Result<Self, Response> {
-        let missing = || {
-            ApiError::unauthorized("missing API key: send Authorization: Bearer <key> or X-API-Key: <key>")
-                .into_response()
-        };
-        let caller = req.extensions().get::<Caller>().cloned().ok_or_else(missing)?;
+        let caller = req.extensions().get::<Caller>().cloned().ok_or_else(|| missing_key().into_response())?;
         let request_id = req.extensions().get::<RequestId>().map(|r| r.0.clone()).unwrap_or_default();
         let headers = req.headers().clone();
         let bytes = Bytes::from_request(req, state).await.map_err(IntoResponse::into_response)?;
@@ -46,12 +42,16 @@ impl<T: DeserializeOwned> FromRequest<Arc<AppState>> for Authed<T> {
     }
 }
 
+/// The 401 of a request without a key.
+fn missing_key() -> ApiError {
+    ApiError::unauthorized("missing API key: send Authorization: Bearer <key> or X-API-Key: <key>")
+}
+
 /// Authenticates, rate-limits and attaches the [`Caller`].
 pub(crate) async fn authenticate(State(state): State<Arc<AppState>>, mut req: Request, next: Next) -> Response {
     let presented = presented_key(req.headers());
     let Some(key) = presented else {
-        return (ApiError::unauthorized("missing API key: send Authorization: Bearer <key> or X-API-Key: <key>"))
-            .into_response();
+        return missing_key().into_response();
     };
     let hash = sextant_keys::hash_key(&key);
     drop(key);

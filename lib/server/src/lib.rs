@@ -6,10 +6,9 @@
 //! functions (crate `sextant-lambda`) and by `sextant serve` alike.
 //!
 //! Every request gets a `requestId`; every failure answers with the error envelope of
-//! [`envelope`]. Authentication takes `Authorization: Bearer KEY` or `X-API-Key: KEY`,
-//! looks the key's SHA-256 up in a [`KeyStore`](sextant_keys::KeyStore), counts the request against the
-//! key's plan and clamps `top_k` to the plan's maximum.
-
+//! [`envelope`]. Authentication takes `Authorization: Bearer KEY` or `X-API-Key: KEY`, looks
+//! the key's SHA-256 up in a [`KeyStore`](sextant_keys::KeyStore), counts the request against
+//! the key's plan and clamps `top_k` to the plan's maximum.
 //!
 //! Each endpoint is a module of `routes` whose handler takes an [`Authed`] request;
 //! what is shared by several (query limits, the search runner, periods, evidence spans, the
