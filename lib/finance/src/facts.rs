@@ -181,6 +181,15 @@ type FactKey = (String, String, Vec<(String, String)>, Option<String>, String, S
 /// how the derivation is described.
 type DerivationRule = (Span, &'static [(Span, f64)], &'static str);
 
+/// The facts' sort key: ticker, concept, year, span, dimensions, then what tells apart two
+/// facts of one concept and period (unit, dates, derived or filed). A total order over the
+/// facts kept, which come out of a HashMap in a random order.
+#[allow(clippy::type_complexity)]
+fn fact_order(f: &Fact) -> (&str, &str, i32, Span, &[(String, String)], &str, Option<&str>, &str, bool) {
+    let derived = f.source.derived.is_some();
+    (&f.ticker, &f.concept, f.fiscal_year, f.span, &f.dims, &f.unit, f.start.as_deref(), &f.end, derived)
+}
+
 /// One filing seen in the input.
 #[derive(Debug, Clone)]
 struct Filing {
@@ -335,15 +344,9 @@ impl FactStore {
         let (mut consolidated, mut dimensional): (Vec<Fact>, Vec<Fact>) =
             kept.into_values().map(|(_, f)| f).partition(|f| f.dims.is_empty());
         consolidated.extend(derive_quarters(&consolidated));
-        let order = |a: &Fact, b: &Fact| {
-            (&a.ticker, &a.concept, a.fiscal_year, a.span, &a.dims).cmp(&(
-                &b.ticker,
-                &b.concept,
-                b.fiscal_year,
-                b.span,
-                &b.dims,
-            ))
-        };
+        // A total order (the facts come out of a HashMap in a random order): two facts of
+        // one concept and period differ in unit or dates, or one is derived.
+        let order = |a: &Fact, b: &Fact| fact_order(a).cmp(&fact_order(b));
         consolidated.sort_by(order);
         dimensional.sort_by(order);
 
@@ -513,6 +516,13 @@ fn derive_quarters(facts: &[Fact]) -> Vec<Fact> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_same_facts_give_the_same_file() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/demo/facts.jsonl.gz");
+        let file = || bincode::serialize(&FactStore::open(std::slice::from_ref(&path)).expect("demo facts")).unwrap();
+        assert!(file() == file(), "facts are written in one total order");
+    }
 
     fn line(
         ticker: &str,

@@ -34,10 +34,17 @@ impl Default for Bm25Params {
 pub struct Bm25Index {
     /// Parameters the impacts were computed with.
     pub params: Bm25Params,
-    /// Term → id.
+    /// Term → id. Written sorted by term, so the same corpus gives the same file.
+    #[serde(serialize_with = "sorted_by_key")]
     pub vocab: HashMap<String, u32>,
     /// Impact postings.
     pub inverted: InvertedIndex,
+}
+
+/// Writes a map in key order (read back as any map): a `HashMap` iterates in a random
+/// order, which made two builds of one corpus differ byte for byte.
+fn sorted_by_key<S: serde::Serializer>(map: &HashMap<String, u32>, s: S) -> Result<S::Ok, S::Error> {
+    map.iter().collect::<std::collections::BTreeMap<_, _>>().serialize(s)
 }
 
 /// Format 1's BM25 file. Read for compatibility.
@@ -128,6 +135,17 @@ mod tests {
         assert!((hits[1].1 - s(1.0, 3.0)).abs() < 1e-6);
         assert!(idx.search("cherry", None, 10).is_empty());
         assert!(idx.search("", None, 10).is_empty());
+    }
+
+    #[test]
+    fn the_same_texts_give_the_same_file() {
+        let texts: Vec<String> = (0..500).map(|i| format!("term{i} shared words {}", i % 7)).collect();
+        let build =
+            || bincode::serialize(&Bm25Index::build(texts.iter().map(String::as_str), Bm25Params::default())).unwrap();
+        let first = build();
+        assert!((0..4).all(|_| build() == first), "the vocabulary is written in a fixed order");
+        let back: Bm25Index = bincode::deserialize(&first).unwrap();
+        assert_eq!(back, Bm25Index::build(texts.iter().map(String::as_str), Bm25Params::default()));
     }
 
     #[test]
