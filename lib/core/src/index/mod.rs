@@ -329,10 +329,9 @@ impl Index {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
     use crate::storage::MemStore;
     use crate::testutil::small_engine;
-
-    use super::*;
 
     #[test]
     fn attachments_are_listed_and_checked_but_left_to_their_readers() {
