@@ -78,7 +78,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 cancel: None,
             };
             let context =
-                sextant_finance::build_context(&financials.facts, &financials.companies, Some(&engine), &req)?;
+                sextant_finance::build_context(&financials.facts, financials.companies(), Some(&engine), &req)?;
             println!("{}", serde_json::to_string_pretty(&context)?);
             Ok(())
         }

@@ -2,8 +2,10 @@
 //! ([`FACTS_FILE`]) beside the index's files and listed in the same manifest, and the
 //! company dictionary the question classifier reads.
 
-use sextant_core::error::{Error, Result};
-use sextant_core::index::format::{self, FileEntry, Manifest};
+use std::sync::OnceLock;
+
+use sextant_core::error::Result;
+use sextant_core::index::format;
 use sextant_core::index::Index;
 use sextant_core::storage::Storage;
 
@@ -19,22 +21,35 @@ pub const FACTS_FILE: &str = "facts.bin";
 pub struct Financials {
     /// XBRL facts of the corpus's companies (empty when the index was built without).
     pub facts: FactStore,
-    /// The question classifier's company dictionary.
-    pub companies: Companies,
+    /// The tickers of the index's documents.
+    tickers: Vec<String>,
+    /// Built on first use: only `/v1/context` reads it, and a function that serves only
+    /// the search endpoints should not pay for it at cold start.
+    companies: OnceLock<Companies>,
 }
 
 impl Financials {
     /// The financials of `index` from `facts`.
     pub fn new(facts: FactStore, index: &Index) -> Self {
-        let companies = Companies::new(&facts, index.documents.iter().filter_map(|d| d.ticker.clone()));
-        Financials { facts, companies }
+        let tickers = index.documents.iter().filter_map(|d| d.ticker.clone()).collect();
+        Financials { facts, tickers, companies: OnceLock::new() }
+    }
+
+    /// The question classifier's company dictionary (built on first use).
+    pub fn companies(&self) -> &Companies {
+        self.companies.get_or_init(|| Companies::new(&self.facts, self.tickers.iter().cloned()))
     }
 
     /// Reads the facts of the index version in `storage` (verified against its manifest)
     /// when it has any, and pairs them with `index`.
     pub fn load(storage: &dyn Storage, index: &Index) -> Result<Self> {
-        let facts = match facts_entry(&index.manifest) {
-            Some(entry) => decode_facts(&storage.location(), entry, &storage.read_blob(FACTS_FILE)?)?,
+        let facts = match index.manifest.files.iter().find(|f| f.name == FACTS_FILE) {
+            Some(entry) => {
+                let blob = format::read_verified(storage, entry)?;
+                let mut facts: FactStore = format::decode_bincode(&storage.location(), FACTS_FILE, &blob)?;
+                facts.reindex();
+                facts
+            }
             None => FactStore::default(),
         };
         Ok(Financials::new(facts, index))
@@ -48,22 +63,4 @@ impl Financials {
         }
         Ok(Some((FACTS_FILE.to_string(), bincode::serialize(facts)?)))
     }
-}
-
-/// The manifest's entry for the facts' file, if the version has one.
-pub fn facts_entry(manifest: &Manifest) -> Option<&FileEntry> {
-    manifest.files.iter().find(|f| f.name == FACTS_FILE)
-}
-
-/// Verifies the facts' file downloaded or read from `location` (size and SHA-256, as
-/// `entry` lists them) and decodes it.
-pub fn decode_facts(location: &str, entry: &FileEntry, bytes: &[u8]) -> Result<FactStore> {
-    format::verify(location, entry, bytes)?;
-    let mut facts: FactStore = bincode::deserialize(bytes).map_err(|e| Error::IndexCorrupted {
-        file: format!("{location}/{FACTS_FILE}"),
-        expected: "a decodable file".into(),
-        found: e.to_string(),
-    })?;
-    facts.reindex();
-    Ok(facts)
 }

@@ -125,6 +125,16 @@ pub fn read_verified(storage: &dyn Storage, f: &FileEntry) -> Result<Blob> {
     Ok(bytes)
 }
 
+/// Decodes `bytes`, the bincode file `name` of the index at `location`; an error names the
+/// file (verify it first: [`verify`], [`read_verified`]).
+pub fn decode_bincode<T: serde::de::DeserializeOwned>(location: &str, name: &str, bytes: &[u8]) -> Result<T> {
+    bincode::deserialize(bytes).map_err(|e| Error::IndexCorrupted {
+        file: format!("{location}/{name}"),
+        expected: "a decodable file".into(),
+        found: e.to_string(),
+    })
+}
+
 /// Checks that `bytes` are the file `f` of the manifest (size, then SHA-256);
 /// `location` names the index in the error.
 pub fn verify(location: &str, f: &FileEntry, bytes: &[u8]) -> Result<()> {

@@ -90,11 +90,7 @@ fn decode_f32s(location: &str, bytes: &[u8]) -> Result<Vec<f32>> {
 
 /// Decodes one bincode file of an index, naming it in the error.
 fn decode_file<T: serde::de::DeserializeOwned>(location: &str, name: &str, bytes: Result<&[u8]>) -> Result<T> {
-    bincode::deserialize(bytes?).map_err(|e| Error::IndexCorrupted {
-        file: format!("{location}/{name}"),
-        expected: "a decodable file".into(),
-        found: e.to_string(),
-    })
+    format::decode_bincode(location, name, bytes?)
 }
 
 impl Index {

@@ -169,12 +169,12 @@ pub(crate) async fn handle(
 ) -> Result<Json<ContextResponse>, ApiError> {
     let t = std::time::Instant::now();
     let ServedIndex { engine, financials } = state.index_for(&caller, &state.config.default_index)?;
-    let mut req = plan(&body, &financials.companies, caller.plan.max_top_k, state.config.max_query_chars)?;
+    let mut req = plan(&body, financials.companies(), caller.plan.max_top_k, state.config.max_query_chars)?;
     let top_k = req.top_k;
     let (e, f) = (engine.clone(), financials.clone());
     let context = crate::params::run_cancellable(move |flag| {
         req.cancel = Some(flag);
-        build_context(&f.facts, &f.companies, Some(&e), &req)
+        build_context(&f.facts, f.companies(), Some(&e), &req)
     })
     .await??;
     let index = engine.index();
