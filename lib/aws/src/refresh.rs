@@ -137,16 +137,15 @@ impl Refresher {
         true
     }
 
-    /// Checks every pointer now and returns each index whose new version loaded, by id
-    /// (what the background task runs); a check marked started by [`Refresher::due`] ends here.
-    pub async fn check_now(&self) -> Vec<(String, LoadedIndex)> {
-        let out = self.check_pointers().await;
+    /// Checks every pointer now and hands each new version that loads to `swap_in`, with its
+    /// index id, as soon as it is loaded (what the background task runs); a check marked
+    /// started by [`Refresher::due`] ends here.
+    pub async fn check_now(&self, swap_in: impl Fn(&str, LoadedIndex)) {
+        self.check_pointers(&swap_in).await;
         self.running.store(false, Ordering::SeqCst);
-        out
     }
 
-    async fn check_pointers(&self) -> Vec<(String, LoadedIndex)> {
-        let mut swapped = Vec::new();
+    async fn check_pointers(&self, swap_in: &impl Fn(&str, LoadedIndex)) {
         let ids: Vec<(String, VersionedIndex, String, Option<String>)> = self
             .sources
             .lock()
@@ -173,7 +172,7 @@ impl Refresher {
             let t = Instant::now();
             match self.open(&id, &index, &pointer).await {
                 Ok(loaded) => {
-                    swapped.push((id.clone(), loaded));
+                    swap_in(&id, loaded);
                     tracing::info!(
                         index = %id,
                         from = %serving,
@@ -204,7 +203,6 @@ impl Refresher {
                 }
             }
         }
-        swapped
     }
 
     async fn open(&self, id: &str, index: &VersionedIndex, pointer: &Pointer) -> Result<LoadedIndex> {

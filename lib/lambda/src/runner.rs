@@ -86,10 +86,12 @@ pub async fn refresh(
 ) -> Response {
     if refresher.due() {
         tokio::spawn(async move {
-            for (id, loaded) in refresher.check_now().await {
-                let version = loaded.pointer.version.clone();
-                state.replace_index(&id, ServedIndex::new(loaded.engine, loaded.financials), Some(version));
-            }
+            refresher
+                .check_now(|id, loaded| {
+                    let version = loaded.pointer.version.clone();
+                    state.replace_index(id, ServedIndex::new(loaded.engine, loaded.financials), Some(version));
+                })
+                .await;
         });
     }
     next.run(req).await
