@@ -24,75 +24,65 @@ def group(root: str) -> int:
     return 0 if root in STD else 2 if root in LOCAL else 1
 
 
-def check(path: pathlib.Path) -> list[str]:
-    problems = []
-    lines = path.read_text(encoding="utf-8").splitlines()
-    last = None  # (indent, group, line number) of the previous use in the block
-    blank_since = False
-    depth = 0  # lines of a multi-line use still open
-    for n, line in enumerate(lines, 1):
-        if depth:
-            if ";" in line:
-                depth = 0
-            continue
-        m = USE.match(line)
-        if m:
-            indent, g = m.group(1), group(m.group(3))
-            if last is not None and last[0] == indent:
-                if g < last[1]:
-                    problems.append(f"{path}:{n}: {NAMES[g]} import after {NAMES[last[1]]} imports")
-                elif g > last[1] and not blank_since:
-                    problems.append(f"{path}:{n}: {NAMES[g]} imports need a blank line before them")
-            last, blank_since = (indent, g), False
-            if ";" not in line:
-                depth = 1
-        elif not line.strip():
-            blank_since = True
-        elif line.strip().startswith(("#[", "//")):
-            continue
-        else:
-            last, blank_since = None, False
-    return problems
-
-
-def fix(path: pathlib.Path) -> None:
-    """Regroups every block of `use` declarations of `path`: std, external, crate."""
-    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-    out, i = [], 0
+def blocks(lines: list[str]):
+    """Each block of `use` declarations in `lines`: `(start, end, items, plain)`, lines
+    `start..end` holding `items`, each `(group, line index, its lines, blank line before it)`.
+    A block is the uses at one indentation, with blank, comment and attribute lines between
+    them (`plain` is false when it has comments or attributes); any other line ends it."""
+    i = 0
     while i < len(lines):
         m = USE.match(lines[i])
         if not m:
-            out.append(lines[i])
             i += 1
             continue
-        indent, stmts, j = m.group(1), [], i
+        indent, items, plain, blank, j, end = m.group(1), [], True, False, i, i
         while j < len(lines):
             mm = USE.match(lines[j])
             if mm and mm.group(1) == indent:
                 k = j
-                while ";" not in lines[k]:
+                while k + 1 < len(lines) and ";" not in lines[k]:
                     k += 1
-                stmts.append((group(mm.group(3)), lines[j : k + 1]))
-                j = k + 1
+                items.append((group(mm.group(3)), j, lines[j : k + 1], blank))
+                blank, j, end = False, k + 1, k + 1
             elif not lines[j].strip():
-                k = j
-                while k < len(lines) and not lines[k].strip():
-                    k += 1
-                nxt = USE.match(lines[k]) if k < len(lines) else None
-                if not (nxt and nxt.group(1) == indent):
-                    break
-                j = k
+                blank, j = True, j + 1
+            elif lines[j].strip().startswith(("#[", "//")):
+                plain, j = False, j + 1
             else:
                 break
-        block = []
+        yield i, end, items, plain
+        i = end
+
+
+def check(path: pathlib.Path) -> list[str]:
+    problems = []
+    for _, _, items, _ in blocks(path.read_text(encoding="utf-8").splitlines(keepends=True)):
+        for (before, _, _, _), (g, at, _, blank) in zip(items, items[1:]):
+            if g < before:
+                problems.append(f"{path}:{at + 1}: {NAMES[g]} import after {NAMES[before]} imports")
+            elif g > before and not blank:
+                problems.append(f"{path}:{at + 1}: {NAMES[g]} imports need a blank line before them")
+    return problems
+
+
+def fix(path: pathlib.Path) -> None:
+    """Regroups every plain block of `use` declarations of `path`: std, external, crate."""
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    out, done = [], 0
+    for start, end, items, plain in blocks(lines):
+        if not plain:
+            continue
+        regrouped = []
         for g in (0, 1, 2):
-            members = [s for kind, s in stmts if kind == g]
-            if members and block:
-                block.append("\n")
-            for s in members:
-                block.extend(s)
-        out.extend(block)
-        i = j
+            members = [stmt for kind, _, stmt, _ in items if kind == g]
+            if members and regrouped:
+                regrouped.append("\n")
+            for stmt in members:
+                regrouped.extend(stmt)
+        out.extend(lines[done:start])
+        out.extend(regrouped)
+        done = end
+    out.extend(lines[done:])
     path.write_text("".join(out), encoding="utf-8")
 
 
