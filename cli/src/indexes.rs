@@ -7,10 +7,11 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
+use sextant_core::build::{BuildOptions, DEFAULT_SHARD_CHUNKS};
 use sextant_core::corpus::{BeirSet, Document};
 use sextant_core::encode::{DenseEncoder, ModelInfo, ModelSet, SparseEncoder};
 use sextant_core::index::format::{sha256_hex, ModelRef};
-use sextant_core::index::{Bm25Params, BuildOptions, Index};
+use sextant_core::index::{Bm25Params, Index};
 use sextant_core::pipeline::{open_engine, Engine};
 use sextant_core::storage::LocalDir;
 use sextant_finance::Financials;
@@ -62,6 +63,7 @@ pub fn build_index(documents: Vec<Document>, models: &ModelSet, id: &str, args: 
         bm25: Bm25Params { k1: args.k1, b: args.b },
         dense_model: model_ref(&models.dense)?,
         sparse_model: model_ref(&models.sparse)?,
+        shard_chunks: DEFAULT_SHARD_CHUNKS,
     };
     let bar = ProgressBar::new(0);
     bar.set_style(

@@ -6,11 +6,12 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
+use sextant_core::build::{BuildOptions, DEFAULT_SHARD_CHUNKS};
 use sextant_core::corpus::{load_documents, Document};
 use sextant_core::encode::{DenseEncoder, ModelInfo, ModelSet, SparseEncoder};
 use sextant_core::error::{Error, Result};
 use sextant_core::index::format::ModelRef;
-use sextant_core::index::{Bm25Params, BuildOptions, Index};
+use sextant_core::index::{Bm25Params, Index};
 use sextant_core::storage::{Location, MemStore};
 use sextant_finance::{FactStore, Financials};
 
@@ -205,6 +206,7 @@ pub fn build(documents: Vec<Document>, models: &ModelSet, job: &BuildJob) -> Res
         bm25: job.bm25,
         dense_model: model_ref(&models.dense)?,
         sparse_model: model_ref(&models.sparse)?,
+        shard_chunks: DEFAULT_SHARD_CHUNKS,
     };
     let (dense, sparse) = (DenseEncoder::load(&models.dense)?, SparseEncoder::load(&models.sparse)?);
     let t = Instant::now();

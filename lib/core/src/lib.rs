@@ -1,6 +1,6 @@
 //! # sextant-core
 //!
-//! Sextant's retrieval engine. Documents are cut into chunks of whole segments, encoded,
+//! Sextant's retrieval engine. Documents are cut into chunks (no text left out), encoded,
 //! indexed by three paths (dense HNSW, BM25, SPLADE), retrieved with filters applied before
 //! ranking, fused with Reciprocal Rank Fusion and optionally reranked.
 //!
@@ -8,6 +8,8 @@
 //! [`corpus`] (documents, chunks, sentences) → [`encode`] (the ONNX models) → [`index`]
 //! (the indexes and their on-disk format, read and written through [`storage`]) →
 //! [`pipeline`] (one query: plan, paths, fusion, rerank, recency, diversification).
+//! [`build`] makes indexes from documents (plan, encode, merge) with [`corpus`],
+//! [`encode`] and [`index`].
 //!
 //! Every other Sextant crate builds on this one: the financial routes (`sextant-finance`),
 //! the retrieval toolkit (`sextant-kit`), the key store (`sextant-keys`), the AWS backends
@@ -15,6 +17,7 @@
 
 #![warn(missing_docs)]
 
+pub mod build;
 pub mod corpus;
 pub mod encode;
 pub mod error;

@@ -34,6 +34,8 @@ pub trait Storage: Send + Sync {
     }
     /// Writes a whole object; a reader never sees a partial object.
     fn write(&self, key: &str, bytes: &[u8]) -> Result<()>;
+    /// Removes an object; removing one that does not exist is not an error.
+    fn remove(&self, key: &str) -> Result<()>;
     /// Whether an object exists.
     fn exists(&self, key: &str) -> Result<bool>;
     /// A human-readable location for messages (`/path/to/index`, `s3://...`).
@@ -100,6 +102,14 @@ impl Storage for LocalDir {
         let tmp = p.with_file_name(format!("{name}.tmp-{}-{n}", std::process::id()));
         std::fs::write(&tmp, bytes).map_err(|e| Error::io(&tmp, e))?;
         std::fs::rename(&tmp, &p).map_err(|e| Error::io(&p, e))
+    }
+
+    fn remove(&self, key: &str) -> Result<()> {
+        let p = self.path(key)?;
+        match std::fs::remove_file(&p) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io(p, e)),
+            _ => Ok(()),
+        }
     }
 
     fn exists(&self, key: &str) -> Result<bool> {
@@ -174,6 +184,11 @@ impl Storage for MemStore {
 
     fn write(&self, key: &str, bytes: &[u8]) -> Result<()> {
         self.insert(key, bytes.to_vec());
+        Ok(())
+    }
+
+    fn remove(&self, key: &str) -> Result<()> {
+        self.objects.write().expect("mem store lock").remove(key);
         Ok(())
     }
 

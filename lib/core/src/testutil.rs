@@ -3,10 +3,11 @@
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
+use crate::build::{BuildOptions, DEFAULT_SHARD_CHUNKS};
 use crate::corpus::Document;
 use crate::encode::{DenseEncoder, ModelSet, SparseEncoder};
 use crate::index::format::ModelRef;
-use crate::index::{Bm25Params, BuildOptions, Index};
+use crate::index::{Bm25Params, Index};
 use crate::pipeline::Engine;
 
 /// The converted models (`scripts/fetch_models.sh` must have run).
@@ -136,6 +137,7 @@ pub fn small_engine() -> &'static Engine {
             bm25: Bm25Params::default(),
             dense_model: ModelRef { id: "d".into(), weights_sha256: "x".into() },
             sparse_model: ModelRef { id: "s".into(), weights_sha256: "y".into() },
+            shard_chunks: DEFAULT_SHARD_CHUNKS,
         };
         let index = Index::build(docs, &dense, &sparse, &opts, &|_, _, _| {}).unwrap();
         Engine::new(Arc::new(index), Arc::new(dense), Arc::new(sparse), None)

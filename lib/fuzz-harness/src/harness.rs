@@ -8,10 +8,11 @@ use axum::body::{to_bytes, Body};
 use axum::http::{Request, StatusCode};
 use axum::Router;
 use serde_json::Value;
+use sextant_core::build::{BuildOptions, DEFAULT_SHARD_CHUNKS};
 use sextant_core::corpus::Document;
 use sextant_core::encode::{default_model_dir, DenseEncoder, ModelSet, SparseEncoder};
 use sextant_core::index::format::ModelRef;
-use sextant_core::index::{Bm25Params, BuildOptions, Index};
+use sextant_core::index::{Bm25Params, Index};
 use sextant_core::pipeline::Engine;
 use sextant_core::storage::MemStore;
 use sextant_finance::Financials;
@@ -98,6 +99,7 @@ impl Harness {
             bm25: Bm25Params::default(),
             dense_model: ModelRef { id: "d".into(), weights_sha256: "d".into() },
             sparse_model: ModelRef { id: "s".into(), weights_sha256: "s".into() },
+            shard_chunks: DEFAULT_SHARD_CHUNKS,
         };
         let index = Index::build(docs, &dense, &sparse, &opts, &|_, _, _| {})?;
         let store = MemStore::new("mem://fuzz");

@@ -1,16 +1,27 @@
-//! Chunks: runs of whole segments up to a token budget.
+//! Chunks: contiguous runs of a document's text up to a token budget, cut between segments
+//! where they fit and inside a segment (between sentences, else between tokens) where one
+//! segment alone is over the budget. No text is left out: every token of every segment is
+//! in exactly one chunk.
+
+use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 
 use super::document::{Document, SEGMENT_SEPARATOR};
+use super::sentences::sentence_ranges;
 
-/// A chunk's place in its document: segments `seg_start..seg_end` (end exclusive).
+/// A chunk's place in its document: the segments it overlaps and its exact range of the
+/// document's text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChunkSpan {
-    /// First segment.
+    /// First segment it overlaps.
     pub seg_start: u32,
-    /// One past the last segment.
+    /// One past the last segment it overlaps.
     pub seg_end: u32,
+    /// First `char` of the chunk in [`Document::text`].
+    pub char_start: u32,
+    /// One past its last `char` (end exclusive).
+    pub char_end: u32,
 }
 
 /// A chunk as stored in an index.
@@ -18,40 +29,141 @@ pub struct ChunkSpan {
 pub struct Chunk {
     /// Ordinal of the document in the index's document table.
     pub doc: u32,
-    /// The segments it covers.
+    /// Where it sits in its document.
     pub span: ChunkSpan,
-    /// Its text: the covered segments joined by [`SEGMENT_SEPARATOR`].
+    /// Its text: `Document::text()[char_start..char_end]` (in `char`s).
     pub text: String,
 }
 
-/// Cuts a document into runs of whole segments whose token count (by `count_tokens`,
-/// separators ignored) stays within `budget`. A segment longer than the budget forms a
-/// chunk of its own (the encoders truncate it). Empty segments are kept inside runs but
-/// never start a chunk of their own. A document without text gives no chunk.
-pub fn chunk_document(doc: &Document, budget: usize, count_tokens: &dyn Fn(&str) -> usize) -> Vec<ChunkSpan> {
+/// How the chunker measures text: the encoders' tokenizer, or words in tests.
+pub trait TokenMeasure {
+    /// The number of tokens of `text` (no special tokens, no truncation).
+    fn count(&self, text: &str) -> usize;
+    /// The byte range of each token of `text`, in order.
+    fn token_ranges(&self, text: &str) -> Vec<Range<usize>>;
+}
+
+/// One atomic piece of a document for packing: part or all of one segment.
+struct Piece {
+    seg: usize,
+    bytes: Range<usize>,
+    tokens: usize,
+}
+
+/// Cuts a document into chunks of at most `budget` tokens (by `measure`; separators hold
+/// no token).
+///
+/// Whole segments are packed in order while the next one fits. A segment over the budget
+/// is first cut between sentences (packed the same way), and a sentence over the budget
+/// between tokens, preferring a word boundary in the window's second half. Empty segments
+/// are kept inside runs but never make a chunk of their own; a document without text gives
+/// no chunk. A document whose segments all fit is cut exactly as by whole segments alone.
+pub fn chunk_document(doc: &Document, budget: usize, measure: &dyn TokenMeasure) -> Vec<ChunkSpan> {
+    let budget = budget.max(1);
+    let mut pieces = Vec::new();
+    for (i, seg) in doc.segments.iter().enumerate() {
+        let n = measure.count(seg);
+        if n <= budget {
+            pieces.push(Piece { seg: i, bytes: 0..seg.len(), tokens: n });
+        } else {
+            for bytes in split_segment(seg, budget, measure) {
+                let tokens = measure.count(&seg[bytes.clone()]);
+                pieces.push(Piece { seg: i, bytes, tokens });
+            }
+        }
+    }
+    let seg_chars = doc.segment_spans();
+    let char_at = |seg: usize, byte: usize| seg_chars[seg].char_start + doc.segments[seg][..byte].chars().count();
     let mut spans = Vec::new();
+    let mut emit = |run: &[Piece]| {
+        let has_text = run.iter().any(|p| !doc.segments[p.seg][p.bytes.clone()].trim().is_empty());
+        if let (true, Some(first), Some(last)) = (has_text, run.first(), run.last()) {
+            spans.push(ChunkSpan {
+                seg_start: first.seg as u32,
+                seg_end: last.seg as u32 + 1,
+                char_start: char_at(first.seg, first.bytes.start) as u32,
+                char_end: char_at(last.seg, last.bytes.end) as u32,
+            });
+        }
+    };
     let mut start = 0usize;
     let mut used = 0usize;
-    for (i, seg) in doc.segments.iter().enumerate() {
-        let n = count_tokens(seg);
-        if i > start && used + n > budget && used > 0 {
-            spans.push(ChunkSpan { seg_start: start as u32, seg_end: i as u32 });
-            start = i;
+    for (k, p) in pieces.iter().enumerate() {
+        if k > start && used + p.tokens > budget && used > 0 {
+            emit(&pieces[start..k]);
+            start = k;
             used = 0;
         }
-        used += n;
+        used += p.tokens;
     }
-    if start < doc.segments.len() && doc.segments[start..].iter().any(|s| !s.trim().is_empty()) {
-        spans.push(ChunkSpan { seg_start: start as u32, seg_end: doc.segments.len() as u32 });
-    }
-    spans.retain(|s| doc.segments[s.seg_start as usize..s.seg_end as usize].iter().any(|x| !x.trim().is_empty()));
+    emit(&pieces[start..]);
     spans
 }
 
+/// Cuts one over-budget segment into byte ranges of at most `budget` tokens: runs of whole
+/// sentences, and token windows of a sentence over the budget. White space between two
+/// ranges belongs to neither.
+fn split_segment(seg: &str, budget: usize, measure: &dyn TokenMeasure) -> Vec<Range<usize>> {
+    let mut out = Vec::new();
+    let mut run: Option<(Range<usize>, usize)> = None;
+    for sentence in sentence_ranges(seg) {
+        let n = measure.count(&seg[sentence.clone()]);
+        if n > budget {
+            out.extend(run.take().map(|(r, _)| r));
+            out.extend(token_windows(seg, sentence, budget, measure));
+            continue;
+        }
+        run = match run.take() {
+            Some((r, used)) if used + n <= budget => Some((r.start..sentence.end, used + n)),
+            Some((r, _)) => {
+                out.push(r);
+                Some((sentence, n))
+            }
+            None => Some((sentence, n)),
+        };
+    }
+    out.extend(run.map(|(r, _)| r));
+    out
+}
+
+/// Cuts `seg[range]` into windows of at most `budget` tokens. A window ends at the last
+/// word boundary (a token after white space) in its second half when there is one, else
+/// after exactly `budget` tokens.
+fn token_windows(seg: &str, range: Range<usize>, budget: usize, measure: &dyn TokenMeasure) -> Vec<Range<usize>> {
+    let base = range.start;
+    let tokens = measure.token_ranges(&seg[range.clone()]);
+    if tokens.is_empty() {
+        return vec![range];
+    }
+    let mut out = Vec::new();
+    let mut a = 0;
+    while a < tokens.len() {
+        let mut b = (a + budget).min(tokens.len());
+        if b < tokens.len() {
+            let word_start = (a + budget / 2 + 1..=b).rev().find(|&c| tokens[c].start > tokens[c - 1].end);
+            b = word_start.unwrap_or(b);
+        }
+        out.push(base + tokens[a].start..base + tokens[b - 1].end);
+        a = b;
+    }
+    out
+}
+
 impl Chunk {
-    /// Builds the chunk text of `span` in `doc`.
+    /// Builds the chunk of `span` in `doc`: its text is the span's range of the document's
+    /// text.
     pub fn new(doc_ordinal: u32, doc: &Document, span: ChunkSpan) -> Self {
-        let text = doc.segments[span.seg_start as usize..span.seg_end as usize].join(SEGMENT_SEPARATOR);
+        let spans = doc.segment_spans();
+        let mut text = String::new();
+        for s in span.seg_start as usize..span.seg_end as usize {
+            let (from, to) = (spans[s].char_start, spans[s].char_end);
+            let lo = (span.char_start as usize).max(from) - from;
+            let hi = (span.char_end as usize).min(to).saturating_sub(from);
+            if s > span.seg_start as usize {
+                text.push_str(SEGMENT_SEPARATOR);
+            }
+            text.extend(doc.segments[s].chars().skip(lo).take(hi.saturating_sub(lo)));
+        }
         Chunk { doc: doc_ordinal, span, text }
     }
 }
@@ -60,33 +172,131 @@ impl Chunk {
 mod tests {
     use super::*;
 
-    fn words(s: &str) -> usize {
-        s.split_whitespace().count()
+    /// Words as tokens.
+    struct Words;
+
+    impl TokenMeasure for Words {
+        fn count(&self, s: &str) -> usize {
+            s.split_whitespace().count()
+        }
+        fn token_ranges(&self, s: &str) -> Vec<Range<usize>> {
+            let mut out = Vec::new();
+            let mut start = None;
+            for (i, c) in s.char_indices().chain([(s.len(), ' ')]) {
+                match (c.is_whitespace(), start) {
+                    (true, Some(a)) => {
+                        out.push(a..i);
+                        start = None;
+                    }
+                    (false, None) => start = Some(i),
+                    _ => {}
+                }
+            }
+            out
+        }
+    }
+
+    /// Characters as tokens, with no white space between them: no word boundary at all.
+    struct Chars;
+
+    impl TokenMeasure for Chars {
+        fn count(&self, s: &str) -> usize {
+            s.chars().filter(|c| !c.is_whitespace()).count()
+        }
+        fn token_ranges(&self, s: &str) -> Vec<Range<usize>> {
+            s.char_indices().filter(|(_, c)| !c.is_whitespace()).map(|(i, c)| i..i + c.len_utf8()).collect()
+        }
     }
 
     fn doc(segs: &[&str]) -> Document {
         Document { segments: segs.iter().map(|s| s.to_string()).collect(), ..Default::default() }
     }
 
-    #[test]
-    fn packs_whole_segments_up_to_the_budget() {
-        let d = doc(&["a b c", "d e", "f g h i", "j"]);
-        let spans = chunk_document(&d, 5, &words);
-        assert_eq!(spans, vec![ChunkSpan { seg_start: 0, seg_end: 2 }, ChunkSpan { seg_start: 2, seg_end: 4 }]);
-        assert_eq!(Chunk::new(0, &d, spans[0]).text, "a b c\n\nd e");
+    fn texts(d: &Document, spans: &[ChunkSpan]) -> Vec<String> {
+        spans.iter().map(|s| Chunk::new(0, d, *s).text).collect()
     }
 
     #[test]
-    fn an_oversized_segment_is_a_chunk_of_its_own() {
-        let d = doc(&["a", "b c d e f g h", "i"]);
-        let spans = chunk_document(&d, 3, &words);
-        assert_eq!(spans.len(), 3);
-        assert_eq!(spans[1], ChunkSpan { seg_start: 1, seg_end: 2 });
+    fn packs_whole_segments_up_to_the_budget() {
+        let d = doc(&["a b c", "d e", "f g h i", "j"]);
+        let spans = chunk_document(&d, 5, &Words);
+        assert_eq!(
+            spans,
+            vec![
+                ChunkSpan { seg_start: 0, seg_end: 2, char_start: 0, char_end: 10 },
+                ChunkSpan { seg_start: 2, seg_end: 4, char_start: 12, char_end: 22 }
+            ]
+        );
+        assert_eq!(texts(&d, &spans), vec!["a b c\n\nd e", "f g h i\n\nj"]);
+    }
+
+    #[test]
+    fn an_oversized_segment_is_cut_between_sentences_and_nothing_is_lost() {
+        let d = doc(&["Intro.", "One two three. Four five. Six seven eight nine. Ten.", "End."]);
+        let spans = chunk_document(&d, 4, &Words);
+        assert_eq!(
+            texts(&d, &spans),
+            vec!["Intro.\n\nOne two three.", "Four five.", "Six seven eight nine.", "Ten.\n\nEnd."]
+        );
+        // The partial chunks name the segments they overlap and their exact range of the text.
+        assert_eq!((spans[0].seg_start, spans[0].seg_end), (0, 2));
+        assert_eq!((spans[1].seg_start, spans[1].seg_end, spans[1].char_start, spans[1].char_end), (1, 2, 23, 33));
+        assert_eq!((spans[3].seg_start, spans[3].seg_end), (1, 3));
+        let text: Vec<char> = d.text().chars().collect();
+        for s in &spans {
+            let slice: String = text[s.char_start as usize..s.char_end as usize].iter().collect();
+            assert_eq!(slice, Chunk::new(0, &d, *s).text);
+        }
+    }
+
+    #[test]
+    fn a_sentence_over_the_budget_is_cut_at_word_boundaries() {
+        let d = doc(&["a b c d e f g h i j k"]);
+        assert_eq!(texts(&d, &chunk_document(&d, 4, &Words)), vec!["a b c d", "e f g h", "i j k"]);
+        // Without any word boundary, windows of exactly the budget.
+        let d = doc(&["abcdefghij"]);
+        assert_eq!(texts(&d, &chunk_document(&d, 4, &Chars)), vec!["abcd", "efgh", "ij"]);
+        // With one, the window ends at the last one of its second half.
+        let d = doc(&["abcdef ghij"]);
+        assert_eq!(texts(&d, &chunk_document(&d, 8, &Chars)), vec!["abcdef", "ghij"]);
     }
 
     #[test]
     fn empty_documents_give_no_chunk() {
-        assert!(chunk_document(&doc(&[]), 10, &words).is_empty());
-        assert!(chunk_document(&doc(&["", "  "]), 10, &words).is_empty());
+        assert!(chunk_document(&doc(&[]), 10, &Words).is_empty());
+        assert!(chunk_document(&doc(&["", "  "]), 10, &Words).is_empty());
+    }
+
+    /// Property: for any document of any text, the chunks are within the budget, in order,
+    /// slice the document's text exactly, and together hold every token of it.
+    #[test]
+    fn every_token_lands_in_exactly_one_chunk_within_the_budget() {
+        const WORDS: &[&str] =
+            &["Revenue", "rose", "8%.", "Marge", "—", "日本での売上.", "🙂", "e.g.", "Dr.", "Q3", "", "\n", "ﬁn."];
+        let mut rng = crate::testutil::Rng(0xc4_4c5);
+        for case in 0..400 {
+            let segments: Vec<String> = (0..rng.below(5))
+                .map(|_| {
+                    let n = rng.below(40);
+                    (0..n).map(|_| WORDS[rng.below(WORDS.len())]).collect::<Vec<_>>().join(" ")
+                })
+                .collect();
+            let d = Document { segments, ..Default::default() };
+            let budget = 1 + rng.below(9);
+            let spans = chunk_document(&d, budget, &Words);
+            let text: Vec<char> = d.text().chars().collect();
+            let mut covered = 0;
+            let mut last_end = 0;
+            for s in &spans {
+                let chunk = Chunk::new(0, &d, *s);
+                let slice: String = text[s.char_start as usize..s.char_end as usize].iter().collect();
+                assert_eq!(slice, chunk.text, "case {case}");
+                assert!(Words.count(&chunk.text) <= budget, "case {case}: {:?} over {budget}", chunk.text);
+                assert!(s.char_start as usize >= last_end, "case {case}: chunks overlap");
+                last_end = s.char_end as usize;
+                covered += Words.count(&chunk.text);
+            }
+            assert_eq!(covered, Words.count(&d.text()), "case {case}: {:?}", d.segments);
+        }
     }
 }

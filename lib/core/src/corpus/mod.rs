@@ -1,4 +1,4 @@
-//! Documents, their segments, and chunks made of runs of whole segments.
+//! Documents, their segments, and the chunks cut from their text.
 //!
 //! A document's text is its segments joined by [`SEGMENT_SEPARATOR`]; every offset the
 //! engine reports (`charStart`, `charEnd`, end exclusive) counts Unicode scalar values
@@ -10,8 +10,8 @@ mod load;
 mod sentences;
 mod values;
 
-pub use chunk::{chunk_document, Chunk, ChunkSpan};
+pub use chunk::{chunk_document, Chunk, ChunkSpan, TokenMeasure};
 pub use document::{Document, SegmentSpan, SEGMENT_SEPARATOR};
 pub use load::{load_beir, load_documents, BeirSet};
-pub use sentences::split_sentences;
+pub use sentences::{sentence_ranges, split_sentences};
 pub use values::{Date, DocumentType, Quarter};

@@ -10,25 +10,38 @@ const ABBREVIATIONS: &[&str] = &[
 /// upper-case letter, digit or opening bracket/quote. Concatenating the pieces with one
 /// space gives back the text up to white-space runs.
 pub fn split_sentences(text: &str) -> Vec<String> {
-    let chars: Vec<char> = text.chars().collect();
+    sentence_ranges(text).into_iter().map(|r| text[r].to_string()).collect()
+}
+
+/// The byte ranges of the sentences of `text` ([`split_sentences`]'s rules), each trimmed
+/// of surrounding white space; the white space between them belongs to none.
+pub fn sentence_ranges(text: &str) -> Vec<std::ops::Range<usize>> {
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    let byte_at = |i: usize| chars.get(i).map_or(text.len(), |&(b, _)| b);
     let mut out = Vec::new();
+    let mut push_trimmed = |from: usize, to: usize| {
+        let piece = &text[from..to];
+        let lead = piece.len() - piece.trim_start().len();
+        let trimmed = piece.trim();
+        if !trimmed.is_empty() {
+            out.push(from + lead..from + lead + trimmed.len());
+        }
+    };
     let mut start = 0;
     let mut i = 0;
     while i < chars.len() {
-        let c = chars[i];
-        if matches!(c, '.' | '!' | '?') && i + 2 < chars.len() && chars[i + 1].is_whitespace() {
+        let c = chars[i].1;
+        if matches!(c, '.' | '!' | '?') && i + 2 < chars.len() && chars[i + 1].1.is_whitespace() {
             let mut j = i + 1;
-            while j < chars.len() && chars[j].is_whitespace() {
+            while j < chars.len() && chars[j].1.is_whitespace() {
                 j += 1;
             }
-            let next = chars.get(j).copied().unwrap_or(' ');
+            let next = chars.get(j).map_or(' ', |&(_, c)| c);
             let opens = matches!(next, '(' | '[' | '"' | '“');
             let starts_sentence = next.is_uppercase() || next.is_ascii_digit() || opens;
-            if starts_sentence && !(c == '.' && ends_with_abbreviation(&chars[start..i])) {
-                let s: String = chars[start..=i].iter().collect::<String>().trim().to_string();
-                if !s.is_empty() {
-                    out.push(s);
-                }
+            let before: Vec<char> = chars[start..i].iter().map(|&(_, c)| c).collect();
+            if starts_sentence && !(c == '.' && ends_with_abbreviation(&before)) {
+                push_trimmed(byte_at(start), byte_at(i + 1));
                 start = j;
                 i = j;
                 continue;
@@ -36,10 +49,7 @@ pub fn split_sentences(text: &str) -> Vec<String> {
         }
         i += 1;
     }
-    let rest: String = chars[start.min(chars.len())..].iter().collect::<String>().trim().to_string();
-    if !rest.is_empty() {
-        out.push(rest);
-    }
+    push_trimmed(byte_at(start.min(chars.len())), text.len());
     out
 }
 
@@ -68,6 +78,15 @@ mod tests {
                 "Yes."
             ]
         );
+    }
+
+    #[test]
+    fn ranges_slice_the_text_to_the_sentences() {
+        let text = "  Umsatz stieg um 8 %. Marge: 46,2 % — ein Rekord!  Was kommt? 日本. ";
+        let ranges = sentence_ranges(text);
+        let pieces: Vec<&str> = ranges.iter().map(|r| &text[r.clone()]).collect();
+        assert_eq!(pieces, split_sentences(text));
+        assert_eq!(pieces, vec!["Umsatz stieg um 8 %.", "Marge: 46,2 % — ein Rekord!", "Was kommt? 日本."]);
     }
 
     #[test]

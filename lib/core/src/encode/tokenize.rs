@@ -39,6 +39,8 @@ impl From<tokenizers::Encoding> for Encoded {
 pub struct TextTokenizer {
     single: Tokenizer,
     pair: Tokenizer,
+    /// No truncation and no padding: for measuring and cutting text.
+    plain: Tokenizer,
 }
 
 impl TextTokenizer {
@@ -59,7 +61,11 @@ impl TextTokenizer {
             .map_err(|e| Error::Tokenizer(e.to_string()))?;
             Ok(t)
         };
+        let mut plain = base.clone();
+        plain.with_padding(None);
+        plain.with_truncation(None).map_err(|e| Error::Tokenizer(e.to_string()))?;
         Ok(TextTokenizer {
+            plain,
             single: with(TruncationStrategy::LongestFirst)?,
             pair: with(TruncationStrategy::OnlySecond)?,
         })
@@ -82,10 +88,13 @@ impl TextTokenizer {
 
     /// Number of tokens of `text` without special tokens and without truncation.
     pub fn count_tokens(&self, text: &str) -> usize {
-        self.single
-            .encode_fast(text, false)
-            .map(|e| e.len() + e.get_overflowing().iter().map(|o| o.len()).sum::<usize>())
-            .unwrap_or(0)
+        self.plain.encode_fast(text, false).map(|e| e.len()).unwrap_or(0)
+    }
+
+    /// The byte range in `text` of each of its tokens, in order (no special tokens, no
+    /// truncation). Sub-word pieces of one word touch; a gap means white space.
+    pub fn token_ranges(&self, text: &str) -> Vec<std::ops::Range<usize>> {
+        self.plain.encode(text, false).map(|e| e.get_offsets().iter().map(|&(a, b)| a..b).collect()).unwrap_or_default()
     }
 
     /// The vocabulary string of an id, if any.

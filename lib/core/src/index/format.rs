@@ -15,9 +15,10 @@ use crate::storage::{Blob, Storage};
 pub const FORMAT_NAME: &str = "sextant-index";
 /// The format version this build writes.
 ///
-/// Version 2 stores postings as flat little-endian arrays; version 1 (a list per term) is
-/// still read.
-pub const FORMAT_VERSION: u32 = 2;
+/// Version 3 gives each chunk its character range in its document (chunks may cut a
+/// segment); version 2 stores postings as flat little-endian arrays; version 1 (a list per
+/// term) is still read, and so is version 2.
+pub const FORMAT_VERSION: u32 = 3;
 /// The oldest format version this build reads.
 pub const OLDEST_READABLE_VERSION: u32 = 1;
 /// The manifest's object key.
@@ -70,6 +71,21 @@ pub struct Manifest {
     pub bm25: super::Bm25Params,
     /// Every data file.
     pub files: Vec<FileEntry>,
+    /// How the index was built, for the next build (absent before format 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<BuildRecord>,
+}
+
+/// What the next build of an index needs from this one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BuildRecord {
+    /// The fingerprint of the build's inputs (`sextant_core::build::inputs_sha256`): a
+    /// build with the same one is unchanged.
+    pub inputs_sha256: String,
+    /// The encoded shard files beside the index: the vector cache, not read by
+    /// [`Index::load`](super::Index::load) and not listed in [`Manifest::files`] (each
+    /// record carries its own checksum).
+    pub encoded: Vec<String>,
 }
 
 /// Hex SHA-256 of bytes.

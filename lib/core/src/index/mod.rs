@@ -4,7 +4,6 @@
 mod analyzer;
 mod bitset;
 mod bm25;
-mod build;
 mod filter;
 pub mod format;
 mod hnsw;
@@ -20,7 +19,6 @@ use std::ops::Range;
 pub use analyzer::{Analyzer, STOP_WORDS};
 pub use bitset::Bitset;
 pub use bm25::{Bm25Index, Bm25Params};
-pub use build::{BuildOptions, Progress};
 pub use filter::Filter;
 pub use format::Manifest;
 pub use hnsw::{dot, DenseIndex, EF_SEARCH, EXACT_ONLY_BELOW, EXACT_SCAN_FRACTION};
@@ -30,7 +28,7 @@ pub use splade::SpladeIndex;
 pub use topk::top_k;
 pub use vector_store::VectorStore;
 
-use crate::corpus::{Chunk, Document};
+use crate::corpus::{Chunk, ChunkSpan, Document};
 use crate::error::{Error, Result};
 use crate::storage::Storage;
 
@@ -67,6 +65,9 @@ pub struct DecodedFile(Part);
 enum Part {
     Documents(Vec<Document>),
     Chunks(Vec<Chunk>),
+    /// Chunks of formats 1 and 2, which cut only between segments and stored no
+    /// character range: the range is their segments' ([`Index::assemble`] fills it in).
+    ChunksV2(Vec<ChunkV2>),
     Vectors(Vec<f32>),
     Graph(DenseIndex),
     Bm25(Bm25Index),
@@ -74,6 +75,36 @@ enum Part {
     /// A file the index does not read itself (an attachment such as the facts of the
     /// financial routes, which their own crate loads beside the index).
     Other,
+}
+
+/// A chunk as formats 1 and 2 stored it.
+#[derive(serde::Deserialize)]
+struct ChunkV2 {
+    doc: u32,
+    seg_start: u32,
+    seg_end: u32,
+    text: String,
+}
+
+impl ChunkV2 {
+    /// The chunk with its character range: from its first segment's start to its last
+    /// one's end.
+    fn upgrade(self, documents: &[Document]) -> Chunk {
+        let (start, end) = documents
+            .get(self.doc as usize)
+            .map(|d| d.segment_spans())
+            .and_then(|s| {
+                Some((s.get(self.seg_start as usize)?.char_start, s.get(self.seg_end as usize - 1)?.char_end))
+            })
+            .unwrap_or((0, self.text.chars().count()));
+        let span = ChunkSpan {
+            seg_start: self.seg_start,
+            seg_end: self.seg_end,
+            char_start: start as u32,
+            char_end: end as u32,
+        };
+        Chunk { doc: self.doc, span, text: self.text }
+    }
 }
 
 /// Decodes the raw little-endian `f32` vector file.
@@ -146,7 +177,8 @@ impl Index {
         &self.documents[self.chunks[chunk as usize].doc as usize]
     }
 
-    /// Where chunk `chunk` comes from: its document, its ordinal there and its segments.
+    /// Where chunk `chunk` comes from: its document, its ordinal there, the segments it
+    /// overlaps and its range of the document's text.
     pub fn provenance(&self, chunk: u32) -> Provenance<'_> {
         let c = &self.chunks[chunk as usize];
         Provenance {
@@ -154,6 +186,7 @@ impl Index {
             ordinal_in_document: chunk - self.doc_chunks[c.doc as usize].start,
             document: &self.documents[c.doc as usize],
             segments: c.span.seg_start..c.span.seg_end,
+            chars: c.span.char_start as usize..c.span.char_end as usize,
         }
     }
 
@@ -271,6 +304,7 @@ impl Index {
         let bytes: Result<&[u8]> = Ok(&blob);
         Ok(DecodedFile(match f.name.as_str() {
             DOCUMENTS => Part::Documents(decode_file(loc, DOCUMENTS, bytes)?),
+            CHUNKS if manifest.version < 3 => Part::ChunksV2(decode_file(loc, CHUNKS, bytes)?),
             CHUNKS => Part::Chunks(decode_file(loc, CHUNKS, bytes)?),
             DENSE_VECTORS => Part::Vectors(decode_f32s(loc, &blob)?),
             DENSE_GRAPH => Part::Graph(decode_file(loc, DENSE_GRAPH, bytes)?),
@@ -295,10 +329,12 @@ impl Index {
         let parts: Vec<Part> = parts.into_iter().map(|d| d.0).collect();
         let (mut documents, mut chunks, mut vectors, mut graph, mut bm25, mut splade) =
             (None, None, None, None, None, None);
+        let mut old_chunks = None;
         for part in parts {
             match part {
                 Part::Documents(d) => documents = Some(d),
                 Part::Chunks(c) => chunks = Some(c),
+                Part::ChunksV2(c) => old_chunks = Some(c),
                 Part::Vectors(v) => vectors = Some(v),
                 Part::Graph(g) => graph = Some(g),
                 Part::Bm25(b) => bm25 = Some(b),
@@ -307,7 +343,11 @@ impl Index {
             }
         }
         let documents: Vec<Document> = documents.ok_or_else(|| missing(DOCUMENTS))?;
-        let chunks: Vec<Chunk> = chunks.ok_or_else(|| missing(CHUNKS))?;
+        let chunks: Vec<Chunk> = match (chunks, old_chunks) {
+            (Some(c), _) => c,
+            (None, Some(old)) => old.into_iter().map(|c| c.upgrade(&documents)).collect(),
+            (None, None) => return Err(missing(CHUNKS)),
+        };
         let mut dense: DenseIndex = graph.ok_or_else(|| missing(DENSE_GRAPH))?;
         let bm25: Bm25Index = bm25.ok_or_else(|| missing(BM25))?;
         let splade: SpladeIndex = splade.ok_or_else(|| missing(SPLADE))?;

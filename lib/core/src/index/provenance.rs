@@ -14,8 +14,11 @@ pub struct Provenance<'a> {
     pub ordinal_in_document: u32,
     /// The chunk's document.
     pub document: &'a Document,
-    /// The document segments the chunk covers (end exclusive).
+    /// The document segments the chunk overlaps (end exclusive); a chunk cut from a long
+    /// segment covers only part of it.
     pub segments: Range<u32>,
+    /// The chunk's range of its document's text, in `char`s (end exclusive).
+    pub chars: Range<usize>,
 }
 
 impl Provenance<'_> {

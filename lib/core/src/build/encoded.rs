@@ -1,0 +1,227 @@
+//! Encoded chunks keyed by content: what the encode step produces, what the merge step
+//! reads, and what the next build reuses.
+//!
+//! A shard file is a bincode [`EncodedShard`]. Each record carries its own checksum, so a
+//! damaged record is dropped (and its chunk encoded again) while the rest of the file is
+//! still reused.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::encode::SparseVector;
+use crate::error::{Error, Result};
+
+/// What a shard file says it is.
+const SHARD_FORMAT: &str = "sextant-encoded-1";
+
+/// The content key of a chunk's vectors:
+/// `SHA-256("sextant-chunk-v1" ‖ dense weights SHA-256 ‖ sparse weights SHA-256 ‖ chunk
+/// tokens ‖ window ‖ encoder input)`, so equal keys mean the same models read the same text
+/// under the same chunking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ChunkKey(pub [u8; 32]);
+
+impl ChunkKey {
+    /// The key of `input` encoded by the models with these weight checksums, cut with this
+    /// chunk budget and window.
+    pub fn new(dense_sha256: &str, sparse_sha256: &str, chunk_tokens: usize, window: usize, input: &str) -> Self {
+        let mut h = Sha256::new();
+        for part in [b"sextant-chunk-v1".as_slice(), dense_sha256.as_bytes(), sparse_sha256.as_bytes()] {
+            h.update((part.len() as u64).to_le_bytes());
+            h.update(part);
+        }
+        h.update((chunk_tokens as u64).to_le_bytes());
+        h.update((window as u64).to_le_bytes());
+        h.update(input.as_bytes());
+        ChunkKey(h.finalize().into())
+    }
+}
+
+/// One chunk's vectors, with the checksum that guards them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EncodedChunk {
+    /// The content key.
+    pub key: ChunkKey,
+    /// The dense embedding.
+    pub dense: Vec<f32>,
+    /// The SPLADE vector.
+    pub sparse: SparseVector,
+    /// The first 8 bytes of `SHA-256(key ‖ dense ‖ sparse ids ‖ sparse weights)`, all
+    /// little-endian.
+    pub check: [u8; 8],
+}
+
+impl EncodedChunk {
+    /// A record of `key`'s vectors with its checksum.
+    pub fn new(key: ChunkKey, dense: Vec<f32>, sparse: SparseVector) -> Self {
+        let mut c = EncodedChunk { key, dense, sparse, check: [0; 8] };
+        c.check = c.checksum();
+        c
+    }
+
+    fn checksum(&self) -> [u8; 8] {
+        let mut h = Sha256::new();
+        h.update(self.key.0);
+        self.dense.iter().for_each(|x| h.update(x.to_le_bytes()));
+        self.sparse.ids.iter().for_each(|x| h.update(x.to_le_bytes()));
+        self.sparse.weights.iter().for_each(|x| h.update(x.to_le_bytes()));
+        let d = h.finalize();
+        d[..8].try_into().expect("8 bytes")
+    }
+
+    /// Whether the record is whole: its checksum matches, and its vectors have the shapes
+    /// an index accepts.
+    pub fn is_intact(&self, dim: usize) -> bool {
+        self.check == self.checksum()
+            && self.dense.len() == dim
+            && self.sparse.ids.len() == self.sparse.weights.len()
+            && self.sparse.ids.windows(2).all(|w| w[0] < w[1])
+    }
+}
+
+/// The encoded chunks of one shard, in the plan's chunk order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EncodedShard {
+    /// Always `sextant-encoded-1`.
+    pub format: String,
+    /// The shard's number in its plan.
+    pub shard: u32,
+    /// Dense dimension of every record.
+    pub dim: u32,
+    /// One record per chunk of the shard.
+    pub records: Vec<EncodedChunk>,
+}
+
+impl EncodedShard {
+    /// A shard of `records`.
+    pub fn new(shard: u32, dim: usize, records: Vec<EncodedChunk>) -> Self {
+        EncodedShard { format: SHARD_FORMAT.into(), shard, dim: dim as u32, records }
+    }
+
+    /// The file's bytes.
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        Ok(bincode::serialize(self)?)
+    }
+
+    /// Reads a shard file named `name`, refusing one that is not whole (the merge step
+    /// reads shards this way: a damaged shard is encoded again, never merged).
+    pub fn from_bytes(name: &str, bytes: &[u8]) -> Result<Self> {
+        let corrupt =
+            |found: String| Error::IndexCorrupted { file: name.into(), expected: "an encoded shard".into(), found };
+        let shard: EncodedShard = bincode::deserialize(bytes).map_err(|e| corrupt(e.to_string()))?;
+        if shard.format != SHARD_FORMAT {
+            return Err(corrupt(format!("format {:?}", shard.format)));
+        }
+        if let Some(i) = shard.records.iter().position(|r| !r.is_intact(shard.dim as usize)) {
+            return Err(corrupt(format!("record {i} fails its checksum")));
+        }
+        Ok(shard)
+    }
+}
+
+/// Vectors by content key, gathered from earlier builds' shard files.
+#[derive(Debug, Default)]
+pub struct VectorCache {
+    entries: HashMap<ChunkKey, EncodedChunk>,
+    dim: Option<usize>,
+    /// Records dropped because their checksum or shape was wrong, or whose file could not
+    /// be read at all (counted as one).
+    pub rejected: usize,
+}
+
+impl VectorCache {
+    /// An empty cache.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds the intact records of a shard file; a damaged record is dropped and counted,
+    /// and a file that does not decode at all adds nothing and counts as one rejection.
+    pub fn add_file(&mut self, bytes: &[u8]) {
+        let shard: EncodedShard = match bincode::deserialize::<EncodedShard>(bytes) {
+            Ok(s) if s.format == SHARD_FORMAT => s,
+            _ => {
+                self.rejected += 1;
+                return;
+            }
+        };
+        let dim = shard.dim as usize;
+        if self.dim.is_some_and(|d| d != dim) {
+            self.rejected += shard.records.len();
+            return;
+        }
+        self.dim = Some(dim);
+        for r in shard.records {
+            if r.is_intact(dim) {
+                self.entries.entry(r.key).or_insert(r);
+            } else {
+                self.rejected += 1;
+            }
+        }
+    }
+
+    /// The cached vectors of `key`.
+    pub fn get(&self, key: &ChunkKey) -> Option<&EncodedChunk> {
+        self.entries.get(key)
+    }
+
+    /// Distinct keys held.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether nothing is cached.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(i: u32) -> EncodedChunk {
+        let key = ChunkKey::new("d", "s", 200, 256, &format!("chunk {i}"));
+        EncodedChunk::new(key, vec![i as f32, 0.5], SparseVector { ids: vec![1, i + 2], weights: vec![0.25, 1.5] })
+    }
+
+    #[test]
+    fn keys_change_with_models_options_and_text() {
+        let k = ChunkKey::new("d", "s", 200, 256, "text");
+        assert_eq!(k, ChunkKey::new("d", "s", 200, 256, "text"));
+        for other in [
+            ChunkKey::new("d2", "s", 200, 256, "text"),
+            ChunkKey::new("d", "s2", 200, 256, "text"),
+            ChunkKey::new("d", "s", 100, 256, "text"),
+            ChunkKey::new("d", "s", 200, 128, "text"),
+            ChunkKey::new("d", "s", 200, 256, "text "),
+            // The length prefix keeps the boundaries between checksums.
+            ChunkKey::new("ds", "", 200, 256, "text"),
+        ] {
+            assert_ne!(k, other);
+        }
+    }
+
+    #[test]
+    fn a_damaged_record_is_dropped_and_the_rest_reused() {
+        let shard = EncodedShard::new(0, 2, (0..3).map(record).collect());
+        let mut bytes = shard.to_bytes().unwrap();
+        assert_eq!(EncodedShard::from_bytes("s", &bytes).unwrap(), shard);
+        // Flip one bit of the second record's first dense value.
+        let value = 1f32.to_le_bytes();
+        let at = bytes.windows(4).position(|w| w == value).expect("record 1's vector is in the file");
+        bytes[at] ^= 1;
+        let mut cache = VectorCache::new();
+        cache.add_file(&bytes);
+        assert_eq!((cache.len(), cache.rejected), (2, 1));
+        assert!(cache.get(&record(1).key).is_none());
+        assert_eq!(cache.get(&record(2).key), Some(&record(2)));
+        let err = EncodedShard::from_bytes("shard-1.bin", &bytes).unwrap_err().to_string();
+        assert!(err.contains("shard-1.bin") && err.contains("record 1"), "{err}");
+        // A file that is not a shard at all adds nothing.
+        cache.add_file(b"not a shard");
+        assert_eq!((cache.len(), cache.rejected), (2, 2));
+    }
+}

@@ -1,0 +1,67 @@
+//! The merge step: the dense, BM25 and SPLADE indexes of a plan, from its encoded shards.
+
+use super::encoded::EncodedShard;
+use super::plan::Plan;
+use super::Progress;
+use crate::error::{Error, Result};
+use crate::index::format::{BuildRecord, Manifest, FORMAT_NAME, FORMAT_VERSION};
+use crate::index::{Bm25Index, DenseIndex, Index, SpladeIndex};
+
+/// Builds the index of `plan` from `shards` (one per shard of the plan, in order), after
+/// checking that every shard holds exactly the plan's chunks: a shard that does not is
+/// named in the error and nothing is built.
+pub fn merge(plan: Plan, shards: &[EncodedShard], progress: Progress) -> Result<Index> {
+    let wrong = |k: usize, found: String| Error::IndexCorrupted {
+        file: format!("encoded shard {k}"),
+        expected: "the plan's chunks, in order".into(),
+        found,
+    };
+    if shards.len() != plan.shards.len() {
+        return Err(Error::IndexCorrupted {
+            file: "encoded shards".into(),
+            expected: format!("{} shards", plan.shards.len()),
+            found: shards.len().to_string(),
+        });
+    }
+    let dim = shards.iter().find(|s| !s.records.is_empty()).map_or(0, |s| s.dim as usize);
+    for (k, (shard, range)) in shards.iter().zip(&plan.shards).enumerate() {
+        let keys = &plan.keys[range.start as usize..range.end as usize];
+        if shard.records.len() != keys.len() || shard.records.iter().zip(keys).any(|(r, k)| r.key != *k) {
+            return Err(wrong(k, format!("{} records with other keys", shard.records.len())));
+        }
+        if let Some(i) = shard.records.iter().position(|r| !r.is_intact(dim)) {
+            return Err(wrong(k, format!("record {i} fails its checksum or is not {dim}-dimensional")));
+        }
+    }
+    let records = || shards.iter().flat_map(|s| &s.records);
+    let mut vectors = Vec::with_capacity(plan.chunks.len() * dim);
+    records().for_each(|r| vectors.extend_from_slice(&r.dense));
+    let sparse: Vec<_> = records().map(|r| r.sparse.clone()).collect();
+    progress("bm25", 0, 1);
+    let bm25 = Bm25Index::build(plan.inputs.iter().map(|s| s.as_str()), plan.options.bm25);
+    let splade = SpladeIndex::build(plan.sparse_vocab, &sparse);
+    drop(sparse);
+    progress("hnsw", 0, 1);
+    let dense = DenseIndex::build(dim, vectors);
+    progress("hnsw", 1, 1);
+    let options = &plan.options;
+    let manifest = Manifest {
+        format: FORMAT_NAME.into(),
+        version: FORMAT_VERSION,
+        index_id: options.index_id.clone(),
+        created_unix: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+        documents: plan.documents.len(),
+        chunks: plan.chunks.len(),
+        chunk_tokens: options.chunk_tokens,
+        dense_dim: dim,
+        dense_model: options.dense_model.clone(),
+        sparse_model: options.sparse_model.clone(),
+        bm25: options.bm25,
+        files: Vec::new(),
+        build: Some(BuildRecord { inputs_sha256: plan.inputs_sha256.clone(), encoded: Vec::new() }),
+    };
+    Index::from_parts(manifest, plan.documents, plan.chunks, dense, bm25, splade)
+}

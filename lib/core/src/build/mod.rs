@@ -1,0 +1,231 @@
+//! Index builds in three steps that run in one process or spread over many:
+//!
+//! 1. [`plan()`]: cut every document into chunks that fit the encoders' window (no text is
+//!    lost), give each chunk its encoder input and content key, and cut the chunks into
+//!    shards;
+//! 2. encode: per shard, the chunks whose key no cache holds ([`Plan::tasks`],
+//!    [`encode_task`]), in this process ([`InProcess`]) or elsewhere (any [`EncodeRunner`]);
+//! 3. [`merge()`]: the dense, BM25 and SPLADE indexes from the encoded shards.
+//!
+//! [`build`] runs the three with the cache of the previous version ([`Previous`]): every
+//! vector whose key it holds is reused, and a build whose inputs are the previous version's
+//! ([`inputs_sha256`]) stops before planning and publishes nothing. [`Built::save`] writes
+//! the index, the encoded shards (the next build's cache, outside the manifest's checked
+//! files so servers never download them) and `build_report.json`.
+
+mod encode;
+mod encoded;
+mod merge;
+mod plan;
+mod report;
+
+use std::time::Instant;
+
+pub use encode::{encode_task, EncodeTask, ENCODE_STEP};
+pub use encoded::{ChunkKey, EncodedChunk, EncodedShard, VectorCache};
+pub use merge::merge;
+pub use plan::{encoder_input, inputs_sha256, plan, BuildOptions, Plan, DEFAULT_SHARD_CHUNKS, TITLE_TOKENS, WINDOW};
+pub use report::{BuildReport, Phases, REPORT_FILE};
+
+use crate::corpus::Document;
+use crate::encode::{DenseEncoder, SparseEncoder, TextTokenizer};
+use crate::error::Result;
+use crate::index::format::{read_manifest, Manifest};
+use crate::index::Index;
+use crate::storage::Storage;
+
+/// Receives `(stage, done, total)` while a build runs.
+pub type Progress<'a> = &'a (dyn Fn(&str, usize, usize) + Sync);
+
+/// Runs encode tasks somewhere: here, in worker processes, in Lambda invocations.
+pub trait EncodeRunner {
+    /// Encodes every task, returning one shard per task (any order). `progress` receives
+    /// `("encode", done, total)` in chunks.
+    fn run(&self, tasks: Vec<EncodeTask>, progress: Progress) -> Result<Vec<EncodedShard>>;
+    /// How many tasks run at once.
+    fn workers(&self) -> usize;
+}
+
+/// Encodes in this process, one task after the other (each uses every core).
+pub struct InProcess<'a> {
+    /// The dense encoder.
+    pub dense: &'a DenseEncoder,
+    /// The SPLADE encoder.
+    pub sparse: &'a SparseEncoder,
+}
+
+impl EncodeRunner for InProcess<'_> {
+    fn run(&self, tasks: Vec<EncodeTask>, progress: Progress) -> Result<Vec<EncodedShard>> {
+        let total: usize = tasks.iter().map(|t| t.keys.len()).sum();
+        let mut done = 0;
+        let mut out = Vec::with_capacity(tasks.len());
+        for task in &tasks {
+            out.push(encode_task(task, self.dense, self.sparse, &|n| progress("encode", done + n, total))?);
+            done += task.keys.len();
+        }
+        Ok(out)
+    }
+    fn workers(&self) -> usize {
+        1
+    }
+}
+
+/// What the previous version of an index offers a build: its manifest (to tell an
+/// unchanged build) and its encoded vectors.
+#[derive(Debug, Default)]
+pub struct Previous {
+    /// Its manifest, if it had a readable one.
+    pub manifest: Option<Manifest>,
+    /// Its encoded vectors by content key.
+    pub cache: VectorCache,
+}
+
+impl Previous {
+    /// No previous version.
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// Reads the previous version in `storage`. Never fails: no index there, or an
+    /// unreadable one, is no previous version, and an unreadable or damaged shard file
+    /// counts as rejected cache entries (encoded again).
+    pub fn read(storage: &dyn Storage) -> Self {
+        let Ok(manifest) = read_manifest(storage) else {
+            return Self::none();
+        };
+        let mut cache = VectorCache::new();
+        for name in manifest.build.iter().flat_map(|b| &b.encoded) {
+            match storage.read_blob(name) {
+                Ok(bytes) => cache.add_file(&bytes),
+                Err(_) => cache.rejected += 1,
+            }
+        }
+        Previous { manifest: Some(manifest), cache }
+    }
+
+    /// The fingerprint the previous version was built from, if it records one.
+    pub fn inputs_sha256(&self) -> Option<&str> {
+        self.manifest.as_ref()?.build.as_ref().map(|b| b.inputs_sha256.as_str())
+    }
+}
+
+/// A finished build: the index (none when unchanged), its encoded shards and report.
+pub struct Built {
+    /// What the build did.
+    pub report: BuildReport,
+    /// The index; `None` when the inputs were the previous version's.
+    pub index: Option<Index>,
+    /// The encoded shards, in plan order.
+    pub shards: Vec<EncodedShard>,
+    /// The files of other crates saved with the index.
+    pub attachments: Vec<(String, Vec<u8>)>,
+}
+
+/// The name of encoded shard `k` in an index's storage.
+pub fn shard_file(k: usize) -> String {
+    format!("encoded-{k:05}.bin")
+}
+
+/// Builds the index of `documents` (with `attachments`, files of other crates saved with
+/// it) reusing `previous`'s vectors, encoding the rest with `runner`.
+pub fn build(
+    documents: Vec<Document>,
+    attachments: Vec<(String, Vec<u8>)>,
+    options: &BuildOptions,
+    tokenizers: (&TextTokenizer, &TextTokenizer),
+    previous: &Previous,
+    runner: &dyn EncodeRunner,
+    progress: Progress,
+) -> Result<Built> {
+    let mut report = BuildReport {
+        index_id: options.index_id.clone(),
+        documents: documents.len(),
+        workers: runner.workers(),
+        ..Default::default()
+    };
+    let t = Instant::now();
+    let fingerprint = inputs_sha256(&documents, options, &attachments)?;
+    if previous.inputs_sha256() == Some(fingerprint.as_str()) {
+        let chunks = previous.manifest.as_ref().map_or(0, |m| m.chunks);
+        report.unchanged = true;
+        report.chunks = chunks;
+        report.chunks_reused = chunks;
+        report.phases.plan = t.elapsed().as_secs_f64();
+        report.seconds = report.phases.total();
+        return Ok(Built { report, index: None, shards: Vec::new(), attachments });
+    }
+    progress("plan", 0, 1);
+    let plan = plan(documents, options, &attachments, tokenizers.0, tokenizers.1)?;
+    let tasks = plan.tasks(&previous.cache);
+    report.phases.plan = t.elapsed().as_secs_f64();
+    report.chunks = plan.chunks.len();
+    report.shards = plan.shards.len();
+    report.tokens_beyond_window = plan.tokens_beyond_window;
+    report.cache_rejected = previous.cache.rejected;
+    report.chunks_encoded = tasks.iter().map(|t| t.keys.len()).sum();
+
+    let t = Instant::now();
+    let encoded = if tasks.is_empty() { Vec::new() } else { runner.run(tasks, progress)? };
+    let (shards, reused) = plan.assemble(&previous.cache, encoded)?;
+    report.chunks_reused = reused;
+    report.phases.encode = t.elapsed().as_secs_f64();
+
+    let t = Instant::now();
+    let index = merge(plan, &shards, progress)?;
+    report.phases.merge = t.elapsed().as_secs_f64();
+    report.seconds = report.phases.total();
+    Ok(Built { report, index: Some(index), shards, attachments })
+}
+
+impl Built {
+    /// Writes the build to `storage`: the encoded shards, then the index and attachments
+    /// (the manifest last, the commit point), then `build_report.json`. An unchanged build
+    /// writes nothing. Shard files of the previous version that this one no longer has
+    /// are removed after the commit. Returns the report with the write phase filled in.
+    pub fn save(self, storage: &dyn Storage, previous: &Previous) -> Result<BuildReport> {
+        use rayon::prelude::*;
+        let mut report = self.report;
+        let Some(mut index) = self.index else {
+            return Ok(report);
+        };
+        let t = Instant::now();
+        let names: Vec<String> = (0..self.shards.len()).map(shard_file).collect();
+        self.shards
+            .par_iter()
+            .zip(&names)
+            .map(|(shard, name)| storage.write(name, &shard.to_bytes()?))
+            .collect::<Result<Vec<()>>>()?;
+        if let Some(b) = index.manifest.build.as_mut() {
+            b.encoded = names.clone();
+        }
+        index.manifest = index.save_with(storage, self.attachments)?;
+        for stale in previous.manifest.iter().flat_map(|m| m.build.iter()).flat_map(|b| &b.encoded) {
+            if !names.contains(stale) {
+                storage.remove(stale)?;
+            }
+        }
+        report.phases.write = t.elapsed().as_secs_f64();
+        report.seconds = report.phases.total();
+        storage.write(REPORT_FILE, &serde_json::to_vec_pretty(&report)?)?;
+        Ok(report)
+    }
+}
+
+impl Index {
+    /// Chunks, encodes and indexes `documents` in this process, without a cache.
+    pub fn build(
+        documents: Vec<Document>,
+        dense: &DenseEncoder,
+        sparse: &SparseEncoder,
+        options: &BuildOptions,
+        progress: Progress,
+    ) -> Result<Index> {
+        let runner = InProcess { dense, sparse };
+        let tokenizers = (dense.tokenizer(), sparse.tokenizer());
+        let built = build(documents, Vec::new(), options, tokenizers, &Previous::none(), &runner, progress)?;
+        Ok(built.index.expect("a build without a previous version is never unchanged"))
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,191 @@
+//! The plan step: cut every document into chunks that fit the encoders' window, give each
+//! chunk its encoder input and content key, and cut the chunk list into shards.
+
+use std::ops::Range;
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::encoded::ChunkKey;
+use crate::corpus::{chunk_document, Chunk, Document, TokenMeasure};
+use crate::encode::{TextTokenizer, MAX_TOKENS};
+use crate::error::{Error, Result};
+use crate::index::format::{ModelRef, FORMAT_VERSION};
+use crate::index::Bm25Params;
+
+/// The encoders' window: tokens an encoder reads, `[CLS]` and `[SEP]` included.
+pub const WINDOW: usize = MAX_TOKENS;
+/// The special tokens an encoder adds to every input (`[CLS]`, `[SEP]`).
+const SPECIAL_TOKENS: usize = 2;
+/// At most this many tokens of a title go in front of each of its chunks; a longer title
+/// is cut there (it is metadata, not document text, and is still returned whole).
+pub const TITLE_TOKENS: usize = 48;
+/// Chunks per shard by default: a shard is the unit of encode work and of the cache files.
+pub const DEFAULT_SHARD_CHUNKS: usize = 1024;
+
+/// What an index build does.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BuildOptions {
+    /// Index id written in the manifest.
+    pub index_id: String,
+    /// Token budget of a chunk (lowered for a document whose title leaves less room in the
+    /// window).
+    pub chunk_tokens: usize,
+    /// BM25 parameters.
+    pub bm25: Bm25Params,
+    /// Dense model reference for the manifest and the content keys.
+    pub dense_model: ModelRef,
+    /// SPLADE model reference for the manifest and the content keys.
+    pub sparse_model: ModelRef,
+    /// Chunks per shard ([`DEFAULT_SHARD_CHUNKS`]).
+    pub shard_chunks: usize,
+}
+
+/// Measures text with both encoders' tokenizers, taking the larger count, so a chunk fits
+/// both windows.
+struct BothTokenizers<'a> {
+    dense: &'a TextTokenizer,
+    sparse: &'a TextTokenizer,
+}
+
+impl TokenMeasure for BothTokenizers<'_> {
+    fn count(&self, text: &str) -> usize {
+        self.dense.count_tokens(text).max(self.sparse.count_tokens(text))
+    }
+    fn token_ranges(&self, text: &str) -> Vec<Range<usize>> {
+        let (d, s) = (self.dense.token_ranges(text), self.sparse.token_ranges(text));
+        if s.len() > d.len() {
+            s
+        } else {
+            d
+        }
+    }
+}
+
+/// A build's plan: the chunks, what the encoders read for each, their keys and the shards.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Plan {
+    /// The options planned with.
+    pub options: BuildOptions,
+    /// The documents, in input order.
+    pub documents: Vec<Document>,
+    /// The chunks, by document then position.
+    pub chunks: Vec<Chunk>,
+    /// What the encoders read for each chunk ([`encoder_input`]).
+    pub inputs: Vec<String>,
+    /// The content key of each chunk's vectors.
+    pub keys: Vec<ChunkKey>,
+    /// Contiguous chunk ranges, [`BuildOptions::shard_chunks`] long (the last one shorter).
+    pub shards: Vec<Range<u32>>,
+    /// Tokens of the encoder inputs beyond the window, summed over chunks (0 unless a
+    /// title alone fills the window).
+    pub tokens_beyond_window: u64,
+    /// [`inputs_sha256`] of this build.
+    pub inputs_sha256: String,
+    /// The SPLADE vocabulary size.
+    pub sparse_vocab: usize,
+}
+
+/// The title as the encoders read it: at most [`TITLE_TOKENS`] tokens of it.
+fn encoder_title(title: &str, measure: &dyn TokenMeasure) -> String {
+    let title = title.trim();
+    let tokens = measure.token_ranges(title);
+    match tokens.get(TITLE_TOKENS) {
+        Some(_) => title[..tokens[TITLE_TOKENS - 1].end].to_string(),
+        None => title.to_string(),
+    }
+}
+
+/// The text the encoders see for a chunk: the (encoder) title, a newline, then the chunk.
+pub fn encoder_input(title: &str, chunk: &Chunk) -> String {
+    if title.is_empty() {
+        chunk.text.clone()
+    } else {
+        format!("{title}\n{}", chunk.text)
+    }
+}
+
+/// The fingerprint of everything a build reads: `SHA-256` over the format version, the
+/// options (as JSON), every attachment (name and bytes) and the documents (bincode). Two
+/// builds with equal fingerprints make equal indexes.
+pub fn inputs_sha256(
+    documents: &[Document],
+    options: &BuildOptions,
+    attachments: &[(String, Vec<u8>)],
+) -> Result<String> {
+    let mut h = Sha256::new();
+    let mut part = |bytes: &[u8]| {
+        h.update((bytes.len() as u64).to_le_bytes());
+        h.update(bytes);
+    };
+    part(&FORMAT_VERSION.to_le_bytes());
+    part(&serde_json::to_vec(options)?);
+    for (name, bytes) in attachments {
+        part(name.as_bytes());
+        part(bytes);
+    }
+    part(&bincode::serialize(documents)?);
+    Ok(hex::encode(h.finalize()))
+}
+
+/// Plans a build of `documents`: chunks (lossless, within both tokenizers' windows),
+/// encoder inputs, content keys and shards. Refuses duplicate document ids.
+pub fn plan(
+    documents: Vec<Document>,
+    options: &BuildOptions,
+    attachments: &[(String, Vec<u8>)],
+    dense: &TextTokenizer,
+    sparse: &TextTokenizer,
+) -> Result<Plan> {
+    if options.chunk_tokens == 0 {
+        return Err(Error::invalid("chunk_tokens", "must be positive"));
+    }
+    if options.shard_chunks == 0 {
+        return Err(Error::invalid("shard_chunks", "must be positive"));
+    }
+    let mut seen = std::collections::HashSet::new();
+    for d in &documents {
+        if !seen.insert(d.document_id.as_str()) {
+            return Err(Error::invalid("documentId", format!("duplicate document id {:?}", d.document_id)));
+        }
+    }
+    let measure = BothTokenizers { dense, sparse };
+    let room = WINDOW - SPECIAL_TOKENS;
+    let per_doc: Vec<(Vec<Chunk>, Vec<String>, u64)> = documents
+        .par_iter()
+        .enumerate()
+        .map(|(i, doc)| {
+            let title = encoder_title(&doc.title, &measure);
+            let title_tokens = if title.is_empty() { 0 } else { measure.count(&title) };
+            let budget = options.chunk_tokens.min(room.saturating_sub(title_tokens)).max(1);
+            let chunks: Vec<Chunk> =
+                chunk_document(doc, budget, &measure).into_iter().map(|s| Chunk::new(i as u32, doc, s)).collect();
+            let inputs: Vec<String> = chunks.iter().map(|c| encoder_input(&title, c)).collect();
+            let beyond = inputs.iter().map(|s| (measure.count(s) + SPECIAL_TOKENS).saturating_sub(WINDOW) as u64).sum();
+            (chunks, inputs, beyond)
+        })
+        .collect();
+    let (mut chunks, mut inputs, mut tokens_beyond_window) = (Vec::new(), Vec::new(), 0);
+    for (c, s, b) in per_doc {
+        chunks.extend(c);
+        inputs.extend(s);
+        tokens_beyond_window += b;
+    }
+    let (d, s) = (&options.dense_model.weights_sha256, &options.sparse_model.weights_sha256);
+    let keys = inputs.par_iter().map(|input| ChunkKey::new(d, s, options.chunk_tokens, WINDOW, input)).collect();
+    let n = chunks.len() as u32;
+    let step = options.shard_chunks as u32;
+    let shards = (0..n.div_ceil(step)).map(|k| k * step..((k + 1) * step).min(n)).collect();
+    Ok(Plan {
+        inputs_sha256: inputs_sha256(&documents, options, attachments)?,
+        options: options.clone(),
+        documents,
+        chunks,
+        inputs,
+        keys,
+        shards,
+        tokens_beyond_window,
+        sparse_vocab: sparse.vocab_size(),
+    })
+}

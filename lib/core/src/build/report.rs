@@ -1,0 +1,63 @@
+//! What a build did, written as `build_report.json` at the root of the index.
+
+use serde::{Deserialize, Serialize};
+
+/// The report's file name at the root of an index.
+pub const REPORT_FILE: &str = "build_report.json";
+
+/// Seconds spent in each phase of a build.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Phases {
+    /// Reading the corpus (and attachments).
+    pub read: f64,
+    /// Chunking, keys and shards (or telling that nothing changed).
+    pub plan: f64,
+    /// Encoding the chunks no cache held, and assembling the shards.
+    pub encode: f64,
+    /// Building the dense, BM25 and SPLADE indexes.
+    pub merge: f64,
+    /// Writing the index, its shards and this report (locally; publishing to S3 is
+    /// reported by the build job).
+    pub write: f64,
+}
+
+impl Phases {
+    /// The sum of the phases.
+    pub fn total(&self) -> f64 {
+        self.read + self.plan + self.encode + self.merge + self.write
+    }
+}
+
+/// What a build did.
+///
+/// `chunks = chunks_encoded + chunks_reused`, except that a chunk whose text repeats an
+/// earlier chunk's in the same build is counted as reused.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BuildReport {
+    /// The index id.
+    pub index_id: String,
+    /// Documents read.
+    pub documents: usize,
+    /// Chunks in the index.
+    pub chunks: usize,
+    /// Chunks encoded by this build.
+    pub chunks_encoded: usize,
+    /// Chunks whose vectors came from the cache.
+    pub chunks_reused: usize,
+    /// Cache records rejected (checksum or shape) and encoded again instead.
+    pub cache_rejected: usize,
+    /// Tokens of encoder inputs beyond the encoders' window: 0 means every token of every
+    /// document reached every encoder.
+    pub tokens_beyond_window: u64,
+    /// Whether the inputs, options and models were the previous version's: then nothing
+    /// was encoded or written.
+    pub unchanged: bool,
+    /// Shards of the plan.
+    pub shards: usize,
+    /// Encode tasks run at once.
+    pub workers: usize,
+    /// Seconds, all phases.
+    pub seconds: f64,
+    /// Seconds per phase.
+    pub phases: Phases,
+}
