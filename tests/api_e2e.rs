@@ -424,8 +424,13 @@ fn retrieve_returns_cited_chunks_with_exact_segment_offsets(a: &str, docs: &[Doc
                 src["documentId"]
             );
         }
-        let joined: Vec<&str> = segs.iter().map(|s| s["content"].as_str().unwrap()).collect();
-        assert_eq!(joined.join("\n\n"), text, "a chunk is its segments joined");
+        // The passage is exactly its range of the document's text, and lies within the
+        // segments listed (a passage cut from a long segment covers part of it).
+        let (c0, c1) = (src["charStart"].as_u64().unwrap() as usize, src["charEnd"].as_u64().unwrap() as usize);
+        assert_eq!(full[c0..c1].iter().collect::<String>(), text, "passage offsets of {}", src["documentId"]);
+        let first = segs[0]["charStart"].as_u64().unwrap() as usize;
+        let last = segs[segs.len() - 1]["charEnd"].as_u64().unwrap() as usize;
+        assert!(first <= c0 && c1 <= last, "the segments hold the passage");
     }
     let answer = chunks.iter().take(3).position(|c| c["text"].as_str().unwrap().contains("Purchase, New York"));
     assert!(

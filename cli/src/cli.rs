@@ -46,6 +46,26 @@ pub enum Command {
         document_type: Vec<String>,
         #[command(flatten)]
         build: BuildArgs,
+        /// Encode worker processes (each encodes whole shards; the index is byte-identical
+        /// for any number).
+        #[arg(long, default_value_t = 1)]
+        workers: usize,
+        /// Chunks per shard: the unit of encode work and of the vector cache.
+        #[arg(long, default_value_t = sextant_core::build::DEFAULT_SHARD_CHUNKS)]
+        shard_chunks: usize,
+        /// Print the build report (build_report.json) on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Encode one task of a build (run by `sextant build --workers N`, not by hand).
+    #[command(hide = true)]
+    EncodeWorker {
+        /// The task (bincode).
+        #[arg(long)]
+        task: PathBuf,
+        /// Where to write the encoded shard.
+        #[arg(long)]
+        out: PathBuf,
     },
     /// Serve the HTTP API on 127.0.0.1 (the embedded default: the bundled demo corpus,
     /// its index built on first start, a printed development key).

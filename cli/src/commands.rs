@@ -4,24 +4,24 @@ use std::path::Path as FsPath;
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use sextant_core::corpus::{load_beir, load_documents, BeirSet};
 use sextant_core::encode::{default_model_dir, CrossEncoder, ModelSet};
 use sextant_core::index::Filter;
 use sextant_core::pipeline::{open_engine, CrossEncoderReranker, Engine, Path, SearchOutcome, SearchRequest};
-use sextant_core::storage::LocalDir;
 use sextant_finance::{FactStore, Financials};
 use sextant_kit::eval::{evaluate, Metrics};
 
 use crate::cli::{Cli, Command};
-use crate::indexes::{beir_index, build_index, cache_dir, load_engine, load_with_financials};
+use crate::indexes::{beir_index, build_options, cache_dir, load_engine, load_with_financials};
 
 /// Runs the command `cli` names.
 pub fn run(cli: Cli) -> Result<()> {
     let mut models = ModelSet::under(&cli.models.clone().unwrap_or_else(default_model_dir));
     models.reranker = cli.reranker.clone();
     match cli.command {
-        Command::Build { docs, out, id, ticker, document_type, build, facts } => {
+        Command::Build { docs, out, id, ticker, document_type, build, facts, workers, shard_chunks, json } => {
+            let t = Instant::now();
             let subset = Filter {
                 tickers: ticker.clone(),
                 document_types: document_type.iter().map(|t| t.as_str().into()).collect(),
@@ -29,23 +29,49 @@ pub fn run(cli: Cli) -> Result<()> {
             };
             let mut documents = load_documents(&docs).with_context(|| format!("reading {}", docs.display()))?;
             documents.retain(|d| subset.matches(d));
-            let index = build_index(documents, &models, &id, &build)?;
+            if documents.is_empty() {
+                bail!("no documents to index in {}", docs.display());
+            }
             let mut attachments = Vec::new();
             if !facts.is_empty() {
                 let mut store = FactStore::open(&facts)?;
                 store.retain_tickers(&ticker);
                 attachments.extend(Financials::attachment(&store)?);
             }
-            let m = index.save_with(&LocalDir::new(&out), attachments)?;
-            eprintln!(
-                "index {} written to {} ({} documents, {} chunks)",
-                m.index_id,
-                out.display(),
-                m.documents,
-                m.chunks
-            );
+            if workers == 0 {
+                bail!("--workers must be at least 1");
+            }
+            let mut options = build_options(&models, &id, &build)?;
+            options.shard_chunks = shard_chunks;
+            let command = crate::build::BuildCommand {
+                documents,
+                attachments,
+                options,
+                out: &out,
+                workers,
+                read_seconds: t.elapsed().as_secs_f64(),
+            };
+            let report = crate::build::run(&models, command)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            }
+            if report.unchanged {
+                eprintln!("index {} at {} is up to date: nothing to encode or write", report.index_id, out.display());
+            } else {
+                eprintln!(
+                    "index {} written to {}: {} documents, {} chunks ({} encoded, {} reused) in {:.1}s",
+                    report.index_id,
+                    out.display(),
+                    report.documents,
+                    report.chunks,
+                    report.chunks_encoded,
+                    report.chunks_reused,
+                    report.seconds
+                );
+            }
             Ok(())
         }
+        Command::EncodeWorker { task, out } => crate::build::encode_worker(&models, &task, &out),
         Command::Serve { addr, index, docs, ticker, facts, id, dev_key, dev_plan, keys, cors_origins, build } => {
             crate::serve::run(
                 crate::serve::ServeArgs {

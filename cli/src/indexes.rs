@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use sextant_core::build::{BuildOptions, DEFAULT_SHARD_CHUNKS};
 use sextant_core::corpus::{BeirSet, Document};
 use sextant_core::encode::{DenseEncoder, ModelInfo, ModelSet, SparseEncoder};
-use sextant_core::index::format::{sha256_hex, ModelRef};
+use sextant_core::index::format::{sha256_hex, ModelRef, FORMAT_VERSION};
 use sextant_core::index::{Bm25Params, Index};
 use sextant_core::pipeline::{open_engine, Engine};
 use sextant_core::storage::LocalDir;
@@ -23,7 +23,13 @@ use crate::cli::BuildArgs;
 pub fn beir_index(beir: &FsPath, set: &BeirSet, models: &ModelSet, build: &BuildArgs) -> Result<Index> {
     let name = beir.file_name().and_then(|n| n.to_str()).unwrap_or("beir").to_string();
     let corpus_sum = sha256_hex(&std::fs::read(beir.join("corpus.jsonl"))?);
-    let key = format!("beir-{name}-{}-c{}-k{}-b{}", &corpus_sum[..12], build.chunk_tokens, build.k1, build.b);
+    let key = format!(
+        "beir-{name}-{}-f{FORMAT_VERSION}-c{}-k{}-b{}",
+        &corpus_sum[..12],
+        build.chunk_tokens,
+        build.k1,
+        build.b
+    );
     let dir = cache_dir().join("indexes").join(key);
     Ok(cached_index(&dir, || build_index(set.documents.clone(), models, &name, build))?.0)
 }
@@ -51,20 +57,25 @@ fn model_ref(dir: &FsPath) -> Result<ModelRef> {
     Ok(ModelRef { id: info.id, weights_sha256: info.weights_sha256 })
 }
 
-/// Builds an index with a progress bar that shows chunks/s.
-pub fn build_index(documents: Vec<Document>, models: &ModelSet, id: &str, args: &BuildArgs) -> Result<Index> {
-    if documents.is_empty() {
-        bail!("no documents to index");
-    }
-    let (dense, sparse) = (DenseEncoder::load(&models.dense)?, SparseEncoder::load(&models.sparse)?);
-    let options = BuildOptions {
+/// The build options of index `id` with `args` and the models' checksums.
+pub fn build_options(models: &ModelSet, id: &str, args: &BuildArgs) -> Result<BuildOptions> {
+    Ok(BuildOptions {
         index_id: id.to_string(),
         chunk_tokens: args.chunk_tokens,
         bm25: Bm25Params { k1: args.k1, b: args.b },
         dense_model: model_ref(&models.dense)?,
         sparse_model: model_ref(&models.sparse)?,
         shard_chunks: DEFAULT_SHARD_CHUNKS,
-    };
+    })
+}
+
+/// Builds an index with a progress bar that shows chunks/s.
+pub fn build_index(documents: Vec<Document>, models: &ModelSet, id: &str, args: &BuildArgs) -> Result<Index> {
+    if documents.is_empty() {
+        bail!("no documents to index");
+    }
+    let (dense, sparse) = (DenseEncoder::load(&models.dense)?, SparseEncoder::load(&models.sparse)?);
+    let options = build_options(models, id, args)?;
     let bar = ProgressBar::new(0);
     bar.set_style(
         ProgressStyle::with_template("{msg:8} [{bar:40}] {pos}/{len} chunks {per_sec} eta {eta}")

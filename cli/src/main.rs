@@ -1,11 +1,12 @@
 //! `sextant`: build indexes, search them, serve the HTTP API, evaluate on BEIR sets.
 //!
 //! Modules, from the entry point down: [`cli`] (arguments) → [`commands`] (what each
-//! sub-command does) → [`serve`], [`bench`], [`admin`] → [`indexes`] (building, caching
-//! and opening indexes).
+//! sub-command does) → [`build`], [`serve`], [`bench`], [`admin`] → [`indexes`] (building,
+//! caching and opening indexes).
 
 mod admin;
 mod bench;
+mod build;
 mod cli;
 mod commands;
 mod indexes;

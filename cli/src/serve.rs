@@ -184,9 +184,10 @@ fn corpus_index(
     let mut sorted = tickers.iter().map(|t| t.to_ascii_uppercase()).collect::<Vec<_>>();
     sorted.sort();
     let key = format!(
-        "{id}-{}-{}-c{}-k{}-b{}",
+        "{id}-{}-{}-f{}-c{}-k{}-b{}",
         &bytes_sum[..12],
         if sorted.is_empty() { "all".into() } else { sorted.join("+") },
+        sextant_core::index::format::FORMAT_VERSION,
         build.chunk_tokens,
         build.k1,
         build.b

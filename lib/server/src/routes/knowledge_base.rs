@@ -180,6 +180,7 @@ fn node_metadata(p: &Provenance<'_>, rerank: &RerankStatus) -> Value {
         "doc_id": d.document_id, "title": d.title, "documentType": d.document_type, "ticker": d.ticker,
         "year": d.year, "quarter": d.quarter, "filingType": d.filing_type, "publishedAt": d.published_at,
         "sourceUrl": d.source_url, "segmentStart": p.segments.start, "segmentEnd": p.segments.end,
+        "charStart": p.chars.start, "charEnd": p.chars.end,
         "rerank": rerank,
     })
 }

@@ -106,10 +106,16 @@ pub struct SourceOut {
     pub filing_type: Option<String>,
     /// Where the original lives.
     pub source_url: Option<String>,
+    /// First character of the passage in its document's text (the segments joined by a
+    /// blank line), counted in Unicode scalar values.
+    pub char_start: usize,
+    /// One past its last character: `text` is the document's text from `char_start` to here.
+    pub char_end: usize,
     /// Page numbers, when the source has pages (none of the bundled sources does).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub page_numbers: Option<Vec<u32>>,
-    /// The segments behind the passage (`include_segments: true`).
+    /// The segments behind the passage (`include_segments: true`), whole: a passage cut
+    /// from a long segment covers part of it (see `char_start`, `char_end`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub segments: Option<Vec<SegmentOut>>,
 }
@@ -127,6 +133,8 @@ impl From<&Provenance<'_>> for SourceOut {
             quarter: doc.quarter.map(|q| q.to_string()),
             filing_type: doc.filing_type.clone(),
             source_url: doc.source_url.clone(),
+            char_start: p.chars.start,
+            char_end: p.chars.end,
             page_numbers: None,
             segments: None,
         }

@@ -302,13 +302,12 @@ pub(crate) async fn handle(
         .map(|h| {
             let chunk = &index.chunks[h.chunk as usize];
             let p = index.provenance(h.chunk);
-            let doc = p.document;
             let ev = crate::evidence::best_span(&chunk.text, &query, &index.bm25, UNIT_WORDS);
             let (text, c0, c1) =
                 ev.map_or((chunk.text.clone(), 0, chunk.text.chars().count()), |e| (e.text, e.char_start, e.char_end));
-            // The chunk's text is its segments joined like the document's, so offsets
-            // shift by where the chunk's first segment starts.
-            let base = doc.segment_spans().get(chunk.span.seg_start as usize).map_or(0, |s| s.char_start);
+            // The chunk's text is its range of the document's text, so offsets shift by
+            // where that range starts.
+            let base = p.chars.start;
             let rank = |p: Path| h.diagnostics.paths.get(&p).map(|r| r.rank);
             Unit {
                 unit_id: format!("{}:{}-{}", p.chunk_id(), base + c0, base + c1),

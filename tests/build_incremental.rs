@@ -1,0 +1,121 @@
+//! End-to-end: `sextant build` on real filings cuts long sections without losing text,
+//! gives the same index files with worker processes as without (a worker that fails is
+//! retried), reuses every vector it has, publishes nothing when nothing changed, and
+//! refuses a corpus with a bad line without touching the index.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn sextant(args: &[&str], env: &[(&str, &Path)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sextant"));
+    cmd.args(args).env_remove("RUST_BACKTRACE");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("run sextant")
+}
+
+/// Runs a build with `--json` and returns its report.
+fn build(docs: &Path, out: &Path, extra: &[&str], env: &[(&str, &Path)]) -> Value {
+    let mut args = vec!["build", "--docs", docs.to_str().unwrap(), "--out", out.to_str().unwrap(), "--json"];
+    args.extend(["--shard-chunks", "12"]);
+    args.extend(extra);
+    let o = sextant(&args, env);
+    assert!(o.status.success(), "sextant {args:?} failed:\n{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// The first `n` documents of the bundled demo corpus (10-K sections, many far longer than
+/// a chunk).
+fn write_docs(path: &Path, skip: usize, n: usize) {
+    let f = std::fs::File::open(repo().join("data/demo/documents.jsonl.gz")).unwrap();
+    let lines = BufReader::new(flate2::read::GzDecoder::new(f)).lines().skip(skip).take(n);
+    let mut out = std::fs::File::create(path).unwrap();
+    for line in lines {
+        writeln!(out, "{}", line.unwrap()).unwrap();
+    }
+}
+
+/// Every file of an index directory but the report and the manifest's timestamp.
+fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap() != "build_report.json")
+        .map(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            let mut bytes = std::fs::read(&p).unwrap();
+            if name == "manifest.json" {
+                let mut m: Value = serde_json::from_slice(&bytes).unwrap();
+                m["created_unix"] = Value::Null;
+                bytes = serde_json::to_vec(&m).unwrap();
+            }
+            (name, bytes)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn builds_are_lossless_identical_across_workers_incremental_and_refuse_bad_input() {
+    let tmp = std::env::temp_dir().join(format!("sextant-build-e2e-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).unwrap();
+    let docs = tmp.join("docs.jsonl");
+    write_docs(&docs, 0, 2);
+
+    // One process.
+    let one = tmp.join("one");
+    let r1 = build(&docs, &one, &[], &[]);
+    let chunks = r1["chunks"].as_u64().unwrap();
+    assert_eq!(r1["tokens_beyond_window"], 0, "{r1}");
+    assert_eq!((r1["chunks_encoded"].as_u64(), r1["chunks_reused"].as_u64()), (Some(chunks), Some(0)));
+    assert!(r1["shards"].as_u64().unwrap() >= 3, "{r1}");
+    let on_disk: Value = serde_json::from_slice(&std::fs::read(one.join("build_report.json")).unwrap()).unwrap();
+    assert_eq!(on_disk, r1);
+
+    // Three worker processes, the first of which fails once: the same files.
+    let three = tmp.join("three");
+    let marker = tmp.join("failed-once");
+    let r3 = build(&docs, &three, &["--workers", "3"], &[("SEXTANT_FAIL_ONCE", &marker)]);
+    assert!(marker.exists(), "a worker failed once");
+    assert_eq!((r3["workers"].as_u64(), r3["chunks"].as_u64()), (Some(3), Some(chunks)));
+    let (a, b) = (files(&one), files(&three));
+    assert_eq!(a.iter().map(|f| &f.0).collect::<Vec<_>>(), b.iter().map(|f| &f.0).collect::<Vec<_>>());
+    for ((name, x), (_, y)) in a.iter().zip(&b) {
+        assert!(x == y, "{name} differs between --workers 1 and --workers 3");
+    }
+
+    // One document more: only its chunks are encoded.
+    let more = tmp.join("more.jsonl");
+    write_docs(&more, 0, 3);
+    let r = build(&more, &one, &[], &[]);
+    let added = r["chunks"].as_u64().unwrap() - chunks;
+    assert!(added > 0);
+    assert_eq!((r["chunks_encoded"].as_u64(), r["chunks_reused"].as_u64()), (Some(added), Some(chunks)), "{r}");
+
+    // Nothing changed: nothing encoded, nothing written.
+    let manifest = std::fs::read(one.join("manifest.json")).unwrap();
+    let r = build(&more, &one, &["--workers", "2"], &[]);
+    assert_eq!(r["unchanged"], true, "{r}");
+    assert_eq!(r["chunks_encoded"], 0);
+    assert_eq!(std::fs::read(one.join("manifest.json")).unwrap(), manifest);
+
+    // A bad line fails the build with its file and line, and the index stays as it was.
+    let mut f = std::fs::OpenOptions::new().append(true).open(&more).unwrap();
+    writeln!(f, r#"{{"documentId": "bad", "segments": [1]}}"#).unwrap();
+    let o = sextant(&["build", "--docs", more.to_str().unwrap(), "--out", one.to_str().unwrap()], &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(err.contains("more.jsonl line 4"), "{err}");
+    assert_eq!(std::fs::read(one.join("manifest.json")).unwrap(), manifest);
+    let _ = std::fs::remove_dir_all(&tmp);
+}
