@@ -294,6 +294,17 @@ fn functions_publish_cold_start_swap_refuse_limit_and_survive_a_store_outage() {
         let v2 = builder.invoke(job.clone()).await.unwrap_or_else(|e| panic!("{e}\n{}", builder.log()));
         let v2_version = v2["version"].as_str().unwrap().to_string();
         assert_eq!(v2["previous"].as_str(), Some(v1_version.as_str()));
+        // v2 encoded only the new documents: v1's vectors came from its cache in S3.
+        assert_eq!(v2["chunks_reused"], v1["chunks"], "{v2}");
+        assert_eq!(v2["tokens_beyond_window"], 0, "{v2}");
+        assert_eq!(
+            v2["chunks_encoded"].as_u64().unwrap() + v2["chunks_reused"].as_u64().unwrap(),
+            v2["chunks"].as_u64().unwrap()
+        );
+        // The same job again: nothing changed, nothing published.
+        let v3 = builder.invoke(job.clone()).await.unwrap_or_else(|e| panic!("{e}\n{}", builder.log()));
+        assert_eq!((v3["unchanged"].as_bool(), v3["chunks_encoded"].as_u64()), (Some(true), Some(0)), "{v3}");
+        assert!(v3.get("version").is_none(), "an unchanged build publishes nothing: {v3}");
         let t = Instant::now();
         while health_version(&retrieve).await.as_deref() != Some(v2_version.as_str()) {
             assert!(t.elapsed() < Duration::from_secs(120), "v2 was not swapped in:\n{}", retrieve.log());

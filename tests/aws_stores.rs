@@ -10,6 +10,7 @@ use aws_sdk_s3::primitives::ByteStream;
 use sextant_aws::build_job::{self, BuildJob};
 use sextant_aws::versions::{Pointer, VersionedIndex, CURRENT};
 use sextant_aws::{DynamoKeyStore, S3Store};
+use sextant_core::build::Previous;
 use sextant_core::corpus::load_documents;
 use sextant_core::encode::{default_model_dir, ModelSet};
 use sextant_core::index::format::{sha256_hex, MANIFEST};
@@ -31,9 +32,10 @@ fn small_index() -> MemStore {
         &Default::default(),
     )
     .unwrap();
-    let index = build_job::build(docs, &ModelSet::under(&default_model_dir()), &job).unwrap();
+    let none = Previous::none();
+    let built = build_job::build(docs, Vec::new(), &ModelSet::under(&default_model_dir()), &job, &none).unwrap();
     let files = MemStore::new("small");
-    index.save(&files).unwrap();
+    built.save(&files, &none).unwrap();
     files
 }
 

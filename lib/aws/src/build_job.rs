@@ -6,12 +6,12 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
-use sextant_core::build::{BuildOptions, DEFAULT_SHARD_CHUNKS};
+use sextant_core::build::{BuildOptions, BuildReport as CoreReport, Built, InProcess, Previous, DEFAULT_SHARD_CHUNKS};
 use sextant_core::corpus::{load_documents, Document};
 use sextant_core::encode::{DenseEncoder, ModelInfo, ModelSet, SparseEncoder};
 use sextant_core::error::{Error, Result};
 use sextant_core::index::format::ModelRef;
-use sextant_core::index::{Bm25Params, Index};
+use sextant_core::index::Bm25Params;
 use sextant_core::storage::{Location, MemStore};
 use sextant_finance::{FactStore, Financials};
 
@@ -134,31 +134,26 @@ impl BuildJob {
     }
 }
 
-/// What a build did, the function's response.
+/// What a build did, the function's response: the build's report
+/// ([`sextant_core::build::BuildReport`], also saved as `build_report.json` in the
+/// version) and what was published, nothing when the build was unchanged.
 #[derive(Debug, Clone, Serialize)]
 pub struct BuildReport {
-    /// The index id.
-    pub index_id: String,
-    /// Publication details.
+    /// The build.
     #[serde(flatten)]
-    pub published: Published,
-    /// Documents indexed.
-    pub documents: usize,
-    /// Chunks indexed.
-    pub chunks: usize,
-    /// Milliseconds reading the corpus.
-    pub read_ms: u64,
-    /// Milliseconds building.
-    pub build_ms: u64,
-    /// Milliseconds publishing.
-    pub publish_ms: u64,
+    pub build: sextant_core::build::BuildReport,
+    /// The version published; `None` when nothing changed.
+    #[serde(flatten)]
+    pub published: Option<Published>,
+    /// Seconds spent publishing.
+    pub publish_seconds: f64,
 }
 
-/// Runs `job` with `models`.
+/// Runs `job`: reads the corpus and the current version's vector cache, builds (encoding
+/// only what the cache lacks) and publishes a new version, unless the inputs are the
+/// current version's: then nothing is published and warm functions keep what they have.
 pub async fn run(job: &BuildJob, models: &ModelSet, config: &aws_config::SdkConfig) -> Result<BuildReport> {
     let target = VersionedIndex::new(config, &Location::parse(&job.target)?)?;
-    // Read the pointer before anything else: a build that started earlier than one
-    // published meanwhile must not replace it.
     let expected = target.pointer().await?;
     let t = Instant::now();
     let documents = read_corpus(&job.corpus, config).await?;
@@ -172,33 +167,45 @@ pub async fn run(job: &BuildJob, models: &ModelSet, config: &aws_config::SdkConf
         })?,
         None => FactStore::default(),
     };
-    let read_ms = t.elapsed().as_millis() as u64;
-    let t = Instant::now();
+    let previous = match &expected.pointer {
+        Some(p) => match target.build_cache(p).await {
+            Ok(files) => Previous::read(&files),
+            Err(e) => {
+                tracing::warn!(error = %e, "the current version's vector cache could not be read: encoding everything");
+                Previous::none()
+            }
+        },
+        None => Previous::none(),
+    };
+    let read_seconds = t.elapsed().as_secs_f64();
     let (job2, models2) = (job.clone(), models.clone());
-    let files = tokio::task::spawn_blocking(move || -> Result<(MemStore, usize, usize)> {
-        let index = build(documents, &models2, &job2)?;
+    let (files, mut report) = tokio::task::spawn_blocking(move || -> Result<(MemStore, CoreReport)> {
+        let attachments = Financials::attachment(&facts)?.into_iter().collect();
+        let mut built = build(documents, attachments, &models2, &job2, &previous)?;
+        built.report.phases.read = read_seconds;
         let files = MemStore::new(format!("build of {}", job2.index_id));
-        index.save_with(&files, Financials::attachment(&facts)?.into_iter().collect())?;
-        Ok((files, index.documents.len(), index.chunks.len()))
+        let report = built.save(&files, &Previous::none())?;
+        Ok((files, report))
     })
     .await
     .map_err(|e| Error::task_failed(format!("building index {}", job.index_id), e))??;
-    let build_ms = t.elapsed().as_millis() as u64;
+    report.seconds = report.phases.total();
+    if report.unchanged {
+        return Ok(BuildReport { build: report, published: None, publish_seconds: 0.0 });
+    }
     let t = Instant::now();
-    let published = target.publish(&files.0, &expected, job.keep_versions).await?;
-    Ok(BuildReport {
-        index_id: job.index_id.clone(),
-        published,
-        documents: files.1,
-        chunks: files.2,
-        read_ms,
-        build_ms,
-        publish_ms: t.elapsed().as_millis() as u64,
-    })
+    let published = target.publish(&files, &expected, job.keep_versions).await?;
+    Ok(BuildReport { build: report, published: Some(published), publish_seconds: t.elapsed().as_secs_f64() })
 }
 
-/// Builds an index of `documents` with `models`.
-pub fn build(documents: Vec<Document>, models: &ModelSet, job: &BuildJob) -> Result<Index> {
+/// Builds the index of `documents` for `job` in this process, reusing `previous`'s vectors.
+pub fn build(
+    documents: Vec<Document>,
+    attachments: Vec<(String, Vec<u8>)>,
+    models: &ModelSet,
+    job: &BuildJob,
+    previous: &Previous,
+) -> Result<Built> {
     let model_ref = |dir: &Path| ModelInfo::read(dir).map(|i| ModelRef { id: i.id, weights_sha256: i.weights_sha256 });
     let options = BuildOptions {
         index_id: job.index_id.clone(),
@@ -210,11 +217,21 @@ pub fn build(documents: Vec<Document>, models: &ModelSet, job: &BuildJob) -> Res
     };
     let (dense, sparse) = (DenseEncoder::load(&models.dense)?, SparseEncoder::load(&models.sparse)?);
     let t = Instant::now();
-    Index::build(documents, &dense, &sparse, &options, &|stage, done, total| {
-        if done == total || done % 4096 == 0 {
-            tracing::info!(stage, done, total, secs = t.elapsed().as_secs(), "building");
-        }
-    })
+    let runner = InProcess { dense: &dense, sparse: &sparse };
+    let tokenizers = (dense.tokenizer(), sparse.tokenizer());
+    sextant_core::build::build(
+        documents,
+        attachments,
+        &options,
+        tokenizers,
+        previous,
+        &runner,
+        &|stage, done, total| {
+            if done == total || done % 4096 == 0 {
+                tracing::info!(stage, done, total, secs = t.elapsed().as_secs(), "building");
+            }
+        },
+    )
 }
 
 /// Reads every document of a corpus location.

@@ -277,6 +277,28 @@ impl VersionedIndex {
         Ok((label, dir, read_manifest(&files)?))
     }
 
+    /// Downloads what the next build needs of the version `pointer` names: its manifest
+    /// and its encoded shards (the vector cache). A shard file that is gone is left out
+    /// (its chunks are encoded again).
+    pub async fn build_cache(&self, pointer: &Pointer) -> Result<MemStore> {
+        let (label, dir, manifest) = self.manifest(pointer).await?;
+        let files = MemStore::new(label);
+        files.insert(MANIFEST, serde_json::to_vec(&manifest)?);
+        let mut tasks = tokio::task::JoinSet::new();
+        for name in manifest.build.into_iter().flat_map(|b| b.encoded) {
+            let (store, key) = (self.store.clone(), format!("{dir}/{name}"));
+            tasks.spawn(async move { store.get(&key).await.map(|o| (name, o)) });
+        }
+        while let Some(joined) = tasks.join_next().await {
+            let (name, object) =
+                joined.map_err(|e| Error::task_failed(format!("transfer of {}", files.location()), e))??;
+            if let Some(o) = object {
+                files.insert(name, o.bytes);
+            }
+        }
+        Ok(files)
+    }
+
     /// Downloads the version `pointer` names into memory, every file at once.
     pub async fn download(&self, pointer: &Pointer) -> Result<MemStore> {
         let (label, dir, manifest) = self.manifest(pointer).await?;

@@ -60,15 +60,12 @@ pub fn serve_index_build() -> Result<(), lambda_http::Error> {
             let job = BuildJob::from_event(event.payload, defaults).map_err(diagnose)?;
             tracing::info!(index = %job.index_id, corpus = %job.corpus, target = %job.target, "index build started");
             let report = run(&job, models, config).await.map_err(diagnose)?;
+            let version = report.published.as_ref().map(|p| p.version.as_str()).unwrap_or("none (unchanged)");
             tracing::info!(
-                index = %report.index_id,
-                version = %report.published.version,
-                documents = report.documents,
-                chunks = report.chunks,
-                read_ms = report.read_ms,
-                build_ms = report.build_ms,
-                publish_ms = report.publish_ms,
-                "index build published"
+                index = %report.build.index_id,
+                version,
+                report = %serde_json::to_string(&report).unwrap_or_default(),
+                "index build finished"
             );
             Ok::<_, lambda_http::lambda_runtime::Diagnostic>(report)
         }))
