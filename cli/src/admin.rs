@@ -177,6 +177,14 @@ pub fn publish(dir: &std::path::Path, to: &str, keep: usize) -> Result<()> {
     for f in manifest.files.iter().map(|f| f.name.as_str()).chain([sextant_core::index::format::MANIFEST]) {
         files.insert(f, local.read(f)?);
     }
+    // The build's vector cache and report go with it when present, so the next build in S3
+    // reuses the vectors (a missing shard file only means its chunks are encoded again).
+    let extras = manifest.build.iter().flat_map(|b| b.encoded.iter().map(String::as_str));
+    for f in extras.chain([sextant_core::build::REPORT_FILE]) {
+        if local.exists(f)? {
+            files.insert(f, local.read(f)?);
+        }
+    }
     runtime()?.block_on(async {
         let index = VersionedIndex::new(&sdk_config().await, &target)?;
         let expected = index.pointer().await?;
