@@ -85,15 +85,16 @@ impl EncodeRunner for Processes {
         let results: Mutex<Vec<std::result::Result<EncodedShard, CoreError>>> = Mutex::new(Vec::new());
         std::thread::scope(|scope| {
             for _ in 0..self.workers.min(tasks.len()) {
-                scope.spawn(|| loop {
-                    let Some(task) = tasks.get(next.fetch_add(1, Ordering::SeqCst)) else { break };
-                    let result = self.run_one(task).map_err(|reason| CoreError::TaskFailed {
-                        task: format!("encode task {} ({} chunks)", task.shard, task.keys.len()),
-                        reason,
-                    });
-                    let n = done.fetch_add(task.keys.len(), Ordering::SeqCst) + task.keys.len();
-                    progress("encode", n, total);
-                    results.lock().expect("results lock").push(result);
+                scope.spawn(|| {
+                    while let Some(task) = tasks.get(next.fetch_add(1, Ordering::SeqCst)) {
+                        let result = self.run_one(task).map_err(|reason| CoreError::TaskFailed {
+                            task: format!("encode task {} ({} chunks)", task.shard, task.keys.len()),
+                            reason,
+                        });
+                        let n = done.fetch_add(task.keys.len(), Ordering::SeqCst) + task.keys.len();
+                        progress("encode", n, total);
+                        results.lock().expect("results lock").push(result);
+                    }
                 });
             }
         });
@@ -136,6 +137,20 @@ pub struct BuildCommand<'a> {
     pub workers: usize,
     /// Seconds spent reading the documents.
     pub read_seconds: f64,
+}
+
+/// What a build into `out` would do ([`sextant_core::build::dry_run`]).
+pub fn dry_run(
+    models: &ModelSet,
+    documents: Vec<sextant_core::corpus::Document>,
+    attachments: &[(String, Vec<u8>)],
+    options: &BuildOptions,
+    out: &Path,
+) -> Result<BuildReport> {
+    let previous = Previous::read(&LocalDir::new(out));
+    let tokenizer = |dir: &Path| TextTokenizer::from_file(&dir.join("tokenizer.json"), MAX_TOKENS);
+    let (dense, sparse) = (tokenizer(&models.dense)?, tokenizer(&models.sparse)?);
+    Ok(sextant_core::build::dry_run(documents, attachments, options, (&dense, &sparse), &previous)?)
 }
 
 /// Runs a build into `cmd.out` and returns its report (also at `out/build_report.json`).

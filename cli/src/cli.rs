@@ -56,6 +56,10 @@ pub enum Command {
         /// Print the build report (build_report.json) on stdout.
         #[arg(long)]
         json: bool,
+        /// Plan only: print what the build would encode and reuse (chunks, shards, tokens
+        /// beyond the window), encode and write nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Encode one task of a build (run by `sextant build --workers N`, not by hand).
     #[command(hide = true)]

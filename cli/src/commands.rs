@@ -20,7 +20,7 @@ pub fn run(cli: Cli) -> Result<()> {
     let mut models = ModelSet::under(&cli.models.clone().unwrap_or_else(default_model_dir));
     models.reranker = cli.reranker.clone();
     match cli.command {
-        Command::Build { docs, out, id, ticker, document_type, build, facts, workers, shard_chunks, json } => {
+        Command::Build { docs, out, id, ticker, document_type, build, facts, workers, shard_chunks, json, dry_run } => {
             let t = Instant::now();
             let subset = Filter {
                 tickers: ticker.clone(),
@@ -43,6 +43,11 @@ pub fn run(cli: Cli) -> Result<()> {
             }
             let mut options = build_options(&models, &id, &build)?;
             options.shard_chunks = shard_chunks;
+            if dry_run {
+                let report = crate::build::dry_run(&models, documents, &attachments, &options, &out)?;
+                println!("{}", serde_json::to_string_pretty(&report)?);
+                return Ok(());
+            }
             let command = crate::build::BuildCommand {
                 documents,
                 attachments,
@@ -58,15 +63,19 @@ pub fn run(cli: Cli) -> Result<()> {
             if report.unchanged {
                 eprintln!("index {} at {} is up to date: nothing to encode or write", report.index_id, out.display());
             } else {
+                let per_sec = |n: usize, secs: f64| n as f64 / secs.max(1e-9);
                 eprintln!(
-                    "index {} written to {}: {} documents, {} chunks ({} encoded, {} reused) in {:.1}s",
+                    "index {} written to {}: {} documents, {} chunks ({} encoded, {} reused) in {:.1}s \
+                     ({:.1} docs/s; encoding {:.1} chunks/s)",
                     report.index_id,
                     out.display(),
                     report.documents,
                     report.chunks,
                     report.chunks_encoded,
                     report.chunks_reused,
-                    report.seconds
+                    report.seconds,
+                    per_sec(report.documents, report.seconds),
+                    per_sec(report.chunks_encoded, report.phases.encode),
                 );
             }
             Ok(())

@@ -177,6 +177,32 @@ pub fn build(
     Ok(Built { report, index: Some(index), shards, attachments })
 }
 
+/// What [`build`] would do, without encoding or writing anything: the plan's figures
+/// (chunks, shards, `tokens_beyond_window`) and, as `chunks_encoded`, how many chunks the
+/// cache lacks.
+pub fn dry_run(
+    documents: Vec<Document>,
+    attachments: &[(String, Vec<u8>)],
+    options: &BuildOptions,
+    tokenizers: (&TextTokenizer, &TextTokenizer),
+    previous: &Previous,
+) -> Result<BuildReport> {
+    let t = Instant::now();
+    let mut report =
+        BuildReport { index_id: options.index_id.clone(), documents: documents.len(), ..Default::default() };
+    let plan = plan(documents, options, attachments, tokenizers.0, tokenizers.1)?;
+    report.unchanged = previous.inputs_sha256() == Some(plan.inputs_sha256.as_str());
+    report.chunks = plan.chunks.len();
+    report.shards = plan.shards.len();
+    report.tokens_beyond_window = plan.tokens_beyond_window;
+    report.cache_rejected = previous.cache.rejected;
+    report.chunks_encoded = plan.tasks(&previous.cache).iter().map(|t| t.keys.len()).sum();
+    report.chunks_reused = report.chunks - report.chunks_encoded;
+    report.phases.plan = t.elapsed().as_secs_f64();
+    report.seconds = report.phases.total();
+    Ok(report)
+}
+
 impl Built {
     /// Writes the build to `storage`: the encoded shards, then the index and attachments
     /// (the manifest last, the commit point), then `build_report.json`. An unchanged build

@@ -155,14 +155,14 @@ impl Chunk {
     pub fn new(doc_ordinal: u32, doc: &Document, span: ChunkSpan) -> Self {
         let spans = doc.segment_spans();
         let mut text = String::new();
-        for s in span.seg_start as usize..span.seg_end as usize {
-            let (from, to) = (spans[s].char_start, spans[s].char_end);
-            let lo = (span.char_start as usize).max(from) - from;
-            let hi = (span.char_end as usize).min(to).saturating_sub(from);
-            if s > span.seg_start as usize {
+        let covered = span.seg_start as usize..span.seg_end as usize;
+        for (i, (seg, at)) in doc.segments[covered.clone()].iter().zip(&spans[covered]).enumerate() {
+            let lo = (span.char_start as usize).max(at.char_start) - at.char_start;
+            let hi = (span.char_end as usize).min(at.char_end).saturating_sub(at.char_start);
+            if i > 0 {
                 text.push_str(SEGMENT_SEPARATOR);
             }
-            text.extend(doc.segments[s].chars().skip(lo).take(hi.saturating_sub(lo)));
+            text.extend(seg.chars().skip(lo).take(hi.saturating_sub(lo)));
         }
         Chunk { doc: doc_ordinal, span, text }
     }
