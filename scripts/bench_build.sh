@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Full and incremental build on the bundled demo corpus (or the companies in TICKERS), in
 # one script on one machine: build 99 % of the documents from empty, then the whole corpus
-# into the same directory (the 1 % added is every 100th document), then the same again
-# (unchanged). Prints each build report's figures and the incremental/full encode ratio.
+# into the same directory (the 1 % added, at least one document, is spread evenly), then the
+# same again (unchanged). Prints each build report's figures and the incremental/full encode ratio.
 #   bash scripts/bench_build.sh                 # whole demo corpus (about an hour on 2 cores)
 #   TICKERS="MA XOM ORCL" bash scripts/bench_build.sh
 #   WORKERS=2 bash scripts/bench_build.sh
@@ -21,9 +21,12 @@ if tickers:
     docs = [l for l in docs if json.loads(l).get("ticker") in tickers]
 with open(f"{work}/all.jsonl", "w") as f:
     f.writelines(docs)
+held = max(1, len(docs) // 100)
+step = len(docs) // held
+back = {step * k + step - 1 for k in range(held)}
 with open(f"{work}/base.jsonl", "w") as f:
-    f.writelines(l for i, l in enumerate(docs) if i % 100 != 99)
-print(f"{len(docs)} documents, {sum(1 for i in range(len(docs)) if i % 100 == 99)} held back for the incremental build")
+    f.writelines(l for i, l in enumerate(docs) if i not in back)
+print(f"{len(docs)} documents, {held} held back for the incremental build (every {step}th)")
 PY
 run() { "$bin" build --docs "$1" --out "$work/index" --workers "${WORKERS:-1}" --json 2>/dev/null > "$work/$2.json"; }
 run "$work/base.jsonl" full
