@@ -431,3 +431,100 @@ fn the_cli_publishes_a_local_index_runs_the_build_job_and_lists_versions() {
         assert!(String::from_utf8_lossy(&out.stderr).contains("bm25.bin"), "{}", String::from_utf8_lossy(&out.stderr));
     });
 }
+
+/// The build workflow's steps, as Step Functions runs them, against SeaweedFS: plan, one
+/// encode invocation per shard (one of which fails once on a missing task and succeeds on
+/// the retry), merge. `CURRENT` moves only at the merge; an identical run stops at the plan.
+#[test]
+fn the_build_workflow_plans_encodes_shards_with_a_retry_and_merges() {
+    let s = servers();
+    let logs = tempfile::tempdir().unwrap();
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap().block_on(async {
+        let s3 = s.config(&s.seaweed).await;
+        let bucket = unique("steps");
+        create_bucket(&s3, &bucket).await;
+        let raw = s3_client(&s3);
+        raw.put_object()
+            .bucket(&bucket)
+            .key("corpora/xom/part-1.jsonl")
+            .body(ByteStream::from(demo_documents(&["XOM"])))
+            .send()
+            .await
+            .unwrap();
+        let aws_env = s.function_env(&s.seaweed, &s.moto);
+        let builder = Function::start("sextant-index-build", &aws_env, logs.path()).await;
+        let target = format!("s3://{bucket}/indexes/xom");
+        let job = json!({
+            "index_id": "xom",
+            "corpus": format!("s3://{bucket}/corpora/xom/"),
+            "target": target,
+            "shard_chunks": 64
+        });
+        let current = || {
+            let raw = raw.clone();
+            let bucket = bucket.clone();
+            async move { raw.get_object().bucket(bucket).key("indexes/xom/CURRENT").send().await.is_ok() }
+        };
+
+        // Plan: shards with work, nothing published yet.
+        let plan = builder
+            .invoke(json!({"step": "plan", "job": job, "build_id": "run-1"}))
+            .await
+            .unwrap_or_else(|e| panic!("{e}\n{}", builder.log()));
+        assert_eq!(plan["unchanged"], false, "{plan}");
+        let tasks: Vec<u64> = plan["tasks"].as_array().unwrap().iter().map(|t| t.as_u64().unwrap()).collect();
+        assert!(tasks.len() >= 2, "one task per shard of 64 chunks: {plan}");
+        assert_eq!(plan["report"]["tokens_beyond_window"], 0, "{plan}");
+        assert!(!current().await, "the plan publishes nothing");
+
+        // Encode each shard; the first one's task is missing at first (a transient fault),
+        // so that invocation fails and its retry succeeds.
+        let task_key = format!("indexes/xom/builds/run-1/task-{:05}.bin", tasks[0]);
+        let task_bytes = raw.get_object().bucket(&bucket).key(&task_key).send().await.unwrap();
+        let task_bytes = task_bytes.body.collect().await.unwrap().into_bytes().to_vec();
+        raw.delete_object().bucket(&bucket).key(&task_key).send().await.unwrap();
+        let mut encoded = Vec::new();
+        for (i, shard) in tasks.iter().enumerate() {
+            let event = json!({"step": "encode", "job": plan["job"], "build_id": "run-1", "shard": shard});
+            if i == 0 {
+                let err = builder.invoke(event.clone()).await.unwrap_err();
+                assert!(err["errorMessage"].as_str().unwrap().contains("no such task"), "{err}");
+                raw.put_object()
+                    .bucket(&bucket)
+                    .key(&task_key)
+                    .body(ByteStream::from(task_bytes.clone()))
+                    .send()
+                    .await
+                    .unwrap();
+            }
+            let out = builder.invoke(event).await.unwrap_or_else(|e| panic!("{e}\n{}", builder.log()));
+            assert_eq!(out["shard"], *shard, "{out}");
+            encoded.push(out);
+        }
+        assert!(!current().await, "encoding publishes nothing");
+
+        // Merge: the version is published with every chunk encoded once.
+        let merged = builder
+            .invoke(json!({"step": "merge", "job": plan["job"], "build_id": "run-1", "encoded": encoded}))
+            .await
+            .unwrap_or_else(|e| panic!("{e}\n{}", builder.log()));
+        assert!(merged["version"].is_string(), "{merged}");
+        assert_eq!(merged["chunks"], plan["report"]["chunks"], "{merged}");
+        assert_eq!(merged["chunks_encoded"], plan["report"]["chunks_encoded"], "{merged}");
+        assert!(current().await);
+        let left = raw.list_objects_v2().bucket(&bucket).prefix("indexes/xom/builds/").send().await.unwrap();
+        assert_eq!(left.key_count(), Some(0), "the build's files are removed after the merge");
+
+        // The same job again: unchanged at the plan, no task.
+        let again = builder
+            .invoke(json!({"step": "plan", "job": job, "build_id": "run-2"}))
+            .await
+            .unwrap_or_else(|e| panic!("{e}\n{}", builder.log()));
+        assert_eq!((again["unchanged"].as_bool(), again["tasks"].as_array().map(Vec::len)), (Some(true), Some(0)));
+
+        // A merge whose shards were never encoded fails, naming what is missing, and
+        // publishes nothing.
+        let err = builder.invoke(json!({"step": "merge", "job": plan["job"], "build_id": "never"})).await.unwrap_err();
+        assert!(err["errorMessage"].as_str().unwrap().contains("plan.bin"), "{err}");
+    });
+}

@@ -48,6 +48,10 @@ pub struct BuildJob {
     /// BM25 parameters (default k1 0.9, b 0.4).
     #[serde(default = "default_bm25")]
     pub bm25: Bm25Params,
+    /// Chunks per shard: the unit of work of one encode invocation in the build workflow
+    /// (default 1,024; 16 to 1,000,000).
+    #[serde(default = "default_shard_chunks")]
+    pub shard_chunks: usize,
     /// XBRL facts saved with the index for `/v1/context`: an `s3://` object or prefix, or a
     /// local file or directory, of `.jsonl` / `.jsonl.gz` files (default: none).
     #[serde(default)]
@@ -59,6 +63,9 @@ fn default_keep() -> usize {
 }
 fn default_chunk_tokens() -> usize {
     200
+}
+fn default_shard_chunks() -> usize {
+    DEFAULT_SHARD_CHUNKS
 }
 fn default_bm25() -> Bm25Params {
     Bm25Params { k1: 0.9, b: 0.4 }
@@ -109,6 +116,9 @@ impl BuildJob {
         }
         if !(16..=512).contains(&job.chunk_tokens) {
             return Err(Error::invalid("chunk_tokens", "must be between 16 and 512"));
+        }
+        if !(16..=1_000_000).contains(&job.shard_chunks) {
+            return Err(Error::invalid("shard_chunks", "must be between 16 and 1000000"));
         }
         Ok(job)
     }
@@ -198,6 +208,19 @@ pub async fn run(job: &BuildJob, models: &ModelSet, config: &aws_config::SdkConf
     Ok(BuildReport { build: report, published: Some(published), publish_seconds: t.elapsed().as_secs_f64() })
 }
 
+/// The build options of `job` with these models' checksums.
+pub fn build_options(models: &ModelSet, job: &BuildJob) -> Result<BuildOptions> {
+    let model_ref = |dir: &Path| ModelInfo::read(dir).map(|i| ModelRef { id: i.id, weights_sha256: i.weights_sha256 });
+    Ok(BuildOptions {
+        index_id: job.index_id.clone(),
+        chunk_tokens: job.chunk_tokens,
+        bm25: job.bm25,
+        dense_model: model_ref(&models.dense)?,
+        sparse_model: model_ref(&models.sparse)?,
+        shard_chunks: job.shard_chunks,
+    })
+}
+
 /// Builds the index of `documents` for `job` in this process, reusing `previous`'s vectors.
 pub fn build(
     documents: Vec<Document>,
@@ -206,15 +229,7 @@ pub fn build(
     job: &BuildJob,
     previous: &Previous,
 ) -> Result<Built> {
-    let model_ref = |dir: &Path| ModelInfo::read(dir).map(|i| ModelRef { id: i.id, weights_sha256: i.weights_sha256 });
-    let options = BuildOptions {
-        index_id: job.index_id.clone(),
-        chunk_tokens: job.chunk_tokens,
-        bm25: job.bm25,
-        dense_model: model_ref(&models.dense)?,
-        sparse_model: model_ref(&models.sparse)?,
-        shard_chunks: DEFAULT_SHARD_CHUNKS,
-    };
+    let options = build_options(models, job)?;
     let (dense, sparse) = (DenseEncoder::load(&models.dense)?, SparseEncoder::load(&models.sparse)?);
     let t = Instant::now();
     let runner = InProcess { dense: &dense, sparse: &sparse };

@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 
 pub mod build_job;
+pub mod build_steps;
 mod dynamo;
 mod key_store_spec;
 pub mod refresh;

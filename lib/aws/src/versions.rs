@@ -117,7 +117,8 @@ impl VersionedIndex {
         &self.store
     }
 
-    fn key(&self, rest: &str) -> String {
+    /// The object key of `rest` under the index's prefix.
+    pub fn key(&self, rest: &str) -> String {
         if self.prefix.is_empty() {
             rest.to_string()
         } else {

@@ -8,7 +8,9 @@ use axum::middleware::Next;
 use axum::response::Response;
 use lambda_http::{service_fn, LambdaEvent};
 use sextant_aws::build_job::{run, BuildJob};
+use sextant_aws::build_steps::{encode_step, merge_step, plan_step, StepEvent};
 use sextant_aws::Refresher;
+use sextant_core::encode::{DenseEncoder, ModelSet, SparseEncoder};
 use sextant_core::Error;
 use sextant_server::{AppState, ServedIndex};
 
@@ -38,14 +40,17 @@ pub fn serve() -> Result<(), lambda_http::Error> {
 
 /// The `index-build` function: each invocation runs one [`BuildJob`] read from the event
 /// (direct invoke, or the EventBridge schedule's input) and answers with its
-/// [`BuildReport`](sextant_aws::build_job::BuildReport). Models are loaded as for the API functions
-/// (`SEXTANT_MODEL_URI` / `SEXTANT_MODEL_DIR`), once per container.
+/// [`BuildReport`](sextant_aws::build_job::BuildReport), or, for an event with a `step`
+/// ([`StepEvent`]), one step of the Step Functions build workflow. Models are loaded as for
+/// the API functions (`SEXTANT_MODEL_URI` / `SEXTANT_MODEL_DIR`), once per container, and
+/// the encoders on the first encode step.
 pub fn serve_index_build() -> Result<(), lambda_http::Error> {
     tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(async {
         let models = models_from_env().await?;
         let config = sextant_aws::sdk_config().await;
         let defaults = BuildJob::env_defaults();
-        let (models, config, defaults) = (&models, &config, &defaults);
+        let encoders = tokio::sync::OnceCell::new();
+        let (models, config, defaults, encoders) = (&models, &config, &defaults, &encoders);
         lambda_http::lambda_runtime::run(service_fn(move |event: LambdaEvent<serde_json::Value>| async move {
             let diagnose = |e: Error| {
                 tracing::error!(error = %e, "index build failed");
@@ -57,6 +62,9 @@ pub fn serve_index_build() -> Result<(), lambda_http::Error> {
                 };
                 lambda_http::lambda_runtime::Diagnostic { error_type: kind.into(), error_message: e.to_string() }
             };
+            if event.payload.get("step").is_some() {
+                return run_step(event.payload, models, config, defaults, encoders).await.map_err(diagnose);
+            }
             let job = BuildJob::from_event(event.payload, defaults).map_err(diagnose)?;
             tracing::info!(index = %job.index_id, corpus = %job.corpus, target = %job.target, "index build started");
             let report = run(&job, models, config).await.map_err(diagnose)?;
@@ -67,10 +75,49 @@ pub fn serve_index_build() -> Result<(), lambda_http::Error> {
                 report = %serde_json::to_string(&report).unwrap_or_default(),
                 "index build finished"
             );
-            Ok::<_, lambda_http::lambda_runtime::Diagnostic>(report)
+            serde_json::to_value(report).map_err(|e| diagnose(e.into()))
         }))
         .await
     })
+}
+
+/// Runs one step of the build workflow.
+async fn run_step(
+    event: serde_json::Value,
+    models: &ModelSet,
+    config: &aws_config::SdkConfig,
+    defaults: &serde_json::Map<String, serde_json::Value>,
+    encoders: &tokio::sync::OnceCell<(DenseEncoder, SparseEncoder)>,
+) -> Result<serde_json::Value, Error> {
+    let step: StepEvent = serde_path_to_error::deserialize(event)
+        .map_err(|e| Error::invalid(e.path().to_string(), e.inner().to_string()))?;
+    tracing::info!(?step, "build step started");
+    let out = match step {
+        StepEvent::Plan { job, build_id } => {
+            let job = BuildJob::from_event(job, defaults)?;
+            serde_json::to_value(plan_step(&job, &build_id, models, config).await?)?
+        }
+        StepEvent::Encode { job, build_id, shard } => {
+            let job = BuildJob::from_event(job, defaults)?;
+            let encoders = encoders
+                .get_or_try_init(|| async {
+                    let (d, s) = (models.dense.clone(), models.sparse.clone());
+                    tokio::task::spawn_blocking(move || {
+                        Ok::<_, Error>((DenseEncoder::load(&d)?, SparseEncoder::load(&s)?))
+                    })
+                    .await
+                    .map_err(|e| Error::task_failed("loading the encoders", e))?
+                })
+                .await?;
+            serde_json::to_value(encode_step(&job, &build_id, shard, encoders, config).await?)?
+        }
+        StepEvent::Merge { job, build_id, encoded } => {
+            let job = BuildJob::from_event(job, defaults)?;
+            serde_json::to_value(merge_step(&job, &build_id, &encoded, config).await?)?
+        }
+    };
+    tracing::info!(output = %out, "build step finished");
+    Ok(out)
 }
 
 /// The refresh middleware: starts a background check of the S3 indexes' pointers when one

@@ -1,0 +1,299 @@
+//! The index build as three steps for a Step Functions workflow: one `plan` invocation, one
+//! `encode` invocation per shard (a Map state, run in parallel and retried), one `merge`
+//! invocation that publishes. Each step reads and writes S3 under the build's prefix,
+//! `{target}/builds/{build_id}/`:
+//!
+//! - `plan` reads the corpus and the current version's manifest and vector cache, and
+//!   writes `plan.bin` (the plan and what it needs) and one `task-NNNNN.bin` per shard that
+//!   has chunks to encode; it answers with those shard numbers, or `unchanged: true`;
+//! - `encode` reads `task-K.bin` and writes `encoded-K.bin` (idempotent, so a retry is safe);
+//! - `merge` reads the plan, every encoded shard (checked: a missing or damaged one fails the
+//!   build, naming it) and the cache, builds the indexes and publishes the version: `CURRENT`
+//!   moves only after every file is uploaded, and not at all if anything failed. On success
+//!   it removes the build's prefix.
+//!
+//! The same [`sextant_core::build`] functions run in one process (`sextant build`), so a
+//! distributed build and a local one make the same index from the same plan.
+
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use sextant_core::build::{
+    encode_task, merge, plan, BuildReport as CoreReport, Built, EncodeTask, EncodedShard, Plan, Previous,
+};
+use sextant_core::encode::{DenseEncoder, ModelSet, SparseEncoder, TextTokenizer, MAX_TOKENS};
+use sextant_core::error::{Error, Result};
+use sextant_core::storage::{Location, MemStore};
+use sextant_finance::{FactStore, Financials};
+
+use super::build_job::{build_options, read_corpus, read_facts, BuildJob, BuildReport};
+use super::versions::VersionedIndex;
+
+/// One invocation of the workflow's function: which step, for which build.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "step", rename_all = "snake_case", deny_unknown_fields)]
+pub enum StepEvent {
+    /// Plan the build.
+    Plan {
+        /// The build job (as the one-shot function takes it).
+        job: serde_json::Value,
+        /// The build's id: the Step Functions execution name.
+        build_id: String,
+    },
+    /// Encode one shard.
+    Encode {
+        /// The job, as the plan step returned it.
+        job: serde_json::Value,
+        /// The build's id.
+        build_id: String,
+        /// The shard.
+        shard: u32,
+    },
+    /// Merge and publish.
+    Merge {
+        /// The job, as the plan step returned it.
+        job: serde_json::Value,
+        /// The build's id.
+        build_id: String,
+        /// What each encode invocation returned (for the report).
+        #[serde(default)]
+        encoded: Vec<EncodeOutput>,
+    },
+}
+
+/// What the plan step answers.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PlanOutput {
+    /// The build's id.
+    pub build_id: String,
+    /// The job, with every default filled in (what the later steps receive).
+    pub job: serde_json::Value,
+    /// The inputs are the current version's: the workflow stops, nothing is published.
+    pub unchanged: bool,
+    /// The shards that have chunks to encode: one encode invocation each.
+    pub tasks: Vec<u32>,
+    /// The plan's figures.
+    pub report: CoreReport,
+}
+
+/// What an encode invocation answers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EncodeOutput {
+    /// The shard.
+    pub shard: u32,
+    /// Chunks encoded.
+    pub chunks: usize,
+    /// Seconds spent encoding.
+    pub seconds: f64,
+}
+
+/// What `plan.bin` holds: the plan, the files saved with the index, and the plan's report.
+#[derive(Serialize, Deserialize)]
+struct PlanFile {
+    plan: Plan,
+    attachments: Vec<(String, Vec<u8>)>,
+    report: CoreReport,
+}
+
+/// The build's prefix in the target's bucket, after checking the id (letters, digits, `-`
+/// and `_`, at most 80: a Step Functions execution name).
+fn build_dir(target: &VersionedIndex, build_id: &str) -> Result<String> {
+    let ok = !build_id.is_empty()
+        && build_id.len() <= 80
+        && build_id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if !ok {
+        return Err(Error::invalid("build_id", format!("{build_id:?}: use 1 to 80 letters, digits, '-' and '_'")));
+    }
+    Ok(target.key(&format!("builds/{build_id}")))
+}
+
+fn task_file(k: u32) -> String {
+    format!("task-{k:05}.bin")
+}
+
+fn encoded_file(k: u32) -> String {
+    format!("encoded-{k:05}.bin")
+}
+
+/// The target and the current version's cache (none when it cannot be read).
+async fn target_and_cache(job: &BuildJob, config: &aws_config::SdkConfig) -> Result<(VersionedIndex, Previous)> {
+    let target = VersionedIndex::new(config, &Location::parse(&job.target)?)?;
+    let previous = match target.pointer().await?.pointer {
+        Some(p) => match target.build_cache(&p).await {
+            Ok(files) => Previous::read(&files),
+            Err(e) => {
+                tracing::warn!(error = %e, "the current version's vector cache could not be read: encoding everything");
+                Previous::none()
+            }
+        },
+        None => Previous::none(),
+    };
+    Ok((target, previous))
+}
+
+/// The plan step.
+pub async fn plan_step(
+    job: &BuildJob,
+    build_id: &str,
+    models: &ModelSet,
+    config: &aws_config::SdkConfig,
+) -> Result<PlanOutput> {
+    let t = Instant::now();
+    let (target, previous) = target_and_cache(job, config).await?;
+    let dir = build_dir(&target, build_id)?;
+    let documents = read_corpus(&job.corpus, config).await?;
+    if documents.is_empty() {
+        return Err(Error::invalid("corpus", format!("{} holds no documents", job.corpus)));
+    }
+    let facts = match &job.facts {
+        Some(location) => read_facts(location, config).await?,
+        None => FactStore::default(),
+    };
+    let read = t.elapsed().as_secs_f64();
+    let previous_chunks = previous.manifest.as_ref().map_or(0, |m| m.chunks);
+    let (job2, models2) = (job.clone(), models.clone());
+    let planned = tokio::task::spawn_blocking(move || -> Result<Option<(PlanFile, Vec<EncodeTask>)>> {
+        let t = Instant::now();
+        let attachments: Vec<(String, Vec<u8>)> = Financials::attachment(&facts)?.into_iter().collect();
+        let options = build_options(&models2, &job2)?;
+        let fingerprint = sextant_core::build::inputs_sha256(&documents, &options, &attachments)?;
+        if previous.inputs_sha256() == Some(fingerprint.as_str()) {
+            return Ok(None);
+        }
+        let tokenizer = |dir: &std::path::Path| TextTokenizer::from_file(&dir.join("tokenizer.json"), MAX_TOKENS);
+        let (dense, sparse) = (tokenizer(&models2.dense)?, tokenizer(&models2.sparse)?);
+        let plan = plan(documents, &options, &attachments, &dense, &sparse)?;
+        let tasks = plan.tasks(&previous.cache);
+        let mut report = CoreReport {
+            index_id: options.index_id.clone(),
+            documents: plan.documents.len(),
+            chunks: plan.chunks.len(),
+            chunks_encoded: tasks.iter().map(|t| t.keys.len()).sum(),
+            cache_rejected: previous.cache.rejected,
+            tokens_beyond_window: plan.tokens_beyond_window,
+            shards: plan.shards.len(),
+            ..Default::default()
+        };
+        report.chunks_reused = report.chunks - report.chunks_encoded;
+        report.phases.read = read;
+        report.phases.plan = t.elapsed().as_secs_f64();
+        Ok(Some((PlanFile { plan, attachments, report }, tasks)))
+    })
+    .await
+    .map_err(|e| Error::task_failed("planning the build", e))??;
+    let job_value = serde_json::to_value(job)?;
+    let Some((file, tasks)) = planned else {
+        let report = CoreReport {
+            index_id: job.index_id.clone(),
+            chunks: previous_chunks,
+            chunks_reused: previous_chunks,
+            unchanged: true,
+            ..Default::default()
+        };
+        return Ok(PlanOutput {
+            build_id: build_id.into(),
+            job: job_value,
+            unchanged: true,
+            tasks: Vec::new(),
+            report,
+        });
+    };
+    let store = target.store();
+    for task in &tasks {
+        store.upload(&format!("{dir}/{}", task_file(task.shard)), bincode::serialize(task)?.into()).await?;
+    }
+    store.upload(&format!("{dir}/plan.bin"), bincode::serialize(&file)?.into()).await?;
+    Ok(PlanOutput {
+        build_id: build_id.into(),
+        job: job_value,
+        unchanged: false,
+        tasks: tasks.iter().map(|t| t.shard).collect(),
+        report: file.report,
+    })
+}
+
+/// The encode step: shard `shard` of build `build_id`.
+pub async fn encode_step(
+    job: &BuildJob,
+    build_id: &str,
+    shard: u32,
+    encoders: &(DenseEncoder, SparseEncoder),
+    config: &aws_config::SdkConfig,
+) -> Result<EncodeOutput> {
+    let target = VersionedIndex::new(config, &Location::parse(&job.target)?)?;
+    let dir = build_dir(&target, build_id)?;
+    let key = format!("{dir}/{}", task_file(shard));
+    let bytes = target.store().get(&key).await?.ok_or_else(|| Error::Storage {
+        location: format!("s3://{}/{key}", target.store().bucket()),
+        reason: "no such task (was the plan step run for this build?)".into(),
+    })?;
+    let task: EncodeTask = sextant_core::index::format::decode_bincode(&dir, &task_file(shard), &bytes.bytes)?;
+    let t = Instant::now();
+    let encoded = tokio::task::block_in_place(|| encode_task(&task, &encoders.0, &encoders.1, &|_| {}))?;
+    let seconds = t.elapsed().as_secs_f64();
+    target.store().upload(&format!("{dir}/{}", encoded_file(shard)), encoded.to_bytes()?.into()).await?;
+    Ok(EncodeOutput { shard, chunks: task.keys.len(), seconds })
+}
+
+/// The merge step: checks every encoded shard, builds the indexes, publishes the version
+/// and removes the build's prefix.
+pub async fn merge_step(
+    job: &BuildJob,
+    build_id: &str,
+    encoded: &[EncodeOutput],
+    config: &aws_config::SdkConfig,
+) -> Result<BuildReport> {
+    let (target, previous) = target_and_cache(job, config).await?;
+    let expected = target.pointer().await?;
+    let dir = build_dir(&target, build_id)?;
+    let store = target.store();
+    let get = |name: String| {
+        let key = format!("{dir}/{name}");
+        async move {
+            let object = store.get(&key).await?;
+            object.map(|o| o.bytes).ok_or_else(|| Error::Storage {
+                location: format!("s3://{}/{key}", store.bucket()),
+                reason: "missing: the build's step that writes it did not finish".into(),
+            })
+        }
+    };
+    let file: PlanFile = sextant_core::index::format::decode_bincode(&dir, "plan.bin", &get("plan.bin".into()).await?)?;
+    let tasks = file.plan.tasks(&previous.cache);
+    let mut shards = Vec::with_capacity(tasks.len());
+    for task in &tasks {
+        let name = encoded_file(task.shard);
+        let shard = EncodedShard::from_bytes(&format!("s3://{}/{dir}/{name}", store.bucket()), &get(name).await?)?;
+        if !shard.records.iter().map(|r| r.key).eq(task.keys.iter().copied()) {
+            return Err(Error::IndexCorrupted {
+                file: format!("s3://{}/{dir}/{}", store.bucket(), encoded_file(task.shard)),
+                expected: "the chunks of its task".into(),
+                found: format!("{} other records", shard.records.len()),
+            });
+        }
+        shards.push(shard);
+    }
+    let (encode_seconds, workers) = (encoded.iter().map(|e| e.seconds).sum(), encoded.len());
+    let (files, report) = tokio::task::spawn_blocking(move || -> Result<(MemStore, CoreReport)> {
+        let t = Instant::now();
+        let PlanFile { plan, attachments, mut report } = file;
+        report.phases.encode = encode_seconds;
+        report.workers = workers;
+        let (assembled, reused) = plan.assemble(&previous.cache, shards)?;
+        report.chunks_reused = reused;
+        report.chunks_encoded = report.chunks - reused;
+        let index = merge(plan, &assembled, &|_, _, _| {})?;
+        report.phases.merge = t.elapsed().as_secs_f64();
+        let built = Built { report, index: Some(index), shards: assembled, attachments };
+        let files = MemStore::new("merged build");
+        let report = built.save(&files, &Previous::none())?;
+        Ok((files, report))
+    })
+    .await
+    .map_err(|e| Error::task_failed("merging the build", e))??;
+    let t = Instant::now();
+    let published = target.publish(&files, &expected, job.keep_versions).await?;
+    if let Err(e) = store.delete_prefix(&format!("{dir}/")).await {
+        tracing::warn!(error = %e, build_id, "could not remove the build's files");
+    }
+    Ok(BuildReport { build: report, published: Some(published), publish_seconds: t.elapsed().as_secs_f64() })
+}
