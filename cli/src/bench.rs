@@ -54,15 +54,30 @@ impl Rng {
     }
 }
 
-/// Builds an index of `target` chunks by repeating `base` with variations.
-pub fn synthesize(base: &Index, target: usize) -> Result<Index> {
+/// What a synthetic index of `target` chunks is made of: each chunk's text, dense vector
+/// (flat), SPLADE vector and chunk record (its text left empty).
+pub struct SyntheticParts {
+    /// BM25 texts.
+    pub texts: Vec<String>,
+    /// Dense vectors, `target × dim`, unit length.
+    pub vectors: Vec<f32>,
+    /// SPLADE vectors.
+    pub sparse: Vec<SparseVector>,
+    /// Chunk records (empty text).
+    pub chunks: Vec<Chunk>,
+}
+
+/// Makes `target` chunks by repeating `base`'s with variations.
+pub fn synthetic_parts(base: &Index, target: usize) -> SyntheticParts {
     let n = base.chunks.len();
     let dim = base.dense.dim;
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    let mut vectors = Vec::with_capacity(target * dim);
-    let mut texts = Vec::with_capacity(target);
-    let mut sparse = Vec::with_capacity(target);
-    let mut chunks = Vec::with_capacity(target);
+    let mut parts = SyntheticParts {
+        texts: Vec::with_capacity(target),
+        vectors: Vec::with_capacity(target * dim),
+        sparse: Vec::with_capacity(target),
+        chunks: Vec::with_capacity(target),
+    };
     // Forward SPLADE vectors, rebuilt from the inverted lists.
     let mut forward = vec![SparseVector::default(); n];
     for term in 0..base.splade.inverted.num_terms() as u32 {
@@ -78,9 +93,9 @@ pub fn synthesize(base: &Index, target: usize) -> Result<Index> {
         let v = base.dense.vector(src);
         let noisy: Vec<f32> = v.iter().map(|x| x + if copy == 0 { 0.0 } else { 0.02 * rng.normal() }).collect();
         let norm = noisy.iter().map(|x| x * x).sum::<f32>().sqrt();
-        vectors.extend(noisy.iter().map(|x| x / norm));
+        parts.vectors.extend(noisy.iter().map(|x| x / norm));
         let text = &base.chunks[src].text;
-        texts.push(if copy == 0 {
+        parts.texts.push(if copy == 0 {
             text.clone()
         } else {
             text.split(' ').filter(|_| rng.next() > 0.15).collect::<Vec<_>>().join(" ")
@@ -92,12 +107,18 @@ pub fn synthesize(base: &Index, target: usize) -> Result<Index> {
                 sv.weights.push(if copy == 0 { w } else { w * (0.8 + 0.4 * rng.next()) });
             }
         }
-        sparse.push(sv);
-        chunks.push(Chunk { doc: base.chunks[src].doc, span: base.chunks[src].span, text: String::new() });
+        parts.sparse.push(sv);
+        parts.chunks.push(Chunk { doc: base.chunks[src].doc, span: base.chunks[src].span, text: String::new() });
     }
+    parts
+}
+
+/// Builds an index of `target` chunks by repeating `base` with variations.
+pub fn synthesize(base: &Index, target: usize) -> Result<Index> {
+    let SyntheticParts { texts, vectors, sparse, mut chunks } = synthetic_parts(base, target);
     let bm25 = Bm25Index::build(texts.iter().map(|s| s.as_str()), base.bm25.params);
     let splade = SpladeIndex::build(base.splade.inverted.num_terms(), &sparse);
-    let dense = DenseIndex::build(dim, vectors);
+    let dense = DenseIndex::build(base.dense.dim, vectors);
     for (c, t) in chunks.iter_mut().zip(texts) {
         c.text = t;
     }

@@ -185,6 +185,29 @@ pub enum Command {
         #[command(flatten)]
         build: BuildArgs,
     },
+    /// Capacity at synthetic sizes: the merge step's time and peak memory, and the memory
+    /// of loading the index once and twice (a warm swap), as a function does.
+    BenchCapacity {
+        /// The BEIR directory whose index the synthetic chunks are made from.
+        #[arg(long)]
+        beir: PathBuf,
+        /// Sizes in chunks, e.g. --scale 100000 --scale 1000000.
+        #[arg(long, required = true)]
+        scale: Vec<usize>,
+        /// Where the merged indexes go (one directory per size; default: a temporary one).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        #[command(flatten)]
+        build: BuildArgs,
+    },
+    /// Load an index as a function does, once and twice, and print the peak resident sizes
+    /// (run by `bench-capacity` in a fresh process).
+    #[command(hide = true)]
+    BenchLoad {
+        /// The index directory.
+        #[arg(long)]
+        index: PathBuf,
+    },
     /// Benchmark cold start from S3 (pointer, download, decode, models) on a BEIR set's
     /// index and synthetic larger ones, beside a local-directory load.
     BenchColdStart {

@@ -142,6 +142,23 @@ pub fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
+        Command::BenchCapacity { beir, scale, out, build } => {
+            let set = load_beir(&beir, "test")?;
+            let base = beir_index(&beir, &set, &models, &build)?;
+            let root =
+                out.unwrap_or_else(|| std::env::temp_dir().join(format!("sextant-capacity-{}", std::process::id())));
+            println!(
+                "| chunks | index files | merge | merge peak RSS | load, peak RSS | two loaded (warm swap), peak RSS |"
+            );
+            println!("|---:|---:|---:|---:|---:|---:|");
+            for n in scale {
+                let dir = root.join(format!("synthetic-{n}"));
+                crate::capacity::run(&base, n, &dir)?;
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+            Ok(())
+        }
+        Command::BenchLoad { index } => crate::capacity::load(&index),
         Command::BenchColdStart { beir, scale, s3, build } => {
             let set = load_beir(&beir, "test")?;
             let engine = open_engine(Arc::new(beir_index(&beir, &set, &models, &build)?), &models)?;

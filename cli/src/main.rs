@@ -1,12 +1,13 @@
 //! `sextant`: build indexes, search them, serve the HTTP API, evaluate on BEIR sets.
 //!
 //! Modules, from the entry point down: [`cli`] (arguments) → [`commands`] (what each
-//! sub-command does) → [`build`], [`serve`], [`bench`], [`admin`] → [`indexes`] (building,
+//! sub-command does) → [`build`], [`serve`], [`bench`] ([`capacity`]), [`admin`] → [`indexes`] (building,
 //! caching and opening indexes).
 
 mod admin;
 mod bench;
 mod build;
+mod capacity;
 mod cli;
 mod commands;
 mod indexes;

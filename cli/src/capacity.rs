@@ -1,0 +1,123 @@
+//! `sextant bench-capacity`: what the merge step and a search function's memory cost at
+//! sizes no bundled corpus reaches, on synthetic chunks made from a real index
+//! ([`crate::bench::synthetic_parts`]): the merge's time and peak memory, and the peak
+//! memory of loading the index as a function does (files downloaded into memory, then
+//! decoded), once and then a second time beside the first (a warm swap holds both).
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use sextant_core::build::{merge, BuildOptions, ChunkKey, EncodedChunk, EncodedShard, Plan, DEFAULT_SHARD_CHUNKS};
+use sextant_core::index::format::read_manifest;
+use sextant_core::index::Index;
+use sextant_core::storage::{LocalDir, MemStore, Storage};
+
+use crate::bench::{synthetic_parts, SyntheticParts};
+
+/// A field of `/proc/self/status` (`VmRSS`, `VmHWM`) in MiB.
+fn status_mib(field: &str) -> Result<f64> {
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    let line =
+        status.lines().find(|l| l.starts_with(field)).with_context(|| format!("no {field} in /proc/self/status"))?;
+    let kib: f64 = line.split_whitespace().nth(1).context("a value")?.parse()?;
+    Ok(kib / 1024.0)
+}
+
+/// Resets the peak resident size (`VmHWM`) to the current one (Linux: `5` to
+/// `/proc/self/clear_refs`).
+fn reset_peak() -> Result<()> {
+    std::fs::write("/proc/self/clear_refs", "5").context("resetting the peak resident size")
+}
+
+/// The index directory's files in memory, as a function holds them after the download.
+fn download(dir: &Path) -> Result<MemStore> {
+    let local = LocalDir::new(dir);
+    let files = MemStore::new(dir.display().to_string());
+    let manifest = read_manifest(&local)?;
+    for f in manifest.files.iter().map(|f| f.name.as_str()).chain([sextant_core::index::format::MANIFEST]) {
+        files.insert(f, local.read(f)?);
+    }
+    Ok(files)
+}
+
+/// `sextant bench-load`: the resident size of this process at start, after loading the
+/// index in `dir` as a function does, and after loading it a second time beside the first;
+/// printed as JSON.
+pub fn load(dir: &Path) -> Result<()> {
+    let idle = status_mib("VmRSS")?;
+    let first = Index::load(&download(dir)?)?;
+    let once = status_mib("VmHWM")?;
+    let second = Index::load(&download(dir)?)?;
+    let twice = status_mib("VmHWM")?;
+    drop((first, second));
+    println!("{}", serde_json::json!({"idle_mib": idle, "once_mib": once, "twice_mib": twice}));
+    Ok(())
+}
+
+/// Merges `target` synthetic chunks, saves the index under `dir`, then loads it once and
+/// twice; prints one Markdown row.
+pub fn run(base: &Index, target: usize, dir: &Path) -> Result<()> {
+    let SyntheticParts { texts, vectors, sparse, mut chunks } = synthetic_parts(base, target);
+    let dim = base.dense.dim;
+    let ndocs = base.documents.len();
+    for (i, (c, t)) in chunks.iter_mut().zip(&texts).enumerate() {
+        // Contiguous runs of chunks per document, as a real plan has.
+        c.doc = (i * ndocs / target) as u32;
+        c.text = t.clone();
+    }
+    let keys: Vec<ChunkKey> =
+        (0..target).map(|i| ChunkKey::new("synthetic", "synthetic", 200, 256, &i.to_string())).collect();
+    let step = DEFAULT_SHARD_CHUNKS;
+    let mut shards = Vec::new();
+    let mut records = keys.iter().zip(vectors.chunks_exact(dim)).zip(sparse);
+    for k in 0..target.div_ceil(step) {
+        let part: Vec<EncodedChunk> =
+            records.by_ref().take(step).map(|((key, v), s)| EncodedChunk::new(*key, v.to_vec(), s)).collect();
+        shards.push(EncodedShard::new(k as u32, dim, part));
+    }
+    drop(vectors);
+    let m = &base.manifest;
+    let plan = Plan {
+        options: BuildOptions {
+            index_id: format!("synthetic-{target}"),
+            chunk_tokens: m.chunk_tokens,
+            bm25: m.bm25,
+            dense_model: m.dense_model.clone(),
+            sparse_model: m.sparse_model.clone(),
+            shard_chunks: step,
+        },
+        documents: base.documents.clone(),
+        chunks,
+        inputs: texts,
+        keys,
+        shards: (0..target.div_ceil(step)).map(|k| (k * step) as u32..((k + 1) * step).min(target) as u32).collect(),
+        tokens_beyond_window: 0,
+        inputs_sha256: "synthetic".into(),
+        sparse_vocab: base.splade.inverted.num_terms(),
+    };
+    let inputs_mib = status_mib("VmRSS")?;
+    reset_peak()?;
+    let t = Instant::now();
+    let index = merge(plan, &shards, &|_, _, _| {})?;
+    let merge_s = t.elapsed().as_secs_f64();
+    let merge_peak = status_mib("VmHWM")?;
+    drop(shards);
+    let manifest = index.save(&LocalDir::new(dir))?;
+    drop(index);
+    let bytes: u64 = manifest.files.iter().map(|f| f.bytes).sum();
+
+    // The loads run in a fresh process, as in a cold function: memory freed by the merge
+    // would otherwise be reused and hide part of the load's cost.
+    let out = std::process::Command::new(std::env::current_exe()?).args(["bench-load", "--index"]).arg(dir).output()?;
+    anyhow::ensure!(out.status.success(), "bench-load failed: {}", String::from_utf8_lossy(&out.stderr));
+    let loads: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    let (one, two) = (loads["once_mib"].as_f64().unwrap_or(0.0), loads["twice_mib"].as_f64().unwrap_or(0.0));
+    println!(
+        "| {target} | {:.0} MiB | {merge_s:.1} s | {merge_peak:.0} MiB ({inputs_mib:.0} MiB of inputs) | {:.0} MiB | {:.0} MiB |",
+        bytes as f64 / (1 << 20) as f64,
+        one,
+        two,
+    );
+    Ok(())
+}
