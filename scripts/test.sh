@@ -7,6 +7,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/fetch_models.sh >/dev/null
+# wrk (Debian) for the load test, so this script alone works on a fresh machine.
+if ! command -v wrk >/dev/null; then
+  apt-get install -y -q wrk >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q wrk >/dev/null; }
+fi
 envfile=$(bash scripts/aws_servers.sh start | tail -n1)
 trap 'bash scripts/aws_servers.sh stop >/dev/null 2>&1 || true' EXIT
 # shellcheck disable=SC1090
