@@ -11,7 +11,7 @@ use sextant_aws::versions::VersionedIndex;
 use sextant_aws::{sdk_config, KeyStoreSpec};
 use sextant_core::encode::ModelSet;
 use sextant_core::index::Index;
-use sextant_core::storage::{LocalDir, Location, MemStore, Storage};
+use sextant_core::storage::{LocalDir, Location, Storage};
 use sextant_keys::{create_key, new_key, now_unix, KeyStore, Plan};
 
 /// `sextant keys ...`.
@@ -172,11 +172,7 @@ pub fn publish(dir: &std::path::Path, to: &str, keep: usize) -> Result<()> {
     // Verify before uploading: a corrupt local index is never published.
     let local = LocalDir::new(dir);
     Index::load(&local).with_context(|| format!("checking {}", dir.display()))?;
-    let files = MemStore::new(dir.display().to_string());
-    let manifest = sextant_core::index::format::read_manifest(&local)?;
-    for f in manifest.files.iter().map(|f| f.name.as_str()).chain([sextant_core::index::format::MANIFEST]) {
-        files.insert(f, local.read(f)?);
-    }
+    let (files, manifest) = crate::indexes::index_files(dir)?;
     // The build's vector cache and report go with it when present, so the next build in S3
     // reuses the vectors (a missing shard file only means its chunks are encoded again).
     let extras = manifest.build.iter().flat_map(|b| b.encoded.iter().map(String::as_str));

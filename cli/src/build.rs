@@ -11,7 +11,7 @@ use anyhow::{bail, Context, Result};
 use sextant_core::build::{
     encode_task, BuildOptions, BuildReport, EncodeRunner, EncodeTask, EncodedShard, InProcess, Previous, Progress,
 };
-use sextant_core::encode::{DenseEncoder, ModelSet, SparseEncoder, TextTokenizer, MAX_TOKENS};
+use sextant_core::encode::{DenseEncoder, ModelSet, SparseEncoder, TextTokenizer};
 use sextant_core::error::Error as CoreError;
 use sextant_core::storage::{LocalDir, Storage};
 
@@ -59,7 +59,7 @@ impl Processes {
                         .and_then(|b| {
                             EncodedShard::from_bytes(&out.display().to_string(), &b).map_err(|e| e.to_string())
                         })
-                        .and_then(|s| match s.records.iter().map(|r| r.key).eq(task.keys.iter().copied()) {
+                        .and_then(|s| match s.holds(&task.keys) {
                             true => Ok(s),
                             false => Err("the shard holds other chunks than its task".into()),
                         });
@@ -148,8 +148,7 @@ pub fn dry_run(
     out: &Path,
 ) -> Result<BuildReport> {
     let previous = Previous::read(&LocalDir::new(out));
-    let tokenizer = |dir: &Path| TextTokenizer::from_file(&dir.join("tokenizer.json"), MAX_TOKENS);
-    let (dense, sparse) = (tokenizer(&models.dense)?, tokenizer(&models.sparse)?);
+    let (dense, sparse) = (TextTokenizer::of_model(&models.dense)?, TextTokenizer::of_model(&models.sparse)?);
     Ok(sextant_core::build::dry_run(documents, attachments, options, (&dense, &sparse), &previous)?)
 }
 
@@ -157,8 +156,7 @@ pub fn dry_run(
 pub fn run(models: &ModelSet, cmd: BuildCommand) -> Result<BuildReport> {
     let storage = LocalDir::new(cmd.out);
     let previous = Previous::read(&storage);
-    let tokenizer = |dir: &Path| TextTokenizer::from_file(&dir.join("tokenizer.json"), MAX_TOKENS);
-    let tokenizers = (tokenizer(&models.dense)?, tokenizer(&models.sparse)?);
+    let tokenizers = (TextTokenizer::of_model(&models.dense)?, TextTokenizer::of_model(&models.sparse)?);
     let t = Instant::now();
     let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let last = Mutex::new(0usize);
@@ -174,8 +172,9 @@ pub fn run(models: &ModelSet, cmd: BuildCommand) -> Result<BuildReport> {
             }
         }
     };
-    let built = if cmd.workers > 1 {
-        let runner = Processes {
+    let (processes, encoders, in_process);
+    let runner: &dyn EncodeRunner = if cmd.workers > 1 {
+        processes = Processes {
             workers: cmd.workers,
             models: models.dense.parent().map(Path::to_path_buf).unwrap_or_default(),
             work_dir: cmd.out.with_file_name(format!(
@@ -184,18 +183,18 @@ pub fn run(models: &ModelSet, cmd: BuildCommand) -> Result<BuildReport> {
                 std::process::id()
             )),
         };
-        let tk = (&tokenizers.0, &tokenizers.1);
-        sextant_core::build::build(cmd.documents, cmd.attachments, &cmd.options, tk, &previous, &runner, &progress)?
+        &processes
     } else {
-        let (dense, sparse) = (DenseEncoder::load(&models.dense)?, SparseEncoder::load(&models.sparse)?);
-        let runner = InProcess { dense: &dense, sparse: &sparse };
-        let tk = (&tokenizers.0, &tokenizers.1);
-        sextant_core::build::build(cmd.documents, cmd.attachments, &cmd.options, tk, &previous, &runner, &progress)?
+        encoders = (DenseEncoder::load(&models.dense)?, SparseEncoder::load(&models.sparse)?);
+        in_process = InProcess { dense: &encoders.0, sparse: &encoders.1 };
+        &in_process
     };
+    let tk = (&tokenizers.0, &tokenizers.1);
+    let mut built =
+        sextant_core::build::build(cmd.documents, cmd.attachments, &cmd.options, tk, &previous, runner, &progress)?;
     if tty {
         eprintln!();
     }
-    let mut built = built;
     built.report.phases.read = cmd.read_seconds;
     let report = built.save(&storage, &previous)?;
     if report.tokens_beyond_window > 0 {

@@ -8,12 +8,14 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use sextant_core::build::{merge, BuildOptions, ChunkKey, EncodedChunk, EncodedShard, Plan, DEFAULT_SHARD_CHUNKS};
-use sextant_core::index::format::read_manifest;
+use sextant_core::build::{
+    merge, shard_ranges, BuildOptions, ChunkKey, EncodedChunk, EncodedShard, Plan, DEFAULT_SHARD_CHUNKS,
+};
 use sextant_core::index::Index;
-use sextant_core::storage::{LocalDir, MemStore, Storage};
+use sextant_core::storage::LocalDir;
 
 use crate::bench::{synthetic_parts, SyntheticParts};
+use crate::indexes::index_files;
 
 /// A field of `/proc/self/status` (`VmRSS`, `VmHWM`) in MiB.
 fn status_mib(field: &str) -> Result<f64> {
@@ -30,25 +32,14 @@ fn reset_peak() -> Result<()> {
     std::fs::write("/proc/self/clear_refs", "5").context("resetting the peak resident size")
 }
 
-/// The index directory's files in memory, as a function holds them after the download.
-fn download(dir: &Path) -> Result<MemStore> {
-    let local = LocalDir::new(dir);
-    let files = MemStore::new(dir.display().to_string());
-    let manifest = read_manifest(&local)?;
-    for f in manifest.files.iter().map(|f| f.name.as_str()).chain([sextant_core::index::format::MANIFEST]) {
-        files.insert(f, local.read(f)?);
-    }
-    Ok(files)
-}
-
 /// `sextant bench-load`: the resident size of this process at start, after loading the
 /// index in `dir` as a function does, and after loading it a second time beside the first;
 /// printed as JSON.
 pub fn load(dir: &Path) -> Result<()> {
     let idle = status_mib("VmRSS")?;
-    let first = Index::load(&download(dir)?)?;
+    let first = Index::load(&index_files(dir)?.0)?;
     let once = status_mib("VmHWM")?;
-    let second = Index::load(&download(dir)?)?;
+    let second = Index::load(&index_files(dir)?.0)?;
     let twice = status_mib("VmHWM")?;
     drop((first, second));
     println!("{}", serde_json::json!({"idle_mib": idle, "once_mib": once, "twice_mib": twice}));
@@ -91,7 +82,7 @@ pub fn run(base: &Index, target: usize, dir: &Path) -> Result<()> {
         chunks,
         inputs: texts,
         keys,
-        shards: (0..target.div_ceil(step)).map(|k| (k * step) as u32..((k + 1) * step).min(target) as u32).collect(),
+        shards: shard_ranges(target, step),
         tokens_beyond_window: 0,
         inputs_sha256: "synthetic".into(),
         sparse_vocab: base.splade.inverted.num_terms(),

@@ -9,11 +9,11 @@ use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use sextant_core::build::{BuildOptions, DEFAULT_SHARD_CHUNKS};
 use sextant_core::corpus::{BeirSet, Document};
-use sextant_core::encode::{DenseEncoder, ModelInfo, ModelSet, SparseEncoder};
-use sextant_core::index::format::{sha256_hex, ModelRef, FORMAT_VERSION};
+use sextant_core::encode::{DenseEncoder, ModelSet, SparseEncoder};
+use sextant_core::index::format::{read_manifest, sha256_hex, Manifest, ModelRef, FORMAT_VERSION, MANIFEST};
 use sextant_core::index::{Bm25Params, Index};
 use sextant_core::pipeline::{open_engine, Engine};
-use sextant_core::storage::LocalDir;
+use sextant_core::storage::{LocalDir, MemStore, Storage};
 use sextant_finance::Financials;
 
 use crate::cli::BuildArgs;
@@ -45,16 +45,23 @@ pub fn cached_index(dir: &FsPath, build: impl FnOnce() -> Result<Index>) -> Resu
     Ok((index, false))
 }
 
+/// The manifest of the index in `dir` and, in memory, the manifest and every file it
+/// lists: the index as a function holds it after a download, or as `publish` uploads it.
+pub fn index_files(dir: &FsPath) -> Result<(MemStore, Manifest)> {
+    let local = LocalDir::new(dir);
+    let manifest = read_manifest(&local)?;
+    let files = MemStore::new(dir.display().to_string());
+    for f in manifest.files.iter().map(|f| f.name.as_str()).chain([MANIFEST]) {
+        files.insert(f, local.read(f)?);
+    }
+    Ok((files, manifest))
+}
+
 /// `$SEXTANT_CACHE_DIR`, else `~/.cache/sextant`.
 pub fn cache_dir() -> PathBuf {
     std::env::var_os("SEXTANT_CACHE_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/sextant"))
-}
-
-fn model_ref(dir: &FsPath) -> Result<ModelRef> {
-    let info = ModelInfo::read(dir)?;
-    Ok(ModelRef { id: info.id, weights_sha256: info.weights_sha256 })
 }
 
 /// The build options of index `id` with `args` and the models' checksums.
@@ -63,8 +70,8 @@ pub fn build_options(models: &ModelSet, id: &str, args: &BuildArgs) -> Result<Bu
         index_id: id.to_string(),
         chunk_tokens: args.chunk_tokens,
         bm25: Bm25Params { k1: args.k1, b: args.b },
-        dense_model: model_ref(&models.dense)?,
-        sparse_model: model_ref(&models.sparse)?,
+        dense_model: ModelRef::read(&models.dense)?,
+        sparse_model: ModelRef::read(&models.sparse)?,
         shard_chunks: DEFAULT_SHARD_CHUNKS,
     })
 }

@@ -8,7 +8,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use sextant_core::build::{BuildOptions, BuildReport as CoreReport, Built, InProcess, Previous, DEFAULT_SHARD_CHUNKS};
 use sextant_core::corpus::{load_documents, Document};
-use sextant_core::encode::{DenseEncoder, ModelInfo, ModelSet, SparseEncoder};
+use sextant_core::encode::{DenseEncoder, ModelSet, SparseEncoder};
 use sextant_core::error::{Error, Result};
 use sextant_core::index::format::ModelRef;
 use sextant_core::index::Bm25Params;
@@ -16,7 +16,7 @@ use sextant_core::storage::{Location, MemStore};
 use sextant_finance::{FactStore, Financials};
 
 use super::s3::S3Store;
-use super::versions::{Published, VersionedIndex};
+use super::versions::{PointerState, Published, VersionedIndex};
 
 /// What to build and where to publish it: the event of the `index-build` function.
 ///
@@ -164,29 +164,12 @@ pub struct BuildReport {
 /// current version's: then nothing is published and warm functions keep what they have.
 pub async fn run(job: &BuildJob, models: &ModelSet, config: &aws_config::SdkConfig) -> Result<BuildReport> {
     let target = VersionedIndex::new(config, &Location::parse(&job.target)?)?;
+    // Read the pointer before anything else: a build that started earlier than one
+    // published meanwhile must not replace it.
     let expected = target.pointer().await?;
     let t = Instant::now();
-    let documents = read_corpus(&job.corpus, config).await?;
-    if documents.is_empty() {
-        return Err(Error::invalid("corpus", format!("{} holds no documents", job.corpus)));
-    }
-    let facts = match &job.facts {
-        Some(location) => read_facts(location, config).await.map_err(|e| match e {
-            Error::InvalidArgument { reason, .. } => Error::invalid("facts", reason),
-            e => e,
-        })?,
-        None => FactStore::default(),
-    };
-    let previous = match &expected.pointer {
-        Some(p) => match target.build_cache(p).await {
-            Ok(files) => Previous::read(&files),
-            Err(e) => {
-                tracing::warn!(error = %e, "the current version's vector cache could not be read: encoding everything");
-                Previous::none()
-            }
-        },
-        None => Previous::none(),
-    };
+    let (documents, facts) = read_inputs(job, config).await?;
+    let previous = previous_version(&target, &expected).await;
     let read_seconds = t.elapsed().as_secs_f64();
     let (job2, models2) = (job.clone(), models.clone());
     let (files, mut report) = tokio::task::spawn_blocking(move || -> Result<(MemStore, CoreReport)> {
@@ -210,15 +193,47 @@ pub async fn run(job: &BuildJob, models: &ModelSet, config: &aws_config::SdkConf
 
 /// The build options of `job` with these models' checksums.
 pub fn build_options(models: &ModelSet, job: &BuildJob) -> Result<BuildOptions> {
-    let model_ref = |dir: &Path| ModelInfo::read(dir).map(|i| ModelRef { id: i.id, weights_sha256: i.weights_sha256 });
     Ok(BuildOptions {
         index_id: job.index_id.clone(),
         chunk_tokens: job.chunk_tokens,
         bm25: job.bm25,
-        dense_model: model_ref(&models.dense)?,
-        sparse_model: model_ref(&models.sparse)?,
+        dense_model: ModelRef::read(&models.dense)?,
+        sparse_model: ModelRef::read(&models.sparse)?,
         shard_chunks: job.shard_chunks,
     })
+}
+
+/// Reads a job's documents (refusing a corpus without any) and its facts (none when the
+/// job names none; a bad location is reported as the `facts` field).
+pub async fn read_inputs(job: &BuildJob, config: &aws_config::SdkConfig) -> Result<(Vec<Document>, FactStore)> {
+    let documents = read_corpus(&job.corpus, config).await?;
+    if documents.is_empty() {
+        return Err(Error::invalid("corpus", format!("{} holds no documents", job.corpus)));
+    }
+    let facts = match &job.facts {
+        Some(location) => read_facts(location, config).await.map_err(|e| match e {
+            Error::InvalidArgument { reason, .. } => Error::invalid("facts", reason),
+            e => e,
+        })?,
+        None => FactStore::default(),
+    };
+    Ok((documents, facts))
+}
+
+/// What the version `state` points at offers the next build (its manifest and vector
+/// cache); no previous version when there is none or it cannot be read (then everything
+/// is encoded).
+pub async fn previous_version(target: &VersionedIndex, state: &PointerState) -> Previous {
+    let Some(pointer) = &state.pointer else {
+        return Previous::none();
+    };
+    match target.build_cache(pointer).await {
+        Ok(files) => Previous::read(&files),
+        Err(e) => {
+            tracing::warn!(error = %e, "the current version's vector cache could not be read: encoding everything");
+            Previous::none()
+        }
+    }
 }
 
 /// Builds the index of `documents` for `job` in this process, reusing `previous`'s vectors.

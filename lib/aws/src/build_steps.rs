@@ -19,14 +19,15 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use sextant_core::build::{
-    encode_task, merge, plan, BuildReport as CoreReport, Built, EncodeTask, EncodedShard, Plan, Previous,
+    encode_task, merge, plan_build, shard_file, BuildReport as CoreReport, Built, EncodeTask, EncodedShard, Plan,
+    Planned, Previous,
 };
-use sextant_core::encode::{DenseEncoder, ModelSet, SparseEncoder, TextTokenizer, MAX_TOKENS};
+use sextant_core::encode::{DenseEncoder, ModelSet, SparseEncoder, TextTokenizer};
 use sextant_core::error::{Error, Result};
 use sextant_core::storage::{Location, MemStore};
-use sextant_finance::{FactStore, Financials};
+use sextant_finance::Financials;
 
-use super::build_job::{build_options, read_corpus, read_facts, BuildJob, BuildReport};
+use super::build_job::{build_options, previous_version, read_inputs, BuildJob, BuildReport};
 use super::versions::VersionedIndex;
 
 /// One invocation of the workflow's function: which step, for which build.
@@ -87,11 +88,14 @@ pub struct EncodeOutput {
     pub seconds: f64,
 }
 
+/// Files of other crates saved with the index (name, bytes).
+type Attachments = Vec<(String, Vec<u8>)>;
+
 /// What `plan.bin` holds: the plan, the files saved with the index, and the plan's report.
 #[derive(Serialize, Deserialize)]
 struct PlanFile {
     plan: Plan,
-    attachments: Vec<(String, Vec<u8>)>,
+    attachments: Attachments,
     report: CoreReport,
 }
 
@@ -111,26 +115,6 @@ fn task_file(k: u32) -> String {
     format!("task-{k:05}.bin")
 }
 
-fn encoded_file(k: u32) -> String {
-    format!("encoded-{k:05}.bin")
-}
-
-/// The target and the current version's cache (none when it cannot be read).
-async fn target_and_cache(job: &BuildJob, config: &aws_config::SdkConfig) -> Result<(VersionedIndex, Previous)> {
-    let target = VersionedIndex::new(config, &Location::parse(&job.target)?)?;
-    let previous = match target.pointer().await?.pointer {
-        Some(p) => match target.build_cache(&p).await {
-            Ok(files) => Previous::read(&files),
-            Err(e) => {
-                tracing::warn!(error = %e, "the current version's vector cache could not be read: encoding everything");
-                Previous::none()
-            }
-        },
-        None => Previous::none(),
-    };
-    Ok((target, previous))
-}
-
 /// The plan step.
 pub async fn plan_step(
     job: &BuildJob,
@@ -139,77 +123,35 @@ pub async fn plan_step(
     config: &aws_config::SdkConfig,
 ) -> Result<PlanOutput> {
     let t = Instant::now();
-    let (target, previous) = target_and_cache(job, config).await?;
+    let target = VersionedIndex::new(config, &Location::parse(&job.target)?)?;
     let dir = build_dir(&target, build_id)?;
-    let documents = read_corpus(&job.corpus, config).await?;
-    if documents.is_empty() {
-        return Err(Error::invalid("corpus", format!("{} holds no documents", job.corpus)));
-    }
-    let facts = match &job.facts {
-        Some(location) => read_facts(location, config).await?,
-        None => FactStore::default(),
-    };
+    let previous = previous_version(&target, &target.pointer().await?).await;
+    let (documents, facts) = read_inputs(job, config).await?;
     let read = t.elapsed().as_secs_f64();
-    let previous_chunks = previous.manifest.as_ref().map_or(0, |m| m.chunks);
     let (job2, models2) = (job.clone(), models.clone());
-    let planned = tokio::task::spawn_blocking(move || -> Result<Option<(PlanFile, Vec<EncodeTask>)>> {
-        let t = Instant::now();
-        let attachments: Vec<(String, Vec<u8>)> = Financials::attachment(&facts)?.into_iter().collect();
+    let planned = tokio::task::spawn_blocking(move || -> Result<(Planned, Attachments)> {
+        let attachments: Attachments = Financials::attachment(&facts)?.into_iter().collect();
         let options = build_options(&models2, &job2)?;
-        let fingerprint = sextant_core::build::inputs_sha256(&documents, &options, &attachments)?;
-        if previous.inputs_sha256() == Some(fingerprint.as_str()) {
-            return Ok(None);
-        }
-        let tokenizer = |dir: &std::path::Path| TextTokenizer::from_file(&dir.join("tokenizer.json"), MAX_TOKENS);
-        let (dense, sparse) = (tokenizer(&models2.dense)?, tokenizer(&models2.sparse)?);
-        let plan = plan(documents, &options, &attachments, &dense, &sparse)?;
-        let tasks = plan.tasks(&previous.cache);
-        let mut report = CoreReport {
-            index_id: options.index_id.clone(),
-            documents: plan.documents.len(),
-            chunks: plan.chunks.len(),
-            chunks_encoded: tasks.iter().map(|t| t.keys.len()).sum(),
-            cache_rejected: previous.cache.rejected,
-            tokens_beyond_window: plan.tokens_beyond_window,
-            shards: plan.shards.len(),
-            ..Default::default()
-        };
-        report.chunks_reused = report.chunks - report.chunks_encoded;
-        report.phases.read = read;
-        report.phases.plan = t.elapsed().as_secs_f64();
-        Ok(Some((PlanFile { plan, attachments, report }, tasks)))
+        let (dense, sparse) = (TextTokenizer::of_model(&models2.dense)?, TextTokenizer::of_model(&models2.sparse)?);
+        Ok((plan_build(documents, &attachments, &options, (&dense, &sparse), &previous)?, attachments))
     })
     .await
     .map_err(|e| Error::task_failed("planning the build", e))??;
     let job_value = serde_json::to_value(job)?;
-    let Some((file, tasks)) = planned else {
-        let report = CoreReport {
-            index_id: job.index_id.clone(),
-            chunks: previous_chunks,
-            chunks_reused: previous_chunks,
-            unchanged: true,
-            ..Default::default()
-        };
-        return Ok(PlanOutput {
-            build_id: build_id.into(),
-            job: job_value,
-            unchanged: true,
-            tasks: Vec::new(),
-            report,
-        });
+    let output =
+        |unchanged, tasks, report| PlanOutput { build_id: build_id.into(), job: job_value, unchanged, tasks, report };
+    let (plan, tasks, mut report, attachments) = match planned {
+        (Planned::Unchanged(report), _) => return Ok(output(true, Vec::new(), report)),
+        (Planned::Ready { plan, tasks, report }, attachments) => (plan, tasks, report, attachments),
     };
+    report.phases.read = read;
     let store = target.store();
     for task in &tasks {
         store.upload(&format!("{dir}/{}", task_file(task.shard)), bincode::serialize(task)?.into()).await?;
     }
+    let file = PlanFile { plan: *plan, attachments, report };
     store.upload(&format!("{dir}/plan.bin"), bincode::serialize(&file)?.into()).await?;
-    Ok(PlanOutput {
-        build_id: build_id.into(),
-        job: job_value,
-        unchanged: false,
-        tasks: tasks.iter().map(|t| t.shard).collect(),
-        report: file.report,
-    })
+    Ok(output(false, tasks.iter().map(|t| t.shard).collect(), file.report))
 }
 
 /// The encode step: shard `shard` of build `build_id`.
@@ -231,7 +173,7 @@ pub async fn encode_step(
     let t = Instant::now();
     let encoded = tokio::task::block_in_place(|| encode_task(&task, &encoders.0, &encoders.1, &|_| {}))?;
     let seconds = t.elapsed().as_secs_f64();
-    target.store().upload(&format!("{dir}/{}", encoded_file(shard)), encoded.to_bytes()?.into()).await?;
+    target.store().upload(&format!("{dir}/{}", shard_file(shard as usize)), encoded.to_bytes()?.into()).await?;
     Ok(EncodeOutput { shard, chunks: task.keys.len(), seconds })
 }
 
@@ -243,8 +185,9 @@ pub async fn merge_step(
     encoded: &[EncodeOutput],
     config: &aws_config::SdkConfig,
 ) -> Result<BuildReport> {
-    let (target, previous) = target_and_cache(job, config).await?;
+    let target = VersionedIndex::new(config, &Location::parse(&job.target)?)?;
     let expected = target.pointer().await?;
+    let previous = previous_version(&target, &expected).await;
     let dir = build_dir(&target, build_id)?;
     let store = target.store();
     let get = |name: String| {
@@ -261,11 +204,12 @@ pub async fn merge_step(
     let tasks = file.plan.tasks(&previous.cache);
     let mut shards = Vec::with_capacity(tasks.len());
     for task in &tasks {
-        let name = encoded_file(task.shard);
-        let shard = EncodedShard::from_bytes(&format!("s3://{}/{dir}/{name}", store.bucket()), &get(name).await?)?;
-        if !shard.records.iter().map(|r| r.key).eq(task.keys.iter().copied()) {
+        let name = shard_file(task.shard as usize);
+        let location = format!("s3://{}/{dir}/{name}", store.bucket());
+        let shard = EncodedShard::from_bytes(&location, &get(name).await?)?;
+        if !shard.holds(&task.keys) {
             return Err(Error::IndexCorrupted {
-                file: format!("s3://{}/{dir}/{}", store.bucket(), encoded_file(task.shard)),
+                file: location,
                 expected: "the chunks of its task".into(),
                 found: format!("{} other records", shard.records.len()),
             });
@@ -278,9 +222,7 @@ pub async fn merge_step(
         let PlanFile { plan, attachments, mut report } = file;
         report.phases.encode = encode_seconds;
         report.workers = workers;
-        let (assembled, reused) = plan.assemble(&previous.cache, shards)?;
-        report.chunks_reused = reused;
-        report.chunks_encoded = report.chunks - reused;
+        let assembled = plan.assemble(&previous.cache, shards)?;
         let index = merge(plan, &assembled, &|_, _, _| {})?;
         report.phases.merge = t.elapsed().as_secs_f64();
         let built = Built { report, index: Some(index), shards: assembled, attachments };

@@ -50,15 +50,13 @@ impl Plan {
     }
 
     /// Puts each shard together from the cache and the encoded tasks, in chunk order.
-    /// Tells how many chunks came from the cache.
-    pub fn assemble(&self, cache: &VectorCache, encoded: Vec<EncodedShard>) -> Result<(Vec<EncodedShard>, usize)> {
+    pub fn assemble(&self, cache: &VectorCache, encoded: Vec<EncodedShard>) -> Result<Vec<EncodedShard>> {
         let mut fresh: HashMap<ChunkKey, EncodedChunk> = HashMap::new();
         let mut dim = None;
         for shard in encoded {
             dim = Some(shard.dim as usize);
             fresh.extend(shard.records.into_iter().map(|r| (r.key, r)));
         }
-        let mut reused = 0;
         let mut shards = Vec::with_capacity(self.shards.len());
         for (k, range) in self.shards.iter().enumerate() {
             let mut records = Vec::with_capacity(range.len());
@@ -66,20 +64,17 @@ impl Plan {
                 let key = &self.keys[i as usize];
                 let record = match fresh.get(key) {
                     Some(r) => r.clone(),
-                    None => {
-                        reused += 1;
-                        cache.get(key).cloned().ok_or_else(|| Error::TaskFailed {
-                            task: format!("assembling shard {k}"),
-                            reason: format!("chunk {i} was neither cached nor encoded"),
-                        })?
-                    }
+                    None => cache.get(key).cloned().ok_or_else(|| Error::TaskFailed {
+                        task: format!("assembling shard {k}"),
+                        reason: format!("chunk {i} was neither cached nor encoded"),
+                    })?,
                 };
                 dim = dim.or(Some(record.dense.len()));
                 records.push(record);
             }
             shards.push(EncodedShard::new(k as u32, dim.unwrap_or(0), records));
         }
-        Ok((shards, reused))
+        Ok(shards)
     }
 }
 

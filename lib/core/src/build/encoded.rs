@@ -100,6 +100,11 @@ impl EncodedShard {
         EncodedShard { format: SHARD_FORMAT.into(), shard, dim: dim as u32, records }
     }
 
+    /// Whether the shard holds exactly the chunks of `keys`, in that order.
+    pub fn holds(&self, keys: &[ChunkKey]) -> bool {
+        self.records.iter().map(|r| r.key).eq(keys.iter().copied())
+    }
+
     /// The file's bytes.
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
         Ok(bincode::serialize(self)?)

@@ -26,7 +26,7 @@ pub fn merge(plan: Plan, shards: &[EncodedShard], progress: Progress) -> Result<
     let dim = shards.iter().find(|s| !s.records.is_empty()).map_or(0, |s| s.dim as usize);
     for (k, (shard, range)) in shards.iter().zip(&plan.shards).enumerate() {
         let keys = &plan.keys[range.start as usize..range.end as usize];
-        if shard.records.len() != keys.len() || shard.records.iter().zip(keys).any(|(r, k)| r.key != *k) {
+        if !shard.holds(keys) {
             return Err(wrong(k, format!("{} records with other keys", shard.records.len())));
         }
         if let Some(i) = shard.records.iter().position(|r| !r.is_intact(dim)) {

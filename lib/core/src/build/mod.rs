@@ -24,7 +24,9 @@ use std::time::Instant;
 pub use encode::{encode_task, EncodeTask, ENCODE_STEP};
 pub use encoded::{ChunkKey, EncodedChunk, EncodedShard, VectorCache};
 pub use merge::merge;
-pub use plan::{encoder_input, inputs_sha256, plan, BuildOptions, Plan, DEFAULT_SHARD_CHUNKS, TITLE_TOKENS, WINDOW};
+pub use plan::{
+    encoder_input, inputs_sha256, plan, shard_ranges, BuildOptions, Plan, DEFAULT_SHARD_CHUNKS, TITLE_TOKENS, WINDOW,
+};
 pub use report::{BuildReport, Phases, REPORT_FILE};
 
 use crate::corpus::Document;
@@ -126,6 +128,73 @@ pub fn shard_file(k: usize) -> String {
     format!("encoded-{k:05}.bin")
 }
 
+/// The first half of a build, shared by every way of running it: either the inputs are
+/// the previous version's, or the plan with its encode tasks.
+pub enum Planned {
+    /// The inputs, options and models are the previous version's: nothing to plan, encode
+    /// or write.
+    Unchanged(BuildReport),
+    /// The plan, its encode tasks (what no cache holds) and the report so far.
+    Ready {
+        /// The plan (boxed: it is large beside the unchanged report).
+        plan: Box<Plan>,
+        /// Its encode tasks.
+        tasks: Vec<EncodeTask>,
+        /// The report with the plan's figures.
+        report: BuildReport,
+    },
+}
+
+impl BuildReport {
+    /// The report of a plan whose encode tasks are `tasks`: every chunk they do not encode
+    /// is reused (from the cache, or as a repeat of a chunk encoded in this build).
+    fn planned(plan: &Plan, tasks: &[EncodeTask], previous: &Previous) -> Self {
+        let chunks_encoded = tasks.iter().map(|t| t.keys.len()).sum();
+        BuildReport {
+            index_id: plan.options.index_id.clone(),
+            documents: plan.documents.len(),
+            chunks: plan.chunks.len(),
+            chunks_encoded,
+            chunks_reused: plan.chunks.len() - chunks_encoded,
+            cache_rejected: previous.cache.rejected,
+            tokens_beyond_window: plan.tokens_beyond_window,
+            shards: plan.shards.len(),
+            ..Default::default()
+        }
+    }
+}
+
+/// Plans a build of `documents` (with `attachments`, files of other crates saved with it)
+/// against `previous`: [`Planned::Unchanged`] when its fingerprint is the previous
+/// version's, else the plan and the tasks of what `previous`'s cache lacks.
+pub fn plan_build(
+    documents: Vec<Document>,
+    attachments: &[(String, Vec<u8>)],
+    options: &BuildOptions,
+    tokenizers: (&TextTokenizer, &TextTokenizer),
+    previous: &Previous,
+) -> Result<Planned> {
+    let t = Instant::now();
+    let fingerprint = inputs_sha256(&documents, options, attachments)?;
+    if previous.inputs_sha256() == Some(fingerprint.as_str()) {
+        let chunks = previous.manifest.as_ref().map_or(0, |m| m.chunks);
+        return Ok(Planned::Unchanged(BuildReport {
+            index_id: options.index_id.clone(),
+            documents: documents.len(),
+            chunks,
+            chunks_reused: chunks,
+            unchanged: true,
+            phases: Phases { plan: t.elapsed().as_secs_f64(), ..Default::default() },
+            ..Default::default()
+        }));
+    }
+    let plan = plan(documents, options, fingerprint, tokenizers.0, tokenizers.1)?;
+    let tasks = plan.tasks(&previous.cache);
+    let mut report = BuildReport::planned(&plan, &tasks, previous);
+    report.phases.plan = t.elapsed().as_secs_f64();
+    Ok(Planned::Ready { plan: Box::new(plan), tasks, report })
+}
+
 /// Builds the index of `documents` (with `attachments`, files of other crates saved with
 /// it) reusing `previous`'s vectors, encoding the rest with `runner`.
 pub fn build(
@@ -137,49 +206,32 @@ pub fn build(
     runner: &dyn EncodeRunner,
     progress: Progress,
 ) -> Result<Built> {
-    let mut report = BuildReport {
-        index_id: options.index_id.clone(),
-        documents: documents.len(),
-        workers: runner.workers(),
-        ..Default::default()
-    };
-    let t = Instant::now();
-    let fingerprint = inputs_sha256(&documents, options, &attachments)?;
-    if previous.inputs_sha256() == Some(fingerprint.as_str()) {
-        let chunks = previous.manifest.as_ref().map_or(0, |m| m.chunks);
-        report.unchanged = true;
-        report.chunks = chunks;
-        report.chunks_reused = chunks;
-        report.phases.plan = t.elapsed().as_secs_f64();
-        report.seconds = report.phases.total();
-        return Ok(Built { report, index: None, shards: Vec::new(), attachments });
-    }
     progress("plan", 0, 1);
-    let plan = plan(documents, options, &attachments, tokenizers.0, tokenizers.1)?;
-    let tasks = plan.tasks(&previous.cache);
-    report.phases.plan = t.elapsed().as_secs_f64();
-    report.chunks = plan.chunks.len();
-    report.shards = plan.shards.len();
-    report.tokens_beyond_window = plan.tokens_beyond_window;
-    report.cache_rejected = previous.cache.rejected;
-    report.chunks_encoded = tasks.iter().map(|t| t.keys.len()).sum();
+    let (plan, tasks, mut report) = match plan_build(documents, &attachments, options, tokenizers, previous)? {
+        Planned::Unchanged(mut report) => {
+            report.workers = runner.workers();
+            report.seconds = report.phases.total();
+            return Ok(Built { report, index: None, shards: Vec::new(), attachments });
+        }
+        Planned::Ready { plan, tasks, report } => (plan, tasks, report),
+    };
+    report.workers = runner.workers();
 
     let t = Instant::now();
     let encoded = if tasks.is_empty() { Vec::new() } else { runner.run(tasks, progress)? };
-    let (shards, reused) = plan.assemble(&previous.cache, encoded)?;
-    report.chunks_reused = reused;
+    let shards = plan.assemble(&previous.cache, encoded)?;
     report.phases.encode = t.elapsed().as_secs_f64();
 
     let t = Instant::now();
-    let index = merge(plan, &shards, progress)?;
+    let index = merge(*plan, &shards, progress)?;
     report.phases.merge = t.elapsed().as_secs_f64();
     report.seconds = report.phases.total();
     Ok(Built { report, index: Some(index), shards, attachments })
 }
 
 /// What [`build`] would do, without encoding or writing anything: the plan's figures
-/// (chunks, shards, `tokens_beyond_window`) and, as `chunks_encoded`, how many chunks the
-/// cache lacks.
+/// (chunks, shards, `tokens_beyond_window`), as `chunks_encoded` how many chunks the cache
+/// lacks, and whether the inputs are unchanged. Unlike a build, it plans even then.
 pub fn dry_run(
     documents: Vec<Document>,
     attachments: &[(String, Vec<u8>)],
@@ -188,16 +240,11 @@ pub fn dry_run(
     previous: &Previous,
 ) -> Result<BuildReport> {
     let t = Instant::now();
-    let mut report =
-        BuildReport { index_id: options.index_id.clone(), documents: documents.len(), ..Default::default() };
-    let plan = plan(documents, options, attachments, tokenizers.0, tokenizers.1)?;
-    report.unchanged = previous.inputs_sha256() == Some(plan.inputs_sha256.as_str());
-    report.chunks = plan.chunks.len();
-    report.shards = plan.shards.len();
-    report.tokens_beyond_window = plan.tokens_beyond_window;
-    report.cache_rejected = previous.cache.rejected;
-    report.chunks_encoded = plan.tasks(&previous.cache).iter().map(|t| t.keys.len()).sum();
-    report.chunks_reused = report.chunks - report.chunks_encoded;
+    let fingerprint = inputs_sha256(&documents, options, attachments)?;
+    let unchanged = previous.inputs_sha256() == Some(fingerprint.as_str());
+    let plan = plan(documents, options, fingerprint, tokenizers.0, tokenizers.1)?;
+    let mut report = BuildReport::planned(&plan, &plan.tasks(&previous.cache), previous);
+    report.unchanged = unchanged;
     report.phases.plan = t.elapsed().as_secs_f64();
     report.seconds = report.phases.total();
     Ok(report)

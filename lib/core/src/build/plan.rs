@@ -106,6 +106,11 @@ pub fn encoder_input(title: &str, chunk: &Chunk) -> String {
     }
 }
 
+/// `n` chunks cut into contiguous shards of `step` (the last one shorter).
+pub fn shard_ranges(n: usize, step: usize) -> Vec<Range<u32>> {
+    (0..n.div_ceil(step)).map(|k| (k * step) as u32..((k + 1) * step).min(n) as u32).collect()
+}
+
 /// The fingerprint of everything a build reads: `SHA-256` over the format version, the
 /// options (as JSON), every attachment (name and bytes) and the documents (bincode). Two
 /// builds with equal fingerprints make equal indexes.
@@ -129,12 +134,13 @@ pub fn inputs_sha256(
     Ok(hex::encode(h.finalize()))
 }
 
-/// Plans a build of `documents`: chunks (lossless, within both tokenizers' windows),
-/// encoder inputs, content keys and shards. Refuses duplicate document ids.
+/// Plans a build of `documents` whose [`inputs_sha256`] is `fingerprint`: chunks
+/// (lossless, within both tokenizers' windows), encoder inputs, content keys and shards.
+/// Refuses duplicate document ids.
 pub fn plan(
     documents: Vec<Document>,
     options: &BuildOptions,
-    attachments: &[(String, Vec<u8>)],
+    fingerprint: String,
     dense: &TextTokenizer,
     sparse: &TextTokenizer,
 ) -> Result<Plan> {
@@ -174,11 +180,9 @@ pub fn plan(
     }
     let (d, s) = (&options.dense_model.weights_sha256, &options.sparse_model.weights_sha256);
     let keys = inputs.par_iter().map(|input| ChunkKey::new(d, s, options.chunk_tokens, WINDOW, input)).collect();
-    let n = chunks.len() as u32;
-    let step = options.shard_chunks as u32;
-    let shards = (0..n.div_ceil(step)).map(|k| k * step..((k + 1) * step).min(n)).collect();
+    let shards = shard_ranges(chunks.len(), options.shard_chunks);
     Ok(Plan {
-        inputs_sha256: inputs_sha256(&documents, options, attachments)?,
+        inputs_sha256: fingerprint,
         options: options.clone(),
         documents,
         chunks,

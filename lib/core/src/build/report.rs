@@ -30,8 +30,9 @@ impl Phases {
 
 /// What a build did.
 ///
-/// `chunks = chunks_encoded + chunks_reused`, except that a chunk whose text repeats an
-/// earlier chunk's in the same build is counted as reused.
+/// `chunks = chunks_encoded + chunks_reused`: a chunk is reused when its vectors came from
+/// the cache, or when its encoder input repeats an earlier chunk's in the same build (it is
+/// encoded once).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct BuildReport {
     /// The index id.

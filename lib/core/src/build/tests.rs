@@ -166,3 +166,15 @@ fn shard_files_of_a_larger_previous_build_are_removed() {
     assert!(many[1..].iter().all(|n| !store.exists(n).unwrap()));
     assert!(store.exists("facts.bin").unwrap());
 }
+
+#[test]
+fn a_chunk_repeating_another_is_encoded_once_and_counted_as_reused() {
+    let mut twin = corpus(1);
+    twin.push(Document { document_id: "twin".into(), ..twin[0].clone() });
+    let built = run(twin, 4, &Previous::none());
+    let r = &built.report;
+    assert_eq!((r.chunks_encoded * 2, r.chunks_reused * 2), (r.chunks, r.chunks), "{r:?}");
+    let index = built.index.unwrap();
+    let half = index.dense.vectors.len() / 2;
+    assert_eq!(index.dense.vectors[..half], index.dense.vectors[half..]);
+}

@@ -5,7 +5,7 @@ use std::path::Path;
 use rayon::prelude::*;
 use tract_onnx::prelude::*;
 
-use super::tokenize::{Encoded, TextTokenizer, MAX_TOKENS};
+use super::tokenize::{Encoded, TextTokenizer};
 use crate::error::{Error, Result};
 
 type Plan = std::sync::Arc<TypedRunnableModel>;
@@ -84,7 +84,7 @@ pub(crate) fn rows_f32(outputs: &TVec<TValue>, i: usize) -> Result<(Vec<f32>, us
 
 /// Loads the `tokenizer.json` and `model.onnx` of a converted model directory.
 pub(crate) fn load_model_dir(dir: &Path) -> Result<(TextTokenizer, OnnxBert)> {
-    let tokenizer = TextTokenizer::from_file(&dir.join("tokenizer.json"), MAX_TOKENS)?;
+    let tokenizer = TextTokenizer::of_model(dir)?;
     let model = OnnxBert::load(&dir.join("model.onnx"))?;
     Ok((tokenizer, model))
 }

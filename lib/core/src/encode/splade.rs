@@ -5,7 +5,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::runtime::{rows_f32, run_sorted, OnnxBert};
-use super::tokenize::{Encoded, TextTokenizer, MAX_TOKENS};
+use super::tokenize::{Encoded, TextTokenizer};
 use crate::error::{Error, Result};
 
 /// Weights below this are dropped (they change no ranking and bloat the index).
@@ -56,7 +56,7 @@ pub struct SparseEncoder {
 impl SparseEncoder {
     /// Loads `model.onnx` and `tokenizer.json` from a converted model directory.
     pub fn load(dir: &Path) -> Result<Self> {
-        let tokenizer = TextTokenizer::from_file(&dir.join("tokenizer.json"), MAX_TOKENS)?;
+        let tokenizer = TextTokenizer::of_model(dir)?;
         let path = dir.join("model.onnx");
         let model = OnnxBert::load_outputs(&path, Some(&["sparse_weights"]))?;
         let query_model = OnnxBert::load_outputs(&path, Some(&["mlm_logits"])).map_err(|e| match e {

@@ -71,6 +71,12 @@ impl TextTokenizer {
         })
     }
 
+    /// Loads the `tokenizer.json` of a converted model directory, truncating at
+    /// [`MAX_TOKENS`].
+    pub fn of_model(dir: &Path) -> Result<Self> {
+        Self::from_file(&dir.join("tokenizer.json"), MAX_TOKENS)
+    }
+
     /// Tokenizes a batch of single texts.
     pub fn encode_batch(&self, texts: &[&str]) -> Result<Vec<Encoded>> {
         texts.iter().map(|t| self.encode(t)).collect()

@@ -44,6 +44,14 @@ pub struct ModelRef {
     pub weights_sha256: String,
 }
 
+impl ModelRef {
+    /// The reference of the converted model in `dir` ([`ModelInfo::read`](crate::encode::ModelInfo::read)).
+    pub fn read(dir: &std::path::Path) -> Result<Self> {
+        let info = crate::encode::ModelInfo::read(dir)?;
+        Ok(ModelRef { id: info.id, weights_sha256: info.weights_sha256 })
+    }
+}
+
 /// The manifest of an index.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
