@@ -9,6 +9,10 @@
 #   SEXTANT_SHARED_DIR  default <repo>/../shared            (golden/ce_head.safetensors)
 #
 # Output: $SEXTANT_MODEL_DIR/{minilm-l6-v2,splade-tiny,ce-standin}/{model.onnx,tokenizer.json,model.json}
+#         $SEXTANT_MODEL_DIR/onnxruntime/libonnxruntime.so   (this machine's architecture)
+#
+#   fetch_models.sh --ort-lib ARCH DIR   only writes ONNX Runtime's library for ARCH
+#                                        (x86_64 or aarch64) to DIR/libonnxruntime.so
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -16,7 +20,36 @@ cache=${SEXTANT_CACHE_DIR:-$HOME/.cache/sextant}
 models=${SEXTANT_MODEL_DIR:-$cache/models}
 shared=${SEXTANT_SHARED_DIR:-$repo/../shared}
 recipe=3   # bump when the conversion changes, to rebuild every cache
+ORT_VERSION=1.31.1
 mkdir -p "$cache/wheels" "$models"
+
+# ONNX Runtime's shared library, taken from the onnxruntime wheel on PyPI. The library is
+# the same file in every CPython tag's wheel of a release, so its own checksum is pinned
+# (per architecture), not a wheel's. Cached: a library that matches is left alone.
+ort_lib() { # arch dest-dir
+  local arch=$1 dest=$2 sum tmp
+  case $arch in
+    x86_64) sum=fc44112fbe06d7d689c57e11d3862031f64711007e4ee020f8eed5185fd2c1d3 ;;
+    aarch64|arm64) arch=aarch64; sum=8aa3b76b28c778a2b1dd660d34161adb1d508c9ccd04ff9dc80e26eca5df8467 ;;
+    *) echo "no ONNX Runtime library is pinned for $arch (tract will be used)" >&2; return 0 ;;
+  esac
+  if [ -f "$dest/libonnxruntime.so" ] && [ "$(sha256sum "$dest/libonnxruntime.so" | cut -d' ' -f1)" = "$sum" ]; then
+    echo "cached: $dest/libonnxruntime.so" >&2; return 0
+  fi
+  tmp=$(mktemp -d)
+  python3 -m pip download --no-deps --quiet --only-binary=:all: --platform "manylinux_2_28_$arch" \
+    --python-version 3.12 -d "$tmp" "onnxruntime==$ORT_VERSION" >&2
+  python3 - "$tmp"/*.whl "$tmp/libonnxruntime.so" "$ORT_VERSION" <<'PY'
+import shutil, sys, zipfile
+whl, out, version = sys.argv[1:4]
+with zipfile.ZipFile(whl) as z, z.open(f"onnxruntime/capi/libonnxruntime.so.{version}") as src, open(out, "wb") as dst:
+    shutil.copyfileobj(src, dst)
+PY
+  check "$tmp/libonnxruntime.so" "$sum"
+  mkdir -p "$dest"; mv "$tmp/libonnxruntime.so" "$dest/libonnxruntime.so.tmp"
+  mv "$dest/libonnxruntime.so.tmp" "$dest/libonnxruntime.so"; rm -rf "$tmp"
+  echo "fetched: $dest/libonnxruntime.so (ONNX Runtime $ORT_VERSION, $arch)" >&2
+}
 
 venv="$cache/venv-convert"
 if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import numpy, onnx, safetensors' 2>/dev/null; then
@@ -29,6 +62,9 @@ check() { # file expected-sha256
   local got; got=$(sha256sum "$1" | cut -d' ' -f1)
   if [ "$got" != "$2" ]; then echo "checksum mismatch for $1: expected $2, got $got" >&2; exit 1; fi
 }
+
+if [ "${1:-}" = "--ort-lib" ]; then ort_lib "$2" "$3"; exit 0; fi
+ort_lib "$(uname -m)" "$models/onnxruntime"
 
 wheel() { # name==version sha256 -> path of the unpacked wheel
   local spec=$1 sum=$2 name=${1%%==*} dir

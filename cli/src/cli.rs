@@ -17,6 +17,11 @@ pub struct Cli {
     /// A cross-encoder model directory to rerank with.
     #[arg(long, global = true)]
     pub reranker: Option<PathBuf>,
+    /// Inference backend: auto (ONNX Runtime when its library loads, else tract),
+    /// onnxruntime (falls back to tract, with a warning, when the library cannot load) or tract.
+    #[arg(long, global = true, env = "SEXTANT_BACKEND", default_value = "auto",
+          value_parser = ["auto", "onnxruntime", "tract"])]
+    pub backend: String,
     #[command(subcommand)]
     pub command: Command,
 }

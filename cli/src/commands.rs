@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use sextant_core::corpus::{load_beir, load_documents, BeirSet};
-use sextant_core::encode::{default_model_dir, CrossEncoder, ModelSet};
+use sextant_core::encode::{choose_backend, default_model_dir, BackendChoice, CrossEncoder, ModelSet, ORT_LIBRARY};
 use sextant_core::index::Filter;
 use sextant_core::pipeline::{open_engine, CrossEncoderReranker, Engine, Path, SearchOutcome, SearchRequest};
 use sextant_finance::{FactStore, Financials};
@@ -17,6 +17,7 @@ use crate::indexes::{beir_index, build_options, cache_dir, load_engine, load_wit
 
 /// Runs the command `cli` names.
 pub fn run(cli: Cli) -> Result<()> {
+    choose_backend_for(&cli)?;
     let mut models = ModelSet::under(&cli.models.clone().unwrap_or_else(default_model_dir));
     models.reranker = cli.reranker.clone();
     match cli.command {
@@ -285,5 +286,21 @@ fn dump_path_runs(engine: &Engine, set: &BeirSet, out: &FsPath) -> Result<()> {
         })
         .collect::<Result<_>>()?;
     std::fs::write(out, lines.join("\n") + "\n")?;
+    Ok(())
+}
+
+/// Fixes the process's inference backend from `--backend`. Also exported to the
+/// environment (with the library under `--models`), so that the worker processes of
+/// `build --workers` encode on the same backend.
+fn choose_backend_for(cli: &Cli) -> Result<()> {
+    let choice: BackendChoice = cli.backend.parse()?;
+    std::env::set_var("SEXTANT_BACKEND", &cli.backend);
+    if let Some(dir) = &cli.models {
+        let lib = dir.join("onnxruntime").join(ORT_LIBRARY);
+        if std::env::var_os("SEXTANT_ORT_LIB").is_none() && lib.is_file() {
+            std::env::set_var("SEXTANT_ORT_LIB", lib);
+        }
+    }
+    choose_backend(choice);
     Ok(())
 }

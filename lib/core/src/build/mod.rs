@@ -30,7 +30,7 @@ pub use plan::{
 pub use report::{BuildReport, Phases, REPORT_FILE};
 
 use crate::corpus::Document;
-use crate::encode::{DenseEncoder, SparseEncoder, TextTokenizer};
+use crate::encode::{Backend, DenseEncoder, SparseEncoder, TextTokenizer};
 use crate::error::Result;
 use crate::index::format::{read_manifest, Manifest};
 use crate::index::Index;
@@ -46,6 +46,10 @@ pub trait EncodeRunner {
     fn run(&self, tasks: Vec<EncodeTask>, progress: Progress) -> Result<Vec<EncodedShard>>;
     /// How many tasks run at once.
     fn workers(&self) -> usize;
+    /// The inference backend the tasks run on (the process's, unless the runner knows).
+    fn backend(&self) -> Backend {
+        crate::encode::backend()
+    }
 }
 
 /// Encodes in this process, one task after the other (each uses every core).
@@ -67,6 +71,10 @@ impl EncodeRunner for InProcess<'_> {
         }
         Ok(out)
     }
+    fn backend(&self) -> Backend {
+        self.dense.backend()
+    }
+
     fn workers(&self) -> usize {
         1
     }
@@ -210,12 +218,14 @@ pub fn build(
     let (plan, tasks, mut report) = match plan_build(documents, &attachments, options, tokenizers, previous)? {
         Planned::Unchanged(mut report) => {
             report.workers = runner.workers();
+            report.backend = runner.backend().to_string();
             report.seconds = report.phases.total();
             return Ok(Built { report, index: None, shards: Vec::new(), attachments });
         }
         Planned::Ready { plan, tasks, report } => (plan, tasks, report),
     };
     report.workers = runner.workers();
+    report.backend = runner.backend().to_string();
 
     let t = Instant::now();
     let encoded = if tasks.is_empty() { Vec::new() } else { runner.run(tasks, progress)? };

@@ -57,6 +57,10 @@ pub struct BuildReport {
     pub shards: usize,
     /// Encode tasks run at once.
     pub workers: usize,
+    /// The inference backend that encoded (`onnxruntime` or `tract`; empty in reports
+    /// written before there were two).
+    #[serde(default)]
+    pub backend: String,
     /// Seconds, all phases.
     pub seconds: f64,
     /// Seconds per phase.

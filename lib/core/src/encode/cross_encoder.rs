@@ -2,7 +2,8 @@
 
 use std::path::Path;
 
-use super::runtime::{load_model_dir, rows_f32, run_sorted, OnnxBert};
+use super::backend::{backend, Backend};
+use super::runtime::{load_model_dir, output, OnnxBert};
 use super::tokenize::TextTokenizer;
 use crate::error::Result;
 
@@ -18,7 +19,12 @@ pub struct CrossEncoder {
 impl CrossEncoder {
     /// Loads `model.onnx` and `tokenizer.json` from a model directory.
     pub fn load(dir: &Path) -> Result<Self> {
-        let (tokenizer, model) = load_model_dir(dir)?;
+        Self::load_with(dir, backend())
+    }
+
+    /// Loads on a given backend.
+    pub fn load_with(dir: &Path, backend: Backend) -> Result<Self> {
+        let (tokenizer, model) = load_model_dir(dir, backend)?;
         Ok(CrossEncoder { tokenizer, model })
     }
 
@@ -31,10 +37,9 @@ impl CrossEncoder {
     /// batched by similar length and the batches run in parallel.
     pub fn score(&self, query: &str, passages: &[&str]) -> Result<Vec<f32>> {
         let pairs = passages.iter().map(|p| self.tokenizer.encode_pair(query, p)).collect::<Result<Vec<_>>>()?;
-        run_sorted(&pairs, PAIR_BATCH, |batch| {
+        self.model.run_sorted(&pairs, PAIR_BATCH, |batch| {
             let out = self.model.run(batch)?;
-            let (flat, cols) = rows_f32(&out, 0)?;
-            Ok(flat.chunks(cols).map(|r| r[0]).collect())
+            Ok(output(&out, 0)?.rows().map(|r| r[0]).collect())
         })
     }
 }

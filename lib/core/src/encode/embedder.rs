@@ -2,7 +2,8 @@
 
 use std::path::Path;
 
-use super::runtime::{load_model_dir, rows_f32, run_sorted, OnnxBert};
+use super::backend::{backend, Backend};
+use super::runtime::{load_model_dir, output, OnnxBert};
 use super::tokenize::{Encoded, TextTokenizer};
 use crate::error::Result;
 
@@ -17,12 +18,23 @@ pub struct DenseEncoder {
 }
 
 impl DenseEncoder {
-    /// Loads `model.onnx` and `tokenizer.json` from a converted model directory.
+    /// Loads `model.onnx` and `tokenizer.json` from a converted model directory, on the
+    /// process's backend.
     pub fn load(dir: &Path) -> Result<Self> {
-        let (tokenizer, model) = load_model_dir(dir)?;
+        Self::load_with(dir, backend())
+    }
+
+    /// Loads on a given backend.
+    pub fn load_with(dir: &Path, backend: Backend) -> Result<Self> {
+        let (tokenizer, model) = load_model_dir(dir, backend)?;
         let probe = model.run(&[tokenizer.encode("probe")?])?;
-        let (_, dim) = rows_f32(&probe, 0)?;
+        let dim = output(&probe, 0)?.cols;
         Ok(DenseEncoder { tokenizer, model, dim })
+    }
+
+    /// The backend running the model.
+    pub fn backend(&self) -> Backend {
+        self.model.backend()
     }
 
     /// The embedding dimension.
@@ -51,19 +63,17 @@ impl DenseEncoder {
     /// parallel on the rayon pool. Output order matches input order.
     pub fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
         let encoded = self.tokenizer.encode_batch(texts)?;
-        run_sorted(&encoded, DOC_BATCH, |b| self.embed_encoded(b))
+        self.model.run_sorted(&encoded, DOC_BATCH, |b| self.embed_encoded(b))
     }
 
     /// Per-token output vectors of the last layer (no pooling), for late interaction.
     pub fn token_embeddings(&self, text: &str) -> Result<Vec<Vec<f32>>> {
         let out = self.model.run(&[self.tokenizer.encode(text)?])?;
-        let (flat, cols) = rows_f32(&out, 1)?;
-        Ok(flat.chunks(cols).map(|c| c.to_vec()).collect())
+        Ok(output(&out, 1)?.rows().map(|c| c.to_vec()).collect())
     }
 
     fn embed_encoded(&self, batch: &[Encoded]) -> Result<Vec<Vec<f32>>> {
         let out = self.model.run(batch)?;
-        let (flat, cols) = rows_f32(&out, 0)?;
-        Ok(flat.chunks(cols).map(|c| c.to_vec()).collect())
+        Ok(output(&out, 0)?.rows().map(|c| c.to_vec()).collect())
     }
 }

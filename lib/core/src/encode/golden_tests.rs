@@ -1,4 +1,6 @@
-//! The encoders against reference outputs computed with PyTorch (`shared/golden`).
+//! The encoders against reference outputs computed with PyTorch (`shared/golden`), on
+//! both backends. The ONNX Runtime tests need its library (`scripts/fetch_models.sh`
+//! fetches it; CI runs them): a missing library fails them rather than skipping.
 
 use serde_json::Value;
 
@@ -9,9 +11,37 @@ fn ids(v: &Value) -> Vec<u32> {
     v.as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as u32).collect()
 }
 
-#[test]
-fn dense_matches_pytorch_embeddings() {
-    let enc = DenseEncoder::load(&model_dir().join("minilm-l6-v2")).unwrap();
+/// `backend`, or a failure naming what to run when ONNX Runtime is not there.
+fn on(backend: Backend) -> Backend {
+    if backend == Backend::OnnxRuntime {
+        if let Err(e) = onnxruntime_available() {
+            panic!("the ONNX Runtime golden tests need its library: {e}");
+        }
+    }
+    backend
+}
+
+/// One test per backend for each check.
+macro_rules! on_both_backends {
+    ($check:ident: $tract:ident, $ort:ident) => {
+        #[test]
+        fn $tract() {
+            $check(on(Backend::Tract));
+        }
+        #[test]
+        fn $ort() {
+            $check(on(Backend::OnnxRuntime));
+        }
+    };
+}
+
+on_both_backends!(dense_matches: dense_matches_pytorch_embeddings_on_tract, dense_matches_pytorch_embeddings_on_onnxruntime);
+on_both_backends!(splade_matches: splade_matches_pytorch_term_weights_on_tract, splade_matches_pytorch_term_weights_on_onnxruntime);
+on_both_backends!(cross_encoder_matches: cross_encoder_matches_pytorch_logits_on_tract, cross_encoder_matches_pytorch_logits_on_onnxruntime);
+
+fn dense_matches(backend: Backend) {
+    let enc = DenseEncoder::load_with(&model_dir().join("minilm-l6-v2"), backend).unwrap();
+    assert_eq!(enc.backend(), backend);
     let rows = golden("dense_all-MiniLM-L6-v2.jsonl");
     let texts: Vec<&str> = rows.iter().map(|r| r["text"].as_str().unwrap()).collect();
     // Batched (padded) and one by one must both match: padding must not leak into pooling.
@@ -29,49 +59,57 @@ fn dense_matches_pytorch_embeddings() {
     }
 }
 
-#[test]
-fn splade_matches_pytorch_term_weights() {
-    let enc = SparseEncoder::load(&model_dir().join("splade-tiny")).unwrap();
+fn splade_matches(backend: Backend) {
+    let enc = SparseEncoder::load_with(&model_dir().join("splade-tiny"), backend).unwrap();
+    assert_eq!(enc.backend(), backend);
     let rows = golden("splade_tiny.jsonl");
     let texts: Vec<&str> = rows.iter().map(|r| r["text"].as_str().unwrap()).collect();
     let batched = enc.encode_batch(&texts).unwrap();
-    for (row, got) in rows.iter().zip(&batched) {
+    for (row, batched) in rows.iter().zip(&batched) {
         let text = row["text"].as_str().unwrap();
-        assert_eq!(enc.tokenizer().encode(text).unwrap().ids, ids(&row["input_ids"]), "input_ids of {text:?}");
-        let weights = row["weights"].as_object().unwrap();
-        let token_ids = row["token_ids"].as_object().unwrap();
-        let mut want: Vec<(u32, f32)> = weights
-            .iter()
-            .map(|(tok, w)| (token_ids[tok].as_u64().unwrap() as u32, w.as_f64().unwrap() as f32))
-            .filter(|&(_, w)| w >= 1e-3)
-            .collect();
-        want.sort_by_key(|p| p.0);
-        let got: Vec<(u32, f32)> =
-            got.ids.iter().copied().zip(got.weights.iter().copied()).filter(|&(_, w)| w >= 1e-3).collect();
-        // Same term set, up to terms right at the 1e-3 edge.
-        let want_ids: Vec<u32> = want.iter().map(|p| p.0).collect();
-        let got_ids: Vec<u32> = got.iter().map(|p| p.0).collect();
-        for (id, w) in &want {
-            match got.iter().find(|p| p.0 == *id) {
-                Some((_, g)) => assert!((g - w).abs() <= 1e-3, "{text:?}: term {id} weight {g} vs {w}"),
-                None => assert!(*w < 2e-3, "{text:?}: term {id} (weight {w}) missing"),
-            }
+        // A query runs alone (on tract through another output, pooled in Rust): both ways
+        // must match the reference.
+        let single = enc.encode(text).unwrap();
+        for got in [batched, &single] {
+            splade_row_matches(&enc, row, text, got);
         }
-        for (id, g) in &got {
-            assert!(want_ids.contains(id) || *g < 2e-3, "{text:?}: extra term {id} weight {g}");
-        }
-        assert!(!got_ids.is_empty());
     }
 }
 
-#[test]
-fn cross_encoder_matches_pytorch_logits() {
+fn splade_row_matches(enc: &SparseEncoder, row: &Value, text: &str, got: &SparseVector) {
+    assert_eq!(enc.tokenizer().encode(text).unwrap().ids, ids(&row["input_ids"]), "input_ids of {text:?}");
+    let weights = row["weights"].as_object().unwrap();
+    let token_ids = row["token_ids"].as_object().unwrap();
+    let mut want: Vec<(u32, f32)> = weights
+        .iter()
+        .map(|(tok, w)| (token_ids[tok].as_u64().unwrap() as u32, w.as_f64().unwrap() as f32))
+        .filter(|&(_, w)| w >= 1e-3)
+        .collect();
+    want.sort_by_key(|p| p.0);
+    let got: Vec<(u32, f32)> =
+        got.ids.iter().copied().zip(got.weights.iter().copied()).filter(|&(_, w)| w >= 1e-3).collect();
+    // Same term set, up to terms right at the 1e-3 edge.
+    let want_ids: Vec<u32> = want.iter().map(|p| p.0).collect();
+    let got_ids: Vec<u32> = got.iter().map(|p| p.0).collect();
+    for (id, w) in &want {
+        match got.iter().find(|p| p.0 == *id) {
+            Some((_, g)) => assert!((g - w).abs() <= 1e-3, "{text:?}: term {id} weight {g} vs {w}"),
+            None => assert!(*w < 2e-3, "{text:?}: term {id} (weight {w}) missing"),
+        }
+    }
+    for (id, g) in &got {
+        assert!(want_ids.contains(id) || *g < 2e-3, "{text:?}: extra term {id} weight {g}");
+    }
+    assert!(!got_ids.is_empty());
+}
+
+fn cross_encoder_matches(backend: Backend) {
     let dir = std::env::var_os("SEXTANT_MODEL_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(model_dir)
         .join("ce-standin");
     assert!(dir.is_dir(), "{} missing: fetch_models.sh builds it from {}", dir.display(), shared_dir().display());
-    let enc = CrossEncoder::load(&dir).unwrap();
+    let enc = CrossEncoder::load_with(&dir, backend).unwrap();
     for row in golden("cross_encoder_standin.jsonl") {
         let (q, p) = (row["query"].as_str().unwrap(), row["passage"].as_str().unwrap());
         let e = enc.tokenizer().encode_pair(q, p).unwrap();

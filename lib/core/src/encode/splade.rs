@@ -4,7 +4,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::runtime::{rows_f32, run_sorted, OnnxBert};
+use super::backend::{backend, Backend};
+use super::runtime::{output, OnnxBert};
 use super::tokenize::{Encoded, TextTokenizer};
 use crate::error::{Error, Result};
 
@@ -43,30 +44,48 @@ impl SparseVector {
 
 /// A SPLADE encoder (BertForMaskedLM + max-pooled log-saturated ReLU).
 ///
-/// Two plans of the same graph: documents run in batches through the graph's own pooled
-/// output (`sparse_weights`); a query runs alone through the raw `mlm_logits` and is
-/// pooled here, because tract's generic reduction over the sequence axis of a
-/// `[1, seq, 30522]` tensor costs more than the whole model for a short input.
+/// On tract, two plans of the same graph: documents run in batches through the graph's
+/// own pooled output (`sparse_weights`); a query runs alone through the raw `mlm_logits`
+/// and is pooled here, because tract's generic reduction over the sequence axis of a
+/// `[1, seq, 30522]` tensor costs more than the whole model for a short input. ONNX
+/// Runtime reduces fast, so there one session serves both through `sparse_weights`.
 pub struct SparseEncoder {
     tokenizer: TextTokenizer,
     model: OnnxBert,
-    query_model: OnnxBert,
+    /// tract only: the `mlm_logits` plan for single queries.
+    query_model: Option<OnnxBert>,
 }
 
 impl SparseEncoder {
-    /// Loads `model.onnx` and `tokenizer.json` from a converted model directory.
+    /// Loads `model.onnx` and `tokenizer.json` from a converted model directory, on the
+    /// process's backend.
     pub fn load(dir: &Path) -> Result<Self> {
+        Self::load_with(dir, backend())
+    }
+
+    /// Loads on a given backend.
+    pub fn load_with(dir: &Path, backend: Backend) -> Result<Self> {
         let tokenizer = TextTokenizer::of_model(dir)?;
         let path = dir.join("model.onnx");
-        let model = OnnxBert::load_outputs(&path, Some(&["sparse_weights"]))?;
-        let query_model = OnnxBert::load_outputs(&path, Some(&["mlm_logits"])).map_err(|e| match e {
-            Error::Model { path, reason } => Error::Model {
-                path,
-                reason: format!("{reason} (no mlm_logits output: re-run scripts/fetch_models.sh)"),
-            },
-            other => other,
-        })?;
+        let model = OnnxBert::load_with(&path, Some(&["sparse_weights"]), backend)?;
+        let query_model = match backend {
+            Backend::OnnxRuntime => None,
+            Backend::Tract => {
+                Some(OnnxBert::load_with(&path, Some(&["mlm_logits"]), backend).map_err(|e| match e {
+                    Error::Model { path, reason } => Error::Model {
+                        path,
+                        reason: format!("{reason} (no mlm_logits output: re-run scripts/fetch_models.sh)"),
+                    },
+                    other => other,
+                })?)
+            }
+        };
         Ok(SparseEncoder { tokenizer, model, query_model })
+    }
+
+    /// The backend running the model.
+    pub fn backend(&self) -> Backend {
+        self.model.backend()
     }
 
     /// The tokenizer (to show terms of a vector).
@@ -76,10 +95,14 @@ impl SparseEncoder {
 
     /// Encodes one query: logits of every token, max-pooled, then `ln(1 + relu(x))`.
     pub fn encode(&self, text: &str) -> Result<SparseVector> {
-        let out = self.query_model.run(&[self.tokenizer.encode(text)?])?;
-        let (flat, vocab) = rows_f32(&out, 0)?;
-        let mut best = vec![f32::NEG_INFINITY; vocab];
-        for token in flat.chunks(vocab) {
+        let encoded = self.tokenizer.encode(text)?;
+        let Some(query_model) = &self.query_model else {
+            return Ok(self.encode_encoded(&[encoded])?.pop().unwrap_or_default());
+        };
+        let out = query_model.run(&[encoded])?;
+        let logits = output(&out, 0)?;
+        let mut best = vec![f32::NEG_INFINITY; logits.cols];
+        for token in logits.rows() {
             for (b, &x) in best.iter_mut().zip(token) {
                 *b = b.max(x);
             }
@@ -90,13 +113,12 @@ impl SparseEncoder {
     /// Encodes many texts in parallel batches; output order matches input order.
     pub fn encode_batch(&self, texts: &[&str]) -> Result<Vec<SparseVector>> {
         let encoded = self.tokenizer.encode_batch(texts)?;
-        run_sorted(&encoded, DOC_BATCH, |b| self.encode_encoded(b))
+        self.model.run_sorted(&encoded, DOC_BATCH, |b| self.encode_encoded(b))
     }
 
     fn encode_encoded(&self, batch: &[Encoded]) -> Result<Vec<SparseVector>> {
         let out = self.model.run(batch)?;
-        let (flat, cols) = rows_f32(&out, 0)?;
-        Ok(flat.chunks(cols).map(|row| sparsify(row.iter().copied())).collect())
+        Ok(output(&out, 0)?.rows().map(|row| sparsify(row.iter().copied())).collect())
     }
 }
 
