@@ -11,6 +11,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
+use serde::Serialize;
+use sextant_core::build::{encode_inputs, encoder_input};
 use sextant_core::corpus::Chunk;
 use sextant_core::encode::SparseVector;
 use sextant_core::index::{Bm25Index, DenseIndex, Index, SpladeIndex};
@@ -18,7 +20,7 @@ use sextant_core::pipeline::{rrf_fuse, Engine, Path, SearchRequest};
 use sextant_core::storage::LocalDir;
 
 /// Latency summary of one stage, in milliseconds.
-struct Stats {
+pub struct Stats {
     p50: f64,
     p99: f64,
     mean: f64,
@@ -127,19 +129,107 @@ pub fn synthesize(base: &Index, target: usize) -> Result<Index> {
     Ok(Index::from_parts(manifest, base.documents.clone(), chunks, dense, bm25, splade)?)
 }
 
-/// Runs the benchmark over `queries` against `engine` and prints a Markdown table.
-pub fn run(engine: &Engine, queries: &[String], label: &str) -> Result<()> {
+/// The figures of one scale, as `sextant bench --json` prints them (one object per line).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Figures {
+    /// `real index` or `synthetic N`.
+    pub scale: String,
+    /// Chunks in the index.
+    pub chunks: usize,
+    /// Queries timed.
+    pub queries: usize,
+    /// The inference backend.
+    pub backend: String,
+    /// What `/v1/search` runs (every path, fused; no cross-encoder), end to end.
+    pub search_p50_ms: f64,
+    /// 99th percentile of the same.
+    pub search_p99_ms: f64,
+    /// Tokenizing a query (MiniLM's tokenizer), part of the encode figures.
+    pub tokenize_p50_ms: f64,
+    /// Dense query encoding (tokenize + MiniLM).
+    pub encode_dense_p50_ms: f64,
+    /// 99th percentile of the same.
+    pub encode_dense_p99_ms: f64,
+    /// SPLADE query encoding (tokenize + SPLADE-tiny + pooling).
+    pub encode_sparse_p50_ms: f64,
+    /// 99th percentile of the same.
+    pub encode_sparse_p99_ms: f64,
+    /// Both query encoders as a search runs them.
+    pub encode_both_p50_ms: f64,
+    /// 99th percentile of the same.
+    pub encode_both_p99_ms: f64,
+    /// Dense HNSW top-50.
+    pub dense_path_p50_ms: f64,
+    /// BM25 top-50.
+    pub bm25_path_p50_ms: f64,
+    /// SPLADE top-50.
+    pub splade_path_p50_ms: f64,
+    /// RRF of three lists of 50.
+    pub fuse_p50_ms: f64,
+    /// HNSW recall@10 against exact search.
+    pub hnsw_recall_at_10: f64,
+    /// Passages encoded per second by both encoders, as a build encodes them.
+    pub build_chunks_per_s: f64,
+    /// Passages per second, dense encoder alone.
+    pub build_dense_chunks_per_s: f64,
+    /// Passages per second, SPLADE encoder alone.
+    pub build_sparse_chunks_per_s: f64,
+    /// Passages timed for the build figures.
+    pub build_passages: usize,
+}
+
+/// Passage-encoding throughput on `passages` (encoder inputs): each encoder alone, then
+/// both as a build runs them. Returns (both, dense, sparse) in passages per second.
+pub fn passage_throughput(engine: &Engine, passages: &[String]) -> Result<(f64, f64, f64)> {
+    let (dense, sparse) = (engine.dense_encoder(), engine.sparse_encoder());
+    let refs: Vec<&str> = passages.iter().map(|s| s.as_str()).collect();
+    let warm = &refs[..refs.len().min(16)];
+    dense.embed_batch(warm)?;
+    sparse.encode_batch(warm)?;
+    let n = passages.len() as f64;
+    let (r, d_ms) = time(|| dense.embed_batch(&refs));
+    r?;
+    let (r, s_ms) = time(|| sparse.encode_batch(&refs));
+    r?;
+    let (r, both_ms) = time(|| encode_inputs(passages, dense, sparse));
+    r?;
+    Ok((n / (both_ms / 1e3), n / (d_ms / 1e3), n / (s_ms / 1e3)))
+}
+
+/// The encoder inputs of the first `n` chunks of `index`, as a build encodes them (the
+/// title in full: the tokenizer cuts what exceeds the window).
+pub fn passages(index: &Index, n: usize) -> Vec<String> {
+    (0..index.chunks.len().min(n))
+        .map(|i| encoder_input(&index.document_of(i as u32).title, &index.chunks[i]))
+        .collect()
+}
+
+/// One row of a stage table: the stage, its latency, and a baseline to read it beside.
+pub type StageRow = (String, Stats, String);
+
+/// Times every stage over `queries` against `engine`.
+pub fn run(engine: &Engine, queries: &[String], label: &str) -> Result<(Figures, Vec<StageRow>)> {
     let index = engine.index();
-    println!("\n### {label}: {} chunks, {} queries\n", index.chunks.len(), queries.len());
-    println!("| stage | p50 ms | p99 ms | mean ms | baseline |");
-    println!("|---|---:|---:|---:|---|");
+    let mut tok = vec![];
     let (mut enc_d, mut enc_s, mut prep, mut dense, mut bm25, mut splade, mut exact, mut fuse, mut total) =
         (vec![], vec![], vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
     let mut hit = 0usize;
     let mut want = 0usize;
+    // Each encoder over every query in turn (as a peer times its model), then the stages of
+    // a search query by query.
+    for q in queries.iter().take(10) {
+        let _ = engine.search(&SearchRequest::new(q.clone(), 10));
+    }
+    for q in queries {
+        tok.push(time(|| engine.dense_encoder().tokenizer().encode(q)).1);
+    }
     for q in queries {
         enc_d.push(time(|| engine.dense_encoder().embed(q)).1);
+    }
+    for q in queries {
         enc_s.push(time(|| engine.sparse_encoder().encode(q)).1);
+    }
+    for q in queries {
         let ((pq, _), t) = time(|| engine.prepare(q, &Path::ALL).expect("encode"));
         prep.push(t);
         let qv = pq.dense.clone().context("dense vector")?;
@@ -160,21 +250,96 @@ pub fn run(engine: &Engine, queries: &[String], label: &str) -> Result<()> {
         req.rerank = false;
         total.push(time(|| engine.search(&req)).1);
     }
-    let (sd, ss) = (stats(enc_d), stats(enc_s));
+    let (sd, ss, sp) = (stats(enc_d), stats(enc_s), stats(prep));
+    let (dstats, estats, bstats, sstats, fstats, t) =
+        (stats(dense), stats(exact), stats(bm25), stats(splade), stats(fuse), stats(total));
     let slower = sd.p50.max(ss.p50);
-    row("encode query: dense (MiniLM-L6)", &sd, "");
-    row("encode query: SPLADE-tiny", &ss, "");
-    row("encode query: both (parallel)", &stats(prep), &format!("slower encoder alone {slower:.3}"));
-    let dstats = stats(dense);
-    let estats = stats(exact);
-    row("path: dense HNSW top-50 (+exact rescoring)", &dstats, &format!("exact scan top-10 p50 {:.3}", estats.p50));
-    row("path: dense exact scan top-10", &estats, "");
-    row("path: BM25 top-50", &stats(bm25), "");
-    row("path: SPLADE top-50", &stats(splade), "");
-    row("fusion: RRF of 3×50", &stats(fuse), "");
-    let t = stats(total);
-    row("search total (no cross-encoder)", &t, &format!("target ≤ 1.3 × {slower:.3} = {:.3}", 1.3 * slower));
-    println!("\nHNSW recall@10 against exact search: {:.4} (target ≥ 0.98)", hit as f64 / want.max(1) as f64);
+    let figures = Figures {
+        scale: label.to_string(),
+        chunks: index.chunks.len(),
+        queries: queries.len(),
+        backend: engine.dense_encoder().backend().to_string(),
+        search_p50_ms: t.p50,
+        search_p99_ms: t.p99,
+        tokenize_p50_ms: stats(tok).p50,
+        encode_dense_p50_ms: sd.p50,
+        encode_dense_p99_ms: sd.p99,
+        encode_sparse_p50_ms: ss.p50,
+        encode_sparse_p99_ms: ss.p99,
+        encode_both_p50_ms: sp.p50,
+        encode_both_p99_ms: sp.p99,
+        dense_path_p50_ms: dstats.p50,
+        bm25_path_p50_ms: bstats.p50,
+        splade_path_p50_ms: sstats.p50,
+        fuse_p50_ms: fstats.p50,
+        hnsw_recall_at_10: hit as f64 / want.max(1) as f64,
+        ..Figures::default()
+    };
+    let rows = vec![
+        ("encode query: dense (MiniLM-L6)".to_string(), sd, String::new()),
+        ("encode query: SPLADE-tiny".into(), ss, String::new()),
+        ("encode query: both (as a search runs them)".into(), sp, format!("slower encoder alone {slower:.3}")),
+        (
+            "path: dense HNSW top-50 (+exact rescoring)".into(),
+            dstats,
+            format!("exact scan top-10 p50 {:.3}", estats.p50),
+        ),
+        ("path: dense exact scan top-10".into(), estats, String::new()),
+        ("path: BM25 top-50".into(), bstats, String::new()),
+        ("path: SPLADE top-50".into(), sstats, String::new()),
+        ("fusion: RRF of 3×50".into(), fstats, String::new()),
+        ("search total (no cross-encoder)".into(), t, format!("target ≤ 1.3 × {slower:.3} = {:.3}", 1.3 * slower)),
+    ];
+    Ok((figures, rows))
+}
+
+/// Prints one scale's figures as a Markdown table.
+pub fn print_table(figures: &Figures, rows: &[StageRow]) {
+    println!(
+        "\n### {}: {} chunks, {} queries, {} backend\n",
+        figures.scale, figures.chunks, figures.queries, figures.backend
+    );
+    println!("| stage | p50 ms | p99 ms | mean ms | baseline |");
+    println!("|---|---:|---:|---:|---|");
+    for (name, s, baseline) in rows {
+        row(name, s, baseline);
+    }
+    println!("\nHNSW recall@10 against exact search: {:.4} (target ≥ 0.98)", figures.hnsw_recall_at_10);
+    if figures.build_passages > 0 {
+        println!(
+            "passage encoding, {} passages: {:.1}/s both encoders as a build runs them (dense alone {:.1}/s, SPLADE alone {:.1}/s)",
+            figures.build_passages, figures.build_chunks_per_s, figures.build_dense_chunks_per_s, figures.build_sparse_chunks_per_s
+        );
+    }
+}
+
+/// Writes `queries.jsonl` and `passages.jsonl` (one JSON string per line) under `dir`.
+pub fn export_common(dir: &std::path::Path, queries: &[String], passages: &[String]) -> Result<()> {
+    std::fs::create_dir_all(dir)?;
+    for (name, lines) in [("queries.jsonl", queries), ("passages.jsonl", passages)] {
+        let text: String =
+            lines.iter().map(|l| serde_json::to_string(l).map(|j| j + "\n")).collect::<Result<_, _>>()?;
+        std::fs::write(dir.join(name), text)?;
+    }
+    Ok(())
+}
+
+/// Writes an index's chunks for a peer under `dir/chunks-N/`: `texts.jsonl` (each
+/// chunk's BM25 text: title and chunk text) and `vectors.f32` (the dense vectors, `N × dim`
+/// little-endian, in chunk order) with `dim.txt`.
+pub fn export_index(dir: &std::path::Path, index: &Index) -> Result<()> {
+    let out = dir.join(format!("chunks-{}", index.chunks.len()));
+    std::fs::create_dir_all(&out)?;
+    let mut texts = String::new();
+    for (i, c) in index.chunks.iter().enumerate() {
+        let title = &index.document_of(i as u32).title;
+        texts.push_str(&serde_json::to_string(&format!("{title}\n{}", c.text))?);
+        texts.push('\n');
+    }
+    std::fs::write(out.join("texts.jsonl"), texts)?;
+    let bytes: Vec<u8> = index.dense.vectors.iter().flat_map(|x| x.to_le_bytes()).collect();
+    std::fs::write(out.join("vectors.f32"), bytes)?;
+    std::fs::write(out.join("dim.txt"), index.dense.dim.to_string())?;
     Ok(())
 }
 

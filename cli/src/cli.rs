@@ -187,6 +187,17 @@ pub enum Command {
         /// Also measure at these synthetic sizes (chunks), e.g. 100000.
         #[arg(long)]
         scale: Vec<usize>,
+        /// Passages (the index's first chunks, as a build encodes them) for the encoding
+        /// throughput figures; 0 skips them.
+        #[arg(long, default_value_t = 256)]
+        passages: usize,
+        /// Print one JSON object per scale (one per line) instead of tables.
+        #[arg(long)]
+        json: bool,
+        /// Write what was measured for a peer to measure the same (`scripts/peer_bench.py`):
+        /// queries.jsonl, passages.jsonl and, per scale, its chunks' texts and dense vectors.
+        #[arg(long, value_name = "DIR")]
+        export: Option<PathBuf>,
         #[command(flatten)]
         build: BuildArgs,
     },

@@ -126,20 +126,47 @@ pub fn run(cli: Cli) -> Result<()> {
             let out = engine.search(&req)?;
             print_hits(&engine, &out, json)
         }
-        Command::Bench { beir, queries, scale, build } => {
+        Command::Bench { beir, queries, scale, passages, json, export, build } => {
             let set = load_beir(&beir, "test")?;
             let engine = open_engine(Arc::new(beir_index(&beir, &set, &models, &build)?), &models)?;
             let qs: Vec<String> = set.queries.iter().take(queries).map(|q| q.1.clone()).collect();
-            crate::bench::run(&engine, &qs, "real index")?;
-            if let Some(dir) = &models.reranker {
-                let rr = CrossEncoderReranker::new(CrossEncoder::load(dir)?, "reranker");
-                crate::bench::rerank50(&engine, &qs, &rr)?;
+            let texts = crate::bench::passages(engine.index(), passages);
+            let throughput =
+                if texts.is_empty() { None } else { Some(crate::bench::passage_throughput(&engine, &texts)?) };
+            if let Some(dir) = &export {
+                crate::bench::export_common(dir, &qs, &texts)?;
             }
-            crate::bench::load_time(engine.index())?;
+            let report = |engine: &Engine, label: &str| -> Result<()> {
+                let (mut figures, rows) = crate::bench::run(engine, &qs, label)?;
+                if let Some((both, dense, sparse)) = throughput {
+                    figures.build_chunks_per_s = both;
+                    figures.build_dense_chunks_per_s = dense;
+                    figures.build_sparse_chunks_per_s = sparse;
+                    figures.build_passages = texts.len();
+                }
+                if let Some(dir) = &export {
+                    crate::bench::export_index(dir, engine.index())?;
+                }
+                match json {
+                    true => println!("{}", serde_json::to_string(&figures)?),
+                    false => crate::bench::print_table(&figures, &rows),
+                }
+                Ok(())
+            };
+            report(&engine, "real index")?;
+            if !json {
+                if let Some(dir) = &models.reranker {
+                    let rr = CrossEncoderReranker::new(CrossEncoder::load(dir)?, "reranker");
+                    crate::bench::rerank50(&engine, &qs, &rr)?;
+                }
+                crate::bench::load_time(engine.index())?;
+            }
             for n in scale {
                 let big = crate::bench::scaled(&engine, n, &cache_dir().join("bench"))?;
-                crate::bench::run(&big, &qs, &format!("synthetic {n}"))?;
-                crate::bench::load_time(big.index())?;
+                report(&big, &format!("synthetic {n}"))?;
+                if !json {
+                    crate::bench::load_time(big.index())?;
+                }
             }
             Ok(())
         }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::encoded::{ChunkKey, EncodedChunk, EncodedShard, VectorCache};
 use super::plan::Plan;
-use crate::encode::{DenseEncoder, SparseEncoder};
+use crate::encode::{Backend, DenseEncoder, SparseEncoder, SparseVector};
 use crate::error::{Error, Result};
 
 /// Inputs encoded between two progress reports (and per call to both encoders).
@@ -88,16 +88,31 @@ pub fn encode_task(
 ) -> Result<EncodedShard> {
     let mut records = Vec::with_capacity(task.keys.len());
     for (step, part) in task.inputs.chunks(ENCODE_STEP).enumerate() {
-        let refs: Vec<&str> = part.iter().map(|s| s.as_str()).collect();
-        // Both encoders at once: each splits its batches across the thread pool, and
-        // running them side by side keeps every core busy through the other's last
-        // batches instead of waiting at each step's end.
-        let (dense_out, sparse_out) = rayon::join(|| dense.embed_batch(&refs), || sparse.encode_batch(&refs));
+        let (dense_out, sparse_out) = encode_inputs(part, dense, sparse)?;
         let keys = &task.keys[step * ENCODE_STEP..];
-        for ((key, d), s) in keys.iter().zip(dense_out?).zip(sparse_out?) {
+        for ((key, d), s) in keys.iter().zip(dense_out).zip(sparse_out) {
             records.push(EncodedChunk::new(*key, d, s));
         }
         progress(step * ENCODE_STEP + part.len());
     }
     Ok(EncodedShard::new(task.shard, dense.dim(), records))
+}
+
+/// Encodes passages with both models, as a build does (what `sextant bench` times).
+///
+/// On tract both encoders run at once: each splits its batches across the thread pool,
+/// and running them side by side keeps every core busy through the other's last batches.
+/// ONNX Runtime already runs each batch on every core, so there they run one after the
+/// other instead of contending for the same cores.
+pub fn encode_inputs(
+    inputs: &[String],
+    dense: &DenseEncoder,
+    sparse: &SparseEncoder,
+) -> Result<(Vec<Vec<f32>>, Vec<SparseVector>)> {
+    let refs: Vec<&str> = inputs.iter().map(|s| s.as_str()).collect();
+    let (dense_out, sparse_out) = match (dense.backend(), sparse.backend()) {
+        (Backend::OnnxRuntime, Backend::OnnxRuntime) => (dense.embed_batch(&refs), sparse.encode_batch(&refs)),
+        _ => rayon::join(|| dense.embed_batch(&refs), || sparse.encode_batch(&refs)),
+    };
+    Ok((dense_out?, sparse_out?))
 }

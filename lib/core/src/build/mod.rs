@@ -21,7 +21,7 @@ mod report;
 
 use std::time::Instant;
 
-pub use encode::{encode_task, EncodeTask, ENCODE_STEP};
+pub use encode::{encode_inputs, encode_task, EncodeTask, ENCODE_STEP};
 pub use encoded::{ChunkKey, EncodedChunk, EncodedShard, VectorCache};
 pub use merge::merge;
 pub use plan::{

@@ -84,12 +84,13 @@ impl TextTokenizer {
 
     /// Tokenizes one text.
     pub fn encode(&self, text: &str) -> Result<Encoded> {
-        self.single.encode(text, true).map(Encoded::from).map_err(|e| Error::Tokenizer(e.to_string()))
+        // Without character offsets (`encode_fast`): the encoders need ids only.
+        self.single.encode_fast(text, true).map(Encoded::from).map_err(|e| Error::Tokenizer(e.to_string()))
     }
 
     /// Tokenizes a (query, passage) pair, truncating only the passage.
     pub fn encode_pair(&self, first: &str, second: &str) -> Result<Encoded> {
-        self.pair.encode((first, second), true).map(Encoded::from).map_err(|e| Error::Tokenizer(e.to_string()))
+        self.pair.encode_fast((first, second), true).map(Encoded::from).map_err(|e| Error::Tokenizer(e.to_string()))
     }
 
     /// Number of tokens of `text` without special tokens and without truncation.

@@ -1,17 +1,20 @@
 //! The ONNX Runtime backend: one session per graph, loaded from a dynamically loaded
 //! `libonnxruntime.so`.
 //!
-//! A session parallelises inside each run (intra-op threads = the rayon pool's size, so
-//! `RAYON_NUM_THREADS` and `sextant build --workers` bound both backends alike) and serves
-//! one run at a time. Measured on this 2-core machine with MiniLM: a 24-token query takes
-//! 3.3 ms on two spinning threads against 5.3 ms on one, and 200-token batches of 16 run as
-//! fast on one two-thread session as on two one-thread sessions (SPLADE-tiny: 97 against 71
-//! inputs/s), so one session per graph is both the fastest and the smallest in memory.
+//! Every session runs on one thread pool for the process (intra-op threads = the rayon
+//! pool's size, so `RAYON_NUM_THREADS` and `sextant build --workers` bound both backends
+//! alike) and serves one run at a time, parallelising inside it. Measured on this 2-core
+//! machine with MiniLM: a 24-token query takes 3.3 ms on two spinning threads against
+//! 5.3 ms on one, and 200-token batches of 16 run as fast on one two-thread session as on
+//! two one-thread sessions (SPLADE-tiny: 97 against 71 inputs/s), so one session per graph
+//! is both the fastest and the smallest in memory. The pool is shared because a pool per
+//! session keeps spinning after its run and slows the next session's run on the same cores
+//! (a dense query encode took 6.7 ms beside the SPLADE session's pool, not 3.3).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
-use ort::environment::Environment;
+use ort::environment::{Environment, GlobalThreadPoolOptions};
 use ort::session::builder::GraphOptimizationLevel;
 use ort::session::{OutputSelector, RunOptions, Session};
 use ort::value::Tensor;
@@ -61,7 +64,13 @@ fn load() -> Loaded {
     };
     let attempt = std::panic::catch_unwind(|| -> std::result::Result<Environment, String> {
         let builder = ort::init_from(path).map_err(|e| format!("cannot load {}: {e}", path.display()))?;
-        builder.with_name("sextant").with_telemetry(false).build().map_err(|e| format!("{}: {e}", path.display()))
+        let fail = |e: ort::Error| format!("{}: {e}", path.display());
+        let pool = GlobalThreadPoolOptions::default()
+            .with_intra_threads(rayon::current_num_threads().max(1))
+            .and_then(|p| p.with_inter_threads(1))
+            .and_then(|p| p.with_spin_control(true))
+            .map_err(fail)?;
+        builder.with_name("sextant").with_telemetry(false).with_global_thread_pool(pool).build().map_err(fail)
     });
     match attempt {
         Ok(result) => Ok((path.clone(), result?)),
@@ -87,15 +96,10 @@ impl OrtGraph {
     pub(super) fn load(path: &Path, outputs: Option<&[&str]>) -> Result<(Self, Vec<String>)> {
         let fail = |reason: String| Error::Model { path: path.into(), reason };
         let (_, env) = environment().map_err(fail)?;
-        let threads = rayon::current_num_threads().max(1);
         let text = |e: &dyn std::fmt::Display| fail(e.to_string());
         let mut builder = Session::builder(env)
             .map_err(|e| text(&e))?
             .with_optimization_level(GraphOptimizationLevel::Level3)
-            .map_err(|e| text(&e))?
-            .with_intra_threads(threads)
-            .map_err(|e| text(&e))?
-            .with_inter_threads(1)
             .map_err(|e| text(&e))?;
         let session = builder.commit_from_file(path).map_err(|e| text(&e))?;
         let available: Vec<String> = session.outputs().iter().map(|o| o.name().to_string()).collect();
