@@ -146,8 +146,13 @@ fn start(keys: &Path) -> Server {
     let t = Instant::now();
     loop {
         let r = http(&server.addr, "GET", "/health", &[], b"");
-        if r.status == 200 {
+        // A first start serves BM25 within seconds (`degraded`); these tests need every path.
+        if r.status == 200 && r.body["degraded"] == false {
             break;
+        }
+        if r.status == 200 {
+            std::thread::sleep(Duration::from_millis(500));
+            continue;
         }
         assert_eq!(r.status, 503, "health while loading: {:?}", r.body);
         assert_eq!(r.body["error"]["code"], "unavailable");
@@ -155,6 +160,79 @@ fn start(keys: &Path) -> Server {
         std::thread::sleep(Duration::from_millis(500));
     }
     server
+}
+
+/// `sextant serve` on one company of the demo corpus with an empty cache: it answers from
+/// BM25 within seconds, says so, then swaps in every path and keeps the index for the next
+/// start.
+#[test]
+fn a_first_start_answers_from_bm25_at_once_then_from_every_path() {
+    let cache = tempfile::tempdir().unwrap();
+    let key = "sx_first_start_key";
+    let start = || {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sextant"))
+            .current_dir(repo())
+            .args(["serve", "--addr", "127.0.0.1:0", "--ticker", "MA", "--dev-key", key, "--dev-plan", "pro"])
+            .env("SEXTANT_CACHE_DIR", cache.path())
+            .env("SEXTANT_MODEL_DIR", sextant_core::encode::default_model_dir())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start sextant serve");
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        let addr = line.split("http://").nth(1).and_then(|r| r.split_whitespace().next()).unwrap().to_string();
+        std::thread::spawn(move || for _ in out.lines() {});
+        Server { child, addr }
+    };
+    let wait_for = |server: &Server, what: &str, done: &dyn Fn(&Resp) -> bool, limit: Duration| -> Resp {
+        let t = Instant::now();
+        loop {
+            let r = http(&server.addr, "GET", "/health", &[], b"");
+            if done(&r) {
+                return r;
+            }
+            assert!(t.elapsed() < limit, "{what} not within {limit:?}: {:?}", r.body);
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    let retrieve = |server: &Server, rerank: bool| {
+        let body = json!({"query": "What drove net revenue growth?", "rerank": rerank});
+        post(&server.addr, "/v1/retrieve", Some(key), &body)
+    };
+
+    let server = start();
+    let t = Instant::now();
+    let health = wait_for(&server, "a first answer", &|r| r.status == 200, Duration::from_secs(60));
+    let first_answer = t.elapsed();
+    assert_eq!(health.body["degraded"], true, "{:?}", health.body);
+    assert_eq!(health.body["paths"]["demo"], json!({"bm25": "ready", "dense": "building", "splade": "building"}));
+    let r = retrieve(&server, true);
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(r.body["meta"]["degraded"], true);
+    assert_eq!(r.body["meta"]["pathsServed"], json!(["bm25"]));
+    assert!(!r.body["chunks"].as_array().unwrap().is_empty(), "BM25 finds passages: {:?}", r.body);
+    // A request for the dense path alone cannot be served yet: 503, retry later.
+    let dense_only = retrieve(&server, false);
+    assert_eq!(dense_only.status, 503, "{:?}", dense_only.body);
+    assert_eq!(dense_only.body["error"]["code"], "unavailable");
+    assert!(dense_only.body["error"]["message"].as_str().unwrap().contains("dense"), "{:?}", dense_only.body);
+    assert!(dense_only.headers.iter().any(|(k, _)| k == "retry-after"), "{:?}", dense_only.headers);
+    eprintln!("first answer after {first_answer:?}");
+
+    let health = wait_for(&server, "every path", &|r| r.body["degraded"] == false, Duration::from_secs(900));
+    assert_eq!(health.body["paths"]["demo"], json!({"bm25": "ready", "dense": "ready", "splade": "ready"}));
+    let r = retrieve(&server, true);
+    assert_eq!(r.body["meta"]["degraded"], false, "{:?}", r.body);
+    assert_eq!(r.body["meta"]["pathsServed"], json!(["dense", "bm25", "splade"]));
+    assert_eq!(retrieve(&server, false).status, 200);
+    drop(server);
+
+    // The next start reuses the cached index: every path from the first answer.
+    let server = start();
+    let health = wait_for(&server, "a cached start", &|r| r.status == 200, Duration::from_secs(60));
+    assert_eq!(health.body["degraded"], false, "{:?}", health.body);
 }
 
 fn corpus() -> Vec<Document> {

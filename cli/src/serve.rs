@@ -3,22 +3,24 @@
 //! the bundled demo corpus, building its index on first start.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Instant;
 
 use anyhow::{Context, Result};
-use sextant_core::corpus::load_documents;
-use sextant_core::encode::ModelSet;
+use sextant_core::build::{lexical_only, plan_build, Planned, Previous};
+use sextant_core::corpus::{load_documents, Document};
+use sextant_core::encode::{ModelInfo, ModelSet, TextTokenizer};
 use sextant_core::index::format::sha256_hex;
 use sextant_core::index::{Filter, Index};
-use sextant_core::pipeline::SharedModels;
+use sextant_core::pipeline::{Path, SharedModels};
 use sextant_core::storage::LocalDir;
 use sextant_finance::{FactStore, Financials};
 use sextant_keys::{new_key, LocalKeyStore};
 use sextant_server::{router, ApiConfig, AppState, Indexes, ServedIndex};
 
 use crate::cli::BuildArgs;
-use crate::indexes::{build_index, cache_dir, cached_index};
+use crate::indexes::{build_index, build_options, cache_dir, cached_index};
 
 /// The demo corpus, compiled into the binary so a fresh clone needs no data path.
 const DEMO_CORPUS: &[u8] = include_bytes!("../../data/demo/documents.jsonl.gz");
@@ -80,14 +82,7 @@ pub fn run(args: ServeArgs, models: ModelSet) -> Result<()> {
              -H 'Content-Type: application/json' -d '{{\"query\": \"What drove revenue growth?\"}}'"
         );
         let loader_state = state.clone();
-        let loader = tokio::task::spawn_blocking(move || -> Result<()> {
-            let indexes = load_indexes(&args, &models, &loader_state)?;
-            let summary: Vec<String> =
-                indexes.iter().map(|(id, s)| format!("{id} ({} chunks)", s.engine.index().chunks.len())).collect();
-            loader_state.set_indexes(indexes);
-            println!("ready: serving {}", summary.join(", "));
-            Ok(())
-        });
+        let loader = tokio::task::spawn_blocking(move || load_indexes(&args, &models, &loader_state));
         // A server without its index is of no use: a failed load stops the process.
         tokio::spawn(async move {
             match loader.await {
@@ -112,24 +107,37 @@ pub fn run(args: ServeArgs, models: ModelSet) -> Result<()> {
     })
 }
 
-/// The indexes to serve with their financials: the corpus index (built or reused from the
-/// cache) with the facts of `--facts` or the bundled ones, or each `--index` directory with
-/// the facts saved in it (or those of `--facts`).
-fn load_indexes(args: &ServeArgs, models: &ModelSet, state: &AppState) -> Result<Indexes> {
-    let loaded: Vec<(Index, FactStore)> = if args.indexes.is_empty() {
-        let index = corpus_index(args.docs.as_deref(), &args.tickers, &args.id, &args.build, models, state)?;
-        // Facts are read at each start (under a second): the cached index holds the documents.
-        let mut facts = if !args.facts.is_empty() {
-            FactStore::open(&args.facts)?
-        } else if args.docs.is_none() {
-            FactStore::from_bytes(vec![("bundled facts.jsonl.gz".into(), DEMO_FACTS.to_vec())])?
-        } else {
-            FactStore::default()
-        };
-        facts.retain_tickers(&args.tickers);
-        vec![(index, facts)]
-    } else {
-        args.indexes
+/// Loads and serves the indexes: the corpus index (reused from the cache, or built) with
+/// the facts of `--facts` or the bundled ones, or each `--index` directory with the facts
+/// saved in it (or those of `--facts`).
+///
+/// A corpus index that is not cached yet is served in two steps: its BM25 index first
+/// (seconds after the start, `degraded` in `/health` and in each answer), then the full
+/// hybrid index when its build is done, swapped in and saved in the cache.
+fn load_indexes(args: &ServeArgs, models: &ModelSet, state: &AppState) -> Result<()> {
+    // One copy of the models for every index served.
+    let shared = SharedModels::new(models.clone());
+    let serve = |loaded: Vec<(Index, FactStore)>, ready: &[Path]| -> Result<()> {
+        state.set_loading("loading models");
+        let mut indexes = Indexes::new();
+        for (index, facts) in loaded {
+            let financials = Financials::new(facts, &index);
+            let (engine, _) = shared.engine(Arc::new(index))?;
+            indexes.insert(
+                engine.index().manifest.index_id.clone(),
+                ServedIndex::new(engine.with_ready_paths(ready), financials),
+            );
+        }
+        let summary: Vec<String> =
+            indexes.iter().map(|(id, s)| format!("{id} ({} chunks)", s.engine.index().chunks.len())).collect();
+        state.set_indexes(indexes);
+        let paths: Vec<&str> = ready.iter().map(|p| p.name()).collect();
+        println!("ready: serving {} with {}", summary.join(", "), paths.join(", "));
+        Ok(())
+    };
+    if !args.indexes.is_empty() {
+        let loaded = args
+            .indexes
             .iter()
             .map(|dir| {
                 state.set_loading(format!("loading index {}", dir.display()));
@@ -142,31 +150,81 @@ fn load_indexes(args: &ServeArgs, models: &ModelSet, state: &AppState) -> Result
                 };
                 Ok((index, facts))
             })
-            .collect::<Result<_>>()?
-    };
-    state.set_loading("loading models");
-    // One copy of the models for every index served.
-    let shared = SharedModels::new(models.clone());
-    let mut indexes = Indexes::new();
-    for (index, facts) in loaded {
-        let financials = Financials::new(facts, &index);
-        let (engine, _) = shared.engine(Arc::new(index))?;
-        indexes.insert(engine.index().manifest.index_id.clone(), ServedIndex::new(engine, financials));
+            .collect::<Result<_>>()?;
+        return serve(loaded, &Path::ALL);
     }
-    Ok(indexes)
+    // Facts are read at each start (under a second): the cached index holds the documents.
+    let facts = || -> Result<FactStore> {
+        let mut facts = if !args.facts.is_empty() {
+            FactStore::open(&args.facts)?
+        } else if args.docs.is_none() {
+            FactStore::from_bytes(vec![("bundled facts.jsonl.gz".into(), DEMO_FACTS.to_vec())])?
+        } else {
+            FactStore::default()
+        };
+        facts.retain_tickers(&args.tickers);
+        Ok(facts)
+    };
+    match corpus_index(args.docs.as_deref(), &args.tickers, &args.id, &args.build, state)? {
+        CorpusIndex::Cached(index, dir) => {
+            eprintln!("reusing index {}", dir.display());
+            serve(vec![(index, facts()?)], &Path::ALL)
+        }
+        CorpusIndex::ToBuild { documents, dir } => {
+            state.set_loading(format!("indexing {} documents for BM25 (first start only)", documents.len()));
+            let t = Instant::now();
+            let lexical = lexical_index(documents.clone(), models, &args.id, &args.build)?;
+            eprintln!(
+                "BM25 index of {} chunks in {:.1}s; serving it while the rest builds",
+                lexical.chunks.len(),
+                t.elapsed().as_secs_f64()
+            );
+            serve(vec![(lexical, facts()?)], &[Path::Bm25])?;
+            eprintln!(
+                "building index {}: {} documents (first start only; cached in {})",
+                args.id,
+                documents.len(),
+                dir.display()
+            );
+            // A failed build leaves the BM25 index serving (still `degraded`), not nothing.
+            match cached_index(&dir, || build_index(documents, models, &args.id, &args.build)) {
+                Ok((index, _)) => serve(vec![(index, facts()?)], &Path::ALL),
+                Err(e) => {
+                    eprintln!("error: building the full index failed: {e:#}; serving BM25 only");
+                    Ok(())
+                }
+            }
+        }
+    }
 }
 
-/// The index of `docs` (or the demo corpus), restricted to `tickers`: reused from the
-/// cache when the same corpus and settings were built before, else built (with progress
-/// on stderr) and cached.
+/// The BM25-only index of `documents` (see [`lexical_only`]): chunked and indexed as the
+/// full build will, nothing encoded.
+fn lexical_index(documents: Vec<Document>, models: &ModelSet, id: &str, build: &BuildArgs) -> Result<Index> {
+    let options = build_options(models, id, build)?;
+    let (dense, sparse) = (TextTokenizer::of_model(&models.dense)?, TextTokenizer::of_model(&models.sparse)?);
+    let dim = ModelInfo::read(&models.dense)?.hidden_size;
+    match plan_build(documents, &[], &options, (&dense, &sparse), &Previous::none())? {
+        Planned::Ready { plan, .. } => Ok(lexical_only(*plan, dim)?),
+        Planned::Unchanged(_) => anyhow::bail!("nothing to index"),
+    }
+}
+
+/// The corpus index: cached (with its directory), or its documents to build it from.
+enum CorpusIndex {
+    Cached(Index, PathBuf),
+    ToBuild { documents: Vec<Document>, dir: PathBuf },
+}
+
+/// The index of `docs` (or the demo corpus), restricted to `tickers`: from the cache when
+/// the same corpus and settings were built before, else the documents to build it from.
 fn corpus_index(
-    docs: Option<&Path>,
+    docs: Option<&std::path::Path>,
     tickers: &[String],
     id: &str,
     build: &BuildArgs,
-    models: &ModelSet,
     state: &AppState,
-) -> Result<Index> {
+) -> Result<CorpusIndex> {
     let (path, bytes_sum) = match docs {
         Some(p) => {
             (p.to_path_buf(), sha256_hex(&std::fs::read(p).with_context(|| format!("reading {}", p.display()))?))
@@ -194,16 +252,14 @@ fn corpus_index(
     );
     let dir = cache_dir().join("indexes").join(key);
     state.set_loading(format!("loading index {}", dir.display()));
-    let (index, reused) = cached_index(&dir, || {
-        state.set_loading(format!("building index {id} from {} (first start only)", path.display()));
-        let mut documents = load_documents(&path)?;
-        let subset = Filter { tickers: sorted, ..Default::default() };
-        documents.retain(|d| subset.matches(d));
-        eprintln!("building index {id}: {} documents (first start only; cached in {})", documents.len(), dir.display());
-        build_index(documents, models, id, build)
-    })?;
-    if reused {
-        eprintln!("reusing index {}", dir.display());
+    if let Ok(index) = Index::load(&LocalDir::new(&dir)) {
+        return Ok(CorpusIndex::Cached(index, dir));
     }
-    Ok(index)
+    let mut documents = load_documents(&path)?;
+    let subset = Filter { tickers: sorted, ..Default::default() };
+    documents.retain(|d| subset.matches(d));
+    if documents.is_empty() {
+        anyhow::bail!("no documents to index in {}", path.display());
+    }
+    Ok(CorpusIndex::ToBuild { documents, dir })
 }

@@ -57,6 +57,9 @@ pub enum Error {
         /// What could not be parsed.
         reason: String,
     },
+    /// None of the paths a search asked for is ready yet (their index is still building).
+    #[error("the {0} path is still being built; retry shortly")]
+    PathsNotReady(String),
     /// Every retrieval path failed for a query.
     #[error("all retrieval paths failed: {0}")]
     AllPathsFailed(String),

@@ -121,12 +121,14 @@ impl ApiError {
 }
 
 impl From<sextant_core::Error> for ApiError {
-    /// Invalid arguments become a 400 naming the field; a search cancelled because the
+    /// Invalid arguments become a 400 naming the field; a search whose paths are all still
+    /// building a 503 with `Retry-After`; a search cancelled because the
     /// client went away a 499 (nginx's "client closed request", which nobody reads); anything
     /// else is logged and becomes a bare 500.
     fn from(e: sextant_core::Error) -> Self {
         match e {
             sextant_core::Error::InvalidArgument { field, reason } => ApiError::invalid(field, reason),
+            sextant_core::Error::PathsNotReady(_) => ApiError::unavailable(e.to_string(), 30),
             sextant_core::Error::Cancelled(stage) => {
                 tracing::info!(stage = %stage, "search cancelled: the client went away");
                 let status = axum::http::StatusCode::from_u16(499).expect("499 is a valid status code");

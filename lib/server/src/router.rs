@@ -9,6 +9,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
+use sextant_core::pipeline::Path;
 
 use crate::envelope::{self, ApiError};
 use crate::state::{AppState, RequestId};
@@ -48,9 +49,24 @@ async fn health(State(state): State<Arc<AppState>>) -> Response {
         Ok(engines) => {
             let indexes: BTreeMap<&str, usize> =
                 engines.iter().map(|(id, e)| (id.as_str(), e.engine.index().chunks.len())).collect();
+            // Per index, each path's state: `ready`, or `building` while its index builds.
+            let paths: BTreeMap<&str, BTreeMap<&str, &str>> = engines
+                .iter()
+                .map(|(id, e)| {
+                    let ready = e.engine.ready_paths();
+                    let states = Path::ALL
+                        .iter()
+                        .map(|p| (p.name(), if ready.contains(p) { "ready" } else { "building" }))
+                        .collect();
+                    (id.as_str(), states)
+                })
+                .collect();
+            let degraded = engines.values().any(|e| e.engine.degraded());
             let versions = state.versions.read().expect("versions lock").clone();
             axum::Json(serde_json::json!({
                 "status": "ok",
+                "degraded": degraded,
+                "paths": paths,
                 "indexes": indexes,
                 "indexVersions": versions,
                 "version": sextant_core::VERSION

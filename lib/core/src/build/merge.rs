@@ -3,6 +3,7 @@
 use super::encoded::EncodedShard;
 use super::plan::Plan;
 use super::Progress;
+use crate::encode::SparseVector;
 use crate::error::{Error, Result};
 use crate::index::format::{BuildRecord, Manifest, FORMAT_NAME, FORMAT_VERSION};
 use crate::index::{Bm25Index, DenseIndex, Index, SpladeIndex};
@@ -44,8 +45,29 @@ pub fn merge(plan: Plan, shards: &[EncodedShard], progress: Progress) -> Result<
     progress("hnsw", 0, 1);
     let dense = DenseIndex::build(dim, vectors);
     progress("hnsw", 1, 1);
+    let manifest = manifest(&plan, dim, true);
+    Index::from_parts(manifest, plan.documents, plan.chunks, dense, bm25, splade)
+}
+
+/// The index of `plan` with BM25 only, before anything is encoded (seconds, not minutes):
+/// its dense vectors are zeros (`dim` wide, searched exactly, no graph) and its SPLADE
+/// postings empty, so only the BM25 path may be searched
+/// ([`Engine::with_ready_paths`](crate::pipeline::Engine::with_ready_paths)). Its manifest
+/// records no build, and it is meant to be served from memory while the full index
+/// builds, never saved in place of one.
+pub fn lexical_only(plan: Plan, dim: usize) -> Result<Index> {
+    let n = plan.chunks.len();
+    let bm25 = Bm25Index::build(plan.inputs.iter().map(|s| s.as_str()), plan.options.bm25);
+    let splade = SpladeIndex::build(plan.sparse_vocab, &vec![SparseVector::default(); n]);
+    let dense = DenseIndex::build_with(dim, vec![0.0; n * dim], usize::MAX);
+    let manifest = manifest(&plan, dim, false);
+    Index::from_parts(manifest, plan.documents, plan.chunks, dense, bm25, splade)
+}
+
+/// The manifest of an index of `plan` (`built`: with the plan's build record).
+fn manifest(plan: &Plan, dim: usize, built: bool) -> Manifest {
     let options = &plan.options;
-    let manifest = Manifest {
+    Manifest {
         format: FORMAT_NAME.into(),
         version: FORMAT_VERSION,
         index_id: options.index_id.clone(),
@@ -61,7 +83,6 @@ pub fn merge(plan: Plan, shards: &[EncodedShard], progress: Progress) -> Result<
         sparse_model: options.sparse_model.clone(),
         bm25: options.bm25,
         files: Vec::new(),
-        build: Some(BuildRecord { inputs_sha256: plan.inputs_sha256.clone(), encoded: Vec::new() }),
-    };
-    Index::from_parts(manifest, plan.documents, plan.chunks, dense, bm25, splade)
+        build: built.then(|| BuildRecord { inputs_sha256: plan.inputs_sha256.clone(), encoded: Vec::new() }),
+    }
 }

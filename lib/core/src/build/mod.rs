@@ -23,7 +23,7 @@ use std::time::Instant;
 
 pub use encode::{encode_inputs, encode_task, EncodeTask, ENCODE_STEP};
 pub use encoded::{ChunkKey, EncodedChunk, EncodedShard, VectorCache};
-pub use merge::merge;
+pub use merge::{lexical_only, merge};
 pub use plan::{
     encoder_input, inputs_sha256, plan, shard_ranges, BuildOptions, Plan, DEFAULT_SHARD_CHUNKS, TITLE_TOKENS, WINDOW,
 };

@@ -223,6 +223,11 @@ pub struct SearchOutcome {
     pub candidates: usize,
     /// Whether the query was cut to the model window.
     pub query_truncated: bool,
+    /// Paths that served (in the request's order).
+    pub paths_served: Vec<Path>,
+    /// Paths the request asked for that are not ready yet (their index is building): the
+    /// results are degraded until they are in.
+    pub paths_pending: Vec<Path>,
     /// Stage timings.
     pub timings: StageTimings,
 }
@@ -235,6 +240,7 @@ pub struct Engine {
     reranker: Option<Arc<dyn Reranker>>,
     retrievers: Vec<Box<dyn PathRetriever>>,
     newest_day: Option<i64>,
+    ready: Vec<Path>,
 }
 
 fn ms(t: Instant) -> f64 {
@@ -255,7 +261,24 @@ impl Engine {
             Box::new(SpladePath(index.clone())),
         ];
         let newest_day = index.documents.iter().filter_map(|d| d.published_at.map(Date::days_since_epoch)).max();
-        Engine { index, dense, sparse, reranker, retrievers, newest_day }
+        Engine { index, dense, sparse, reranker, retrievers, newest_day, ready: Path::ALL.to_vec() }
+    }
+
+    /// Serves only `paths` (the others are still building: a search leaves them out and
+    /// reports them in [`SearchOutcome::paths_pending`]).
+    pub fn with_ready_paths(mut self, paths: &[Path]) -> Self {
+        self.ready = Path::ALL.iter().copied().filter(|p| paths.contains(p)).collect();
+        self
+    }
+
+    /// The paths this engine serves.
+    pub fn ready_paths(&self) -> &[Path] {
+        &self.ready
+    }
+
+    /// Whether some path is not ready yet.
+    pub fn degraded(&self) -> bool {
+        self.ready.len() < Path::ALL.len()
     }
 
     /// The same models over another index (a newly published version of the same
@@ -431,8 +454,13 @@ impl Engine {
         // slowest stage. ONNX Runtime runs each encoder on every core, so there both encode
         // first, one after the other, and the branches only retrieve.
         let k = req.per_path_k.max(req.top_k);
-        let on_dense: Vec<Path> = req.paths.iter().copied().filter(|&p| p == Path::Dense).collect();
-        let on_sparse: Vec<Path> = req.paths.iter().copied().filter(|&p| p != Path::Dense).collect();
+        let (paths, paths_pending): (Vec<Path>, Vec<Path>) = req.paths.iter().partition(|p| self.ready.contains(p));
+        if paths.is_empty() {
+            let names: Vec<&str> = paths_pending.iter().map(|p| p.name()).collect();
+            return Err(Error::PathsNotReady(names.join(" and ")));
+        }
+        let on_dense: Vec<Path> = paths.iter().copied().filter(|&p| p == Path::Dense).collect();
+        let on_sparse: Vec<Path> = paths.iter().copied().filter(|&p| p != Path::Dense).collect();
         let encode_first = |paths: &[Path]| {
             let t = Instant::now();
             let e = self.encode(&req.query, paths);
@@ -526,7 +554,16 @@ impl Engine {
         }
         let out = self.diversify(hits, req.top_k, req.max_per_document);
         timings.total_ms = ms(start);
-        Ok(SearchOutcome { hits: out, failed_paths, rerank, candidates, query_truncated, timings })
+        Ok(SearchOutcome {
+            hits: out,
+            failed_paths,
+            rerank,
+            candidates,
+            query_truncated,
+            paths_served: used_paths,
+            paths_pending,
+            timings,
+        })
     }
 
     /// Reranks the fused top `rerank_depth` in place when asked and possible; candidates

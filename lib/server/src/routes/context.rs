@@ -81,6 +81,10 @@ pub struct ContextMeta {
     pub facts_held: [usize; 2],
     /// Time spent, milliseconds.
     pub took_ms: u64,
+    /// The retrieval paths the index serves now.
+    pub paths_served: Vec<String>,
+    /// True while some path is still being built.
+    pub degraded: bool,
 }
 
 /// Checks a request against the index's companies; returns the engine request.
@@ -187,6 +191,8 @@ pub(crate) async fn handle(
             top_k,
             facts_held: [consolidated, dimensional],
             took_ms: t.elapsed().as_millis() as u64,
+            paths_served: engine.ready_paths().iter().map(|p| p.name().to_string()).collect(),
+            degraded: engine.degraded(),
         },
     }))
 }

@@ -174,6 +174,11 @@ pub struct Meta {
     pub query_truncated: bool,
     /// What happened to reranking.
     pub rerank: RerankStatus,
+    /// The retrieval paths that served this answer.
+    pub paths_served: Vec<String>,
+    /// True while a path the request asked for is still being built (a fresh `sextant
+    /// serve` serves BM25 within seconds and the other paths when their index is in).
+    pub degraded: bool,
 }
 
 /// Checks the request and turns it into an engine search (plus the period mismatch).
@@ -284,6 +289,8 @@ pub(crate) fn respond(
             top_k: search.top_k,
             query_truncated: out.query_truncated,
             rerank: out.rerank,
+            paths_served: out.paths_served.iter().map(|p| p.name().to_string()).collect(),
+            degraded: !out.paths_pending.is_empty(),
         },
         chunks,
     }

@@ -196,6 +196,11 @@ pub struct SearchMeta {
     pub failed_paths: BTreeMap<String, String>,
     /// Whether the query was cut to the model window.
     pub query_truncated: bool,
+    /// The retrieval paths that served this answer.
+    pub paths_served: Vec<String>,
+    /// True while a path the request asked for is still being built (a fresh `sextant
+    /// serve` serves BM25 within seconds and the other paths when their index is in).
+    pub degraded: bool,
     /// The request id.
     pub request_id: String,
 }
@@ -343,6 +348,8 @@ pub(crate) async fn handle(
             rerank: out.rerank,
             failed_paths: out.failed_paths.iter().map(|(p, e)| (p.name().to_string(), e.clone())).collect(),
             query_truncated: out.query_truncated,
+            paths_served: out.paths_served.iter().map(|p| p.name().to_string()).collect(),
+            degraded: !out.paths_pending.is_empty(),
             request_id,
         },
         results,
