@@ -5,9 +5,12 @@
 //!   separated by `:`) is read when it is not set.
 //! - `SEXTANT_DEFAULT_INDEX`: the index of `/v1/retrieve` and `/v1/search` (default: the
 //!   first one named).
-//! - `SEXTANT_MODEL_DIR` / `SEXTANT_CACHE_DIR`: where the converted models are;
-//!   `SEXTANT_MODEL_URI` (`s3://bucket/models/`) downloads them there first
-//!   (default directory `/tmp/sextant-models`).
+//! - `SEXTANT_MODEL_DIR` / `SEXTANT_CACHE_DIR`: where the converted models are (the
+//!   template's `ModelsLayer` puts them in `/opt/models`); `SEXTANT_MODEL_URI`
+//!   (`s3://bucket/models/`) downloads them there first instead (default directory
+//!   `/tmp/sextant-models`).
+//! - `SEXTANT_ORT_LIB`: ONNX Runtime's library (the layer's `/opt/lib/libonnxruntime.so`);
+//!   `SEXTANT_BACKEND` chooses the inference backend (see `sextant_core::encode`).
 //! - `SEXTANT_RERANKER_DIR`: a cross-encoder to rerank with (optional).
 //! - `SEXTANT_KEYS`: the key store, a JSON file or `dynamodb://KEYS_TABLE/RATE_TABLE`;
 //!   `SEXTANT_KEYS_FILE` is read when it is not set.
@@ -242,6 +245,8 @@ mod tests {
             include_str!("startup.rs"),
             include_str!("../../aws/src/build_job.rs"),
             include_str!("../../aws/src/sdk.rs"),
+            include_str!("../../core/src/encode/runtime/onnxruntime.rs"),
+            include_str!("../../core/src/encode/models.rs"),
         ]
         .concat();
         let mut vars: Vec<&str> = template
