@@ -53,8 +53,37 @@ pub struct ServeArgs {
     pub build: BuildArgs,
 }
 
+/// Fetches and converts the models with `scripts/fetch_models.sh` when their directory
+/// lacks them (a fresh machine), so that `serve` alone starts the demo.
+pub fn ensure_models(models: &ModelSet) -> Result<()> {
+    if ModelInfo::read(&models.dense).is_ok() && ModelInfo::read(&models.sparse).is_ok() {
+        return Ok(());
+    }
+    let root = models.dense.parent().unwrap_or(std::path::Path::new("."));
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/fetch_models.sh");
+    if !script.is_file() {
+        anyhow::bail!(
+            "no models in {} and no {} to fetch them: point --models or SEXTANT_MODEL_DIR at the converted models",
+            root.display(),
+            script.display()
+        );
+    }
+    eprintln!("no models in {}: fetching and converting them once (scripts/fetch_models.sh)", root.display());
+    let status = std::process::Command::new("bash")
+        .arg(&script)
+        .env("SEXTANT_MODEL_DIR", root)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .with_context(|| format!("running {}", script.display()))?;
+    if !status.success() {
+        anyhow::bail!("{} failed ({status}); see its messages above", script.display());
+    }
+    Ok(())
+}
+
 /// Runs the server until Ctrl-C.
 pub fn run(args: ServeArgs, models: ModelSet) -> Result<()> {
+    ensure_models(&models)?;
     let store = match &args.keys {
         Some(p) => LocalKeyStore::open(p).with_context(|| format!("opening key store {}", p.display()))?,
         None => LocalKeyStore::in_memory(),
@@ -168,7 +197,7 @@ fn load_indexes(args: &ServeArgs, models: &ModelSet, state: &AppState) -> Result
     match corpus_index(args.docs.as_deref(), &args.tickers, &args.id, &args.build, state)? {
         CorpusIndex::Cached(index, dir) => {
             eprintln!("reusing index {}", dir.display());
-            serve(vec![(index, facts()?)], &Path::ALL)
+            serve(vec![(*index, facts()?)], &Path::ALL)
         }
         CorpusIndex::ToBuild { documents, dir } => {
             state.set_loading(format!("indexing {} documents for BM25 (first start only)", documents.len()));
@@ -212,7 +241,7 @@ fn lexical_index(documents: Vec<Document>, models: &ModelSet, id: &str, build: &
 
 /// The corpus index: cached (with its directory), or its documents to build it from.
 enum CorpusIndex {
-    Cached(Index, PathBuf),
+    Cached(Box<Index>, PathBuf),
     ToBuild { documents: Vec<Document>, dir: PathBuf },
 }
 
@@ -253,7 +282,7 @@ fn corpus_index(
     let dir = cache_dir().join("indexes").join(key);
     state.set_loading(format!("loading index {}", dir.display()));
     if let Ok(index) = Index::load(&LocalDir::new(&dir)) {
-        return Ok(CorpusIndex::Cached(index, dir));
+        return Ok(CorpusIndex::Cached(Box::new(index), dir));
     }
     let mut documents = load_documents(&path)?;
     let subset = Filter { tickers: sorted, ..Default::default() };
