@@ -104,7 +104,10 @@ pub fn run(args: ServeArgs, models: ModelSet) -> Result<()> {
         let listener =
             tokio::net::TcpListener::bind(args.addr).await.with_context(|| format!("binding {}", args.addr))?;
         let addr = listener.local_addr()?;
-        println!("sextant listening on http://{addr} (GET /health answers 200 once the index is loaded)");
+        println!(
+            "sextant listening on http://{addr} (GET /health answers 200 once a first index is served, \
+             \"degraded\": true until every retrieval path is in)"
+        );
         println!("development API key ({} plan): {key}", args.dev_plan);
         println!(
             "try: curl -s http://{addr}/v1/retrieve -H 'Authorization: Bearer {key}' \
