@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::encoded::{ChunkKey, EncodedChunk, EncodedShard, VectorCache};
 use super::plan::Plan;
-use crate::encode::{Backend, DenseEncoder, SparseEncoder, SparseVector};
+use crate::encode::{join_encoders, DenseEncoder, SparseEncoder, SparseVector};
 use crate::error::{Error, Result};
 
 /// Inputs encoded between two progress reports (and per call to both encoders).
@@ -102,17 +102,15 @@ pub fn encode_task(
 ///
 /// On tract both encoders run at once: each splits its batches across the thread pool,
 /// and running them side by side keeps every core busy through the other's last batches.
-/// ONNX Runtime already runs each batch on every core, so there they run one after the
-/// other instead of contending for the same cores.
+/// ONNX Runtime already runs each batch on every core, so there they take turns
+/// ([`join_encoders`]).
 pub fn encode_inputs(
     inputs: &[String],
     dense: &DenseEncoder,
     sparse: &SparseEncoder,
 ) -> Result<(Vec<Vec<f32>>, Vec<SparseVector>)> {
     let refs: Vec<&str> = inputs.iter().map(|s| s.as_str()).collect();
-    let (dense_out, sparse_out) = match (dense.backend(), sparse.backend()) {
-        (Backend::OnnxRuntime, Backend::OnnxRuntime) => (dense.embed_batch(&refs), sparse.encode_batch(&refs)),
-        _ => rayon::join(|| dense.embed_batch(&refs), || sparse.encode_batch(&refs)),
-    };
+    let (dense_out, sparse_out) =
+        join_encoders((dense.backend(), sparse.backend()), || dense.embed_batch(&refs), || sparse.encode_batch(&refs));
     Ok((dense_out?, sparse_out?))
 }

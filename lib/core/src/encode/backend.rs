@@ -39,6 +39,26 @@ impl Backend {
     }
 }
 
+/// Whether two encoders should run one after the other rather than side by side: ONNX
+/// Runtime runs every run on all the cores of its one thread pool, so two runs at once only
+/// contend for them; tract runs a batch on one thread, so side by side fills the cores.
+pub fn encoders_take_turns(dense: Backend, sparse: Backend) -> bool {
+    dense == Backend::OnnxRuntime && sparse == Backend::OnnxRuntime
+}
+
+/// Runs `a` (on the dense encoder) and `b` (on the SPLADE encoder) one after the other or
+/// side by side on the rayon pool, as [`encoders_take_turns`] says for their backends.
+pub fn join_encoders<A: Send, B: Send>(
+    backends: (Backend, Backend),
+    a: impl FnOnce() -> A + Send,
+    b: impl FnOnce() -> B + Send,
+) -> (A, B) {
+    match encoders_take_turns(backends.0, backends.1) {
+        true => (a(), b()),
+        false => rayon::join(a, b),
+    }
+}
+
 impl fmt::Display for Backend {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

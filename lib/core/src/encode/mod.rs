@@ -17,7 +17,8 @@ mod splade;
 mod tokenize;
 
 pub use backend::{
-    backend, choose_backend, onnxruntime_available, ort_library_candidates, Backend, BackendChoice, ORT_LIBRARY,
+    backend, choose_backend, encoders_take_turns, join_encoders, onnxruntime_available, ort_library_candidates,
+    Backend, BackendChoice, ORT_LIBRARY,
 };
 pub use cross_encoder::CrossEncoder;
 pub use embedder::DenseEncoder;

@@ -12,7 +12,7 @@ use super::fusion::{rrf_fuse, DEFAULT_RRF_K};
 use super::paths::{Bm25Path, DensePath, Path, PathHit, PathRetriever, PreparedQuery, SpladePath};
 use super::rerank::{Candidate, CrossEncoderReranker, Reranker};
 use crate::corpus::Date;
-use crate::encode::{Backend, DenseEncoder, SparseEncoder};
+use crate::encode::{encoders_take_turns, join_encoders, DenseEncoder, SparseEncoder};
 use crate::error::{Error, Result, Stage};
 use crate::index::{Bitset, Filter, Index};
 
@@ -340,11 +340,11 @@ impl Engine {
     pub fn prepare(&self, text: &str, paths: &[Path]) -> Result<(PreparedQuery, bool)> {
         let dense_paths: Vec<Path> = paths.iter().copied().filter(|&p| p == Path::Dense).collect();
         let sparse_paths: Vec<Path> = paths.iter().copied().filter(|&p| p == Path::Splade).collect();
-        let (dense, sparse) = (|| self.encode(text, &dense_paths), || self.encode(text, &sparse_paths));
-        let (d, s) = match (self.dense.backend(), self.sparse.backend()) {
-            (Backend::OnnxRuntime, Backend::OnnxRuntime) => (dense(), sparse()),
-            _ => rayon::join(dense, sparse),
-        };
+        let (d, s) = join_encoders(
+            (self.dense.backend(), self.sparse.backend()),
+            || self.encode(text, &dense_paths),
+            || self.encode(text, &sparse_paths),
+        );
         // An encoder failure is a failure of its path only, reported by the retriever.
         let query = PreparedQuery { text: text.to_string(), dense: d.query.dense, sparse: s.query.sparse };
         Ok((query, self.query_truncated(text, d.truncated)))
@@ -466,13 +466,10 @@ impl Engine {
             let e = self.encode(&req.query, paths);
             (e, ms(t))
         };
-        let encoded_first =
-            (self.dense.backend(), self.sparse.backend()) == (Backend::OnnxRuntime, Backend::OnnxRuntime);
-        let (dense_encoded, sparse_encoded) = match (self.dense.backend(), self.sparse.backend()) {
-            (Backend::OnnxRuntime, Backend::OnnxRuntime) => {
-                (Some(encode_first(&on_dense)), Some(encode_first(&on_sparse)))
-            }
-            _ => (None, None),
+        let encoded_first = encoders_take_turns(self.dense.backend(), self.sparse.backend());
+        let (dense_encoded, sparse_encoded) = match encoded_first {
+            true => (Some(encode_first(&on_dense)), Some(encode_first(&on_sparse))),
+            false => (None, None),
         };
         let (dense_branch, sparse_branch) = rayon::join(
             || self.run_branch(&req.query, &on_dense, allowed.as_ref(), k, req.min_dense_similarity, dense_encoded),
