@@ -106,9 +106,25 @@ fn key_store(dir: &Path) -> PathBuf {
     path
 }
 
+/// Starts `cmd` (a `sextant serve`) and returns it once it prints the address it listens on.
+fn listen(mut cmd: Command) -> Server {
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().expect("start sextant serve");
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_string();
+    std::thread::spawn(move || for _ in out.lines() {});
+    Server { child, addr }
+}
+
 fn start(keys: &Path) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sextant"))
-        .current_dir(repo())
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sextant"));
+    cmd.current_dir(repo())
         .args([
             "serve",
             "--addr",
@@ -127,22 +143,8 @@ fn start(keys: &Path) -> Server {
             APP_ORIGIN,
             "--keys",
         ])
-        .arg(keys)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start sextant serve");
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    out.read_line(&mut line).unwrap();
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_string();
-    std::thread::spawn(move || for _ in out.lines() {});
-    let server = Server { child, addr };
+        .arg(keys);
+    let server = listen(cmd);
     let t = Instant::now();
     loop {
         let r = http(&server.addr, "GET", "/health", &[], b"");
@@ -181,22 +183,13 @@ fn a_first_start_answers_from_bm25_at_once_then_from_every_path() {
     let models = cache.path().join("models");
     let key = "sx_first_start_key";
     let start = || {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_sextant"))
-            .current_dir(repo())
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_sextant"));
+        cmd.current_dir(repo())
             .args(["serve", "--addr", "127.0.0.1:0", "--ticker", "MA", "--dev-key", key, "--dev-plan", "pro"])
             .env("SEXTANT_CACHE_DIR", cache.path())
             .env_remove("SEXTANT_MODEL_DIR")
-            .env_remove("SEXTANT_ORT_LIB")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start sextant serve");
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        let mut line = String::new();
-        out.read_line(&mut line).unwrap();
-        let addr = line.split("http://").nth(1).and_then(|r| r.split_whitespace().next()).unwrap().to_string();
-        std::thread::spawn(move || for _ in out.lines() {});
-        Server { child, addr }
+            .env_remove("SEXTANT_ORT_LIB");
+        listen(cmd)
     };
     let wait_for = |server: &Server, what: &str, done: &dyn Fn(&Resp) -> bool, limit: Duration| -> Resp {
         let t = Instant::now();

@@ -20,7 +20,7 @@ use sextant_keys::{new_key, LocalKeyStore};
 use sextant_server::{router, ApiConfig, AppState, Indexes, ServedIndex};
 
 use crate::cli::BuildArgs;
-use crate::indexes::{build_index, build_options, cache_dir, cached_index};
+use crate::indexes::{build_index, build_options, cache_dir};
 
 /// The demo corpus, compiled into the binary so a fresh clone needs no data path.
 const DEMO_CORPUS: &[u8] = include_bytes!("../../data/demo/documents.jsonl.gz");
@@ -219,8 +219,11 @@ fn load_indexes(args: &ServeArgs, models: &ModelSet, state: &AppState) -> Result
                 dir.display()
             );
             // A failed build leaves the BM25 index serving (still `degraded`), not nothing.
-            match cached_index(&dir, || build_index(documents, models, &args.id, &args.build)) {
-                Ok((index, _)) => serve(vec![(index, facts()?)], &Path::ALL),
+            // `corpus_index` found no index in `dir`: build, then save there for the next start.
+            let built = build_index(documents, models, &args.id, &args.build)
+                .and_then(|index| index.save(&LocalDir::new(&dir)).map(|_| index).map_err(Into::into));
+            match built {
+                Ok(index) => serve(vec![(index, facts()?)], &Path::ALL),
                 Err(e) => {
                     eprintln!("error: building the full index failed: {e:#}; serving BM25 only");
                     Ok(())
