@@ -1,19 +1,42 @@
 #!/usr/bin/env python3
-"""Offline study of fusion functions over per-path runs dumped by
-`sextant eval --dump-runs FILE` (one JSON object a line: qid, query, paths{name: [[doc, score], ...]}).
+"""Offline study of fusion over per-path runs dumped by `sextant eval --dump-runs FILE`
+(one JSON object a line: qid, query, `paths` {name: [[doc, score], ...]} with each document
+once at its best chunk, and `chunks` {name: [[doc, score, chunk], ...]}: the path's top
+300 chunks).
 
-Used to choose the engine's default fusion on training splits (SciFact train, TAT-QA dev);
-the chosen configuration is then reported on the test splits by `sextant eval`.
+Chooses the engine's default fusion for robustness, not for one set's peak: every
+candidate is scored on every dev set by its ratio to the best method on that set
+(nDCG@10), and judged by its WORST set; a candidate whose Recall@100 falls below the best
+single path's on a set is not eligible. Leave-one-set-out validation then asks whether the
+choice carries to a set it did not see: for each set, the candidate chosen on the others
+is scored on it.
 
-    python3 scripts/study_fusion.py RUNS.jsonl QRELS.tsv [RUNS2.jsonl QRELS2.tsv ...]
+The candidates: document-level RRF with `k`, base weights, and per-query weights
+
+    w_i = base_i · exp(α · (c_i − mean c) + β · (a_i − mean a)) · exp(−δ · ids(q))^[i = dense]
+
+(c: confidence, the z-score of the path's top score against its next nine; a: agreement,
+the share of its top-10 documents in another path's top 10; ids(q): the share of the
+question's words that are identifiers, with a digit or all capitals). Then, for the
+chosen weights, the levers that need the chunk lists: chunk-level fusion, a chunk's own
+ranks beside its document's (λ), several chunks per document (aggregation), depth.
+
+    python3 scripts/study_fusion.py NAME=RUNS.jsonl:QRELS.tsv [NAME=RUNS:QRELS ...]
+
+Needs numpy (`$SEXTANT_CACHE_DIR/venv-peer/bin/python`, made by scripts/peer_bench.py, has
+it). Only dev and training splits go in here; test splits are reported by `sextant eval`.
 """
 import itertools
 import json
 import math
+import re
 import sys
 from collections import defaultdict
 
+import numpy as np
+
 PATHS = ["dense", "bm25", "splade"]
+DEPTH = 100
 
 
 def load(runs_path, qrels_path):
@@ -34,66 +57,238 @@ def ndcg10(ranked, judged):
     return dcg / idcg if idcg else 0.0
 
 
-def rrf(lists, weights, k):
-    s = defaultdict(float)
-    for lst, w in zip(lists, weights):
-        for r, (d, _) in enumerate(lst):
-            s[d] += w / (k + r + 1)
-    return sorted(s, key=lambda d: -s[d])
+def recall100(ranked, judged):
+    rel = {d for d, g in judged.items() if g > 0}
+    return len(rel & set(ranked[:100])) / len(rel) if rel else 0.0
 
 
-def confidence(lst, depth=10):
-    """How much the path's top result stands out from its next ones (0 when flat)."""
-    if len(lst) < 2:
+def confidence(scores, depth=10):
+    """z-score of the top score against the next depth-1 (0 when fewer than two)."""
+    if len(scores) < 2:
         return 0.0
-    top = lst[0][1]
-    rest = [x[1] for x in lst[1:depth]]
+    rest = scores[1:depth]
     mean = sum(rest) / len(rest)
     sd = max(math.sqrt(sum((x - mean) ** 2 for x in rest) / len(rest)), 1e-6)
-    return min((top - mean) / sd, 50.0)
+    return min((scores[0] - mean) / sd, 50.0)
 
 
-def adaptive_rrf(lists, base, k, alpha, depth=10):
-    conf = [confidence(l, depth) for l in lists]
-    mean = sum(conf) / len(conf)
-    ws = [b * math.exp(alpha * (c - mean)) for b, c in zip(base, conf)]
-    return rrf(lists, ws, k)
+def agreement(lists, i, n=10):
+    """Share of path i's top n documents found in another path's top n."""
+    top = [d for d, *_ in lists[i][:n]]
+    if not top:
+        return 0.0
+    others = set()
+    for j, l in enumerate(lists):
+        if j != i:
+            others.update(d for d, *_ in l[:n])
+    return sum(1 for d in top if d in others) / len(top)
 
 
-def evaluate(data, fuse):
-    total = 0.0
-    n = 0
-    for runs, qrels in data:
-        for r in runs:
-            lists = [r["paths"][p] for p in PATHS]
-            total += ndcg10(fuse(lists), qrels[r["qid"]])
-            n += 1
-    return total / n
+def identifier_share(query):
+    words = re.findall(r"[A-Za-z0-9][A-Za-z0-9.\-']*", query)
+    ids = [w for w in words if any(c.isdigit() for c in w) or (len(w) >= 2 and w.isupper())]
+    return len(ids) / max(1, len(words))
+
+
+# ---------------------------------------------------------------- the weights grid (numpy)
+
+
+def prepare(runs, qrels):
+    out = []
+    for r in runs:
+        lists = [[d for d, _ in r["paths"][p]][:DEPTH] for p in PATHS]
+        docs = sorted(set().union(*lists))
+        at = {d: i for i, d in enumerate(docs)}
+        ranks = np.full((3, len(docs)), np.inf)
+        for i, l in enumerate(lists):
+            for rank, d in enumerate(l):
+                ranks[i, at[d]] = rank + 1
+        conf = np.array([confidence([s for _, s in r["paths"][p]]) for p in PATHS])
+        agr = np.array([agreement([r["paths"][p] for p in PATHS], i) for i in range(3)])
+        judged = qrels[r["qid"]]
+        gains = np.array([judged.get(d, 0) for d in docs], dtype=float)
+        ideal = sorted((g for g in judged.values() if g > 0), reverse=True)[:10]
+        idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
+        relevant = sum(1 for g in judged.values() if g > 0)
+        out.append((ranks, conf, agr, identifier_share(r["query"]), gains, idcg, relevant))
+    return out
+
+
+DISCOUNT = 1 / np.log2(np.arange(2, 12))
+
+
+def grid_scores(data, k, weights_of):
+    """Mean nDCG@10 and Recall@100 of every candidate (rows of weights_of's result)."""
+    nd = rc = 0.0
+    for ranks, conf, agr, ids, gains, idcg, relevant in data:
+        w = weights_of(conf, agr, ids)
+        inv = np.where(np.isinf(ranks), 0.0, 1.0 / (k + np.where(np.isinf(ranks), 1.0, ranks)))
+        order = np.argsort(-(w @ inv), axis=1, kind="stable")
+        top10 = gains[order[:, :10]]
+        nd = nd + ((top10 * DISCOUNT[: top10.shape[1]]).sum(1) / idcg if idcg else 0.0)
+        rc = rc + ((gains[order[:, :100]] > 0).sum(1) / relevant if relevant else 0.0)
+    return nd / len(data), rc / len(data)
+
+
+def weights_grid():
+    # Dense fixed at 1 (weights are relative); BM25 and SPLADE at half, equal, one and a half.
+    bases = [(1.0, b, s) for b in (0.5, 1.0, 1.5) for s in (0.5, 1.0, 1.5)]
+    return [
+        (k, base, alpha, beta, delta)
+        for k in [3, 5, 10, 20, 60]
+        for base in bases
+        for alpha in [0.0, 0.05, 0.1, 0.2]
+        for beta in [0.0, 1.0, 2.0, 3.0, 5.0]
+        for delta in [0.0, 2.0, 4.0]
+    ]
+
+
+# ------------------------------------------------------- levers that need the chunk lists
+
+
+class Fusion:
+    """Document-level RRF with per-query weights, or chunk-level, with the levers."""
+
+    def __init__(self, k, base, alpha, beta, delta=0.0, depth=DEPTH, chunk_share=None, aggregate=0.0):
+        self.k, self.base, self.alpha, self.beta, self.delta = k, base, alpha, beta, delta
+        self.depth, self.chunk_share, self.aggregate = depth, chunk_share, aggregate
+
+    def weights(self, r):
+        lists = [r["paths"][p] for p in PATHS]
+        conf = [confidence([s for _, s in l]) for l in lists]
+        agr = [agreement(lists, i) for i in range(3)]
+        mc, ma = sum(conf) / 3, sum(agr) / 3
+        w = [b * math.exp(self.alpha * (c - mc) + self.beta * (a - ma)) for b, c, a in zip(self.base, conf, agr)]
+        w[0] *= math.exp(-self.delta * identifier_share(r["query"]))
+        return w
+
+    def __call__(self, r):
+        w = self.weights(r)
+        chunks = [r["chunks"][p] for p in PATHS]
+        score = defaultdict(float)
+        if self.chunk_share is not None:
+            # score(c) = [by document: Σ w/(k + docrank)] + λ · Σ w/(k + rank(c)); None λ = chunks only.
+            own, doc_of = defaultdict(float), {}
+            for wi, l in zip(w, chunks):
+                for rank, (d, _, c) in enumerate(l[: self.depth]):
+                    own[c] += wi / (self.k + rank + 1)
+                    doc_of[c] = d
+            by_doc = defaultdict(float)
+            lam = self.chunk_share
+            if lam != "chunks":
+                for wi, l in zip(w, chunks):
+                    seen = []
+                    for d, _, _ in l[: self.depth]:
+                        if d not in seen:
+                            seen.append(d)
+                            by_doc[d] += wi / (self.k + len(seen))
+            for c, v in own.items():
+                d = doc_of[c]
+                s = v if lam == "chunks" else by_doc[d] + lam * v
+                score[d] = max(score[d], s)
+            return sorted(score, key=lambda d: -score[d])[:100]
+        for wi, l, ch in zip(w, [r["paths"][p] for p in PATHS], chunks):
+            for rank, (d, _) in enumerate(l[: self.depth]):
+                score[d] += wi / (self.k + rank + 1)
+            if self.aggregate:
+                # Further chunks of a document in the path's list add `aggregate` times their share.
+                seen = set()
+                for rank, (d, *_) in enumerate(ch[: 3 * self.depth]):
+                    if d in seen:
+                        score[d] += self.aggregate * wi / (self.k + rank + 1)
+                    seen.add(d)
+        return sorted(score, key=lambda d: -score[d])[:100]
+
+
+def evaluate(runs, qrels, fuse):
+    nd = rc = 0.0
+    for r in runs:
+        ranked = fuse(r)
+        nd += ndcg10(ranked, qrels[r["qid"]])
+        rc += recall100(ranked, qrels[r["qid"]])
+    return nd / len(runs), rc / len(runs)
 
 
 def main():
-    args = sys.argv[1:]
-    sets = [load(args[i], args[i + 1]) for i in range(0, len(args), 2)]
-    names = [args[i] for i in range(0, len(args), 2)]
-    def report(label, fuse):
-        scores = [evaluate([s], fuse) for s in sets]
-        print(f"{label:48s} " + "  ".join(f"{x:.4f}" for x in scores) + f"   mean {sum(scores)/len(scores):.4f}")
-        return scores
-    print("sets:", names)
+    sets = {}
+    for arg in sys.argv[1:]:
+        name, files = arg.split("=", 1)
+        runs, qrels = files.split(":")
+        sets[name] = load(runs, qrels)
+    names = list(sets)
+    print("sets:", ", ".join(f"{n} ({len(sets[n][0])} questions)" for n in names))
+
+    grid = weights_grid()
+    results = {}
+    data = {n: prepare(*sets[n]) for n in names}
+    for k in sorted({c[0] for c in grid}):
+        rows = [c for c in grid if c[0] == k]
+        base = np.array([c[1] for c in rows])
+        alpha = np.array([c[2] for c in rows])[:, None]
+        beta = np.array([c[3] for c in rows])[:, None]
+        delta = np.array([c[4] for c in rows])
+
+        def weights_of(conf, agr, ids):
+            w = base * np.exp(alpha * (conf - conf.mean())[None, :] + beta * (agr - agr.mean())[None, :])
+            w[:, 0] *= np.exp(-delta * ids)
+            return w
+
+        per = {n: grid_scores(data[n], k, weights_of) for n in names}
+        for i, c in enumerate(rows):
+            results[c] = [(per[n][0][i], per[n][1][i]) for n in names]
+    singles = {}
     for i, p in enumerate(PATHS):
-        report(p, lambda L, i=i: [d for d, _ in L[i]])
-    report("rrf(all) k=60", lambda L: rrf(L, [1, 1, 1], 60))
-    report("rrf(dense,bm25) k=60", lambda L: rrf(L, [1, 1, 0], 60))
-    report("rrf(bm25,splade) k=60", lambda L: rrf(L, [0, 1, 1], 60))
-    best = []
-    for k in [float(x) for x in sys.argv[0:0]] or [5, 10, 20, 60]:
-        for w in itertools.product([0.25, 0.5, 1.0, 1.5], repeat=3):
-            for alpha in [0.0, 0.2, 0.4, 0.7]:
-                s = [evaluate([st], lambda L: adaptive_rrf(L, w, k, alpha)) for st in sets]
-                best.append((sum(s) / len(s), k, w, alpha, s))
-    best.sort(reverse=True)
-    for b in best[:15]:
-        print("adaptive k=%d w=%s alpha=%.2f -> %s mean %.4f" % (b[1], b[2], b[3], " ".join("%.4f" % x for x in b[4]), b[0]))
+        singles[p] = [evaluate(*sets[n], lambda r, p=p: [d for d, _ in r["paths"][p]]) for n in names]
+    best = [max([v[j][0] for v in results.values()] + [s[j][0] for s in singles.values()]) for j in range(len(names))]
+    best_recall = [max(s[j][1] for s in singles.values()) for j in range(len(names))]
+
+    def worst(c, among):
+        return min(results[c][j][0] / best[j] for j in among)
+
+    def recall_kept(c, among):
+        return all(results[c][j][1] >= best_recall[j] for j in among)
+
+    def show(label, row, ratio=None):
+        cells = "  ".join(f"{nd:.4f}/{rc:.3f}" for nd, rc in row)
+        print(f"{label:44s} {cells}" + (f"   worst {ratio:.3f}" if ratio is not None else ""))
+
+    everywhere = range(len(names))
+    print(f"{'(nDCG@10/Recall@100)':44s} " + "  ".join(f"{n[:12]:>12s}" for n in names))
+    for p, row in singles.items():
+        show(p, row)
+    for label, c in [("plain RRF k=60 (by document)", (60, (1.0, 1.0, 1.0), 0.0, 0.0, 0.0))]:
+        show(label, results[c], worst(c, everywhere))
+    ranked = sorted((c for c in results if recall_kept(c, everywhere)), key=lambda c: -worst(c, everywhere))
+    print("-- best by worst set (Recall@100 >= the best single path's on every set):")
+    for c in ranked[:12]:
+        show(f"k={c[0]} w={c[1]} a={c[2]} b={c[3]} d={c[4]}", results[c], worst(c, everywhere))
+    equal = [c for c in ranked if c[1] == (1.0, 1.0, 1.0)]
+    print("-- equal base weights (no path trusted more because it won on these sets):")
+    for c in equal[:8]:
+        show(f"k={c[0]} a={c[2]} b={c[3]} d={c[4]}", results[c], worst(c, everywhere))
+    print("-- leave one set out, equal base weights (chosen on the others -> the left-out set):")
+    for j, n in enumerate(names):
+        others = [i for i in everywhere if i != j]
+        eligible = [c for c in results if c[1] == (1.0, 1.0, 1.0) and recall_kept(c, others)]
+        pick = max(eligible, key=lambda c: worst(c, others))
+        nd, rc = results[pick][j]
+        print(f"  {n}: k={pick[0]} a={pick[2]} b={pick[3]} d={pick[4]} -> {nd:.4f}/{rc:.3f} (ratio {nd / best[j]:.3f})")
+
+    chosen = equal[0]
+    k, base, alpha, beta, delta = chosen
+    print(f"-- levers, with k={k} a={alpha} b={beta} d={delta}:")
+    levers = [
+        ("by document", Fusion(k, base, alpha, beta, delta)),
+        ("chunks only", Fusion(k, base, alpha, beta, delta, chunk_share="chunks")),
+        ("by document + 0.5 · chunk", Fusion(k, base, alpha, beta, delta, chunk_share=0.5)),
+        ("by document + 1.0 · chunk", Fusion(k, base, alpha, beta, delta, chunk_share=1.0)),
+        ("aggregate further chunks 0.25", Fusion(k, base, alpha, beta, delta, aggregate=0.25)),
+        ("aggregate further chunks 0.5", Fusion(k, base, alpha, beta, delta, aggregate=0.5)),
+        ("depth 30", Fusion(k, base, alpha, beta, delta, depth=30)),
+        ("depth 50", Fusion(k, base, alpha, beta, delta, depth=50)),
+    ]
+    for label, f in levers:
+        show(label, [evaluate(*sets[n], f) for n in names])
 
 
 if __name__ == "__main__":

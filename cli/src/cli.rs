@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use sextant_core::pipeline::Path;
+use sextant_core::pipeline::{FusionConfig, Path};
 
 use crate::admin::{KeysCommand, PlansCommand};
 
@@ -163,10 +163,22 @@ pub enum Command {
         /// Print one JSON object.
         #[arg(long)]
         json: bool,
-        /// Also write every path's document ranking per query (JSONL) to this file, for
-        /// studying fusion offline.
+        /// Also write every path's ranking per query (JSONL) to this file, for studying
+        /// fusion offline (`scripts/study_fusion.py`): `paths` holds each path's documents
+        /// (at their best chunk), `chunks` its top 300 chunks as [document, score, chunk].
         #[arg(long, hide = true)]
         dump_runs: Option<PathBuf>,
+        /// Let the lexical paths read each question whole, a role in front of it included
+        /// (by default BM25 and SPLADE read it without: "You are an analyst." and the like).
+        #[arg(long)]
+        keep_instructions: bool,
+        /// Only these paths (comma-separated: dense,bm25,splade), instead of the mode's.
+        #[arg(long, value_delimiter = ',')]
+        paths: Vec<Path>,
+        /// The fusion: the default, plain RRF (chunks, k = 60, equal weights), or the
+        /// previous release's default.
+        #[arg(long, value_enum, default_value_t = FusionChoice::Default)]
+        fusion: FusionChoice,
         /// Instead, compare the mode's ranking (no cross-encoder) with MaxSim late
         /// interaction over the dense model's token vectors re-scoring its top N, alone and
         /// fused with it by RRF.
@@ -314,6 +326,28 @@ pub struct BuildArgs {
     /// BM25 b.
     #[arg(long, default_value_t = 0.4)]
     pub b: f32,
+}
+
+/// A fusion to evaluate.
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq, Debug)]
+pub enum FusionChoice {
+    /// The engine's default.
+    Default,
+    /// Plain RRF of chunks: k = 60, equal weights.
+    Plain,
+    /// The previous release's default.
+    Previous,
+}
+
+impl FusionChoice {
+    /// The fusion settings.
+    pub fn config(self) -> FusionConfig {
+        match self {
+            FusionChoice::Default => FusionConfig::default(),
+            FusionChoice::Plain => FusionConfig::plain(),
+            FusionChoice::Previous => FusionConfig::previous_default(),
+        }
+    }
 }
 
 /// Which paths a search runs.

@@ -214,7 +214,18 @@ pub fn run(cli: Cli) -> Result<()> {
             }
             crate::admin::index_build(event, fields, &models)
         }
-        Command::Eval { beir, split, mode, json, dump_runs, late_interaction, build } => {
+        Command::Eval {
+            beir,
+            split,
+            mode,
+            json,
+            dump_runs,
+            keep_instructions,
+            paths,
+            fusion,
+            late_interaction,
+            build,
+        } => {
             let set = load_beir(&beir, &split)?;
             let name = beir.file_name().and_then(|n| n.to_str()).unwrap_or("beir").to_string();
             let docs = set.documents.len();
@@ -224,18 +235,27 @@ pub fn run(cli: Cli) -> Result<()> {
                 return crate::bench::late_interaction(engine, &set, mode.paths(), depth, &format!("{name} {split}"));
             }
             if let Some(path) = dump_runs {
-                dump_path_runs(&engine, &set, &path)?;
+                dump_path_runs(&engine, &set, &path, !keep_instructions)?;
             }
             let mut req = SearchRequest::new("", 100);
-            req.paths = mode.paths();
-            req.per_path_k = 100;
+            req.paths = if paths.is_empty() { mode.paths() } else { paths.clone() };
+            req.fusion = fusion.config();
+            // About 100 documents from each path (a document is 1 to 3 chunks in these
+            // sets), so that Recall@100 measures the fusion, not the depth.
+            req.per_path_k = 300;
             req.rerank = models.reranker.is_some();
+            req.strip_instructions = !keep_instructions;
             let t = Instant::now();
             let m: Metrics = evaluate(&engine, &set, &req)?;
             let secs = t.elapsed().as_secs_f64();
+            let ran: Vec<&str> = req.paths.iter().map(|p| p.name()).collect();
+            let ran = ran.join("+");
+            let fusion_name = format!("{fusion:?}").to_lowercase();
             if json {
                 let v = serde_json::json!({
                     "mode": mode.name(),
+                    "paths": ran,
+                    "fusion": fusion_name,
                     "split": split,
                     "queries": m.queries,
                     "docs": docs,
@@ -246,7 +266,10 @@ pub fn run(cli: Cli) -> Result<()> {
                 });
                 println!("{v}");
             } else {
-                println!("{name} {split} mode={} queries={} docs={docs} ({secs:.1}s)", mode.name(), m.queries);
+                println!(
+                    "{name} {split} paths={ran} fusion={fusion_name} queries={} docs={docs} ({secs:.1}s)",
+                    m.queries
+                );
                 println!(
                     "  nDCG@10    {:.4}\n  Recall@10  {:.4}\n  Recall@100 {:.4}\n  MRR@10     {:.4}",
                     m.ndcg_at_10, m.recall_at_10, m.recall_at_100, m.mrr_at_10
@@ -283,33 +306,36 @@ fn print_hits(engine: &Engine, out: &SearchOutcome, json: bool) -> Result<()> {
 }
 
 /// Writes, per query, each path's top-100 documents (best chunk per document) with scores.
-fn dump_path_runs(engine: &Engine, set: &BeirSet, out: &FsPath) -> Result<()> {
+fn dump_path_runs(engine: &Engine, set: &BeirSet, out: &FsPath, strip_instructions: bool) -> Result<()> {
     use rayon::prelude::*;
     let lines: Vec<String> = set
         .queries
         .par_iter()
         .map(|(qid, text)| -> Result<String> {
             let mut paths = serde_json::Map::new();
+            let mut chunks = serde_json::Map::new();
             for p in Path::ALL {
-                let mut req = SearchRequest::new(text.clone(), 100);
+                let mut req = SearchRequest::new(text.clone(), 300);
                 req.paths = vec![p];
                 req.per_path_k = 300;
                 req.rerank = false;
-                req.max_per_document = Some(1);
+                req.strip_instructions = strip_instructions;
                 let o = engine.search(&req)?;
-                let list: Vec<_> = o
+                let list: Vec<(String, f32, u32)> = o
                     .hits
                     .iter()
                     .map(|h| {
-                        serde_json::json!([
-                            engine.index().document_of(h.chunk).document_id,
-                            h.diagnostics.paths[&p].score
-                        ])
+                        let doc = engine.index().document_of(h.chunk).document_id.clone();
+                        (doc, h.diagnostics.paths[&p].score, h.chunk)
                     })
                     .collect();
-                paths.insert(p.name().to_string(), list.into());
+                let mut seen = std::collections::HashSet::new();
+                let docs: Vec<_> =
+                    list.iter().filter(|(d, ..)| seen.insert(d.clone())).take(100).map(|(d, s, _)| (d, s)).collect();
+                paths.insert(p.name().to_string(), serde_json::json!(docs));
+                chunks.insert(p.name().to_string(), serde_json::json!(list));
             }
-            Ok(serde_json::json!({"qid": qid, "query": text, "paths": paths}).to_string())
+            Ok(serde_json::json!({"qid": qid, "query": text, "paths": paths, "chunks": chunks}).to_string())
         })
         .collect::<Result<_>>()?;
     std::fs::write(out, lines.join("\n") + "\n")?;

@@ -1,22 +1,32 @@
-//! Per-query path weights from the shape of each path's score list.
+//! Per-query path weights from what each path shows on this query.
 //!
-//! A path whose best hit stands far above its next ones is usually right about it; a
-//! path whose scores are flat has not found anything distinctive. For each path `i` with
-//! scores `s_1 ≥ s_2 ≥ …` (its own scale: cosine, BM25, SPLADE dot product), the
-//! confidence is the top score's z-score against the next `depth − 1` scores:
+//! Two signals, both scale-free so that the paths can be compared:
+//!
+//! - **Confidence**: a path whose best hit stands far above its next ones is usually right
+//!   about it; a path whose scores are flat has not found anything distinctive. For path `i`
+//!   with scores `s_1 ≥ s_2 ≥ …` (its own scale: cosine, BM25, SPLADE dot product):
+//!
+//!   ```text
+//!   c_i = (s_1 − mean(s_2..s_depth)) / std(s_2..s_depth)
+//!   ```
+//!
+//! - **Agreement**: the share of path `i`'s top `n` documents that another path also has in
+//!   its top `n`. A path that disagrees with every other path on a query (dense retrieval
+//!   on a ticker and a date, BM25 on a question buried in instructions) is usually the one
+//!   that is wrong:
+//!
+//!   ```text
+//!   a_i = |{d ∈ top_n(i) : d ∈ top_n(j) for some j ≠ i}| / |top_n(i)|
+//!   ```
+//!
+//! The weight RRF uses for path `i` is
 //!
 //! ```text
-//! c_i = (s_1 − mean(s_2..s_depth)) / std(s_2..s_depth)
+//! w_i = base_i · exp(α · (c_i − mean_j c_j) + β · (a_i − mean_j a_j))
 //! ```
 //!
-//! which is scale-free, so the paths can be compared. The weight RRF uses for path `i` is
-//!
-//! ```text
-//! w_i = base_i · exp(α · (c_i − mean_j c_j))
-//! ```
-//!
-//! `α = 0` gives plain weighted RRF; larger `α` trusts the more confident path more on
-//! each query. A path with fewer than two hits has confidence 0.
+//! `α = β = 0` gives plain weighted RRF. A path with fewer than two hits has confidence 0;
+//! one with none has agreement 0.
 
 /// Confidence of a score list (best first): see the module documentation.
 pub fn confidence(scores: &[f32], depth: usize) -> f32 {
@@ -36,13 +46,33 @@ pub fn confidence(scores: &[f32], depth: usize) -> f32 {
     }
 }
 
-/// Per-query weights `base_i · exp(α · (c_i − mean c))`.
-pub fn adaptive_weights(base: &[f32], confidences: &[f32], alpha: f32) -> Vec<f32> {
+/// Agreement of list `i` with the others: the share of its first `n` items found among
+/// the first `n` of another list (see the module documentation).
+pub fn agreement<T: PartialEq>(lists: &[&[T]], i: usize, n: usize) -> f32 {
+    let top = &lists[i][..lists[i].len().min(n)];
+    if top.is_empty() {
+        return 0.0;
+    }
+    let shared =
+        top.iter().filter(|x| lists.iter().enumerate().any(|(j, l)| j != i && l[..l.len().min(n)].contains(x))).count();
+    shared as f32 / top.len() as f32
+}
+
+/// Per-query weights `base_i · exp(α · (c_i − mean c) + β · (a_i − mean a))`.
+pub fn adaptive_weights(base: &[f32], confidences: &[f32], alpha: f32, agreements: &[f32], beta: f32) -> Vec<f32> {
     if base.is_empty() {
         return Vec::new();
     }
-    let mean = confidences.iter().sum::<f32>() / confidences.len() as f32;
-    base.iter().zip(confidences).map(|(b, c)| b * (alpha * (c - mean)).exp()).collect()
+    let mean = |x: &[f32]| if x.is_empty() { 0.0 } else { x.iter().sum::<f32>() / x.len() as f32 };
+    let (mc, ma) = (mean(confidences), mean(agreements));
+    base.iter()
+        .enumerate()
+        .map(|(i, b)| {
+            let c = confidences.get(i).map_or(0.0, |c| c - mc);
+            let a = agreements.get(i).map_or(0.0, |a| a - ma);
+            b * (alpha * c + beta * a).exp()
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -71,11 +101,28 @@ mod tests {
 
     #[test]
     fn weights_follow_confidence_and_alpha_zero_keeps_the_base() {
-        assert_eq!(adaptive_weights(&[1.0, 2.0], &[5.0, 1.0], 0.0), vec![1.0, 2.0]);
-        let w = adaptive_weights(&[1.0, 1.0, 1.0], &[3.0, 1.0, 2.0], 0.5);
+        assert_eq!(adaptive_weights(&[1.0, 2.0], &[5.0, 1.0], 0.0, &[1.0, 0.0], 0.0), vec![1.0, 2.0]);
+        let w = adaptive_weights(&[1.0, 1.0, 1.0], &[3.0, 1.0, 2.0], 0.5, &[0.5, 0.5, 0.5], 3.0);
         assert!(w[0] > w[2] && w[2] > w[1]);
         assert!((w[2] - 1.0).abs() < 1e-6, "the mean-confidence path keeps its base weight");
-        assert_eq!(adaptive_weights(&[0.0, 1.0], &[9.0, 0.0], 1.0)[0], 0.0, "a zero base stays zero");
-        assert!(adaptive_weights(&[], &[], 1.0).is_empty());
+        assert_eq!(adaptive_weights(&[0.0, 1.0], &[9.0, 0.0], 1.0, &[1.0, 0.0], 1.0)[0], 0.0, "a zero base stays zero");
+        assert!(adaptive_weights(&[], &[], 1.0, &[], 1.0).is_empty());
+    }
+
+    #[test]
+    fn a_path_that_agrees_with_no_other_counts_less() {
+        let dense: &[u32] = &[7, 8, 9, 10];
+        let bm25: &[u32] = &[1, 2, 3, 4];
+        let splade: &[u32] = &[2, 1, 4, 5];
+        let lists = [dense, bm25, splade];
+        let a: Vec<f32> = (0..3).map(|i| agreement(&lists, i, 10)).collect();
+        assert_eq!(a, vec![0.0, 0.75, 0.75]);
+        // Only the first n of each list count.
+        assert_eq!(agreement(&lists, 1, 2), 1.0);
+        assert_eq!(agreement(&[&[1u32][..], &[9, 1][..]], 0, 1), 0.0);
+        assert_eq!(agreement(&[&[][..], &[1u32][..]], 0, 10), 0.0);
+        let w = adaptive_weights(&[1.0; 3], &[0.0; 3], 0.0, &a, 3.0);
+        // exp(3 · (0 − 0.5)) against exp(3 · (0.75 − 0.5)).
+        assert!((w[0] - (-1.5f32).exp()).abs() < 1e-6 && (w[1] - 0.75f32.exp()).abs() < 1e-6, "{w:?}");
     }
 }

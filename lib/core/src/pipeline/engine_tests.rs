@@ -125,10 +125,12 @@ fn a_reranker_inventing_or_repeating_items_fails_and_leaves_the_fused_order() {
 #[test]
 fn recency_lifts_the_newer_of_two_near_duplicates() {
     let e = engine();
-    let mut req = SearchRequest::new("concentrate sales to bottlers Latin America", 2);
+    let mut req = SearchRequest::new("concentrate sales to bottlers Latin America", 3);
     req.filter = Filter { tickers: vec!["KO".into()], ..Default::default() };
+    let position = |req: &SearchRequest, id: &str| doc_ids(e, &e.search(req).unwrap()).iter().position(|d| d == id);
+    assert!(position(&req, "old") < position(&req, "new"), "without recency the closer match leads");
     req.recency = Some(Recency { half_life_days: 365.0, weight: 1.0, now: "2024-06-01".parse().ok() });
-    assert_eq!(doc_ids(e, &e.search(&req).unwrap()), vec!["new", "old"]);
+    assert!(position(&req, "new") < position(&req, "old"), "{:?}", doc_ids(e, &e.search(&req).unwrap()));
     req.recency = Some(Recency { half_life_days: 0.0, weight: 1.0, now: None });
     assert!(matches!(e.search(&req), Err(Error::InvalidArgument { .. })));
 }
@@ -174,4 +176,47 @@ fn a_cancelled_search_stops_with_the_stage_it_did_not_run() {
     flag.cancel();
     let err = engine().search(&req).unwrap_err();
     assert!(matches!(err, Error::Cancelled(Stage::Retrieval)), "{err}");
+}
+
+#[test]
+fn the_lexical_paths_read_the_question_without_the_role_in_front_of_it() {
+    let e = engine();
+    let scores = |query: &str, strip: bool, path: Path| -> Vec<(u32, f32)> {
+        let mut req = SearchRequest::new(query, 5);
+        req.paths = vec![path];
+        req.strip_instructions = strip;
+        e.search(&req).unwrap().hits.iter().map(|h| (h.chunk, h.diagnostics.paths[&path].score)).collect()
+    };
+    let question = "How did concentrate sales to bottlers grow in Latin America?";
+    let prompted = format!("You are a meticulous equity research analyst. {question}");
+    for path in [Path::Bm25, Path::Splade] {
+        assert_eq!(scores(&prompted, true, path), scores(question, true, path), "{path}");
+    }
+    // Read whole, the role changes what SPLADE matches.
+    assert_ne!(scores(&prompted, false, Path::Splade), scores(question, false, Path::Splade));
+}
+
+#[test]
+fn a_document_found_by_several_paths_through_different_chunks_gets_every_vote() {
+    // Fused by document, a hit's score is its document's: every chunk of a document that
+    // a path returns carries the same score, and documents come out best first.
+    let e = engine();
+    let out = e.search(&SearchRequest::new("net sales", 10)).unwrap();
+    let mut seen: Vec<u32> = Vec::new();
+    for w in out.hits.windows(2) {
+        assert!(w[0].score >= w[1].score);
+    }
+    for h in &out.hits {
+        let doc = e.index().chunks[h.chunk as usize].doc;
+        if seen.last() != Some(&doc) {
+            assert!(!seen.contains(&doc), "the chunks of a document are contiguous: {:?}", out.hits);
+            seen.push(doc);
+        }
+    }
+    let mut by_chunk = SearchRequest::new("net sales", 10);
+    by_chunk.fusion.by_document = false;
+    assert_ne!(
+        e.search(&by_chunk).unwrap().hits.iter().map(|h| h.score).collect::<Vec<_>>(),
+        out.hits.iter().map(|h| h.score).collect::<Vec<_>>()
+    );
 }

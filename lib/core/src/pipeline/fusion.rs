@@ -11,8 +11,20 @@
 //! ([`DEFAULT_RRF_K`] = 60) damps the advantage of the very top ranks. Items are returned
 //! best first; ties are broken by the best (smallest) rank the item has in any list, then
 //! by the position of the list that holds it, then by the item's first appearance.
+//!
+//! When items belong to groups (chunks to documents), [`rrf_fuse_grouped`] fuses the
+//! groups' ranks as well: a document that one path finds through one chunk and another
+//! path through another gets both votes. An item scores
+//!
+//! ```text
+//! score(c) = Σ_i w_i / (k + grank_i(g(c)))  +  λ · Σ_i w_i / (k + rank_i(c))
+//! ```
+//!
+//! where `grank_i(g)` is the 1-based rank of group `g` in list `i` (groups ranked at their
+//! first item, each counted once) and `λ` weighs the item's own evidence, which orders the
+//! items of one group and lets a strong item of a lower group pass a weak one of a higher.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
 
 use crate::error::{Error, Result};
@@ -76,6 +88,45 @@ pub fn rrf_fuse<T: Clone + Eq + Hash>(
     order.truncate(top_k);
     let mut taken: Vec<Option<Fused<T>>> = fused.into_iter().map(Some).collect();
     Ok(order.into_iter().map(|i| taken[i].take().expect("each index once")).collect())
+}
+
+/// Fuses ranked lists of items that belong to groups (see the module documentation): each
+/// item's score adds its group's RRF score to `item_share` (λ) times its own. Items are
+/// returned best first; ties keep the order of [`rrf_fuse`] on the items. `ranks` are the
+/// items' own ranks. Errors as [`rrf_fuse`], and for a negative or non-finite `item_share`.
+pub fn rrf_fuse_grouped<T: Clone + Eq + Hash, G: Eq + Hash>(
+    lists: &[Vec<T>],
+    group: impl Fn(&T) -> G,
+    weights: Option<&[f32]>,
+    k: f32,
+    item_share: f32,
+    top_k: usize,
+) -> Result<Vec<Fused<T>>> {
+    if !item_share.is_finite() || item_share < 0.0 {
+        return Err(Error::invalid("item_share", format!("{item_share} is not a finite non-negative number")));
+    }
+    let mut fused = rrf_fuse(lists, weights, k, usize::MAX)?;
+    let mut group_score: HashMap<G, f32> = HashMap::new();
+    for (li, list) in lists.iter().enumerate() {
+        let w = weights.map_or(1.0, |w| w[li]);
+        let mut seen = HashSet::new();
+        for item in list {
+            let g = group(item);
+            if seen.contains(&g) {
+                continue;
+            }
+            let rank = seen.len() + 1;
+            *group_score.entry(g).or_insert(0.0) += w / (k + rank as f32);
+            seen.insert(group(item));
+        }
+    }
+    for f in &mut fused {
+        f.score = group_score.get(&group(&f.item)).copied().unwrap_or(0.0) + item_share * f.score;
+    }
+    // Stable: equal scores keep rrf_fuse's order.
+    fused.sort_by(|a, b| b.score.total_cmp(&a.score));
+    fused.truncate(top_k);
+    Ok(fused)
 }
 
 /// Checks RRF parameters for `lists` lists: as many weights as lists, each finite and
@@ -177,6 +228,48 @@ mod tests {
     fn top_k_truncates() {
         let f = rrf_fuse(&[vec![1, 2, 3, 4]], None, 60.0, 2).unwrap();
         assert_eq!(ids(&f), vec![1, 2]);
+    }
+
+    #[test]
+    fn grouped_fusion_gives_a_group_every_lists_vote() {
+        // Items are (document, chunk). Document 1 is first in both lists through different
+        // chunks; document 2 has one chunk third in both. Item-level RRF prefers (2, 0);
+        // grouped fusion prefers document 1.
+        let a = vec![(1, 0), (9, 0), (2, 0)];
+        let b = vec![(1, 1), (8, 0), (2, 0)];
+        let items = rrf_fuse(&[a.clone(), b.clone()], None, 5.0, 10).unwrap();
+        assert_eq!(items[0].item, (2, 0));
+        let g = rrf_fuse_grouped(&[a, b], |x: &(u32, u32)| x.0, None, 5.0, 0.5, 10).unwrap();
+        assert_eq!(g.iter().map(|f| f.item).collect::<Vec<_>>()[..3], [(1, 0), (1, 1), (2, 0)]);
+        // score = group (1/6 + 1/6) + 0.5 · item (1/6).
+        assert!((g[0].score - (2.0 / 6.0 + 0.5 / 6.0)).abs() < 1e-6, "{}", g[0].score);
+        // Document 2: group 1/8 + 1/8, item 0.5 · (1/8 + 1/8).
+        assert!((g[2].score - (2.0 / 8.0 + 1.0 / 8.0)).abs() < 1e-6);
+    }
+
+    #[test]
+    fn grouped_fusion_ranks_a_group_at_its_first_item_and_counts_it_once() {
+        let l = vec![(1, 0), (1, 1), (2, 0)];
+        let g = rrf_fuse_grouped(&[l], |x: &(u32, u32)| x.0, None, 0.0, 0.0, 10).unwrap();
+        // Document 2 is the second document of the list: 1/2, not 1/3.
+        assert_eq!(g[2].score, 0.5);
+        assert_eq!(g[0].score, 1.0);
+        assert_eq!(g[1].score, 1.0, "both chunks of document 1 carry its score");
+        assert_eq!(g[0].item, (1, 0), "ties keep the item order");
+        assert!(rrf_fuse_grouped(&[vec![1]], |x: &u32| *x, None, 1.0, -1.0, 10).is_err());
+        assert!(rrf_fuse_grouped(&[vec![1]], |x: &u32| *x, None, 1.0, f32::NAN, 10).is_err());
+    }
+
+    #[test]
+    fn grouped_fusion_of_singleton_groups_is_item_fusion_scaled() {
+        let lists = vec![vec![1u32, 2, 3], vec![3, 1], vec![4]];
+        let w = [1.0, 2.0, 0.5];
+        let items = rrf_fuse(&lists, Some(&w), 5.0, 10).unwrap();
+        let g = rrf_fuse_grouped(&lists, |x: &u32| *x, Some(&w), 5.0, 0.5, 10).unwrap();
+        assert_eq!(items.iter().map(|f| f.item).collect::<Vec<_>>(), g.iter().map(|f| f.item).collect::<Vec<_>>());
+        for (a, b) in items.iter().zip(&g) {
+            assert!((b.score - 1.5 * a.score).abs() < 1e-6);
+        }
     }
 
     /// Properties of [`rrf_fuse`] over random lists (replayable: fixed seeds).

@@ -5,17 +5,19 @@ mod adaptive;
 mod cancel;
 mod engine;
 mod fusion;
+mod instructions;
 mod paths;
 mod rerank;
 mod shared_models;
 
-pub use adaptive::{adaptive_weights, confidence};
+pub use adaptive::{adaptive_weights, agreement, confidence};
 pub use cancel::{CancelFlag, CancelOnDrop};
 pub use engine::{
     open_engine, Diagnostics, Engine, FusionConfig, Hit, LoadedModels, PathRank, Recency, RerankStatus, SearchOutcome,
     SearchRequest, StageTimings,
 };
-pub use fusion::{check_rrf_params, rrf_fuse, Fused, DEFAULT_RRF_K};
+pub use fusion::{check_rrf_params, rrf_fuse, rrf_fuse_grouped, Fused, DEFAULT_RRF_K};
+pub use instructions::lexical_query;
 pub use paths::{Bm25Path, DensePath, Path, PathHit, PathRetriever, PreparedQuery, SpladePath};
 pub use rerank::{Candidate, CrossEncoderReranker, Reranked, Reranker};
 pub use shared_models::SharedModels;
