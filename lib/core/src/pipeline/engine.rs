@@ -50,15 +50,16 @@ pub struct FusionConfig {
 /// financial sets of `scripts/build_devsets.py`) with `scripts/study_fusion.py`; README,
 /// "How the default fusion was chosen".
 pub const DEFAULT_FUSION_K: f32 = 10.0;
-/// Default strength of the confidence term, `α`.
-pub const DEFAULT_ALPHA: f32 = 0.05;
+/// Default strength of the confidence term, `α`: 0, as it gained nothing across the dev
+/// sets at this `k` (README).
+pub const DEFAULT_ALPHA: f32 = 0.0;
 /// Default strength of the agreement term, `β`.
 pub const DEFAULT_AGREEMENT: f32 = 3.0;
 /// Default weight of a chunk's own ranks beside its document's, `λ`.
 pub const DEFAULT_CHUNK_SHARE: f32 = 0.0;
 
 impl Default for FusionConfig {
-    /// Equal base weights, `k` = 10, `α` = 0.05 over the top 10, `β` = 3 over the top 10,
+    /// Equal base weights, `k` = 10, `α` = 0, `β` = 3 over the top 10,
     /// by document with `λ` = 0 (a chunk scores as its document; the chunks of one
     /// document keep the order of their own ranks).
     fn default() -> Self {
