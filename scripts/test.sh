@@ -11,6 +11,9 @@ bash scripts/fetch_models.sh >/dev/null
 if ! command -v wrk >/dev/null; then
   apt-get install -y -q wrk >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q wrk >/dev/null; }
 fi
+# The official Alibaba Cloud SDK, in its own venv, for the knowledge-base API test.
+SEXTANT_SDK_PYTHON=$(bash scripts/sdk_venv.sh)
+export SEXTANT_SDK_PYTHON
 envfile=$(bash scripts/aws_servers.sh start | tail -n1)
 trap 'bash scripts/aws_servers.sh stop >/dev/null 2>&1 || true' EXIT
 # shellcheck disable=SC1090

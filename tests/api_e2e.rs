@@ -271,6 +271,7 @@ fn the_http_api_end_to_end() {
     every_error_status_uses_the_envelope(a);
     search_returns_units_with_offsets_and_diagnostics(a, &docs);
     knowledge_base_retrieve_with_search_filters_and_rewrite(a);
+    knowledge_base_through_the_official_sdk(a);
     openapi_document_describes_real_responses(a);
     security_headers_and_cors(a);
     rate_limit_answers_429_with_retry_after(a);
@@ -473,6 +474,124 @@ fn knowledge_base_retrieve_with_search_filters_and_rewrite(a: &str) {
     check(kb(Some(PRO), json!({"IndexId": "nope", "Query": "x"})), 404, "Index.NotFound", "nope");
     check(kb(None, json!({"IndexId": "demo", "Query": "x"})), 401, "Index.Unauthorized", "API key");
     check(kb(Some(SCOPED), json!({"IndexId": "demo", "Query": "x"})), 403, "Index.AccessDenied", "demo");
+}
+
+/// The official Alibaba Cloud Model Studio SDK (`alibabacloud-bailian20231229`, unmodified,
+/// in the venv of `scripts/sdk_venv.sh`) calls Retrieve with every parameter of the
+/// operation. It sends them in the query string, with an empty body, no Content-Type and its
+/// own signature in `Authorization`; the key travels in `X-API-Key`.
+fn knowledge_base_through_the_official_sdk(a: &str) {
+    let python = std::env::var("SEXTANT_SDK_PYTHON").unwrap_or_else(|_| {
+        let cache = std::env::var("SEXTANT_CACHE_DIR")
+            .unwrap_or_else(|_| format!("{}/.cache/sextant", std::env::var("HOME").unwrap()));
+        format!("{cache}/venv-sdk/bin/python")
+    });
+    assert!(Path::new(&python).is_file(), "no SDK venv at {python}: run scripts/sdk_venv.sh (scripts/test.sh does)");
+    let calls = json!([
+        // 0: the least a client sends.
+        {"IndexId": "demo", "Query": "share repurchases"},
+        // 1: every parameter of the operation.
+        {
+            "IndexId": "demo", "Query": "what about Exxon Mobil?",
+            "DenseSimilarityTopK": 50, "SparseSimilarityTopK": 40,
+            "EnableReranking": true, "EnableRewrite": true,
+            "QueryHistory": [
+                {"role": "user", "content": "What was Mastercard's revenue in 2024?"},
+                {"role": "assistant", "content": "It was ..."}
+            ],
+            "Rerank": [{"ModelName": "gte-rerank-hybrid", "RerankMode": "hybrid", "RerankInstruct": "filings first"}],
+            "RerankMinScore": 0.2, "RerankTopN": 3,
+            "Rewrite": [{"ModelName": "conv-rewrite-qwen-1.8b"}],
+            "SaveRetrieverHistory": false,
+            "SearchFilters": [{"ticker": "XOM", "year": {"gte": 2024}}],
+            "Extra": {"uniqueId": "call-1"}
+        },
+        // 2: booleans false, the dense path off.
+        {"IndexId": "demo", "Query": "oil and gas prices", "EnableReranking": false, "DenseSimilarityTopK": 0,
+         "SparseSimilarityTopK": 20, "RerankTopN": 20},
+        // 3-7: errors, with the codes of the JSON encoding.
+        {"Query": "x"},
+        {"IndexId": "nope", "Query": "x"},
+        {"IndexId": "demo", "Query": "x", "RerankTopN": 25},
+        {"IndexId": "demo", "Query": "x", "SearchFilters": [{"year": {"between": 1}}]},
+        {"IndexId": "demo", "Query": "x", "Images": ["https://example.com/chart.png"]}
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("calls.json");
+    std::fs::write(&file, calls.to_string()).unwrap();
+    let out = Command::new(&python)
+        .arg(repo().join("scripts/sdk_retrieve.py"))
+        .args(["--endpoint", a, "--key", PRO, "--workspace", "ws_sdk"])
+        .arg(&file)
+        .output()
+        .expect("run the SDK");
+    assert!(out.status.success(), "sdk_retrieve.py failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<Value> =
+        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 8);
+    let nodes = |i: usize| -> Vec<Value> {
+        assert_eq!(lines[i]["ok"], true, "call {i}: {}", lines[i]);
+        assert_eq!(lines[i]["body"]["Code"], "Success");
+        lines[i]["body"]["Data"]["Nodes"].as_array().unwrap().clone()
+    };
+    // The same request as a JSON body gives the same nodes.
+    let texts = |n: &[Value]| n.iter().map(|x| x["Text"].as_str().unwrap().to_string()).collect::<Vec<_>>();
+    let body = post(a, "/ws_sdk/index/retrieve", Some(PRO), &json!({"IndexId": "demo", "Query": "share repurchases"}));
+    assert_eq!(texts(&nodes(0)), texts(body.body["Data"]["Nodes"].as_array().unwrap()));
+    assert_eq!(nodes(0).len(), 5);
+    // Every parameter took effect: the filter, the top N, the rewrite from QueryHistory
+    // (Exxon's revenue, not "what about"), and RerankMinScore said it was not applied.
+    let all = nodes(1);
+    assert_eq!(all.len(), 3);
+    assert!(all.iter().all(|n| n["Metadata"]["ticker"] == "XOM" && n["Metadata"]["year"].as_i64() >= Some(2024)));
+    let json_twin = post(
+        a,
+        "/ws_sdk/index/retrieve",
+        Some(PRO),
+        &json!({"IndexId": "demo", "Query": "what about Exxon Mobil?", "EnableRewrite": true,
+                "History": [{"Role": "user", "Content": "What was Mastercard's revenue in 2024?"}],
+                "SearchFilters": [{"ticker": "XOM", "year": {"gte": 2024}}], "RerankTopN": 3,
+                "DenseSimilarityTopK": 50, "SparseSimilarityTopK": 40}),
+    );
+    assert_eq!(json_twin.body["Data"]["RewrittenQuery"], "What was Exxon Mobil revenue in 2024?");
+    assert_eq!(
+        texts(&all),
+        texts(json_twin.body["Data"]["Nodes"].as_array().unwrap()),
+        "QueryHistory rewrites as History"
+    );
+    let message = lines[1]["body"]["Message"].as_str().unwrap();
+    assert!(message.contains("RerankMinScore was not applied") && message.contains("no reranker"), "{message}");
+    assert_eq!(nodes(2).len(), 20);
+    let error = |i: usize, status: u64, code: &str, mentions: &str| {
+        let l = &lines[i];
+        assert_eq!(
+            (l["ok"].as_bool(), l["statusCode"].as_u64(), l["code"].as_str()),
+            (Some(false), Some(status), Some(code)),
+            "call {i}: {l}"
+        );
+        assert!(l["message"].as_str().unwrap().contains(mentions), "call {i}: {l}");
+    };
+    error(3, 400, "Index.InvalidParameter", "IndexId");
+    error(4, 404, "Index.NotFound", "nope");
+    error(5, 400, "Index.InvalidParameter", "RerankTopN");
+    error(6, 400, "Index.InvalidParameter", "SearchFilters[0].year.between");
+    error(7, 400, "Index.InvalidParameter", "Images");
+    // A JSON body still needs its media type; an empty body reads the query string.
+    let r = http(
+        a,
+        "POST",
+        "/ws_sdk/index/retrieve?IndexId=demo&Query=x&EnableReranking=maybe",
+        &[("X-API-Key", PRO)],
+        b"",
+    );
+    assert_eq!((r.status, r.body["Code"].as_str()), (400, Some("Index.InvalidParameter")), "{:?}", r.body);
+    assert!(
+        r.body["Message"].as_str().unwrap().contains("EnableReranking: must be true or false, got \"maybe\""),
+        "{:?}",
+        r.body
+    );
+    let r = http(a, "POST", "/ws_sdk/index/retrieve", &[("X-API-Key", PRO), ("Content-Type", "text/plain")], b"{}");
+    assert_eq!(r.status, 415, "{:?}", r.body);
 }
 
 fn retrieve_returns_cited_chunks_with_exact_segment_offsets(a: &str, docs: &[Document]) {

@@ -43,7 +43,7 @@ impl<T: DeserializeOwned> FromRequest<Arc<AppState>> for Authed<T> {
 }
 
 /// The 401 of a request without a key.
-fn missing_key() -> ApiError {
+pub(crate) fn missing_key() -> ApiError {
     ApiError::unauthorized("missing API key: send Authorization: Bearer <key> or X-API-Key: <key>")
 }
 

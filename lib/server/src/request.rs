@@ -21,7 +21,18 @@ pub fn json_body<T: DeserializeOwned>(headers: &HeaderMap, body: &Bytes, limit: 
         return Err(ApiError::bad_body("the request body is empty: send a JSON object"));
     }
     let de = &mut serde_json::Deserializer::from_slice(body);
-    serde_path_to_error::deserialize(de).map_err(|e| {
+    decoded(serde_path_to_error::deserialize(de))
+}
+
+/// Decodes a JSON value already built (from a query string, say) as `T`, with the errors of
+/// [`json_body`].
+pub fn json_value<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, ApiError> {
+    decoded(serde_path_to_error::deserialize(value))
+}
+
+/// A decoding result, its error turned into a 400 naming the JSON path.
+fn decoded<T>(result: Result<T, serde_path_to_error::Error<serde_json::Error>>) -> Result<T, ApiError> {
+    result.map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
         let reason = inner.to_string();
