@@ -123,6 +123,10 @@ fn listen(mut cmd: Command) -> Server {
 }
 
 fn start(keys: &Path) -> Server {
+    start_with(keys, &[])
+}
+
+fn start_with(keys: &Path, extra: &[&str]) -> Server {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_sextant"));
     cmd.current_dir(repo())
         .args([
@@ -143,7 +147,8 @@ fn start(keys: &Path) -> Server {
             APP_ORIGIN,
             "--keys",
         ])
-        .arg(keys);
+        .arg(keys)
+        .args(extra);
     let server = listen(cmd);
     let t = Instant::now();
     loop {
@@ -162,6 +167,42 @@ fn start(keys: &Path) -> Server {
         std::thread::sleep(Duration::from_millis(500));
     }
     server
+}
+
+/// Beyond `--max-in-flight` requests at once, a search endpoint answers 503 with
+/// `Retry-After` in the error envelope at once, and the requests within the bound are served.
+#[test]
+fn requests_beyond_the_in_flight_bound_are_shed_with_retry_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start_with(&key_store(dir.path()), &["--max-in-flight", "1"]);
+    let a = server.addr.clone();
+    let answers: Vec<Resp> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..16)
+            .map(|i| {
+                let a = a.as_str();
+                s.spawn(move || {
+                    let q = format!("capital expenditure and free cash flow outlook {i}");
+                    post(a, "/v1/retrieve", Some(ENTERPRISE), &json!({"query": q, "top_k": 10}))
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let shed: Vec<&Resp> = answers.iter().filter(|r| r.status == 503).collect();
+    assert!(
+        !shed.is_empty(),
+        "16 at once against a bound of 1: {:?}",
+        answers.iter().map(|r| r.status).collect::<Vec<_>>()
+    );
+    assert!(answers.iter().any(|r| r.status == 200), "the bound still serves");
+    assert!(answers.iter().all(|r| r.status == 200 || r.status == 503));
+    for r in shed {
+        assert_eq!(r.header("retry-after"), Some("1"));
+        assert_eq!(r.body["error"]["code"], "unavailable");
+        assert!(r.body["error"]["message"].as_str().unwrap().contains("at capacity"), "{:?}", r.body);
+    }
+    // /health is never shed.
+    assert_eq!(http(&a, "GET", "/health", &[], b"").status, 200);
 }
 
 /// `sextant serve` on one company of the demo corpus with an empty cache and no models:
@@ -773,6 +814,41 @@ fn every_error_status_uses_the_envelope(a: &str) {
     );
     let big = json!({"query": "x", "pad": "y".repeat(70_000)});
     check(p(big), 413, "payload_too_large", None);
+    // A Content-Length over the limit is refused before the body is read: the client that
+    // announces 10 GB and sends 64 KiB gets its 413 at once, not after a timeout.
+    let raw = |head: &str, body: &[u8]| -> (u16, Value) {
+        let mut s = TcpStream::connect(a).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let _ = s.write_all(head.as_bytes());
+        let _ = s.write_all(body);
+        let mut out = Vec::new();
+        let _ = s.read_to_end(&mut out);
+        let text = String::from_utf8_lossy(&out).to_string();
+        let (h, payload) = text.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no answer: {text:?}"));
+        let status = h.split(' ').nth(1).unwrap().parse().unwrap();
+        let payload = payload.rsplit("\r\n\r\n").next().unwrap_or(payload);
+        let json_start = payload.find('{').unwrap_or(0);
+        let json_end = payload.rfind('}').map_or(payload.len(), |e| e + 1);
+        (status, serde_json::from_str(&payload[json_start..json_end]).unwrap_or(Value::Null))
+    };
+    let auth = format!("Authorization: Bearer {FREE}\r\nContent-Type: application/json\r\n");
+    let (status, body) = raw(
+        &format!("POST /v1/retrieve HTTP/1.1\r\nHost: t\r\n{auth}Content-Length: 10000000000\r\n\r\n"),
+        &vec![b' '; 64 * 1024],
+    );
+    assert_eq!((status, body["error"]["code"].as_str()), (413, Some("payload_too_large")), "{body}");
+    // Without a Content-Length (chunked), the body is counted as it streams: 3 MB is a 413 in
+    // the envelope too, not the HTTP layer's text/plain.
+    let mut chunked = Vec::new();
+    for _ in 0..48 {
+        chunked.extend_from_slice(format!("{:x}\r\n", 64 * 1024).as_bytes());
+        chunked.extend_from_slice(&vec![b' '; 64 * 1024]);
+        chunked.extend_from_slice(b"\r\n");
+    }
+    chunked.extend_from_slice(b"0\r\n\r\n");
+    let (status, body) =
+        raw(&format!("POST /v1/search HTTP/1.1\r\nHost: t\r\n{auth}Transfer-Encoding: chunked\r\n\r\n"), &chunked);
+    assert_eq!((status, body["error"]["code"].as_str()), (413, Some("payload_too_large")), "{body}");
     check(
         http(a, "GET", "/v1/retrieve", &[("Authorization", &format!("Bearer {FREE}"))], b""),
         405,

@@ -110,6 +110,9 @@ pub enum Command {
         /// (default: none).
         #[arg(long, env = "SEXTANT_CORS_ORIGINS", default_value = "")]
         cors_origins: String,
+        /// Requests served at once; one more gets a quick 503 with Retry-After.
+        #[arg(long, env = "SEXTANT_MAX_IN_FLIGHT", default_value_t = sextant_server::DEFAULT_MAX_IN_FLIGHT)]
+        max_in_flight: usize,
         #[command(flatten)]
         build: BuildArgs,
     },

@@ -82,24 +82,36 @@ pub fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::EncodeWorker { task, out } => crate::build::encode_worker(&models, &task, &out),
-        Command::Serve { addr, index, docs, ticker, facts, id, dev_key, dev_plan, keys, cors_origins, build } => {
-            crate::serve::run(
-                crate::serve::ServeArgs {
-                    addr,
-                    indexes: index,
-                    docs,
-                    tickers: ticker,
-                    facts,
-                    id,
-                    dev_key,
-                    dev_plan,
-                    keys,
-                    cors_origins,
-                    build,
-                },
-                models,
-            )
-        }
+        Command::Serve {
+            addr,
+            index,
+            docs,
+            ticker,
+            facts,
+            id,
+            dev_key,
+            dev_plan,
+            keys,
+            cors_origins,
+            max_in_flight,
+            build,
+        } => crate::serve::run(
+            crate::serve::ServeArgs {
+                addr,
+                indexes: index,
+                docs,
+                tickers: ticker,
+                facts,
+                id,
+                dev_key,
+                dev_plan,
+                keys,
+                cors_origins,
+                max_in_flight,
+                build,
+            },
+            models,
+        ),
         Command::Context { index, question, top_k, route } => {
             let (engine, financials) = load_with_financials(&index, &models)?;
             let route = match route {

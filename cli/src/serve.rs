@@ -49,6 +49,8 @@ pub struct ServeArgs {
     pub keys: Option<PathBuf>,
     /// Origins allowed to call from browsers (comma-separated, `*`, or empty for none).
     pub cors_origins: String,
+    /// Requests served at once (load shedding beyond).
+    pub max_in_flight: usize,
     /// Chunking and BM25 settings of a build.
     pub build: BuildArgs,
 }
@@ -97,7 +99,12 @@ pub fn run(args: ServeArgs, models: ModelSet) -> Result<()> {
         .map_err(|e| anyhow::anyhow!("--cors-origins: {e}"))?;
     let state = AppState::new(
         Arc::new(store),
-        ApiConfig { default_index: args.id.clone(), cors_origins, ..Default::default() },
+        ApiConfig {
+            default_index: args.id.clone(),
+            cors_origins,
+            max_in_flight: args.max_in_flight,
+            ..Default::default()
+        },
     );
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async move {

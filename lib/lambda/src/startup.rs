@@ -204,7 +204,13 @@ pub async fn from_env() -> Result<Context> {
         var("SEXTANT_DEFAULT_INDEX").or(first).ok_or_else(|| Error::invalid("SEXTANT_INDEXES", "names no index"))?;
     let cors_origins = sextant_server::headers::parse_origins(&var("SEXTANT_CORS_ORIGINS").unwrap_or_default())
         .map_err(|e| Error::invalid("SEXTANT_CORS_ORIGINS", e))?;
-    let state = AppState::new(keys, ApiConfig { default_index, cors_origins, ..Default::default() });
+    let max_in_flight = match var("SEXTANT_MAX_IN_FLIGHT") {
+        Some(v) => v.trim().parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(|| {
+            Error::invalid("SEXTANT_MAX_IN_FLIGHT", format!("{v:?} is not a positive number of requests"))
+        })?,
+        None => sextant_server::DEFAULT_MAX_IN_FLIGHT,
+    };
+    let state = AppState::new(keys, ApiConfig { default_index, cors_origins, max_in_flight, ..Default::default() });
     for (id, v) in versions {
         state.set_version(&id, Some(v));
     }

@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 
-use axum::body::Bytes;
 use axum::extract::{FromRequest, Request, State};
 use axum::http::{HeaderMap, HeaderValue};
 use axum::middleware::Next;
@@ -14,7 +13,7 @@ use serde::de::DeserializeOwned;
 use sextant_keys::{KeyStatus, RateDecision};
 
 use crate::envelope::ApiError;
-use crate::request::json_body;
+use crate::request::{json_body, read_body};
 use crate::state::{AppState, Caller, RequestId};
 
 /// An authenticated request to a JSON endpoint: who calls, the request's id, and the body
@@ -36,8 +35,9 @@ impl<T: DeserializeOwned> FromRequest<Arc<AppState>> for Authed<T> {
         let caller = req.extensions().get::<Caller>().cloned().ok_or_else(|| missing_key().into_response())?;
         let request_id = req.extensions().get::<RequestId>().map(|r| r.0.clone()).unwrap_or_default();
         let headers = req.headers().clone();
-        let bytes = Bytes::from_request(req, state).await.map_err(IntoResponse::into_response)?;
-        let body = json_body(&headers, &bytes, state.config.max_body_bytes).map_err(IntoResponse::into_response)?;
+        let limit = state.config.max_body_bytes;
+        let bytes = read_body(req.into_body(), &headers, limit).await.map_err(IntoResponse::into_response)?;
+        let body = json_body(&headers, &bytes, limit).map_err(IntoResponse::into_response)?;
         Ok(Authed { caller, request_id, body })
     }
 }

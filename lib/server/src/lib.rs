@@ -35,4 +35,4 @@ pub use envelope::ApiError;
 pub use rewrite::rewrite;
 pub use router::router;
 pub use routes::search::company_names;
-pub use state::{ApiConfig, AppState, Caller, Indexes, RequestId, ServedIndex};
+pub use state::{ApiConfig, AppState, Caller, Indexes, RequestId, ServedIndex, DEFAULT_MAX_IN_FLIGHT};

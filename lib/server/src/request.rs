@@ -6,6 +6,25 @@ use serde::de::DeserializeOwned;
 
 use crate::envelope::ApiError;
 
+/// Reads a request's body, at most `limit` bytes: a `Content-Length` over the limit is a
+/// 413 before a byte is read, and a body without one is counted as it streams and cut off
+/// at the limit (never buffered beyond it). Every 413 is in the error envelope.
+pub async fn read_body(body: axum::body::Body, headers: &HeaderMap, limit: usize) -> Result<Bytes, ApiError> {
+    let declared =
+        headers.get("content-length").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(ApiError::too_large(limit));
+    }
+    axum::body::to_bytes(body, limit).await.map_err(|e| {
+        // axum reports the limit as "length limit exceeded"; anything else is a broken stream.
+        if e.to_string().contains("length limit") {
+            ApiError::too_large(limit)
+        } else {
+            ApiError::bad_body("the request body could not be read")
+        }
+    })
+}
+
 /// Decodes `body` as `T`: 415 unless the content type is JSON, 413 over `limit` bytes,
 /// 400 naming the JSON path of a missing, unknown or mistyped field.
 pub fn json_body<T: DeserializeOwned>(headers: &HeaderMap, body: &Bytes, limit: usize) -> Result<T, ApiError> {
@@ -17,8 +36,11 @@ pub fn json_body<T: DeserializeOwned>(headers: &HeaderMap, body: &Bytes, limit: 
     if body.len() > limit {
         return Err(ApiError::too_large(limit));
     }
-    if body.iter().all(|b| b.is_ascii_whitespace()) {
-        return Err(ApiError::bad_body("the request body is empty: send a JSON object"));
+    match body.iter().find(|b| !b.is_ascii_whitespace()) {
+        None => return Err(ApiError::bad_body("the request body is empty: send a JSON object")),
+        Some(b'{') => {}
+        Some(b'[') => return Err(ApiError::bad_body("the request body must be a JSON object, not an array")),
+        Some(_) => return Err(ApiError::bad_body("the request body must be a JSON object")),
     }
     let de = &mut serde_json::Deserializer::from_slice(body);
     decoded(serde_path_to_error::deserialize(de))
@@ -27,6 +49,9 @@ pub fn json_body<T: DeserializeOwned>(headers: &HeaderMap, body: &Bytes, limit: 
 /// Decodes a JSON value already built (from a query string, say) as `T`, with the errors of
 /// [`json_body`].
 pub fn json_value<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, ApiError> {
+    if !value.is_object() {
+        return Err(ApiError::bad_body("the request must be a JSON object"));
+    }
     decoded(serde_path_to_error::deserialize(value))
 }
 
@@ -38,6 +63,7 @@ fn decoded<T>(result: Result<T, serde_path_to_error::Error<serde_json::Error>>) 
         let reason = inner.to_string();
         // serde_json appends " at line L column C"; keep the message short.
         let reason = reason.split(" at line ").next().unwrap_or(&reason).to_string();
+        let reason = plain_words(&reason);
         if inner.is_syntax() || inner.is_eof() {
             ApiError::bad_body(format!("the request body is not valid JSON: {reason}"))
         } else if let Some(field) = reason.strip_prefix("missing field `").and_then(|r| r.split('`').next()) {
@@ -52,6 +78,48 @@ fn decoded<T>(result: Result<T, serde_path_to_error::Error<serde_json::Error>>) 
             ApiError::invalid(if path == "." { "body".into() } else { path }, reason)
         }
     })
+}
+
+/// A decoding error in the API's words instead of Rust's: JSON's names for types ("an
+/// object", "an array", "an integer"), never a Rust type or enum name.
+fn plain_words(reason: &str) -> String {
+    if reason.starts_with("invalid length ") && reason.contains("expected struct ") {
+        return "must be a JSON object, not an array".into();
+    }
+    if reason.starts_with("data did not match any variant of untagged enum") {
+        return "must be a string or an array of strings".into();
+    }
+    let mut out = reason.replace("invalid type: sequence", "invalid type: array");
+    out = out.replace("invalid type: map", "invalid type: object");
+    out = out.replace("expected a sequence", "expected an array");
+    out = out.replace("expected a map", "expected an object");
+    // "expected struct Foo" and "expected struct Foo with 5 elements".
+    if let Some(at) = out.find("expected struct ") {
+        out.truncate(at);
+        out.push_str("expected a JSON object");
+    }
+    for (rust, json) in [
+        ("usize", "a non-negative integer"),
+        ("u64", "a non-negative integer"),
+        ("u32", "a non-negative integer"),
+        ("u16", "a non-negative integer"),
+        ("u8", "a non-negative integer"),
+        ("isize", "an integer"),
+        ("i64", "an integer"),
+        ("i32", "an integer"),
+        ("i16", "an integer"),
+        ("i8", "an integer"),
+        ("f64", "a number"),
+        ("f32", "a number"),
+    ] {
+        let needle = format!("expected {rust}");
+        if out.ends_with(&needle) {
+            out.truncate(out.len() - needle.len());
+            out.push_str("expected ");
+            out.push_str(json);
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -107,5 +175,39 @@ mod tests {
         );
         assert!(json_body::<Req>(&headers("application/json; charset=utf-8"), &Bytes::from(r#"{"query":"x"}"#), 100)
             .is_ok());
+    }
+
+    #[test]
+    fn errors_speak_json_not_rust() {
+        for (rust, plain) in [
+            (
+                "invalid length 3, expected struct RetrieveRequest with 5 elements",
+                "must be a JSON object, not an array",
+            ),
+            ("invalid type: sequence, expected struct Filters", "invalid type: array, expected a JSON object"),
+            ("invalid type: string \"abc\", expected i32", "invalid type: string \"abc\", expected an integer"),
+            (
+                "invalid value: integer `-1`, expected usize",
+                "invalid value: integer `-1`, expected a non-negative integer",
+            ),
+            ("invalid type: integer `5`, expected a sequence", "invalid type: integer `5`, expected an array"),
+            ("data did not match any variant of untagged enum OneOrMany", "must be a string or an array of strings"),
+            ("invalid type: map, expected f64", "invalid type: object, expected a number"),
+        ] {
+            assert_eq!(plain_words(rust), plain, "{rust}");
+        }
+    }
+
+    #[test]
+    fn a_body_that_is_not_an_object_is_refused() {
+        assert_eq!(
+            err("application/json", r#"["question", {"tickers": ["AAPL"]}, 2]"#).message,
+            "the request body must be a JSON object, not an array"
+        );
+        assert_eq!(err("application/json", r#""question""#).message, "the request body must be a JSON object");
+        assert_eq!(
+            json_value::<Req>(serde_json::json!(["q"])).unwrap_err().message,
+            "the request must be a JSON object"
+        );
     }
 }

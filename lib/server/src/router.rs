@@ -22,7 +22,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/search", post(routes::search::handle).fallback(method_not_allowed))
         .route("/v1/context", post(routes::context::handle).fallback(method_not_allowed))
         .route("/{workspace}/index/retrieve", post(routes::knowledge_base::handle).fallback(method_not_allowed))
-        .route_layer(axum::middleware::from_fn_with_state(state.clone(), auth::authenticate));
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), auth::authenticate))
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), shed_load));
     Router::new()
         .merge(api)
         .route("/health", get(health))
@@ -31,6 +32,21 @@ pub fn router(state: Arc<AppState>) -> Router {
         .layer(axum::middleware::from_fn_with_state(state.clone(), headers::apply))
         .layer(axum::middleware::from_fn_with_state(state.clone(), with_request_id))
         .with_state(state)
+}
+
+/// Load shedding: a request to a search endpoint beyond [`ApiConfig::max_in_flight`]
+/// (crate::state::ApiConfig) gets a 503 with `Retry-After` at once, before its key is even
+/// looked up, instead of waiting behind the others.
+async fn shed_load(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
+    let Ok(_permit) = state.in_flight.clone().try_acquire_owned() else {
+        let n = state.config.max_in_flight;
+        return ApiError::unavailable(
+            format!("the server is at capacity ({n} requests in flight); retry after 1 second"),
+            1,
+        )
+        .into_response();
+    };
+    next.run(req).await
 }
 
 async fn method_not_allowed() -> ApiError {

@@ -18,7 +18,7 @@
 //! `title`, `publishedAt` (snake_case accepted).
 
 use serde_json::{Map, Value};
-use sextant_core::corpus::Document;
+use sextant_core::corpus::{Date, Document, Quarter};
 
 use crate::envelope::ApiError;
 
@@ -116,7 +116,44 @@ fn scalar(v: &Value, at: &str) -> Result<Scalar, ApiError> {
     match v {
         Value::String(s) => Ok(Scalar::Str(s.clone())),
         Value::Number(n) => Ok(Scalar::Num(n.as_f64().unwrap_or(f64::NAN))),
-        other => Err(ApiError::invalid(at, format!("expected a string or a number, got {other}"))),
+        other => Err(ApiError::invalid(at, format!("expected a string or a number, got {}", shown(other)))),
+    }
+}
+
+/// A value of `field`, checked as the other dialects check it: a year is an integer (a
+/// number or ASCII digits), a date a calendar day `YYYY-MM-DD` (the `time` crate's
+/// calendar: `2024-02-31` is refused), a quarter `Q1`-`Q4` (or 1-4). Others are any
+/// string or number.
+fn typed(field: Field, v: &Value, at: &str) -> Result<Scalar, ApiError> {
+    let raw = scalar(v, at)?;
+    match (field, &raw) {
+        (Field::Year, Scalar::Num(n)) if n.fract() == 0.0 && n.abs() < 1e6 => Ok(raw),
+        (Field::Year, Scalar::Str(t)) if !t.is_empty() && t.len() <= 6 && t.bytes().all(|b| b.is_ascii_digit()) => {
+            Ok(Scalar::Num(t.parse::<f64>().unwrap_or(f64::NAN)))
+        }
+        (Field::Year, _) => Err(ApiError::invalid(at, format!("must be a year (an integer), got {}", shown(v)))),
+        (Field::PublishedAt, Scalar::Str(t)) => match t.parse::<Date>() {
+            Ok(d) => Ok(Scalar::Str(d.to_string())),
+            Err(_) => Err(ApiError::invalid(at, format!("must be a date YYYY-MM-DD, got {}", shown(v)))),
+        },
+        (Field::PublishedAt, _) => Err(ApiError::invalid(at, format!("must be a date YYYY-MM-DD, got {}", shown(v)))),
+        (Field::Quarter, Scalar::Num(n)) if (1.0..=4.0).contains(n) && n.fract() == 0.0 => {
+            Ok(Scalar::Str(format!("Q{n}")))
+        }
+        (Field::Quarter, Scalar::Str(t)) if t.parse::<Quarter>().is_ok() => {
+            Ok(Scalar::Str(t.parse::<Quarter>().map(|q| q.to_string()).unwrap_or_default()))
+        }
+        (Field::Quarter, _) => Err(ApiError::invalid(at, format!("must be one of Q1, Q2, Q3, Q4, got {}", shown(v)))),
+        _ => Ok(raw),
+    }
+}
+
+/// A JSON value as an error message echoes it: at most 40 characters.
+fn shown(v: &Value) -> String {
+    let text = v.to_string();
+    match text.char_indices().nth(40) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
     }
 }
 
@@ -161,7 +198,7 @@ fn group(g: &Value, at: &str, depth: usize) -> Result<Condition, ApiError> {
         let field =
             field_of(k).ok_or_else(|| ApiError::invalid(&path, format!("is not a filterable field ({FIELDS})")))?;
         let test = match v {
-            Value::String(_) | Value::Number(_) => Test::In(vec![scalar(v, &path)?]),
+            Value::String(_) | Value::Number(_) => Test::In(vec![typed(field, v, &path)?]),
             Value::Array(items) => {
                 if items.is_empty() {
                     return Err(ApiError::invalid(&path, "a multiQuery needs at least one value"));
@@ -170,7 +207,7 @@ fn group(g: &Value, at: &str, depth: usize) -> Result<Condition, ApiError> {
                     items
                         .iter()
                         .enumerate()
-                        .map(|(i, x)| scalar(x, &format!("{path}[{i}]")))
+                        .map(|(i, x)| typed(field, x, &format!("{path}[{i}]")))
                         .collect::<Result<_, _>>()?,
                 )
             }
@@ -211,7 +248,7 @@ fn group(g: &Value, at: &str, depth: usize) -> Result<Condition, ApiError> {
                             ))
                         }
                     };
-                    bounds.push((op_, scalar(b, &format!("{path}.{op}"))?));
+                    bounds.push((op_, typed(field, b, &format!("{path}.{op}"))?));
                 }
                 Test::Range(bounds)
             }
@@ -425,6 +462,39 @@ mod tests {
             deep = json!({"_conditions": [deep]});
         }
         assert!(err(json!([deep])).starts_with("SearchFilters[0]._conditions[0]"));
+    }
+
+    #[test]
+    fn dates_years_and_quarters_are_checked_as_the_other_dialects_check_them() {
+        let err = |f: Value| {
+            let e = compile(&f, "SearchFilters").unwrap_err();
+            (e.field.unwrap(), e.message)
+        };
+        assert_eq!(
+            err(json!([{"publishedAt": {"gte": "2024-02-31"}}])),
+            (
+                "SearchFilters[0].publishedAt.gte".into(),
+                "SearchFilters[0].publishedAt.gte: must be a date YYYY-MM-DD, got \"2024-02-31\"".into()
+            )
+        );
+        assert_eq!(err(json!([{"publishedAt": "２０２４-01-01"}])).0, "SearchFilters[0].publishedAt");
+        assert_eq!(err(json!([{"publishedAt": 20240101}])).0, "SearchFilters[0].publishedAt");
+        assert_eq!(
+            err(json!([{"year": {"gte": "abc"}}])).1,
+            "SearchFilters[0].year.gte: must be a year (an integer), got \"abc\""
+        );
+        assert_eq!(err(json!([{"year": "２０２４"}])).0, "SearchFilters[0].year");
+        assert_eq!(err(json!([{"year": [2024, 2023.5]}])).0, "SearchFilters[0].year[1]");
+        assert_eq!(err(json!([{"quarter": "Q5"}])).0, "SearchFilters[0].quarter");
+        let long = "9".repeat(300);
+        assert!(err(json!([{"publishedAt": long}])).1.len() < 120, "echoed input is cut");
+        // Valid values still select, normalised: "2023-1-01" is not a date, " 2023 " not a year.
+        assert_eq!(ids(json!([{"year": "2023"}])), vec!["AAPL-2023-Q3"]);
+        assert_eq!(ids(json!([{"quarter": "q3"}])), vec!["AAPL-2023-Q3"]);
+        assert_eq!(ids(json!([{"quarter": 3}])), vec!["AAPL-2023-Q3"]);
+        assert_eq!(ids(json!([{"publishedAt": {"gte": "2023-01-01T00:00:00Z"}}])).len(), 2);
+        assert!(compile(&json!([{"publishedAt": "2023-1-01"}]), "SearchFilters").is_err());
+        assert!(compile(&json!([{"year": " 2023 "}]), "SearchFilters").is_err());
     }
 
     /// Property: a compiled filter agrees with a direct reading of the JSON, written

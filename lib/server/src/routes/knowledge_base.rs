@@ -14,7 +14,6 @@
 
 use std::sync::Arc;
 
-use axum::body::Bytes;
 use axum::extract::{FromRequest, Path as UrlPath, Query, Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -27,7 +26,7 @@ use sextant_core::pipeline::{Path, RerankStatus, SearchRequest};
 use crate::auth::missing_key;
 use crate::envelope::ApiError;
 use crate::params::{check_query, run_search};
-use crate::request::{json_body, json_value};
+use crate::request::{json_body, json_value, read_body};
 use crate::state::{AppState, Caller, RequestId};
 
 /// A model choice (`Rerank`, `Rewrite`): accepted for compatibility; the configured models
@@ -253,7 +252,9 @@ impl FromRequest<Arc<AppState>> for KbCall {
         let request_id = req.extensions().get::<RequestId>().map(|r| r.0.clone()).unwrap_or_default();
         let headers = req.headers().clone();
         let uri = req.uri().clone();
-        let bytes = Bytes::from_request(req, state).await.map_err(IntoResponse::into_response)?;
+        let bytes = read_body(req.into_body(), &headers, state.config.max_body_bytes)
+            .await
+            .map_err(IntoResponse::into_response)?;
         let body = if bytes.iter().all(|b| b.is_ascii_whitespace()) {
             let pairs = Query::<Vec<(String, String)>>::try_from_uri(&uri)
                 .map_err(|_| ApiError::bad_body("the query string is not valid URL encoding").into_response())?;
