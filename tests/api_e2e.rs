@@ -513,6 +513,13 @@ fn knowledge_base_retrieve_with_search_filters_and_rewrite(a: &str) {
     check(kb(Some(PRO), json!({"Query": "x"})), 400, "Index.InvalidParameter", "IndexId");
     check(kb(Some(PRO), json!({"IndexId": "demo"})), 400, "Index.InvalidParameter", "Query");
     check(kb(Some(PRO), json!({"IndexId": "nope", "Query": "x"})), 404, "Index.NotFound", "nope");
+    // An unknown id is echoed cut short, and only indexes the key may read are named.
+    let long = kb(Some(PRO), json!({"IndexId": "z".repeat(10_000), "Query": "x"}));
+    assert_eq!(long.status, 404);
+    assert!(long.body["Message"].as_str().unwrap().len() < 300, "{:?}", long.body);
+    let scoped = kb(Some(SCOPED), json!({"IndexId": "another-index", "Query": "x"}));
+    assert_eq!(scoped.status, 404, "{:?}", scoped.body);
+    assert!(!scoped.body["Message"].as_str().unwrap().contains("demo"), "{:?}", scoped.body);
     check(kb(None, json!({"IndexId": "demo", "Query": "x"})), 401, "Index.Unauthorized", "API key");
     check(kb(Some(SCOPED), json!({"IndexId": "demo", "Query": "x"})), 403, "Index.AccessDenied", "demo");
 }

@@ -147,23 +147,19 @@ impl AppState {
         })
     }
 
-    /// Index `id`, or a 404 naming the loaded ones.
-    fn index(&self, id: &str) -> Result<ServedIndex, ApiError> {
+    /// Index `id` for `caller`: 403 when the key may not read it; 404 when it is not loaded,
+    /// naming only the loaded indexes this key may read. The id is echoed cut to 64
+    /// characters.
+    pub(crate) fn index_for(&self, caller: &Caller, id: &str) -> Result<ServedIndex, ApiError> {
+        let shown = echoed(id);
+        if !caller.key.can_read(id) {
+            return Err(ApiError::forbidden(format!("this API key may not read index {shown}")));
+        }
         let indexes = self.indexes()?;
         indexes.get(id).cloned().ok_or_else(|| {
-            ApiError::not_found(format!(
-                "no index {id:?} is loaded (loaded: {})",
-                indexes.keys().cloned().collect::<Vec<_>>().join(", ")
-            ))
+            let readable: Vec<&str> = indexes.keys().filter(|k| caller.key.can_read(k)).map(String::as_str).collect();
+            ApiError::not_found(format!("no index {shown} is loaded (this key may read: {})", readable.join(", ")))
         })
-    }
-
-    /// Index `id` for `caller`: 403 when the key may not read it, then as [`AppState::index`].
-    pub(crate) fn index_for(&self, caller: &Caller, id: &str) -> Result<ServedIndex, ApiError> {
-        if !caller.key.can_read(id) {
-            return Err(ApiError::forbidden(format!("this API key may not read index {id:?}")));
-        }
-        self.index(id)
     }
 
     /// The engine of index `id` for `caller` (see [`AppState::index_for`]).
@@ -183,6 +179,14 @@ impl AppState {
         x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
         x ^= x >> 33;
         format!("req_{x:016x}")
+    }
+}
+
+/// `text` quoted for an error message, cut to 64 characters.
+fn echoed(text: &str) -> String {
+    match text.char_indices().nth(64) {
+        Some((cut, _)) => format!("{:?}…", &text[..cut]),
+        None => format!("{text:?}"),
     }
 }
 
