@@ -169,6 +169,58 @@ fn start_with(keys: &Path, extra: &[&str]) -> Server {
     server
 }
 
+/// Slow and idle clients are cut off, and open connections are capped: a partial head and
+/// an idle connection are closed after `--header-timeout-secs`, a partial body gets a 408
+/// in the envelope after `--body-timeout-secs`, and a connection over `--max-connections`
+/// gets a 503 in the envelope at once.
+#[test]
+fn slow_and_idle_clients_are_cut_off_and_connections_are_capped() {
+    let dir = tempfile::tempdir().unwrap();
+    let limits = ["--header-timeout-secs", "2", "--body-timeout-secs", "2", "--max-connections", "4"];
+    let server = start_with(&key_store(dir.path()), &limits);
+    let a = server.addr.as_str();
+    let open = || {
+        let s = TcpStream::connect(a).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        s
+    };
+    // What the server sends before it closes, and how long it took.
+    let until_closed = |mut s: TcpStream| {
+        let t = Instant::now();
+        let mut out = Vec::new();
+        let _ = s.read_to_end(&mut out);
+        (t.elapsed(), String::from_utf8_lossy(&out).to_string())
+    };
+    let mut partial_head = open();
+    partial_head.write_all(b"POST /v1/retrieve HTTP/1.1\r\nHost: t\r\nContent-Ty").unwrap();
+    let (took, _) = until_closed(partial_head);
+    assert!(took < Duration::from_secs(20), "a partial head was held {took:?}");
+    let (took, _) = until_closed(open());
+    assert!(took < Duration::from_secs(20), "an idle connection was held {took:?}");
+    let mut partial_body = open();
+    let head = format!(
+        "POST /v1/retrieve HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {PRO}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"query\""
+    );
+    partial_body.write_all(head.as_bytes()).unwrap();
+    let (_, answer) = until_closed(partial_body);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("\"code\":\"request_timeout\""), "{answer}");
+    // Four connections held open (each mid-request), then a fifth.
+    let held: Vec<TcpStream> = (0..4)
+        .map(|_| {
+            let mut s = open();
+            s.write_all(b"GET /health HTTP/1.1\r\nHost: t\r\n").unwrap();
+            s
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let (took, answer) = until_closed(open());
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(answer.contains("\"code\":\"unavailable\"") && answer.contains("Retry-After: 1"), "{answer}");
+    assert!(took < Duration::from_secs(2), "refused at once, not after {took:?}");
+    drop(held);
+}
+
 /// Beyond `--max-in-flight` requests at once, a search endpoint answers 503 with
 /// `Retry-After` in the error envelope at once, and the requests within the bound are served.
 #[test]

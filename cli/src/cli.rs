@@ -113,6 +113,16 @@ pub enum Command {
         /// Requests served at once; one more gets a quick 503 with Retry-After.
         #[arg(long, env = "SEXTANT_MAX_IN_FLIGHT", default_value_t = sextant_server::DEFAULT_MAX_IN_FLIGHT)]
         max_in_flight: usize,
+        /// Seconds for a request head to arrive, and for an idle connection to send one;
+        /// then the connection is closed.
+        #[arg(long, default_value_t = 10)]
+        header_timeout_secs: u64,
+        /// Seconds for a request body to arrive; then a 408.
+        #[arg(long, default_value_t = 30)]
+        body_timeout_secs: u64,
+        /// Connections open at once; one more gets a 503 and is closed.
+        #[arg(long, default_value_t = 1024)]
+        max_connections: usize,
         #[command(flatten)]
         build: BuildArgs,
     },

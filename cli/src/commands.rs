@@ -94,6 +94,9 @@ pub fn run(cli: Cli) -> Result<()> {
             keys,
             cors_origins,
             max_in_flight,
+            header_timeout_secs,
+            body_timeout_secs,
+            max_connections,
             build,
         } => crate::serve::run(
             crate::serve::ServeArgs {
@@ -108,6 +111,9 @@ pub fn run(cli: Cli) -> Result<()> {
                 keys,
                 cors_origins,
                 max_in_flight,
+                header_timeout_secs,
+                body_timeout_secs,
+                max_connections,
                 build,
             },
             models,

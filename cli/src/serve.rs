@@ -51,6 +51,12 @@ pub struct ServeArgs {
     pub cors_origins: String,
     /// Requests served at once (load shedding beyond).
     pub max_in_flight: usize,
+    /// Seconds for a request head to arrive, or an idle connection to send one.
+    pub header_timeout_secs: u64,
+    /// Seconds for a request body to arrive.
+    pub body_timeout_secs: u64,
+    /// Connections open at once.
+    pub max_connections: usize,
     /// Chunking and BM25 settings of a build.
     pub build: BuildArgs,
 }
@@ -97,12 +103,17 @@ pub fn run(args: ServeArgs, models: ModelSet) -> Result<()> {
     store.add(&key, "dev", &args.dev_plan, vec!["*".into()]).context("registering the development key")?;
     let cors_origins = sextant_server::headers::parse_origins(&args.cors_origins)
         .map_err(|e| anyhow::anyhow!("--cors-origins: {e}"))?;
+    let connection_limits = sextant_server::listen::ConnectionLimits {
+        header_read: std::time::Duration::from_secs(args.header_timeout_secs.max(1)),
+        max_connections: args.max_connections.max(1),
+    };
     let state = AppState::new(
         Arc::new(store),
         ApiConfig {
             default_index: args.id.clone(),
             cors_origins,
             max_in_flight: args.max_in_flight,
+            body_read_timeout: std::time::Duration::from_secs(args.body_timeout_secs.max(1)),
             ..Default::default()
         },
     );
@@ -136,12 +147,12 @@ pub fn run(args: ServeArgs, models: ModelSet) -> Result<()> {
                 }
             }
         });
-        axum::serve(listener, router(state))
-            .with_graceful_shutdown(async {
-                let _ = tokio::signal::ctrl_c().await;
-            })
-            .await
-            .context("server failed")?;
+        let limits = connection_limits;
+        sextant_server::listen::serve(listener, router(state), limits, async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await
+        .context("server failed")?;
         Ok::<(), anyhow::Error>(())
     })
 }

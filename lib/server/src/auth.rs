@@ -36,7 +36,9 @@ impl<T: DeserializeOwned> FromRequest<Arc<AppState>> for Authed<T> {
         let request_id = req.extensions().get::<RequestId>().map(|r| r.0.clone()).unwrap_or_default();
         let headers = req.headers().clone();
         let limit = state.config.max_body_bytes;
-        let bytes = read_body(req.into_body(), &headers, limit).await.map_err(IntoResponse::into_response)?;
+        let bytes = read_body(req.into_body(), &headers, limit, state.config.body_read_timeout)
+            .await
+            .map_err(IntoResponse::into_response)?;
         let body = json_body(&headers, &bytes, limit).map_err(IntoResponse::into_response)?;
         Ok(Authed { caller, request_id, body })
     }

@@ -104,6 +104,15 @@ impl ApiError {
         e
     }
 
+    /// 408: the request body did not arrive in time.
+    pub fn body_timeout(after: std::time::Duration) -> Self {
+        Self::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "request_timeout",
+            format!("the request body did not arrive within {} s", after.as_secs()),
+        )
+    }
+
     /// 500 that says nothing of the internals (the cause is logged, not returned).
     pub fn internal() -> Self {
         Self::new(

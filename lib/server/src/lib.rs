@@ -20,6 +20,7 @@ mod auth;
 pub mod envelope;
 pub mod evidence;
 pub mod headers;
+pub mod listen;
 pub mod openapi;
 mod params;
 mod period;

@@ -6,16 +6,24 @@ use serde::de::DeserializeOwned;
 
 use crate::envelope::ApiError;
 
-/// Reads a request's body, at most `limit` bytes: a `Content-Length` over the limit is a
-/// 413 before a byte is read, and a body without one is counted as it streams and cut off
-/// at the limit (never buffered beyond it). Every 413 is in the error envelope.
-pub async fn read_body(body: axum::body::Body, headers: &HeaderMap, limit: usize) -> Result<Bytes, ApiError> {
+/// Reads a request's body, at most `limit` bytes, within `within`: a `Content-Length` over
+/// the limit is a 413 before a byte is read, and a body without one is counted as it
+/// streams and cut off at the limit (never buffered beyond it); a body still arriving after
+/// `within` is a 408. Both are in the error envelope.
+pub async fn read_body(
+    body: axum::body::Body,
+    headers: &HeaderMap,
+    limit: usize,
+    within: std::time::Duration,
+) -> Result<Bytes, ApiError> {
     let declared =
         headers.get("content-length").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok());
     if declared.is_some_and(|n| n > limit as u64) {
         return Err(ApiError::too_large(limit));
     }
-    axum::body::to_bytes(body, limit).await.map_err(|e| {
+    let read = tokio::time::timeout(within, axum::body::to_bytes(body, limit)).await;
+    let read = read.map_err(|_| ApiError::body_timeout(within))?;
+    read.map_err(|e| {
         // axum reports the limit as "length limit exceeded"; anything else is a broken stream.
         if e.to_string().contains("length limit") {
             ApiError::too_large(limit)

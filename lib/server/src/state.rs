@@ -33,11 +33,13 @@ pub struct ApiConfig {
     /// Requests to the search endpoints served at once; one more is a quick 503 with
     /// `Retry-After` (load shedding), instead of a queue that makes every answer slow.
     pub max_in_flight: usize,
+    /// Time for a request body to arrive once its head has; later is a 408.
+    pub body_read_timeout: std::time::Duration,
 }
 
 impl Default for ApiConfig {
     /// 64 KiB bodies, 4,000-character queries, 0.3 minimum cosine, index `demo`, no CORS,
-    /// [`DEFAULT_MAX_IN_FLIGHT`] requests at once.
+    /// [`DEFAULT_MAX_IN_FLIGHT`] requests at once, 30 s for a body.
     fn default() -> Self {
         ApiConfig {
             max_body_bytes: 64 * 1024,
@@ -46,6 +48,7 @@ impl Default for ApiConfig {
             default_index: "demo".into(),
             cors_origins: Vec::new(),
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+            body_read_timeout: std::time::Duration::from_secs(30),
         }
     }
 }

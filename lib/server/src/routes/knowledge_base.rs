@@ -252,7 +252,7 @@ impl FromRequest<Arc<AppState>> for KbCall {
         let request_id = req.extensions().get::<RequestId>().map(|r| r.0.clone()).unwrap_or_default();
         let headers = req.headers().clone();
         let uri = req.uri().clone();
-        let bytes = read_body(req.into_body(), &headers, state.config.max_body_bytes)
+        let bytes = read_body(req.into_body(), &headers, state.config.max_body_bytes, state.config.body_read_timeout)
             .await
             .map_err(IntoResponse::into_response)?;
         let body = if bytes.iter().all(|b| b.is_ascii_whitespace()) {
