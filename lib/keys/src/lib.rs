@@ -16,5 +16,5 @@ mod store;
 
 pub use store::{
     check_plan, constant_time_eq, create_key, hash_key, key_record, new_key, now_unix, rate_windows, ApiKey,
-    CachedKeyStore, KeyFile, KeyStatus, KeyStore, LocalKeyStore, Plan, RateDecision, StoreFuture,
+    CachedKeyStore, KeyFile, KeyStatus, KeyStore, LocalKeyStore, Plan, RateDecision, StoreFuture, MAX_CACHED_MISSES,
 };

@@ -386,49 +386,100 @@ impl KeyStore for LocalKeyStore {
 /// expired is still served from the cache while the inner store fails, and a failing
 /// counter lets the request through uncounted (both logged); otherwise (the default)
 /// store failures are errors, which the API turns into 503.
+///
+/// Found and unknown keys are kept apart: unknown ones (a store read saved per repeated bad
+/// key) in a map of at most [`MAX_CACHED_MISSES`] that is emptied when full, found ones in
+/// their own map, so a flood of random keys never evicts a good one.
 pub struct CachedKeyStore {
     inner: Arc<dyn KeyStore>,
     ttl: std::time::Duration,
     fail_open: bool,
-    keys: Mutex<HashMap<String, (std::time::Instant, Option<ApiKey>)>>,
-    plans: Mutex<HashMap<String, (std::time::Instant, Option<Plan>)>>,
+    keys: Mutex<Cache<ApiKey>>,
+    plans: Mutex<Cache<Plan>>,
 }
+
+/// Unknown keys (or plans) remembered at most; one more empties that map (found ones stay).
+pub const MAX_CACHED_MISSES: usize = 10_000;
+
+/// Found entries and misses, apart.
+struct Cache<T> {
+    found: HashMap<String, (std::time::Instant, T)>,
+    missing: HashMap<String, std::time::Instant>,
+}
+
+impl<T: Clone> Cache<T> {
+    fn new() -> Self {
+        Cache { found: HashMap::new(), missing: HashMap::new() }
+    }
+
+    /// The entry: `Ok` when fresh, `Err` with the stale value otherwise.
+    fn get(&self, k: &str, ttl: std::time::Duration) -> Option<std::result::Result<Option<T>, Option<T>>> {
+        let (at, v) = match (self.found.get(k), self.missing.get(k)) {
+            (Some((at, v)), _) => (at, Some(v.clone())),
+            (None, Some(at)) => (at, None),
+            (None, None) => return None,
+        };
+        Some(if at.elapsed() < ttl { Ok(v) } else { Err(v) })
+    }
+
+    fn put(&mut self, k: &str, v: Option<T>, ttl: std::time::Duration) {
+        let now = std::time::Instant::now();
+        match v {
+            Some(v) => {
+                self.missing.remove(k);
+                if self.found.len() >= MAX_CACHED_FOUND {
+                    self.found.retain(|_, (at, _)| at.elapsed() < ttl);
+                }
+                if self.found.len() < MAX_CACHED_FOUND {
+                    self.found.insert(k.to_string(), (now, v));
+                }
+            }
+            None => {
+                self.found.remove(k);
+                if self.missing.len() >= MAX_CACHED_MISSES {
+                    self.missing.clear();
+                }
+                self.missing.insert(k.to_string(), now);
+            }
+        }
+    }
+
+    fn remove(&mut self, k: &str) {
+        self.found.remove(k);
+        self.missing.remove(k);
+    }
+
+    fn clear(&mut self) {
+        self.found.clear();
+        self.missing.clear();
+    }
+}
+
+/// Found keys (or plans) remembered at most; beyond, expired ones are dropped first, and a
+/// new one is not remembered while every slot is fresh.
+const MAX_CACHED_FOUND: usize = 100_000;
 
 impl CachedKeyStore {
     /// Caches `inner`'s answers for `ttl`.
     pub fn new(inner: Arc<dyn KeyStore>, ttl: std::time::Duration, fail_open: bool) -> Self {
-        CachedKeyStore { inner, ttl, fail_open, keys: Mutex::new(HashMap::new()), plans: Mutex::new(HashMap::new()) }
-    }
-
-    /// The cached entry: `Ok` when fresh, `Err` with the stale value otherwise.
-    fn lookup<T: Clone>(
-        map: &Mutex<HashMap<String, (std::time::Instant, Option<T>)>>,
-        k: &str,
-        ttl: std::time::Duration,
-    ) -> Option<std::result::Result<Option<T>, Option<T>>> {
-        let map = map.lock().expect("key cache lock");
-        let (at, v) = map.get(k)?;
-        Some(if at.elapsed() < ttl { Ok(v.clone()) } else { Err(v.clone()) })
+        CachedKeyStore { inner, ttl, fail_open, keys: Mutex::new(Cache::new()), plans: Mutex::new(Cache::new()) }
     }
 
     async fn cached<T: Clone + Send>(
         &self,
-        map: &Mutex<HashMap<String, (std::time::Instant, Option<T>)>>,
+        cache: &Mutex<Cache<T>>,
         k: &str,
         fetch: StoreFuture<'_, Option<T>>,
     ) -> Result<Option<T>> {
-        let stale = match Self::lookup(map, k, self.ttl) {
+        let entry = cache.lock().expect("key cache lock").get(k, self.ttl);
+        let stale = match entry {
             Some(Ok(v)) => return Ok(v),
             Some(Err(v)) => Some(v),
             None => None,
         };
         match fetch.await {
             Ok(v) => {
-                let mut m = map.lock().expect("key cache lock");
-                if m.len() > 100_000 {
-                    m.clear();
-                }
-                m.insert(k.to_string(), (std::time::Instant::now(), v.clone()));
+                cache.lock().expect("key cache lock").put(k, v.clone(), self.ttl);
                 Ok(v)
             }
             Err(e) => match stale {
@@ -616,6 +667,33 @@ mod tests {
         assert_eq!(block_on(cache.find("nope")).unwrap(), None);
         assert_eq!(block_on(cache.find("nope")).unwrap(), None);
         assert_eq!(reads(), 3);
+    }
+
+    #[test]
+    fn a_flood_of_unknown_keys_never_evicts_a_good_one() {
+        let (flaky, rec) = flaky_with_key();
+        let cache = CachedKeyStore::new(flaky.clone(), std::time::Duration::from_secs(600), false);
+        assert!(block_on(cache.find(&rec.hash)).unwrap().is_some());
+        let reads = || flaky.reads.load(std::sync::atomic::Ordering::SeqCst);
+        block_on(async {
+            for i in 0..(MAX_CACHED_MISSES * 12) {
+                assert_eq!(cache.find(&format!("random-{i}")).await.unwrap(), None);
+            }
+        });
+        // The good key is still served from memory: no store read, even with the store down.
+        let before = reads();
+        flaky.down.store(true, std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(block_on(cache.find(&rec.hash)).unwrap(), Some(rec.clone()));
+        assert_eq!(reads(), before);
+        // The misses stayed bounded.
+        assert!(cache.keys.lock().unwrap().missing.len() <= MAX_CACHED_MISSES);
+        // A key that was unknown and is then added is found once its miss expires, and a
+        // found entry replaces the miss.
+        let mut c = Cache::new();
+        c.put("k", None, std::time::Duration::from_secs(1));
+        c.put("k", Some(1), std::time::Duration::from_secs(1));
+        assert_eq!(c.get("k", std::time::Duration::from_secs(1)), Some(Ok(Some(1))));
+        assert!(c.missing.is_empty());
     }
 
     #[test]
