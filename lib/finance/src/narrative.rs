@@ -4,12 +4,13 @@
 //! a fair share per company for multi-company questions, and no duplicates.
 
 use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 
 use serde::Serialize;
 use sextant_core::corpus::{DocumentType, Quarter};
 use sextant_core::error::Result;
 use sextant_core::index::{dot, Filter};
-use sextant_core::pipeline::{Engine, SearchRequest};
+use sextant_core::pipeline::{Engine, Path, SearchRequest};
 
 /// Guardrail settings.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -31,6 +32,10 @@ impl Default for Guardrails {
         Guardrails { min_similarity: 0.25, min_rerank_score: -1.0, max_chunks: 50, candidates_per_search: 20 }
     }
 }
+
+/// Searches of one narrative request at most, (company, year) pairs; beyond, one search per
+/// company over all its years.
+pub const MAX_SEARCHES: usize = 24;
 
 /// Whether the narrative route searches documents of type `t`: 10-K and 10-Q sections and
 /// earnings calls.
@@ -88,11 +93,23 @@ pub fn narrative(
     cancel: Option<&sextant_core::pipeline::CancelFlag>,
 ) -> Result<Narrative> {
     let index = engine.index();
-    let query_vec = engine.dense_encoder().embed(question)?;
+    // Encoded once for every (company, year) search below.
+    let (prepared, _) = engine.prepare(question, &Path::ALL)?;
+    let query_vec = match &prepared.dense {
+        Some(v) => v.clone(),
+        None => engine.dense_encoder().embed(question)?,
+    };
+    let prepared = Arc::new(prepared);
     let ticker_list: Vec<Option<&String>> =
         if tickers.is_empty() { vec![None] } else { tickers.iter().map(Some).collect() };
-    let year_list: Vec<Option<i32>> =
-        if years.is_empty() { vec![None] } else { years.iter().copied().map(Some).collect() };
+    // One search per (company, year), for fairness across years, while that stays within
+    // MAX_SEARCHES; beyond, one search per company over all its years.
+    let per_year = !years.is_empty() && ticker_list.len() * years.len() <= MAX_SEARCHES;
+    let year_list: Vec<Option<Vec<i32>>> = match (years.is_empty(), per_year) {
+        (true, _) => vec![None],
+        (false, true) => years.iter().map(|&y| Some(vec![y])).collect(),
+        (false, false) => vec![Some(years.to_vec())],
+    };
     let types: HashSet<&DocumentType> =
         index.documents.iter().map(|d| &d.document_type).filter(|t| is_narrative(t)).collect();
     let mut actions = Vec::new();
@@ -101,6 +118,7 @@ pub fn narrative(
         let search = |years: Vec<i32>| -> Result<Vec<sextant_core::pipeline::Hit>> {
             let mut req = SearchRequest::new(question, guard.candidates_per_search);
             req.cancel = cancel.cloned();
+            req.prepared = Some(prepared.clone());
             req.filter = Filter {
                 tickers: t.map(|t| vec![t.clone()]).unwrap_or_default(),
                 years,
@@ -111,7 +129,7 @@ pub fn narrative(
         };
         let mut hits = Vec::new();
         for y in &year_list {
-            hits.extend(search(y.map(|y| vec![y]).unwrap_or_default())?);
+            hits.extend(search(y.clone().unwrap_or_default())?);
         }
         if hits.is_empty() && !years.is_empty() {
             // Nothing filed for the years asked: the company's other years, said so.

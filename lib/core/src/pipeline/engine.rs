@@ -160,6 +160,9 @@ pub struct SearchRequest {
     /// around its question ([`lexical_query`](super::lexical_query)); the dense path always
     /// reads it whole. Default: true.
     pub strip_instructions: bool,
+    /// The query already encoded ([`Engine::prepare`]) for several searches of one request:
+    /// the search encodes nothing, and `query` only names it. Its `text` is what BM25 reads.
+    pub prepared: Option<Arc<PreparedQuery>>,
 }
 
 /// The two texts of a query: whole for the dense encoder, without instructions for the
@@ -188,6 +191,7 @@ impl SearchRequest {
             documents: None,
             cancel: None,
             strip_instructions: true,
+            prepared: None,
         }
     }
 }
@@ -573,9 +577,21 @@ impl Engine {
             (e, ms(t))
         };
         let encoded_first = encoders_take_turns(self.dense.backend(), self.sparse.backend());
-        let (dense_encoded, sparse_encoded) = match encoded_first {
-            true => (Some(encode_first(&on_dense)), Some(encode_first(&on_sparse))),
-            false => (None, None),
+        let (dense_encoded, sparse_encoded) = match (&req.prepared, encoded_first) {
+            // Encoded once by the caller for several searches: nothing to encode here.
+            (Some(p), _) => {
+                let given = |dense: bool| {
+                    let query = PreparedQuery {
+                        text: p.text.clone(),
+                        dense: if dense { p.dense.clone() } else { None },
+                        sparse: if dense { None } else { p.sparse.clone() },
+                    };
+                    (Encoding { query, truncated: None, error: None }, 0.0)
+                };
+                (Some(given(true)), Some(given(false)))
+            }
+            (None, true) => (Some(encode_first(&on_dense)), Some(encode_first(&on_sparse))),
+            (None, false) => (None, None),
         };
         let (dense_branch, sparse_branch) = rayon::join(
             || self.run_branch(texts, &on_dense, allowed.as_ref(), k, req.min_dense_similarity, dense_encoded),

@@ -220,3 +220,24 @@ fn a_document_found_by_several_paths_through_different_chunks_gets_every_vote() 
         out.hits.iter().map(|h| h.score).collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn a_query_encoded_once_serves_several_searches_without_encoding_again() {
+    let e = engine();
+    let (prepared, _) = e.prepare("concentrate sales to bottlers", &Path::ALL).unwrap();
+    let prepared = Arc::new(prepared);
+    for ticker in ["KO", "AAPL"] {
+        let mut plain = SearchRequest::new("concentrate sales to bottlers", 5);
+        plain.filter = Filter { tickers: vec![ticker.into()], ..Default::default() };
+        let mut reused = plain.clone();
+        reused.prepared = Some(prepared.clone());
+        let (a, b) = (e.search(&plain).unwrap(), e.search(&reused).unwrap());
+        assert_eq!(doc_ids(e, &a), doc_ids(e, &b), "{ticker}");
+        assert_eq!(
+            a.hits.iter().map(|h| h.score).collect::<Vec<_>>(),
+            b.hits.iter().map(|h| h.score).collect::<Vec<_>>()
+        );
+        assert_eq!(b.timings.encode_ms, 0.0, "nothing encoded again");
+        assert!(a.timings.encode_ms > 0.0);
+    }
+}

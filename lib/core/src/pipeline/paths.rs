@@ -55,7 +55,7 @@ impl FromStr for Path {
 }
 
 /// A query with the encodings its paths need, computed once.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct PreparedQuery {
     /// The query text.
     pub text: String,

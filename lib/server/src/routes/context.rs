@@ -12,7 +12,7 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::Json;
 use serde::{Deserialize, Serialize};
-use sextant_finance::{build_context, Context, ContextRequest, Guardrails, Hints, Route};
+use sextant_finance::{build_context, classify, Context, ContextRequest, Guardrails, Hints, Route};
 
 use crate::auth::Authed;
 use crate::envelope::ApiError;
@@ -157,6 +157,21 @@ fn plan(
                 ApiError::invalid("route", format!("must be one of {}, got {r:?}", names.join(", ")))
             })?);
     }
+    // Companies named in the question count against the same cap as `tickers`: each one is
+    // a search (or several, one per year) of the narrative route.
+    let named = classify(body.question.trim(), companies, &hints).tickers;
+    if named.len() > MAX_LIST {
+        let shown: Vec<&str> = named.iter().take(MAX_LIST + 5).map(String::as_str).collect();
+        let more = if named.len() > shown.len() { ", …" } else { "" };
+        return Err(ApiError::invalid(
+            "question",
+            format!(
+                "names {} companies ({}{more}), more than {MAX_LIST}: ask about at most {MAX_LIST} at once",
+                named.len(),
+                shown.join(", ")
+            ),
+        ));
+    }
     Ok(ContextRequest {
         question: body.question.trim().to_string(),
         hints,
@@ -229,6 +244,25 @@ mod tests {
         assert!(
             err(serde_json::json!({"question": "q", "years": (2000..2020).collect::<Vec<i32>>()})).contains("years")
         );
+    }
+
+    #[test]
+    fn a_question_naming_more_companies_than_the_cap_is_refused_naming_them() {
+        let tickers: Vec<String> =
+            ["AAPL", "MSFT", "KO", "XOM", "MA", "ORCL", "NVDA", "META", "AMZN", "TSLA", "NFLX", "IBM"]
+                .map(String::from)
+                .to_vec();
+        let many = Companies::new(&FactStore::default(), tickers.clone());
+        let question = format!("Compare the revenue of {}", tickers.join(", "));
+        let e = plan(&body(serde_json::json!({"question": question})), &many, 50, 10_000).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("question"));
+        assert!(
+            e.message.contains("names 12 companies") && e.message.contains("AAPL") && e.message.contains("IBM"),
+            "{}",
+            e.message
+        );
+        let ten = format!("Compare the revenue of {}", tickers[..10].join(", "));
+        assert!(plan(&body(serde_json::json!({"question": ten})), &many, 50, 10_000).is_ok());
     }
 
     #[test]
