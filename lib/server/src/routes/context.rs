@@ -57,6 +57,16 @@ pub enum QuarterIn {
     Text(String),
 }
 
+impl QuarterIn {
+    /// The value as the request wrote it (JSON), for an error message.
+    fn shown(&self) -> String {
+        match self {
+            QuarterIn::Number(n) => n.to_string(),
+            QuarterIn::Text(t) => serde_json::Value::String(t.chars().take(40).collect()).to_string(),
+        }
+    }
+}
+
 /// The response body: the context and request metadata.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ContextResponse {
@@ -141,7 +151,7 @@ fn plan(
             _ => {
                 return Err(ApiError::invalid(
                     format!("quarters[{i}]"),
-                    format!("must be 1-4 or \"Q1\"-\"Q4\", got {q:?}"),
+                    format!("must be 1-4 or \"Q1\"-\"Q4\", got {}", q.shown()),
                 ))
             }
         }
@@ -238,6 +248,7 @@ mod tests {
         assert!(err(serde_json::json!({"question": "q", "tickers": ["AA PL"]})).contains("tickers[0]"));
         assert!(err(serde_json::json!({"question": "q", "years": [2024, 12]})).contains("years[1]"));
         assert!(err(serde_json::json!({"question": "q", "quarters": ["Q5"]})).contains("quarters[0]"));
+        assert!(err(serde_json::json!({"question": "q", "quarters": ["Q5"]})).ends_with("got \"Q5\""), "no Rust names");
         assert!(err(serde_json::json!({"question": "q", "quarters": [0]})).contains("quarters[0]"));
         assert!(err(serde_json::json!({"question": "q", "route": "sql"})).contains("route"));
         assert!(err(serde_json::json!({"question": "q", "top_k": 0})).contains("top_k"));
