@@ -20,7 +20,7 @@ pub mod versions;
 
 pub use dynamo::DynamoKeyStore;
 pub use key_store_spec::KeyStoreSpec;
-pub use refresh::{open_from_s3, LoadTimings, LoadedIndex, Refresher};
+pub use refresh::{open_from_s3, CheckPermit, LoadTimings, LoadedIndex, Refresher, STALE_CHECK};
 pub use s3::S3Store;
 pub use sdk::{load_sdk_config, retry_config, sdk_config};
 pub use versions::VersionedIndex;

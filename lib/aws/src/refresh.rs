@@ -2,15 +2,17 @@
 //! a warm function.
 //!
 //! A warm function checks each index's `CURRENT` pointer at most every `interval` (the
-//! caller asks [`Refresher::due`] and runs [`Refresher::check_now`] in the background, so
-//! no request waits for it). A new version is downloaded, verified and decoded beside the
+//! caller asks [`Refresher::begin`] for a [`CheckPermit`] and runs [`Refresher::check_now`]
+//! with it in the background, so no request waits for it). The permit ends the check when
+//! dropped, even by a panic or a cancelled task; and a check that has run for
+//! [`STALE_CHECK`] (a Lambda container frozen between invocations mid-check) no longer
+//! blocks the next one. A new version is downloaded, verified and decoded beside the
 //! one being served and handed back as a [`LoadedIndex`]; the caller swaps it in, and
 //! requests in flight finish on the old one. A version that fails to download or verify is
 //! logged as an error and remembered, so it is not fetched again until the pointer moves;
 //! the old version keeps serving. Nothing here knows how the indexes are served.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -107,7 +109,27 @@ pub struct Refresher {
     interval: Duration,
     sources: Mutex<HashMap<String, Source>>,
     last_check: Mutex<Option<Instant>>,
-    running: AtomicBool,
+    running: Arc<Mutex<Option<Instant>>>,
+}
+
+/// A check started longer ago than this is presumed lost (its container was frozen or its
+/// task died): the next one may start.
+pub const STALE_CHECK: Duration = Duration::from_secs(600);
+
+/// A check in progress ([`Refresher::begin`]); dropping it ends the check.
+pub struct CheckPermit {
+    running: Arc<Mutex<Option<Instant>>>,
+    started: Instant,
+}
+
+impl Drop for CheckPermit {
+    fn drop(&mut self) {
+        let mut running = self.running.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        // A later check may have taken over from this one (it went stale): leave it be.
+        if *running == Some(self.started) {
+            *running = None;
+        }
+    }
 }
 
 impl Refresher {
@@ -118,7 +140,7 @@ impl Refresher {
             interval,
             sources: Mutex::new(HashMap::new()),
             last_check: Mutex::new(Some(Instant::now())),
-            running: AtomicBool::new(false),
+            running: Arc::new(Mutex::new(None)),
         })
     }
 
@@ -127,22 +149,29 @@ impl Refresher {
         self.sources.lock().expect("sources lock").insert(id.to_string(), Source { index, version, refused: None });
     }
 
-    /// Whether a check is due; marks it started (the caller runs [`Refresher::check_now`]).
-    pub fn due(&self) -> bool {
-        let mut last = self.last_check.lock().expect("refresh lock");
-        if last.is_some_and(|t| t.elapsed() < self.interval) || self.running.swap(true, Ordering::SeqCst) {
-            return false;
+    /// A permit to check now, when a check is due and none is running (or the running one is
+    /// older than [`STALE_CHECK`]); `None` otherwise.
+    pub fn begin(&self) -> Option<CheckPermit> {
+        let mut last = self.last_check.lock().unwrap_or_else(|p| p.into_inner());
+        if last.is_some_and(|t| t.elapsed() < self.interval) {
+            return None;
         }
-        *last = Some(Instant::now());
-        true
+        let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        if running.is_some_and(|t| t.elapsed() < STALE_CHECK) {
+            return None;
+        }
+        let started = Instant::now();
+        *running = Some(started);
+        *last = Some(started);
+        Some(CheckPermit { running: self.running.clone(), started })
     }
 
     /// Checks every pointer now and hands each new version that loads to `swap_in`, with its
-    /// index id, as soon as it is loaded (what the background task runs); a check marked
-    /// started by [`Refresher::due`] ends here.
-    pub async fn check_now(&self, swap_in: impl Fn(&str, LoadedIndex)) {
+    /// index id, as soon as it is loaded (what the background task runs); the check ends
+    /// with `permit`.
+    pub async fn check_now(&self, permit: CheckPermit, swap_in: impl Fn(&str, LoadedIndex)) {
         self.check_pointers(&swap_in).await;
-        self.running.store(false, Ordering::SeqCst);
+        drop(permit);
     }
 
     async fn check_pointers(&self, swap_in: &impl Fn(&str, LoadedIndex)) {
@@ -216,5 +245,50 @@ impl Refresher {
             });
         }
         Ok(loaded)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sextant_core::encode::ModelSet;
+
+    use super::*;
+
+    fn refresher(interval: Duration) -> Arc<Refresher> {
+        Refresher::new(interval, Arc::new(SharedModels::new(ModelSet::under(std::path::Path::new("/nonexistent")))))
+    }
+
+    #[test]
+    fn a_check_that_panics_or_is_dropped_does_not_stop_later_ones() {
+        let r = refresher(Duration::from_millis(5));
+        assert!(r.begin().is_none(), "not due right after start");
+        std::thread::sleep(Duration::from_millis(10));
+        let permit = r.begin().expect("due");
+        assert!(r.begin().is_none(), "one check at a time");
+        // The task running the check panics: its permit is dropped while unwinding.
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+            let _held = permit;
+            panic!("a check went wrong");
+        }));
+        assert!(outcome.is_err());
+        std::thread::sleep(Duration::from_millis(10));
+        assert!(r.begin().is_some(), "the next check starts");
+    }
+
+    #[test]
+    fn a_check_frozen_past_the_stale_limit_no_longer_blocks() {
+        let r = refresher(Duration::from_millis(1));
+        std::thread::sleep(Duration::from_millis(5));
+        let frozen = r.begin().expect("due");
+        // Pretend it started long ago (a container frozen between invocations).
+        let long_ago = Instant::now().checked_sub(STALE_CHECK + Duration::from_secs(1)).unwrap();
+        *r.running.lock().unwrap() = Some(long_ago);
+        std::thread::sleep(Duration::from_millis(5));
+        let next = r.begin().expect("a stale check does not block");
+        // The old permit, thawed and finished, leaves the new check running.
+        drop(frozen);
+        assert!(r.running.lock().unwrap().is_some());
+        drop(next);
+        assert!(r.running.lock().unwrap().is_none());
     }
 }

@@ -128,10 +128,10 @@ pub async fn refresh(
     req: Request,
     next: Next,
 ) -> Response {
-    if refresher.due() {
+    if let Some(permit) = refresher.begin() {
         tokio::spawn(async move {
             refresher
-                .check_now(|id, loaded| {
+                .check_now(permit, |id, loaded| {
                     let version = loaded.pointer.version.clone();
                     state.replace_index(id, ServedIndex::new(loaded.engine, loaded.financials), Some(version));
                 })
