@@ -108,7 +108,8 @@ fn key_store(dir: &Path) -> PathBuf {
 
 /// Starts `cmd` (a `sextant serve`) and returns it once it prints the address it listens on.
 fn listen(mut cmd: Command) -> Server {
-    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().expect("start sextant serve");
+    // stderr: inherited, unless the caller sends it elsewhere.
+    let mut child = cmd.stdout(Stdio::piped()).spawn().expect("start sextant serve");
     let mut out = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
     out.read_line(&mut line).unwrap();
@@ -219,6 +220,63 @@ fn slow_and_idle_clients_are_cut_off_and_connections_are_capped() {
     assert!(answer.contains("\"code\":\"unavailable\"") && answer.contains("Retry-After: 1"), "{answer}");
     assert!(took < Duration::from_secs(2), "refused at once, not after {took:?}");
     drop(held);
+}
+
+/// Operators can see: with `--log-format json`, every request writes one access line (a
+/// JSON object: method, path, status, latency, key prefix, index, result count) carrying
+/// the request's id, the id the response returns in `x-request-id`; and every response
+/// says where its time went in `Server-Timing`.
+#[test]
+fn every_request_writes_one_json_access_line_and_a_server_timing_header() {
+    let dir = tempfile::tempdir().unwrap();
+    let log_path = dir.path().join("serve.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sextant"));
+    cmd.current_dir(repo())
+        .args(["--log-format", "json", "serve", "--addr", "127.0.0.1:0", "--docs", "data/demo/documents.jsonl.gz"])
+        .args(["--ticker", "MA", "--ticker", "XOM", "--ticker", "ORCL", "--facts", "data/demo/facts.jsonl.gz"])
+        .arg("--keys")
+        .arg(key_store(dir.path()))
+        .env_remove("SEXTANT_LOG")
+        .stderr(log);
+    let server = listen(cmd);
+    let a = server.addr.as_str();
+    let t = Instant::now();
+    while http(a, "GET", "/health", &[], b"").body["degraded"] != false {
+        assert!(t.elapsed() < Duration::from_secs(900));
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let ok = post(a, "/v1/retrieve", Some(PRO), &json!({"query": "share repurchases", "top_k": 3}));
+    assert_eq!(ok.status, 200);
+    let timing = ok.header("server-timing").expect("Server-Timing").to_string();
+    for stage in ["encode;dur=", "dense;dur=", "bm25;dur=", "splade;dur=", "fuse;dur=", "total;dur="] {
+        assert!(timing.contains(stage), "{timing}");
+    }
+    let bad = post(a, "/v1/retrieve", Some(PRO), &json!({"query": ""}));
+    assert_eq!(bad.status, 400);
+    drop(server);
+    let lines: Vec<Value> = std::fs::read_to_string(&log_path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON log line ({e}): {l}")))
+        .collect();
+    let access = |id: &str| -> Value {
+        let found: Vec<&Value> = lines.iter().filter(|l| l["target"] == "access" && l["span"]["id"] == id).collect();
+        assert_eq!(found.len(), 1, "one access line for {id}: {lines:?}");
+        found[0].clone()
+    };
+    let line = access(ok.header("x-request-id").unwrap());
+    assert_eq!(
+        (line["method"].as_str(), line["path"].as_str(), line["status"].as_u64()),
+        (Some("POST"), Some("/v1/retrieve"), Some(200))
+    );
+    assert_eq!(
+        (line["key_prefix"].as_str(), line["index"].as_str(), line["results"].as_i64()),
+        (Some(&PRO[..7]), Some("demo"), Some(3))
+    );
+    assert!(line["latency_ms"].as_f64().unwrap() > 0.0);
+    let line = access(bad.header("x-request-id").unwrap());
+    assert_eq!((line["status"].as_u64(), line["results"].as_i64()), (Some(400), Some(-1)));
 }
 
 /// Beyond `--max-in-flight` requests at once, a search endpoint answers 503 with

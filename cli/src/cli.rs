@@ -22,6 +22,10 @@ pub struct Cli {
     #[arg(long, global = true, env = "SEXTANT_BACKEND", default_value = "auto",
           value_parser = ["auto", "onnxruntime", "tract"])]
     pub backend: String,
+    /// Log lines as text or as one JSON object each (for log pipelines). Logs go to stderr;
+    /// `SEXTANT_LOG` sets the levels (default: warnings, and `serve`'s access lines).
+    #[arg(long, global = true, env = "SEXTANT_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    pub log_format: String,
     #[command(subcommand)]
     pub command: Command,
 }

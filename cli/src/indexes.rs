@@ -94,7 +94,7 @@ pub fn build_index(documents: Vec<Document>, models: &ModelSet, id: &str, args: 
     let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let index = Index::build(documents, &dense, &sparse, &options, &|stage, done, total| {
         if !tty && (done % 2048 == 0 || done == total) && total > 1 {
-            eprintln!("{stage}: {done}/{total} chunks ({:.1}/s)", done as f64 / t.elapsed().as_secs_f64());
+            tracing::info!("{stage}: {done}/{total} chunks ({:.1}/s)", done as f64 / t.elapsed().as_secs_f64());
         }
         bar.set_message(stage.to_string());
         bar.set_length(total as u64);
@@ -103,7 +103,7 @@ pub fn build_index(documents: Vec<Document>, models: &ModelSet, id: &str, args: 
     bar.finish_and_clear();
     let secs = t.elapsed().as_secs_f64();
     let nchunks = index.chunks.len();
-    eprintln!(
+    tracing::info!(
         "built {ndocs} documents, {nchunks} chunks in {secs:.1}s ({:.1} docs/s, {:.1} chunks/s)",
         ndocs as f64 / secs,
         nchunks as f64 / secs

@@ -16,9 +16,15 @@ mod serve;
 use clap::Parser;
 
 fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("SEXTANT_LOG").unwrap_or_else(|_| "warn".into()))
-        .with_writer(std::io::stderr)
-        .init();
-    commands::run(cli::Cli::parse())
+    let cli = cli::Cli::parse();
+    // Warnings, this binary's progress (index builds, `serve`'s start) and one access line
+    // per request served.
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SEXTANT_LOG")
+        .unwrap_or_else(|_| "warn,sextant=info,access=info".into());
+    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match cli.log_format.as_str() {
+        "json" => logs.json().flatten_event(true).with_current_span(true).with_span_list(false).init(),
+        _ => logs.init(),
+    }
+    commands::run(cli)
 }

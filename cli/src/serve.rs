@@ -76,7 +76,7 @@ pub fn ensure_models(models: &ModelSet) -> Result<()> {
             script.display()
         );
     }
-    eprintln!("no models in {}: fetching and converting them once (scripts/fetch_models.sh)", root.display());
+    tracing::info!("no models in {}: fetching and converting them once (scripts/fetch_models.sh)", root.display());
     let status = std::process::Command::new("bash")
         .arg(&script)
         .env("SEXTANT_MODEL_DIR", root)
@@ -138,11 +138,11 @@ pub fn run(args: ServeArgs, models: ModelSet) -> Result<()> {
             match loader.await {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => {
-                    eprintln!("error: loading the index failed: {e:#}");
+                    tracing::error!("loading the index failed: {e:#}");
                     std::process::exit(1);
                 }
                 Err(e) => {
-                    eprintln!("error: the loader stopped: {e}");
+                    tracing::error!("the loader stopped: {e}");
                     std::process::exit(1);
                 }
             }
@@ -217,20 +217,20 @@ fn load_indexes(args: &ServeArgs, models: &ModelSet, state: &AppState) -> Result
     };
     match corpus_index(args.docs.as_deref(), &args.tickers, &args.id, &args.build, state)? {
         CorpusIndex::Cached(index, dir) => {
-            eprintln!("reusing index {}", dir.display());
+            tracing::info!("reusing index {}", dir.display());
             serve(vec![(*index, facts()?)], &Path::ALL)
         }
         CorpusIndex::ToBuild { documents, dir } => {
             state.set_loading(format!("indexing {} documents for BM25 (first start only)", documents.len()));
             let t = Instant::now();
             let lexical = lexical_index(documents.clone(), models, &args.id, &args.build)?;
-            eprintln!(
+            tracing::info!(
                 "BM25 index of {} chunks in {:.1}s; serving it while the rest builds",
                 lexical.chunks.len(),
                 t.elapsed().as_secs_f64()
             );
             serve(vec![(lexical, facts()?)], &[Path::Bm25])?;
-            eprintln!(
+            tracing::info!(
                 "building index {}: {} documents (first start only; cached in {})",
                 args.id,
                 documents.len(),
@@ -243,7 +243,7 @@ fn load_indexes(args: &ServeArgs, models: &ModelSet, state: &AppState) -> Result
             match built {
                 Ok(index) => serve(vec![(index, facts()?)], &Path::ALL),
                 Err(e) => {
-                    eprintln!("error: building the full index failed: {e:#}; serving BM25 only");
+                    tracing::error!("building the full index failed: {e:#}; serving BM25 only");
                     Ok(())
                 }
             }

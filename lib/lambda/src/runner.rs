@@ -142,10 +142,15 @@ pub async fn refresh(
 }
 
 /// Logs to stdout (CloudWatch) at `RUST_LOG`'s level (default `info`), without timestamps
-/// (CloudWatch adds its own).
+/// (CloudWatch adds its own): one JSON object a line when the function's `LoggingConfig`
+/// says `LogFormat: JSON` (Lambda sets `AWS_LAMBDA_LOG_FORMAT=JSON`), else text. Each line
+/// inside a request carries its request id (the `request` span).
 pub fn init_logging() {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
-        .without_time()
-        .init();
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    let logs = tracing_subscriber::fmt().with_env_filter(filter).without_time();
+    if std::env::var("AWS_LAMBDA_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json")) {
+        logs.json().flatten_event(true).with_current_span(true).with_span_list(false).init();
+    } else {
+        logs.init();
+    }
 }

@@ -110,6 +110,7 @@ pub(crate) async fn authenticate(State(state): State<Arc<AppState>>, mut req: Re
         }
         None => Vec::new(),
     };
+    crate::access::record(|r| r.key_prefix = Some(record.prefix.clone()));
     req.extensions_mut().insert(Caller { key: record, plan });
     let mut resp = next.run(req).await;
     for (k, v) in rate_headers {

@@ -16,6 +16,7 @@
 
 #![warn(missing_docs)]
 
+pub mod access;
 mod auth;
 pub mod envelope;
 pub mod evidence;

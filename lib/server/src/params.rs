@@ -76,10 +76,17 @@ pub async fn run_cancellable<T: Send + 'static>(
 
 /// Runs `search` with [`run_cancellable`].
 pub async fn run_search(engine: &Arc<Engine>, search: &SearchRequest) -> Result<SearchOutcome, ApiError> {
+    let index = engine.index().manifest.index_id.clone();
     let (engine, mut search) = (engine.clone(), search.clone());
-    Ok(run_cancellable(move |flag| {
+    let out = run_cancellable(move |flag| {
         search.cancel = Some(flag);
         engine.search(&search)
     })
-    .await??)
+    .await??;
+    crate::access::add_timings(&out.timings);
+    crate::access::record(|r| {
+        r.index = Some(index);
+        r.results = Some(out.hits.len());
+    });
+    Ok(out)
 }

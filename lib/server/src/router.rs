@@ -10,7 +10,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use sextant_core::pipeline::Path;
+use tracing::Instrument;
 
+use crate::access;
 use crate::envelope::{self, ApiError};
 use crate::state::{AppState, RequestId};
 use crate::{auth, headers, openapi, routes};
@@ -100,7 +102,11 @@ async fn with_request_id(State(state): State<Arc<AppState>>, mut req: Request, n
     // The knowledge-base route answers in its own envelope.
     let kb_route = req.uri().path().ends_with("/index/retrieve");
     req.extensions_mut().insert(RequestId(id.clone()));
-    let mut resp = next.run(req).await;
+    let (method, path) = (req.method().clone(), req.uri().path().chars().take(100).collect::<String>());
+    let started = std::time::Instant::now();
+    let span = tracing::info_span!("request", id = %id);
+    let (mut resp, record) = access::scope(next.run(req).instrument(span.clone())).await;
+    let total_ms = started.elapsed().as_secs_f64() * 1000.0;
     if let Some(err) = resp.extensions_mut().remove::<envelope::PendingError>() {
         let headers = std::mem::take(resp.headers_mut());
         resp = if kb_route {
@@ -119,5 +125,20 @@ async fn with_request_id(State(state): State<Arc<AppState>>, mut req: Request, n
     if let Ok(v) = HeaderValue::from_str(&id) {
         resp.headers_mut().insert("x-request-id", v);
     }
+    if let Ok(v) = HeaderValue::from_str(&access::server_timing(&record, total_ms)) {
+        resp.headers_mut().insert("server-timing", v);
+    }
+    let _in_request = span.enter();
+    tracing::info!(
+        target: "access",
+        method = %method,
+        path = %path,
+        status = resp.status().as_u16(),
+        latency_ms = (total_ms * 10.0).round() / 10.0,
+        key_prefix = record.key_prefix.as_deref().unwrap_or("-"),
+        index = record.index.as_deref().unwrap_or("-"),
+        results = record.results.map_or(-1, |n| n as i64),
+        "request served"
+    );
     resp
 }

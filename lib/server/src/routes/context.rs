@@ -207,6 +207,7 @@ pub(crate) async fn handle(
     })
     .await??;
     let index = engine.index();
+    crate::access::record(|r| r.index = Some(index.manifest.index_id.clone()));
     let (consolidated, dimensional) = financials.facts.len();
     Ok(Json(ContextResponse {
         context,

@@ -413,6 +413,7 @@ pub(crate) async fn handle(
             metadata: node_metadata(&index.provenance(h.chunk), &out.rerank),
         })
         .collect();
+    crate::access::record(|r| r.results = Some(nodes.len()));
     let min_score_applied = req.rerank_min_score.map(|_| reranked);
     let message = match min_score_applied {
         Some(false) => format!(

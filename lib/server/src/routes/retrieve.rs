@@ -281,6 +281,7 @@ pub(crate) fn respond(
             }
         })
         .collect();
+    crate::access::record(|r| r.results = Some(chunks.len()));
     RetrieveResponse {
         meta: Meta {
             total: chunks.len(),

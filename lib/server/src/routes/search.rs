@@ -339,6 +339,7 @@ pub(crate) async fn handle(
             }
         })
         .collect();
+    crate::access::record(|r| r.results = Some(results.len()));
     Ok(Json(SearchResponse {
         meta: SearchMeta {
             total: results.len(),
