@@ -210,7 +210,8 @@ pub async fn from_env() -> Result<Context> {
         })?,
         None => sextant_server::DEFAULT_MAX_IN_FLIGHT,
     };
-    let state = AppState::new(keys, ApiConfig { default_index, cors_origins, max_in_flight, ..Default::default() });
+    let config = ApiConfig { default_index, cors_origins, max_in_flight, metrics: true, ..Default::default() };
+    let state = AppState::new(keys, config);
     for (id, v) in versions {
         state.set_version(&id, Some(v));
     }

@@ -5,6 +5,10 @@
 //! **`Server-Timing`** header (`encode`, `dense`, `bm25`, `splade`, `fuse`, `rerank`,
 //! `total`, each summed over the request's searches, in milliseconds).
 //!
+//! On Lambda it is also written as **CloudWatch metrics** in the Embedded Metric Format
+//! ([`emf_line`]), one JSON line per request on stdout, which CloudWatch turns into metrics
+//! of namespace `Sextant` (dimension `Service`) that the template's alarms watch.
+//!
 //! The record lives in a task-local for the request's task ([`scope`]); outside one (a unit
 //! test calling a handler directly), recording does nothing.
 
@@ -26,6 +30,9 @@ pub struct AccessRecord {
     /// Milliseconds per stage, summed over the request's searches (`encode`, `dense`,
     /// `bm25`, `splade`, `fuse`, `rerank`, `search`).
     pub stages: BTreeMap<&'static str, f64>,
+    /// What the reranker did on the request's last search (`applied`, `unavailable`,
+    /// `failed`, `not_requested`).
+    pub rerank: Option<&'static str>,
 }
 
 tokio::task_local! {
@@ -60,6 +67,48 @@ pub fn add_timings(t: &StageTimings) {
         add("rerank", t.rerank_ms);
         add("search", t.total_ms);
     });
+}
+
+/// The request as one CloudWatch Embedded Metric Format line: namespace `Sextant`,
+/// dimension `Service` = `service`; metrics `Latency` and each stage's time (ms), `Results`,
+/// and 0/1 counts `ClientError` (4xx), `ServerError` (5xx), `RateLimited` (429), `Shed`
+/// (503) and `RerankFailed`, so that an average is a rate.
+pub fn emf_line(record: &AccessRecord, service: &str, status: u16, total_ms: f64, now_ms: u128) -> String {
+    let mut metrics = vec![serde_json::json!({"Name": "Latency", "Unit": "Milliseconds"})];
+    let mut values = serde_json::Map::new();
+    values.insert("Service".into(), service.into());
+    values.insert("Latency".into(), total_ms.into());
+    for (stage, ms) in &record.stages {
+        let name = format!("{}Ms", stage[..1].to_uppercase() + &stage[1..]);
+        metrics.push(serde_json::json!({"Name": name, "Unit": "Milliseconds"}));
+        values.insert(name, (*ms).into());
+    }
+    let counts = [
+        ("ClientError", (400..500).contains(&status) && status != 429),
+        ("ServerError", status >= 500 && status != 503),
+        ("RateLimited", status == 429),
+        ("Shed", status == 503),
+        ("RerankFailed", record.rerank == Some("failed")),
+    ];
+    for (name, hit) in counts {
+        metrics.push(serde_json::json!({"Name": name, "Unit": "Count"}));
+        values.insert(name.into(), u8::from(hit).into());
+    }
+    if let Some(n) = record.results {
+        metrics.push(serde_json::json!({"Name": "Results", "Unit": "Count"}));
+        values.insert("Results".into(), n.into());
+    }
+    if let Some(r) = record.rerank {
+        values.insert("rerank".into(), r.into());
+    }
+    values.insert(
+        "_aws".into(),
+        serde_json::json!({
+            "Timestamp": now_ms as u64,
+            "CloudWatchMetrics": [{"Namespace": "Sextant", "Dimensions": [["Service"]], "Metrics": metrics}]
+        }),
+    );
+    serde_json::Value::Object(values).to_string()
 }
 
 /// The `Server-Timing` value of a record and the request's total time (RFC-compliant
@@ -102,5 +151,37 @@ mod tests {
         );
         // Outside a request nothing is recorded, and nothing fails.
         record(|r| r.results = Some(1));
+    }
+
+    #[test]
+    fn a_request_is_one_emf_line_cloudwatch_can_read() {
+        let rec = AccessRecord {
+            key_prefix: Some("sx_abc".into()),
+            index: Some("demo".into()),
+            results: Some(5),
+            stages: BTreeMap::from([("encode", 2.0), ("bm25", 0.5)]),
+            rerank: Some("failed"),
+        };
+        let line: serde_json::Value =
+            serde_json::from_str(&emf_line(&rec, "api", 503, 12.5, 1_700_000_000_000)).unwrap();
+        let spec = &line["_aws"]["CloudWatchMetrics"][0];
+        assert_eq!(line["_aws"]["Timestamp"], 1_700_000_000_000u64);
+        assert_eq!(spec["Namespace"], "Sextant");
+        assert_eq!(spec["Dimensions"], serde_json::json!([["Service"]]));
+        assert_eq!(line["Service"], "api");
+        // Every declared metric has its value at the top level.
+        for m in spec["Metrics"].as_array().unwrap() {
+            let name = m["Name"].as_str().unwrap();
+            assert!(line[name].is_number(), "{name} has no value: {line}");
+        }
+        assert_eq!(
+            (line["Latency"].as_f64(), line["EncodeMs"].as_f64(), line["Bm25Ms"].as_f64()),
+            (Some(12.5), Some(2.0), Some(0.5))
+        );
+        assert_eq!(
+            (line["Shed"].as_u64(), line["ServerError"].as_u64(), line["RerankFailed"].as_u64()),
+            (Some(1), Some(0), Some(1))
+        );
+        assert_eq!(line["Results"], 5);
     }
 }

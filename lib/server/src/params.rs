@@ -84,9 +84,16 @@ pub async fn run_search(engine: &Arc<Engine>, search: &SearchRequest) -> Result<
     })
     .await??;
     crate::access::add_timings(&out.timings);
+    let rerank = match &out.rerank {
+        sextant_core::pipeline::RerankStatus::Applied => "applied",
+        sextant_core::pipeline::RerankStatus::Unavailable => "unavailable",
+        sextant_core::pipeline::RerankStatus::Failed(_) => "failed",
+        sextant_core::pipeline::RerankStatus::NotRequested => "not_requested",
+    };
     crate::access::record(|r| {
         r.index = Some(index);
         r.results = Some(out.hits.len());
+        r.rerank = Some(rerank);
     });
     Ok(out)
 }

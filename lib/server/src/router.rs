@@ -128,6 +128,10 @@ async fn with_request_id(State(state): State<Arc<AppState>>, mut req: Request, n
     if let Ok(v) = HeaderValue::from_str(&access::server_timing(&record, total_ms)) {
         resp.headers_mut().insert("server-timing", v);
     }
+    if state.config.metrics {
+        let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
+        println!("{}", access::emf_line(&record, "api", resp.status().as_u16(), total_ms, now_ms));
+    }
     let _in_request = span.enter();
     tracing::info!(
         target: "access",

@@ -35,6 +35,9 @@ pub struct ApiConfig {
     pub max_in_flight: usize,
     /// Time for a request body to arrive once its head has; later is a 408.
     pub body_read_timeout: std::time::Duration,
+    /// Write each request as a CloudWatch Embedded Metric Format line on stdout
+    /// ([`crate::access::emf_line`]); the Lambda functions do.
+    pub metrics: bool,
 }
 
 impl Default for ApiConfig {
@@ -49,6 +52,7 @@ impl Default for ApiConfig {
             cors_origins: Vec::new(),
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
             body_read_timeout: std::time::Duration::from_secs(30),
+            metrics: false,
         }
     }
 }
