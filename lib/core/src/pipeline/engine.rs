@@ -765,7 +765,15 @@ impl Engine {
                 h.score = if h.score >= 0.0 { h.score * boost } else { h.score / boost };
             }
         }
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.diagnostics.rrf_rank.cmp(&b.diagnostics.rrf_rank)));
+        // Reranker scores and fused scores are on different scales: the reranked head is
+        // re-sorted within itself and stays above the candidates the reranker never saw.
+        hits.sort_by(|a, b| {
+            let reranked = |h: &Hit| h.diagnostics.rerank_score.is_some();
+            reranked(b)
+                .cmp(&reranked(a))
+                .then(b.score.total_cmp(&a.score))
+                .then(a.diagnostics.rrf_rank.cmp(&b.diagnostics.rrf_rank))
+        });
         Ok(())
     }
 }

@@ -241,3 +241,22 @@ fn a_query_encoded_once_serves_several_searches_without_encoding_again() {
         assert!(a.timings.encode_ms > 0.0);
     }
 }
+
+#[test]
+fn recency_never_lifts_a_candidate_the_reranker_did_not_see_above_one_it_did() {
+    // The fixed reranker's scores are negative logits; fused scores are small positive
+    // numbers. Boosted together, the unreranked tail used to jump over the reranked head.
+    let e = with(|e| e.with_reranker(Some(Arc::new(FixedReranker(None)))));
+    let mut req = SearchRequest::new("net sales", 10);
+    req.rerank_depth = 3;
+    req.recency = Some(Recency { half_life_days: 365.0, weight: 1.0, now: "2024-12-01".parse().ok() });
+    let out = e.search(&req).unwrap();
+    assert_eq!(out.rerank, RerankStatus::Applied);
+    assert!(out.hits.len() > 3, "a tail beyond the rerank depth");
+    let reranked: Vec<bool> = out.hits.iter().map(|h| h.diagnostics.rerank_score.is_some()).collect();
+    let first_unreranked = reranked.iter().position(|r| !r).unwrap();
+    assert!(
+        reranked[..first_unreranked].iter().all(|r| *r) && !reranked[first_unreranked..].iter().any(|r| *r),
+        "{reranked:?}"
+    );
+}
