@@ -98,7 +98,8 @@ pub fn narrative_quality(rerank_scores: &[f32], similarities: &[f32], documents:
         return (0.0, "no passage".into());
     }
     let (base, how) = if rerank_scores.len() == similarities.len() {
-        let mean = rerank_scores.iter().map(|s| 1.0 / (1.0 + (-s).exp())).sum::<f32>() / rerank_scores.len() as f32;
+        // Reranker scores are already probabilities, σ(logit): averaged as they are.
+        let mean = rerank_scores.iter().sum::<f32>() / rerank_scores.len() as f32;
         (mean as f64 * 100.0, format!("mean reranker probability {mean:.2}"))
     } else {
         let mean = similarities.iter().sum::<f32>() / similarities.len() as f32;
@@ -165,7 +166,10 @@ mod tests {
         assert_eq!(recency(Some(2024), None).0, 0.0);
         assert_eq!(narrative_quality(&[], &[], 0).0, 0.0);
         assert_eq!(narrative_quality(&[], &[0.6; 5], 3).0, 100.0);
-        assert_eq!(narrative_quality(&[0.0], &[0.4], 1).0, 50.0, "σ(0) = 0.5");
+        // Reranker scores are probabilities already: averaged as they are (a second sigmoid
+        // squeezed every mean into 0.50-0.73: 0.69 here).
+        assert!((narrative_quality(&[0.9, 0.7], &[0.4, 0.4], 1).0 - 80.0).abs() < 1e-3);
+        assert_eq!(narrative_quality(&[0.0], &[0.4], 1).0, 0.0);
         assert_eq!(score(Route::Narrative, Inputs::default()).tier, "low");
     }
 }

@@ -18,8 +18,9 @@ pub struct Guardrails {
     /// Passages under this cosine similarity to the question are dropped (all-MiniLM-L6-v2
     /// scale: unrelated text sits near 0.1, on-topic passages above 0.3).
     pub min_similarity: f32,
-    /// Passages under this reranker score are dropped (cross-encoder logits; only with a
-    /// reranker).
+    /// Passages under this reranker score are dropped (only with a reranker). Reranker
+    /// scores are probabilities, `σ(logit)` in (0, 1) ([`CrossEncoderReranker::score`](sextant_core::pipeline::CrossEncoderReranker::score)):
+    /// the default 0.05 drops what the cross-encoder judges irrelevant (a logit under −2.9).
     pub min_rerank_score: f32,
     /// Passages returned at most.
     pub max_chunks: usize,
@@ -29,7 +30,7 @@ pub struct Guardrails {
 
 impl Default for Guardrails {
     fn default() -> Self {
-        Guardrails { min_similarity: 0.25, min_rerank_score: -1.0, max_chunks: 50, candidates_per_search: 20 }
+        Guardrails { min_similarity: 0.25, min_rerank_score: 0.05, max_chunks: 50, candidates_per_search: 20 }
     }
 }
 
