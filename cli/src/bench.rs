@@ -352,16 +352,22 @@ pub fn export_index(dir: &std::path::Path, index: &Index) -> Result<()> {
     Ok(())
 }
 
-/// Times a reranker over 50 passages.
+/// Times a reranker over 50 passages; the row names the model (`model`: its directory's
+/// name), and says when it is the untrained stand-in.
 pub fn rerank50(
     engine: &Engine,
     queries: &[String],
     reranker: &sextant_core::pipeline::CrossEncoderReranker,
+    model: &str,
 ) -> Result<()> {
     let index = engine.index();
     let passages: Vec<&str> = index.chunks.iter().take(50).map(|c| c.text.as_str()).collect();
     let times: Vec<f64> = queries.iter().take(10).map(|q| time(|| reranker.score(q, &passages)).1).collect();
-    row("rerank 50 passages (cross-encoder)", &stats(times), "");
+    let what = match model.contains("standin") {
+        true => format!("the stand-in cross-encoder {model}: untrained, timing only"),
+        false => format!("cross-encoder {model}"),
+    };
+    row(&format!("rerank 50 passages ({what})"), &stats(times), "");
     Ok(())
 }
 

@@ -175,7 +175,8 @@ pub fn run(cli: Cli) -> Result<()> {
             if !json {
                 if let Some(dir) = &models.reranker {
                     let rr = CrossEncoderReranker::new(CrossEncoder::load(dir)?, "reranker");
-                    crate::bench::rerank50(&engine, &qs, &rr)?;
+                    let model = dir.file_name().and_then(|n| n.to_str()).unwrap_or("(unnamed)");
+                    crate::bench::rerank50(&engine, &qs, &rr, model)?;
                 }
                 crate::bench::load_time(engine.index())?;
             }

@@ -136,6 +136,9 @@ pub struct SearchRequest {
     pub top_k: usize,
     /// Candidates each path contributes to fusion.
     pub per_path_k: usize,
+    /// Candidates of particular paths, instead of `per_path_k` (the knowledge-base API's
+    /// `DenseSimilarityTopK` and `SparseSimilarityTopK`).
+    pub path_k: BTreeMap<Path, usize>,
     /// Paths to run.
     pub paths: Vec<Path>,
     /// Fusion settings.
@@ -181,6 +184,7 @@ impl SearchRequest {
             filter: Filter::default(),
             top_k,
             per_path_k: 50,
+            path_k: BTreeMap::new(),
             paths: Path::ALL.to_vec(),
             fusion: FusionConfig::default(),
             rerank: true,
@@ -460,7 +464,7 @@ impl Engine {
         text: QueryTexts<'_>,
         paths: &[Path],
         allowed: Option<&Bitset>,
-        k: usize,
+        k: &(dyn Fn(Path) -> usize + Sync),
         min_dense: Option<f32>,
         encoded: Option<(Encoding, f64)>,
     ) -> Branch {
@@ -485,7 +489,7 @@ impl Engine {
                 (Some(e), true) => {
                     Err(Error::Component { component: p.name().into(), reason: format!("query encoding failed: {e}") })
                 }
-                _ => r.retrieve(&query, allowed, k),
+                _ => r.retrieve(&query, allowed, k(p)),
             };
             let result = match (p, min_dense) {
                 (Path::Dense, Some(min)) => result.map(|hits| hits.into_iter().filter(|h| h.1 >= min).collect()),
@@ -558,7 +562,8 @@ impl Engine {
         // encoder runs on one thread), so BM25 and SPLADE hide behind the dense encoder, the
         // slowest stage. ONNX Runtime runs each encoder on every core, so there both encode
         // first, one after the other, and the branches only retrieve.
-        let k = req.per_path_k.max(req.top_k);
+        let default_k = req.per_path_k.max(req.top_k);
+        let k = move |p: Path| req.path_k.get(&p).copied().unwrap_or(default_k);
         let (paths, paths_pending): (Vec<Path>, Vec<Path>) = req.paths.iter().partition(|p| self.ready.contains(p));
         if paths.is_empty() {
             let names: Vec<&str> = paths_pending.iter().map(|p| p.name()).collect();
@@ -594,8 +599,8 @@ impl Engine {
             (None, false) => (None, None),
         };
         let (dense_branch, sparse_branch) = rayon::join(
-            || self.run_branch(texts, &on_dense, allowed.as_ref(), k, req.min_dense_similarity, dense_encoded),
-            || self.run_branch(texts, &on_sparse, allowed.as_ref(), k, None, sparse_encoded),
+            || self.run_branch(texts, &on_dense, allowed.as_ref(), &k, req.min_dense_similarity, dense_encoded),
+            || self.run_branch(texts, &on_sparse, allowed.as_ref(), &k, None, sparse_encoded),
         );
         // Side by side the slower branch's encoding counts; one after the other, both.
         timings.encode_ms = match encoded_first {

@@ -260,3 +260,16 @@ fn recency_never_lifts_a_candidate_the_reranker_did_not_see_above_one_it_did() {
         "{reranked:?}"
     );
 }
+
+#[test]
+fn each_path_contributes_its_own_number_of_candidates() {
+    let e = engine();
+    let mut req = SearchRequest::new("net sales", 20);
+    req.paths = vec![Path::Dense, Path::Bm25];
+    req.rerank = false;
+    req.path_k = std::collections::BTreeMap::from([(Path::Dense, 2), (Path::Bm25, 7)]);
+    let out = e.search(&req).unwrap();
+    let deepest = |p: Path| out.hits.iter().filter_map(|h| h.diagnostics.paths.get(&p).map(|r| r.rank)).max();
+    assert_eq!(deepest(Path::Dense), Some(2), "dense gave 2");
+    assert!(deepest(Path::Bm25).is_some_and(|r| r > 2 && r <= 7), "BM25 gave up to 7: {:?}", deepest(Path::Bm25));
+}

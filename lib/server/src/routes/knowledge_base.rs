@@ -395,7 +395,13 @@ pub(crate) async fn handle(
     if sparse_k > 0 {
         search.paths.extend([Path::Splade, Path::Bm25]);
     }
-    search.per_path_k = dense_k.max(sparse_k).max(top_n);
+    // Each path's own top K, as the API defines them (at least the nodes asked for).
+    search.per_path_k = top_n;
+    search.path_k = [(Path::Dense, dense_k), (Path::Splade, sparse_k), (Path::Bm25, sparse_k)]
+        .into_iter()
+        .filter(|(_, k)| *k > 0)
+        .map(|(p, k)| (p, k.max(top_n)))
+        .collect();
     search.rerank = req.enable_reranking.unwrap_or(true);
     search.documents = documents;
     let out = run_search(&engine, &search).await?;
