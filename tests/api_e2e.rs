@@ -225,7 +225,7 @@ fn slow_and_idle_clients_are_cut_off_and_connections_are_capped() {
 /// Operators can see: with `--log-format json`, every request writes one access line (a
 /// JSON object: method, path, status, latency, key prefix, index, result count) carrying
 /// the request's id, the id the response returns in `x-request-id`; and every response
-/// says where its time went in `Server-Timing`.
+/// says where its time went in `Server-Timing` (and `meta.timings`).
 #[test]
 fn every_request_writes_one_json_access_line_and_a_server_timing_header() {
     let dir = tempfile::tempdir().unwrap();
@@ -251,6 +251,10 @@ fn every_request_writes_one_json_access_line_and_a_server_timing_header() {
     let timing = ok.header("server-timing").expect("Server-Timing").to_string();
     for stage in ["encode;dur=", "dense;dur=", "bm25;dur=", "splade;dur=", "fuse;dur=", "total;dur="] {
         assert!(timing.contains(stage), "{timing}");
+    }
+    let timings = &ok.body["meta"]["timings"];
+    for stage in ["encode", "dense", "bm25", "splade", "fuse", "rerank", "search"] {
+        assert!(timings[stage].is_number(), "meta.timings.{stage}: {timings}");
     }
     let bad = post(a, "/v1/retrieve", Some(PRO), &json!({"query": ""}));
     assert_eq!(bad.status, 400);

@@ -55,6 +55,14 @@ pub fn record(change: impl FnOnce(&mut AccessRecord)) {
     let _ = RECORD.try_with(|r| change(&mut r.borrow_mut()));
 }
 
+/// The current request's stage times so far, in ms rounded to 0.1 (empty outside a
+/// request): what responses show as `meta.timings`.
+pub fn stages() -> BTreeMap<String, f64> {
+    RECORD
+        .try_with(|r| r.borrow().stages.iter().map(|(k, v)| (k.to_string(), (v * 10.0).round() / 10.0)).collect())
+        .unwrap_or_default()
+}
+
 /// Adds one search's stage times to the current request's record.
 pub fn add_timings(t: &StageTimings) {
     record(|r| {

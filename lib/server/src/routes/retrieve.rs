@@ -1,6 +1,7 @@
 //! `POST /v1/retrieve`: cited chunks for a query, with filters, plan clamping, period
 //! fallback and optional segments with character offsets.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::extract::State;
@@ -179,6 +180,9 @@ pub struct Meta {
     /// True while a path the request asked for is still being built (a fresh `sextant
     /// serve` serves BM25 within seconds and the other paths when their index is in).
     pub degraded: bool,
+    /// Milliseconds per stage: `encode`, each path (`dense`, `bm25`, `splade`), `fuse`,
+    /// `rerank`, and the whole `search` (also in the `Server-Timing` header).
+    pub timings: BTreeMap<String, f64>,
 }
 
 /// Checks the request and turns it into an engine search (plus the period mismatch).
@@ -292,6 +296,7 @@ pub(crate) fn respond(
             rerank: out.rerank,
             paths_served: out.paths_served.iter().map(|p| p.name().to_string()).collect(),
             degraded: !out.paths_pending.is_empty(),
+            timings: crate::access::stages(),
         },
         chunks,
     }

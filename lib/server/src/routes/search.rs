@@ -203,6 +203,9 @@ pub struct SearchMeta {
     pub degraded: bool,
     /// The request id.
     pub request_id: String,
+    /// Milliseconds per stage: `encode`, each path, `fuse`, `rerank`, and the whole `search`
+    /// (also in the `Server-Timing` header).
+    pub timings: BTreeMap<String, f64>,
 }
 
 /// Company name → ticker, from filing titles (`Apple Inc. 10-K FY2024 — ...`), with
@@ -351,6 +354,7 @@ pub(crate) async fn handle(
             query_truncated: out.query_truncated,
             paths_served: out.paths_served.iter().map(|p| p.name().to_string()).collect(),
             degraded: !out.paths_pending.is_empty(),
+            timings: crate::access::stages(),
             request_id,
         },
         results,
