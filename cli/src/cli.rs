@@ -82,54 +82,7 @@ pub enum Command {
     },
     /// Serve the HTTP API on 127.0.0.1 (the embedded default: the bundled demo corpus,
     /// its index built on first start, a printed development key).
-    Serve {
-        /// Listen address.
-        #[arg(long, default_value = "127.0.0.1:8080")]
-        addr: std::net::SocketAddr,
-        /// Serve these prebuilt index directories instead (repeatable).
-        #[arg(long)]
-        index: Vec<PathBuf>,
-        /// Index this corpus instead of the bundled demo corpus (cached after the first build).
-        #[arg(long)]
-        docs: Option<PathBuf>,
-        /// Only documents of these tickers (repeatable).
-        #[arg(long)]
-        ticker: Vec<String>,
-        /// XBRL facts for `/v1/context` (repeatable; default with the demo corpus: its facts).
-        #[arg(long)]
-        facts: Vec<PathBuf>,
-        /// Id of the index built from the corpus.
-        #[arg(long, default_value = "demo")]
-        id: String,
-        /// Use this development API key instead of a random one.
-        #[arg(long)]
-        dev_key: Option<String>,
-        /// Plan of the development key: free, pro, enterprise.
-        #[arg(long, default_value = "free")]
-        dev_plan: String,
-        /// Key store file (JSON; default: in memory).
-        #[arg(long)]
-        keys: Option<PathBuf>,
-        /// Origins browsers may call the API from (CORS), comma-separated, or `*`
-        /// (default: none).
-        #[arg(long, env = "SEXTANT_CORS_ORIGINS", default_value = "")]
-        cors_origins: String,
-        /// Requests served at once; one more gets a quick 503 with Retry-After.
-        #[arg(long, env = "SEXTANT_MAX_IN_FLIGHT", default_value_t = sextant_server::DEFAULT_MAX_IN_FLIGHT)]
-        max_in_flight: usize,
-        /// Seconds for a request head to arrive, and for an idle connection to send one;
-        /// then the connection is closed.
-        #[arg(long, default_value_t = 10)]
-        header_timeout_secs: u64,
-        /// Seconds for a request body to arrive; then a 408.
-        #[arg(long, default_value_t = 30)]
-        body_timeout_secs: u64,
-        /// Connections open at once; one more gets a 503 and is closed.
-        #[arg(long, default_value_t = 1024)]
-        max_connections: usize,
-        #[command(flatten)]
-        build: BuildArgs,
-    },
+    Serve(ServeArgs),
     /// Search an index and print the results.
     Search {
         /// Index directory.
@@ -330,6 +283,57 @@ pub struct StoreArg {
     /// Key store: a JSON file, or dynamodb://KEYS_TABLE[/RATE_TABLE].
     #[arg(long, env = "SEXTANT_KEYS")]
     pub store: String,
+}
+
+/// What `serve` serves, and its limits.
+#[derive(clap::Args)]
+pub struct ServeArgs {
+    /// Listen address.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub addr: std::net::SocketAddr,
+    /// Serve these prebuilt index directories instead (repeatable).
+    #[arg(long = "index", value_name = "INDEX")]
+    pub indexes: Vec<PathBuf>,
+    /// Index this corpus instead of the bundled demo corpus (cached after the first build).
+    #[arg(long)]
+    pub docs: Option<PathBuf>,
+    /// Only documents of these tickers (repeatable).
+    #[arg(long = "ticker", value_name = "TICKER")]
+    pub tickers: Vec<String>,
+    /// XBRL facts for `/v1/context` (repeatable; default with the demo corpus: its facts).
+    #[arg(long)]
+    pub facts: Vec<PathBuf>,
+    /// Id of the index built from the corpus.
+    #[arg(long, default_value = "demo")]
+    pub id: String,
+    /// Use this development API key instead of a random one.
+    #[arg(long)]
+    pub dev_key: Option<String>,
+    /// Plan of the development key: free, pro, enterprise.
+    #[arg(long, default_value = "free")]
+    pub dev_plan: String,
+    /// Key store file (JSON; default: in memory).
+    #[arg(long)]
+    pub keys: Option<PathBuf>,
+    /// Origins browsers may call the API from (CORS), comma-separated, or `*`
+    /// (default: none).
+    #[arg(long, env = "SEXTANT_CORS_ORIGINS", default_value = "")]
+    pub cors_origins: String,
+    /// Requests served at once; one more gets a quick 503 with Retry-After.
+    #[arg(long, env = "SEXTANT_MAX_IN_FLIGHT", default_value_t = sextant_server::DEFAULT_MAX_IN_FLIGHT)]
+    pub max_in_flight: usize,
+    /// Seconds for a request head to arrive, and for an idle connection to send one;
+    /// then the connection is closed.
+    #[arg(long, default_value_t = 10)]
+    pub header_timeout_secs: u64,
+    /// Seconds for a request body to arrive; then a 408.
+    #[arg(long, default_value_t = 30)]
+    pub body_timeout_secs: u64,
+    /// Connections open at once; one more gets a 503 and is closed.
+    #[arg(long, default_value_t = 1024)]
+    pub max_connections: usize,
+    #[command(flatten)]
+    pub build: BuildArgs,
 }
 
 #[derive(clap::Args, Clone)]

@@ -82,42 +82,7 @@ pub fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::EncodeWorker { task, out } => crate::build::encode_worker(&models, &task, &out),
-        Command::Serve {
-            addr,
-            index,
-            docs,
-            ticker,
-            facts,
-            id,
-            dev_key,
-            dev_plan,
-            keys,
-            cors_origins,
-            max_in_flight,
-            header_timeout_secs,
-            body_timeout_secs,
-            max_connections,
-            build,
-        } => crate::serve::run(
-            crate::serve::ServeArgs {
-                addr,
-                indexes: index,
-                docs,
-                tickers: ticker,
-                facts,
-                id,
-                dev_key,
-                dev_plan,
-                keys,
-                cors_origins,
-                max_in_flight,
-                header_timeout_secs,
-                body_timeout_secs,
-                max_connections,
-                build,
-            },
-            models,
-        ),
+        Command::Serve(args) => crate::serve::run(args, models),
         Command::Context { index, question, top_k, route } => {
             let (engine, financials) = load_with_financials(&index, &models)?;
             let route = match route {

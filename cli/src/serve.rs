@@ -2,7 +2,6 @@
 //! 127.0.0.1 from a local index directory and a local key store; with no flags it serves
 //! the bundled demo corpus, building its index on first start.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -19,47 +18,13 @@ use sextant_finance::{FactStore, Financials};
 use sextant_keys::{new_key, LocalKeyStore};
 use sextant_server::{router, ApiConfig, AppState, Indexes, ServedIndex};
 
-use crate::cli::BuildArgs;
+use crate::cli::{BuildArgs, ServeArgs};
 use crate::indexes::{build_index, build_options, cache_dir};
 
 /// The demo corpus, compiled into the binary so a fresh clone needs no data path.
 const DEMO_CORPUS: &[u8] = include_bytes!("../../data/demo/documents.jsonl.gz");
 /// The XBRL facts of the demo corpus's companies (`scripts/build_demo_facts.py`).
 const DEMO_FACTS: &[u8] = include_bytes!("../../data/demo/facts.jsonl.gz");
-
-/// What to serve.
-pub struct ServeArgs {
-    /// Listen address.
-    pub addr: SocketAddr,
-    /// Prebuilt index directories (empty: build or reuse one from `docs`).
-    pub indexes: Vec<PathBuf>,
-    /// Corpus to index (default: the bundled demo corpus).
-    pub docs: Option<PathBuf>,
-    /// Only these tickers of the corpus.
-    pub tickers: Vec<String>,
-    /// Fact files for `/v1/context` (default with the demo corpus: its facts).
-    pub facts: Vec<PathBuf>,
-    /// Id of the index built from `docs`.
-    pub id: String,
-    /// A fixed development key (default: a random one, printed).
-    pub dev_key: Option<String>,
-    /// Its plan.
-    pub dev_plan: String,
-    /// The key store file (default: in memory).
-    pub keys: Option<PathBuf>,
-    /// Origins allowed to call from browsers (comma-separated, `*`, or empty for none).
-    pub cors_origins: String,
-    /// Requests served at once (load shedding beyond).
-    pub max_in_flight: usize,
-    /// Seconds for a request head to arrive, or an idle connection to send one.
-    pub header_timeout_secs: u64,
-    /// Seconds for a request body to arrive.
-    pub body_timeout_secs: u64,
-    /// Connections open at once.
-    pub max_connections: usize,
-    /// Chunking and BM25 settings of a build.
-    pub build: BuildArgs,
-}
 
 /// Fetches and converts the models with `scripts/fetch_models.sh` when their directory
 /// lacks them (a fresh machine), so that `serve` alone starts the demo.
