@@ -32,20 +32,43 @@ impl<T: DeserializeOwned> FromRequest<Arc<AppState>> for Authed<T> {
     type Rejection = Response;
 
     async fn from_request(req: Request, state: &Arc<AppState>) -> Result<Self, Response> {
+        let call = RawCall::read(req, state).await?;
+        let body =
+            json_body(&call.headers, &call.body, state.config.max_body_bytes).map_err(IntoResponse::into_response)?;
+        Ok(Authed { caller: call.caller, request_id: call.request_id, body })
+    }
+}
+
+/// An authenticated request before its body is decoded: what [`Authed`] and the endpoints
+/// with their own encodings (the knowledge-base API's query string) start from.
+pub(crate) struct RawCall {
+    /// The caller's key record and plan.
+    pub caller: Caller,
+    /// The request's id.
+    pub request_id: String,
+    /// The request's headers.
+    pub headers: HeaderMap,
+    /// The request's URI.
+    pub uri: axum::http::Uri,
+    /// The body, read within the API's size and time limits ([`read_body`]).
+    pub body: axum::body::Bytes,
+}
+
+impl RawCall {
+    /// The caller and id the middleware attached, and the body read within the limits.
+    pub(crate) async fn read(req: Request, state: &AppState) -> Result<Self, Response> {
         let caller = req.extensions().get::<Caller>().cloned().ok_or_else(|| missing_key().into_response())?;
         let request_id = req.extensions().get::<RequestId>().map(|r| r.0.clone()).unwrap_or_default();
-        let headers = req.headers().clone();
-        let limit = state.config.max_body_bytes;
-        let bytes = read_body(req.into_body(), &headers, limit, state.config.body_read_timeout)
+        let (headers, uri) = (req.headers().clone(), req.uri().clone());
+        let body = read_body(req.into_body(), &headers, state.config.max_body_bytes, state.config.body_read_timeout)
             .await
             .map_err(IntoResponse::into_response)?;
-        let body = json_body(&headers, &bytes, limit).map_err(IntoResponse::into_response)?;
-        Ok(Authed { caller, request_id, body })
+        Ok(RawCall { caller, request_id, headers, uri, body })
     }
 }
 
 /// The 401 of a request without a key.
-pub(crate) fn missing_key() -> ApiError {
+fn missing_key() -> ApiError {
     ApiError::unauthorized("missing API key: send Authorization: Bearer <key> or X-API-Key: <key>")
 }
 

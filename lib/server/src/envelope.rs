@@ -5,6 +5,15 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
+/// `text` quoted for an error message, cut to `max` characters (then "…"): a client's input
+/// is echoed, never all of it.
+pub(crate) fn echoed(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{:?}…", &text[..cut]),
+        None => format!("{text:?}"),
+    }
+}
+
 /// A failed request: status, machine-readable code, human message, and the request field
 /// at fault when there is one.
 #[derive(Debug, Clone)]

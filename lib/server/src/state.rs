@@ -158,7 +158,7 @@ impl AppState {
     /// naming only the loaded indexes this key may read. The id is echoed cut to 64
     /// characters.
     pub(crate) fn index_for(&self, caller: &Caller, id: &str) -> Result<ServedIndex, ApiError> {
-        let shown = echoed(id);
+        let shown = crate::envelope::echoed(id, 64);
         if !caller.key.can_read(id) {
             return Err(ApiError::forbidden(format!("this API key may not read index {shown}")));
         }
@@ -186,14 +186,6 @@ impl AppState {
         x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
         x ^= x >> 33;
         format!("req_{x:016x}")
-    }
-}
-
-/// `text` quoted for an error message, cut to 64 characters.
-fn echoed(text: &str) -> String {
-    match text.char_indices().nth(64) {
-        Some((cut, _)) => format!("{:?}…", &text[..cut]),
-        None => format!("{text:?}"),
     }
 }
 

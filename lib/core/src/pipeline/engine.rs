@@ -96,16 +96,7 @@ impl FusionConfig {
     /// chosen on SciFact train and TAT-QA dev, where BM25 is the strongest path, and did
     /// not transfer to financial questions.
     pub fn previous_default() -> Self {
-        FusionConfig {
-            k: 5.0,
-            weights: BTreeMap::from([(Path::Bm25, 1.5)]),
-            alpha: 0.2,
-            confidence_depth: 10,
-            agreement: 0.0,
-            agreement_depth: 10,
-            by_document: false,
-            chunk_share: 1.0,
-        }
+        FusionConfig { k: 5.0, weights: BTreeMap::from([(Path::Bm25, 1.5)]), alpha: 0.2, ..Self::plain() }
     }
 
     /// The weight of a path.
@@ -514,10 +505,7 @@ impl Engine {
             .iter()
             .map(|l| {
                 let mut seen = std::collections::HashSet::new();
-                l.iter()
-                    .filter(|h| seen.insert(self.index.chunks[h.0 as usize].doc))
-                    .map(|h| (self.index.chunks[h.0 as usize].doc, h.1))
-                    .collect()
+                l.iter().map(|h| (self.index.chunks[h.0 as usize].doc, h.1)).filter(|(d, _)| seen.insert(*d)).collect()
             })
             .collect();
         let conf: Vec<f32> = docs

@@ -23,11 +23,11 @@ use serde_json::Value;
 use sextant_core::index::{Bitset, Provenance};
 use sextant_core::pipeline::{Path, RerankStatus, SearchRequest};
 
-use crate::auth::missing_key;
+use crate::auth::RawCall;
 use crate::envelope::ApiError;
 use crate::params::{check_query, run_search};
-use crate::request::{json_body, json_value, read_body};
-use crate::state::{AppState, Caller, RequestId};
+use crate::request::{json_body, json_value};
+use crate::state::{AppState, Caller};
 
 /// A model choice (`Rerank`, `Rewrite`): accepted for compatibility; the configured models
 /// are used.
@@ -248,13 +248,7 @@ impl FromRequest<Arc<AppState>> for KbCall {
     type Rejection = Response;
 
     async fn from_request(req: Request, state: &Arc<AppState>) -> Result<Self, Response> {
-        let caller = req.extensions().get::<Caller>().cloned().ok_or_else(|| missing_key().into_response())?;
-        let request_id = req.extensions().get::<RequestId>().map(|r| r.0.clone()).unwrap_or_default();
-        let headers = req.headers().clone();
-        let uri = req.uri().clone();
-        let bytes = read_body(req.into_body(), &headers, state.config.max_body_bytes, state.config.body_read_timeout)
-            .await
-            .map_err(IntoResponse::into_response)?;
+        let RawCall { caller, request_id, headers, uri, body: bytes } = RawCall::read(req, state).await?;
         let body = if bytes.iter().all(|b| b.is_ascii_whitespace()) {
             let pairs = Query::<Vec<(String, String)>>::try_from_uri(&uri)
                 .map_err(|_| ApiError::bad_body("the query string is not valid URL encoding").into_response())?;
@@ -308,9 +302,7 @@ fn query_request(pairs: Vec<(String, String)>) -> Result<Value, ApiError> {
 
 /// The 400 of a query-string value of the wrong kind; the value is echoed, cut to 40 characters.
 fn not_a(name: &str, expected: &str, text: &str) -> ApiError {
-    let shown: String = text.chars().take(40).collect();
-    let more = if text.chars().count() > 40 { "…" } else { "" };
-    ApiError::invalid(name, format!("must be {expected}, got {shown:?}{more}"))
+    ApiError::invalid(name, format!("must be {expected}, got {}", crate::envelope::echoed(text, 40)))
 }
 
 /// The handler.
