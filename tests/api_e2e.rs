@@ -128,8 +128,13 @@ fn start(keys: &Path) -> Server {
 }
 
 fn start_with(keys: &Path, extra: &[&str]) -> Server {
+    start_with_env(keys, extra, &[])
+}
+
+fn start_with_env(keys: &Path, extra: &[&str], env: &[(&str, &str)]) -> Server {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_sextant"));
     cmd.current_dir(repo())
+        .envs(env.iter().copied())
         .args([
             "serve",
             "--addr",
@@ -317,6 +322,93 @@ fn requests_beyond_the_in_flight_bound_are_shed_with_retry_after() {
     }
     // /health is never shed.
     assert_eq!(http(&a, "GET", "/health", &[], b"").status, 200);
+}
+
+/// `serve --rerank-service cohere|bedrock` reranks through the hosted service: the local
+/// protocol server scores with the stand-in cross-encoder, and each result's rerank score is
+/// the stand-in's on that passage. A slow, failing or throttled service costs at most the
+/// timeout, and the answer is the fused order with `meta.rerank.status: "failed"`.
+#[test]
+fn a_hosted_reranker_reranks_and_its_failures_keep_the_fused_order() {
+    use sextant_rerank::protocol_server::{Fault, ProtocolServer};
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let standin = std::sync::Arc::new(sextant_core::pipeline::CrossEncoderReranker::new(
+        sextant_core::encode::CrossEncoder::load(&sextant_core::encode::default_model_dir().join("ce-standin"))
+            .unwrap(),
+        "ce-standin",
+    ));
+    let scorer: std::sync::Arc<dyn sextant_core::pipeline::Reranker> = standin.clone();
+    let service =
+        rt.block_on(ProtocolServer::start("127.0.0.1:0".parse().unwrap(), scorer, Some("co-test-key".into()))).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let keys = key_store(dir.path());
+    let query = "How did cross-border volumes grow?";
+    let search = |a: &str, rerank: bool| {
+        let r =
+            post(a, "/v1/search", Some(PRO), &json!({"query": query, "entity": ["MA"], "limit": 6, "rerank": rerank}));
+        assert_eq!(r.status, 200, "{:?}", r.body);
+        r
+    };
+    let units = |r: &Resp| -> Vec<String> {
+        r.body["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|u| u["position"]["chunk_text"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let timeout = ["--rerank-timeout-ms", "800"];
+    let cohere = start_with_env(
+        &keys,
+        &[&["--rerank-service", "cohere", "--rerank-endpoint", &service.url()][..], &timeout].concat(),
+        &[("CO_API_KEY", "co-test-key")],
+    );
+    let bedrock = start_with_env(
+        &keys,
+        &[&["--rerank-service", "bedrock", "--rerank-endpoint", &service.url()][..], &timeout].concat(),
+        &[("AWS_REGION", "eu-west-1"), ("AWS_ACCESS_KEY_ID", "AKIDTEST"), ("AWS_SECRET_ACCESS_KEY", "secret")],
+    );
+    for (name, server, model) in [
+        ("cohere", &cohere, "rerank-v3.5"),
+        ("bedrock", &bedrock, "arn:aws:bedrock:eu-west-1::foundation-model/amazon.rerank-v1:0"),
+    ] {
+        let a = server.addr.as_str();
+        service.set_fault(Fault::None);
+        let calls = service.calls();
+        let r = search(a, true);
+        assert_eq!(r.body["meta"]["rerank"]["status"], "applied", "{name}: {:?}", r.body["meta"]);
+        assert_eq!(service.calls(), calls + 1, "{name}: one call per search");
+        assert_eq!(service.last_model().as_deref(), Some(model));
+        let mut last = f64::INFINITY;
+        for u in r.body["results"].as_array().unwrap() {
+            let got = u["diagnostics"]["rerank_score"].as_f64().unwrap();
+            let want = standin.score(query, &[u["position"]["chunk_text"].as_str().unwrap()]).unwrap()[0];
+            assert!((got - f64::from(want)).abs() < 1e-3, "{name}: the service's score {got}, the stand-in's {want}");
+            assert!(got <= last + 1e-6, "{name}: best first");
+            last = got;
+        }
+        let fused = units(&search(a, false));
+        for fault in [Fault::Slow(Duration::from_secs(5)), Fault::Status(503), Fault::Status(429), Fault::Garbage] {
+            service.set_fault(fault);
+            let t = Instant::now();
+            let r = search(a, true);
+            let took = t.elapsed();
+            let meta = &r.body["meta"]["rerank"];
+            assert_eq!(meta["status"], "failed", "{name} {fault:?}: {meta:?}");
+            assert_eq!(units(&r), fused, "{name} {fault:?}: the fused order is served");
+            assert!(took < Duration::from_secs(4), "{name} {fault:?}: {took:?} (timeout 800 ms)");
+        }
+    }
+    // Without the key, Cohere's protocol says 401, and the search still answers.
+    drop(cohere);
+    let no_key = start_with(
+        &keys,
+        &[&["--rerank-service", "cohere", "--rerank-endpoint", &service.url()][..], &timeout].concat(),
+    );
+    service.set_fault(Fault::None);
+    let r = search(&no_key.addr, true);
+    assert_eq!(r.body["meta"]["rerank"]["status"], "failed");
+    assert!(r.body["meta"]["rerank"].to_string().contains("401"), "{:?}", r.body["meta"]["rerank"]);
 }
 
 /// `sextant serve` on one company of the demo corpus with an empty cache and no models:

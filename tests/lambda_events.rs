@@ -11,7 +11,7 @@ use serde_json::Value;
 use sextant_core::encode::{default_model_dir, ModelSet};
 use sextant_core::index::format::sha256_hex;
 use sextant_core::index::Index;
-use sextant_core::pipeline::open_engine;
+use sextant_core::pipeline::{open_engine, RerankStatus, Reranker, SearchRequest};
 use sextant_core::storage::LocalDir;
 use sextant_keys::LocalKeyStore;
 use sextant_server::{router, ApiConfig, AppState, Indexes, ServedIndex};
@@ -322,9 +322,11 @@ async fn a_request_cancelled_mid_flight_leaves_no_work_behind() {
 }
 
 /// A function serving two indexes (the way `from_env` reads its environment) loads the
-/// models once: both engines hold the same encoders, not two copies of the weights.
+/// models once: both engines hold the same encoders, not two copies of the weights. And the
+/// hosted reranker the template configures (`SEXTANT_RERANK_SERVICE=bedrock`, here against
+/// the local protocol server) reranks both indexes' searches.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_indexes_of_one_function_share_one_copy_of_the_models() {
+async fn a_function_shares_its_models_between_indexes_and_reranks_with_the_configured_service() {
     let tmp = tempfile::tempdir().unwrap();
     let mut dirs = Vec::new();
     for id in ["filings-a", "filings-b"] {
@@ -340,6 +342,23 @@ async fn two_indexes_of_one_function_share_one_copy_of_the_models() {
     std::env::set_var("SEXTANT_INDEXES", dirs.join(","));
     std::env::set_var("SEXTANT_KEYS", &keys);
     std::env::set_var("SEXTANT_MODEL_DIR", default_model_dir());
+    let standin = Arc::new(sextant_core::pipeline::CrossEncoderReranker::new(
+        sextant_core::encode::CrossEncoder::load(&default_model_dir().join("ce-standin")).unwrap(),
+        "ce-standin",
+    ));
+    let scorer: Arc<dyn Reranker> = standin.clone();
+    let service = sextant_rerank::protocol_server::ProtocolServer::start("127.0.0.1:0".parse().unwrap(), scorer, None)
+        .await
+        .unwrap();
+    for (k, v) in [
+        ("SEXTANT_RERANK_SERVICE", "bedrock"),
+        ("SEXTANT_RERANK_ENDPOINT", service.url().as_str()),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ACCESS_KEY_ID", "AKIDTEST"),
+        ("AWS_SECRET_ACCESS_KEY", "secret"),
+    ] {
+        std::env::set_var(k, v);
+    }
     let context = sextant_lambda::from_env().await.unwrap();
     let (a, b) = (
         context.state.loaded_index("filings-a").unwrap().engine,
@@ -347,4 +366,23 @@ async fn two_indexes_of_one_function_share_one_copy_of_the_models() {
     );
     assert!(Arc::ptr_eq(a.dense_encoder(), b.dense_encoder()), "one dense encoder for both indexes");
     assert!(Arc::ptr_eq(a.sparse_encoder(), b.sparse_encoder()), "one SPLADE encoder for both indexes");
+    for engine in [a, b] {
+        let out = tokio::task::spawn_blocking(move || {
+            let out = engine.search(&SearchRequest::new("capital expenditure", 5)).unwrap();
+            let texts: Vec<(String, f32)> = out
+                .hits
+                .iter()
+                .map(|h| (engine.index().chunks[h.chunk as usize].text.clone(), h.diagnostics.rerank_score.unwrap()))
+                .collect();
+            (out.rerank, texts)
+        })
+        .await
+        .unwrap();
+        assert_eq!(out.0, RerankStatus::Applied);
+        for (text, score) in out.1 {
+            let want = standin.score("capital expenditure", &[text.as_str()]).unwrap()[0];
+            assert!((score - want).abs() < 1e-4, "the service's score {score}, the stand-in's {want}");
+        }
+    }
+    assert!(service.last_model().unwrap().ends_with("foundation-model/amazon.rerank-v1:0"));
 }

@@ -333,7 +333,48 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 1024)]
     pub max_connections: usize,
     #[command(flatten)]
+    pub rerank: HostedRerankArgs,
+    #[command(flatten)]
     pub build: BuildArgs,
+}
+
+/// A hosted reranker instead of a local cross-encoder (the same variables configure the
+/// Lambda functions).
+#[derive(clap::Args, Clone)]
+pub struct HostedRerankArgs {
+    /// Rerank with a hosted service: cohere (the Cohere Rerank API v2, its key in
+    /// CO_API_KEY) or bedrock (Amazon Bedrock's Rerank, with the environment's AWS
+    /// credentials and region). A failed or late call serves the fused order.
+    #[arg(long, env = "SEXTANT_RERANK_SERVICE", default_value = "none", value_parser = sextant_rerank::Service::NAMES)]
+    pub rerank_service: String,
+    /// The hosted reranker's model (default: rerank-v3.5 on Cohere, amazon.rerank-v1:0 on
+    /// Bedrock; a whole model ARN on Bedrock).
+    #[arg(long, env = "SEXTANT_RERANK_MODEL")]
+    pub rerank_model: Option<String>,
+    /// Another endpoint for the hosted reranker (a proxy, or a server speaking its protocol).
+    #[arg(long, env = "SEXTANT_RERANK_ENDPOINT")]
+    pub rerank_endpoint: Option<String>,
+    /// Milliseconds a search waits for the hosted reranker before serving the fused order.
+    #[arg(long, env = "SEXTANT_RERANK_TIMEOUT_MS", default_value_t = 2000)]
+    pub rerank_timeout_ms: u64,
+}
+
+impl HostedRerankArgs {
+    /// The hosted reranker asked for, if any (Cohere's key is read from `CO_API_KEY`, never
+    /// from a flag, so it does not show in the process list).
+    pub fn config(&self) -> Result<Option<sextant_rerank::HostedConfig>, sextant_rerank::Error> {
+        let Some(service) = sextant_rerank::Service::parse("--rerank-service", &self.rerank_service)? else {
+            return Ok(None);
+        };
+        let timeout = sextant_rerank::timeout_from_ms("--rerank-timeout-ms", &self.rerank_timeout_ms.to_string())?;
+        Ok(Some(sextant_rerank::HostedConfig {
+            service,
+            model: self.rerank_model.clone(),
+            endpoint: self.rerank_endpoint.clone(),
+            timeout,
+            api_key: std::env::var("CO_API_KEY").ok().filter(|k| !k.trim().is_empty()),
+        }))
+    }
 }
 
 #[derive(clap::Args, Clone)]

@@ -96,8 +96,16 @@ pub fn run(args: ServeArgs, models: ModelSet) -> Result<()> {
             "try: curl -s http://{addr}/v1/retrieve -H 'Authorization: Bearer {key}' \
              -H 'Content-Type: application/json' -d '{{\"query\": \"What drove revenue growth?\"}}'"
         );
+        let mut shared = SharedModels::new(models.clone());
+        if let Some(hosted) = args.rerank.config()? {
+            if models.reranker.is_some() {
+                anyhow::bail!("--reranker and --rerank-service both name a reranker: choose one");
+            }
+            shared = shared.with_reranker(hosted.connect().await?);
+            println!("reranking with {}", hosted.describe());
+        }
         let loader_state = state.clone();
-        let loader = tokio::task::spawn_blocking(move || load_indexes(&args, &models, &loader_state));
+        let loader = tokio::task::spawn_blocking(move || load_indexes(&args, shared, &models, &loader_state));
         // A server without its index is of no use: a failed load stops the process.
         tokio::spawn(async move {
             match loader.await {
@@ -129,9 +137,9 @@ pub fn run(args: ServeArgs, models: ModelSet) -> Result<()> {
 /// A corpus index that is not cached yet is served in two steps: its BM25 index first
 /// (seconds after the start, `degraded` in `/health` and in each answer), then the full
 /// hybrid index when its build is done, swapped in and saved in the cache.
-fn load_indexes(args: &ServeArgs, models: &ModelSet, state: &AppState) -> Result<()> {
-    // One copy of the models for every index served.
-    let shared = SharedModels::new(models.clone());
+///
+/// `shared` holds one copy of the models (and the reranker) for every index served.
+fn load_indexes(args: &ServeArgs, shared: SharedModels, models: &ModelSet, state: &AppState) -> Result<()> {
     let serve = |loaded: Vec<(Index, FactStore)>, ready: &[Path]| -> Result<()> {
         state.set_loading("loading models");
         let mut indexes = Indexes::new();

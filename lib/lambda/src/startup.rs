@@ -12,6 +12,9 @@
 //! - `SEXTANT_ORT_LIB`: ONNX Runtime's library (the layer's `/opt/lib/libonnxruntime.so`);
 //!   `SEXTANT_BACKEND` chooses the inference backend (see `sextant_core::encode`).
 //! - `SEXTANT_RERANKER_DIR`: a cross-encoder to rerank with (optional).
+//! - `SEXTANT_RERANK_SERVICE` (`cohere`, `bedrock` or `none`), `SEXTANT_RERANK_MODEL`,
+//!   `SEXTANT_RERANK_ENDPOINT`, `SEXTANT_RERANK_TIMEOUT_MS`, `CO_API_KEY`: a hosted
+//!   reranker instead (see `sextant_rerank::HostedConfig::from_env`).
 //! - `SEXTANT_KEYS`: the key store, a JSON file or `dynamodb://KEYS_TABLE/RATE_TABLE`;
 //!   `SEXTANT_KEYS_FILE` is read when it is not set.
 //! - `SEXTANT_KEY_CACHE_SECS` (default 30): how long a DynamoDB key lookup is cached.
@@ -36,6 +39,7 @@ use sextant_core::pipeline::SharedModels;
 use sextant_core::storage::{LocalDir, Location};
 use sextant_finance::Financials;
 use sextant_keys::{CachedKeyStore, KeyStore};
+use sextant_rerank::HostedConfig;
 use sextant_server::{ApiConfig, AppState, Indexes, ServedIndex};
 
 /// What cold start produces: the router's state, and the watcher of S3 indexes.
@@ -109,6 +113,23 @@ pub async fn models_from_env() -> Result<ModelSet> {
     Ok(models)
 }
 
+/// The models of `set`, reranking with the hosted service the environment names, if any.
+async fn shared_models(set: ModelSet) -> Result<SharedModels> {
+    let shared = SharedModels::new(set);
+    let hosted = HostedConfig::from_env().map_err(rerank_error)?;
+    let Some(hosted) = hosted else { return Ok(shared) };
+    let reranker = hosted.connect().await.map_err(rerank_error)?;
+    tracing::info!(reranker = %hosted.describe(), "reranking with a hosted service");
+    Ok(shared.with_reranker(reranker))
+}
+
+fn rerank_error(e: sextant_rerank::Error) -> Error {
+    match e {
+        sextant_rerank::Error::Config { field, reason } => Error::invalid(&field, reason),
+        e => Error::Component { component: "reranker".into(), reason: e.to_string() },
+    }
+}
+
 /// The key store named by the environment.
 pub async fn key_store_from_env() -> Result<Arc<dyn KeyStore>> {
     let spec = var("SEXTANT_KEYS").or_else(|| var("SEXTANT_KEYS_FILE")).ok_or_else(|| {
@@ -139,7 +160,7 @@ pub async fn from_env() -> Result<Context> {
     let locations = index_locations()?;
     let keys = key_store_from_env().await?;
     // Loaded once, by the first index that needs them, and shared by all.
-    let models = Arc::new(SharedModels::new(models_from_env().await?));
+    let models = Arc::new(shared_models(models_from_env().await?).await?);
     // Only S3 indexes have versions to report or can fail to load and be retried.
     let mut versions: Vec<(String, String)> = Vec::new();
     let mut indexes = Indexes::new();

@@ -15,8 +15,8 @@ use aws_sdk_bedrockagentruntime::config::retry::RetryConfig;
 use aws_sdk_bedrockagentruntime::config::timeout::TimeoutConfig;
 use aws_sdk_bedrockagentruntime::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_bedrockagentruntime::types::{
-    BedrockRerankingConfiguration, BedrockRerankingModelConfiguration, RerankDocument, RerankDocumentType,
-    RerankQuery, RerankQueryContentType, RerankSource, RerankSourceType, RerankTextDocument, RerankingConfiguration,
+    BedrockRerankingConfiguration, BedrockRerankingModelConfiguration, RerankDocument, RerankDocumentType, RerankQuery,
+    RerankQueryContentType, RerankSource, RerankSourceType, RerankTextDocument, RerankingConfiguration,
     RerankingConfigurationType,
 };
 use sextant_core::pipeline::{Candidate, Reranked, Reranker};
@@ -82,13 +82,19 @@ impl BedrockReranker {
             reason: format!("building the request: {e}"),
         };
         let text = |t: String| RerankTextDocument::builder().text(t).build();
-        let query =
-            RerankQuery::builder().r#type(RerankQueryContentType::Text).text_query(text(query)).build().map_err(built)?;
+        let query = RerankQuery::builder()
+            .r#type(RerankQueryContentType::Text)
+            .text_query(text(query))
+            .build()
+            .map_err(built)?;
         let count = documents.len();
         let mut sources = Vec::with_capacity(count);
         for d in documents {
-            let document =
-                RerankDocument::builder().r#type(RerankDocumentType::Text).text_document(text(d)).build().map_err(built)?;
+            let document = RerankDocument::builder()
+                .r#type(RerankDocumentType::Text)
+                .text_document(text(d))
+                .build()
+                .map_err(built)?;
             sources.push(
                 RerankSource::builder()
                     .r#type(RerankSourceType::Inline)
@@ -103,7 +109,10 @@ impl BedrockReranker {
                 BedrockRerankingConfiguration::builder()
                     .number_of_results(count as i32)
                     .model_configuration(
-                        BedrockRerankingModelConfiguration::builder().model_arn(&self.model_arn).build().map_err(built)?,
+                        BedrockRerankingModelConfiguration::builder()
+                            .model_arn(&self.model_arn)
+                            .build()
+                            .map_err(built)?,
                     )
                     .build(),
             )
@@ -172,6 +181,9 @@ impl Reranker for BedrockReranker {
                 e => e,
             })
             .and_then(|scored| verdicts(SERVICE, candidates, scored))
-            .map_err(|e| sextant_core::Error::Component { component: format!("{SERVICE} ({})", self.model_arn), reason: e.to_string() })
+            .map_err(|e| sextant_core::Error::Component {
+                component: format!("{SERVICE} ({})", self.model_arn),
+                reason: e.to_string(),
+            })
     }
 }

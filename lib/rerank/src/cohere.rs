@@ -102,8 +102,7 @@ impl CohereReranker {
         if let Some(key) = &self.api_key {
             request = request.header(hyper::header::AUTHORIZATION, format!("Bearer {key}"));
         }
-        let request =
-            request.body(Full::new(Bytes::from(body.to_string()))).map_err(|e| transport(e.to_string()))?;
+        let request = request.body(Full::new(Bytes::from(body.to_string()))).map_err(|e| transport(e.to_string()))?;
         let answer = self.client.request(request).await.map_err(|e| transport(describe(&e)))?;
         let status = answer.status();
         let bytes = Limited::new(answer.into_body(), MAX_ANSWER_BYTES)
@@ -116,10 +115,16 @@ impl CohereReranker {
                 .ok()
                 .and_then(|r| r.message)
                 .unwrap_or_else(|| String::from_utf8_lossy(&bytes).into_owned());
-            return Err(Error::Status { service: SERVICE, status: status.as_u16().to_string(), message: cut(&message) });
+            return Err(Error::Status {
+                service: SERVICE,
+                status: status.as_u16().to_string(),
+                message: cut(&message),
+            });
         }
-        let answer: Answer = serde_json::from_slice(&bytes)
-            .map_err(|e| Error::Protocol { service: SERVICE, reason: format!("the answer is not a rerank result ({e})") })?;
+        let answer: Answer = serde_json::from_slice(&bytes).map_err(|e| Error::Protocol {
+            service: SERVICE,
+            reason: format!("the answer is not a rerank result ({e})"),
+        })?;
         Ok(answer.results.into_iter().map(|r| (r.index, r.relevance_score)).collect())
     }
 }
@@ -145,6 +150,9 @@ impl Reranker for CohereReranker {
         let work = self.clone().call(query.to_string(), documents);
         with_deadline(&self.runtime, SERVICE, self.timeout, work)
             .and_then(|scored| verdicts(SERVICE, candidates, scored))
-            .map_err(|e| sextant_core::Error::Component { component: format!("{SERVICE} ({})", self.model), reason: e.to_string() })
+            .map_err(|e| sextant_core::Error::Component {
+                component: format!("{SERVICE} ({})", self.model),
+                reason: e.to_string(),
+            })
     }
 }

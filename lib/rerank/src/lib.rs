@@ -43,7 +43,9 @@ impl Service {
             "" | "none" => Ok(None),
             "cohere" => Ok(Some(Service::Cohere)),
             "bedrock" => Ok(Some(Service::Bedrock)),
-            other => Err(Error::config(field, format!("{other:?} is not a reranking service: use one of {:?}", Self::NAMES))),
+            other => {
+                Err(Error::config(field, format!("{other:?} is not a reranking service: use one of {:?}", Self::NAMES)))
+            }
         }
     }
 
@@ -103,7 +105,8 @@ impl HostedConfig {
     /// | `CO_API_KEY` | Cohere's API key (the variable Cohere's own SDKs read) |
     pub fn from_env() -> Result<Option<HostedConfig>> {
         let var = |k: &str| std::env::var(k).ok().map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
-        let Some(service) = Service::parse("SEXTANT_RERANK_SERVICE", &var("SEXTANT_RERANK_SERVICE").unwrap_or_default())?
+        let Some(service) =
+            Service::parse("SEXTANT_RERANK_SERVICE", &var("SEXTANT_RERANK_SERVICE").unwrap_or_default())?
         else {
             return Ok(None);
         };

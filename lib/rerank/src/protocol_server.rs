@@ -173,7 +173,11 @@ async fn answer(shared: &Shared, protocol: Protocol, ask: Ask) -> Result<Vec<(us
     }
 }
 
-fn text_list(value: Option<&Value>, field: &str, text_of: impl Fn(&Value) -> Option<&str>) -> Result<Vec<String>, String> {
+fn text_list(
+    value: Option<&Value>,
+    field: &str,
+    text_of: impl Fn(&Value) -> Option<&str>,
+) -> Result<Vec<String>, String> {
     let Some(Value::Array(items)) = value else { return Err(format!("{field} must be a list")) };
     if items.is_empty() || items.len() > MAX_DOCUMENTS {
         return Err(format!("{field} must hold from 1 to {MAX_DOCUMENTS} items, not {}", items.len()));
@@ -259,7 +263,10 @@ async fn bedrock(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: By
         let model = model.ok_or("modelConfiguration.modelArn must be a model ARN")?.to_string();
         let top_n = match bedrock.get("numberOfResults") {
             None => documents.len(),
-            Some(v) => v.as_u64().filter(|&n| (1..=MAX_DOCUMENTS as u64).contains(&n)).ok_or("numberOfResults must be from 1 to 1000")? as usize,
+            Some(v) => v
+                .as_u64()
+                .filter(|&n| (1..=MAX_DOCUMENTS as u64).contains(&n))
+                .ok_or("numberOfResults must be from 1 to 1000")? as usize,
         };
         Ok::<_, String>(Ask { model, query, documents, top_n })
     })();

@@ -25,7 +25,10 @@ fn standin() -> Arc<CrossEncoderReranker> {
     MODEL
         .get_or_init(|| {
             let dir = sextant_core::testutil::model_dir().join("ce-standin");
-            Arc::new(CrossEncoderReranker::new(CrossEncoder::load(&dir).expect("the stand-in cross-encoder"), "ce-standin"))
+            Arc::new(CrossEncoderReranker::new(
+                CrossEncoder::load(&dir).expect("the stand-in cross-encoder"),
+                "ce-standin",
+            ))
         })
         .clone()
 }
@@ -93,7 +96,10 @@ fn bedrock_returns_the_services_order_with_the_models_arn() {
     let s = setup(None);
     let got = bedrock(&s, Duration::from_secs(10)).rerank(QUERY, &candidates()).unwrap();
     assert_same_order(&got, &expected());
-    assert_eq!(s.server.last_model().as_deref(), Some("arn:aws:bedrock:us-west-2::foundation-model/amazon.rerank-v1:0"));
+    assert_eq!(
+        s.server.last_model().as_deref(),
+        Some("arn:aws:bedrock:us-west-2::foundation-model/amazon.rerank-v1:0")
+    );
 }
 
 #[test]
@@ -157,7 +163,8 @@ fn settings_are_checked_when_read() {
     assert!(timeout_from_ms("t", "0").is_err() && timeout_from_ms("t", "abc").is_err());
     assert_eq!(timeout_from_ms("t", "750").unwrap(), Duration::from_millis(750));
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let no_key = HostedConfig { service: Service::Cohere, model: None, endpoint: None, timeout: DEFAULT_TIMEOUT, api_key: None };
+    let no_key =
+        HostedConfig { service: Service::Cohere, model: None, endpoint: None, timeout: DEFAULT_TIMEOUT, api_key: None };
     let e = rt.block_on(no_key.connect()).err().unwrap().to_string();
     assert!(e.contains("CO_API_KEY"), "{e}");
     let bad = HostedConfig { endpoint: Some("ftp://x".into()), api_key: Some("k".into()), ..no_key.clone() };

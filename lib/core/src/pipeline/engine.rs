@@ -805,6 +805,12 @@ impl LoadedModels {
         })
     }
 
+    /// Reranks with `reranker` instead of the model set's cross-encoder.
+    pub fn with_reranker(mut self, reranker: Arc<dyn Reranker>) -> Self {
+        self.reranker = Some(reranker);
+        self
+    }
+
     /// An engine over `index`, refused unless it was built with these dense and SPLADE weights.
     pub fn engine(&self, index: Arc<Index>) -> Result<Engine> {
         check_built_with(&index, &self.set, &self.dense_info, &self.sparse_info)?;

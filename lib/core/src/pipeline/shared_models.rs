@@ -7,7 +7,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::{Engine, LoadedModels};
+use super::{Engine, LoadedModels, Reranker};
 use crate::encode::ModelSet;
 use crate::error::Result;
 use crate::index::Index;
@@ -18,13 +18,22 @@ use crate::index::Index;
 /// in the meantime is picked up).
 pub struct SharedModels {
     set: ModelSet,
+    reranker: Option<Arc<dyn Reranker>>,
     loaded: Mutex<Option<Arc<LoadedModels>>>,
 }
 
 impl SharedModels {
     /// Models of `set`, not loaded yet.
     pub fn new(set: ModelSet) -> Self {
-        SharedModels { set, loaded: Mutex::new(None) }
+        SharedModels { set, reranker: None, loaded: Mutex::new(None) }
+    }
+
+    /// Reranks with `reranker` (a hosted service, say) instead of a cross-encoder of the
+    /// model set: the set's `reranker` directory is then not loaded.
+    pub fn with_reranker(mut self, reranker: Arc<dyn Reranker>) -> Self {
+        self.set.reranker = None;
+        self.reranker = Some(reranker);
+        self
     }
 
     /// The model directories.
@@ -41,7 +50,11 @@ impl SharedModels {
             return Ok((models.clone(), Duration::ZERO));
         }
         let t = Instant::now();
-        let models = Arc::new(LoadedModels::load(&self.set)?);
+        let mut models = LoadedModels::load(&self.set)?;
+        if let Some(r) = &self.reranker {
+            models = models.with_reranker(r.clone());
+        }
+        let models = Arc::new(models);
         *slot = Some(models.clone());
         Ok((models, t.elapsed()))
     }
