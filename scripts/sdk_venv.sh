@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The venv the SDK end-to-end test runs the official Alibaba Cloud Model Studio SDK from
-# (scripts/requirements-sdk.txt, pinned): $SEXTANT_CACHE_DIR/venv-sdk. Made once, and again
+# The venv the end-to-end tests run official SDKs from (scripts/requirements-sdk.txt,
+# pinned): the Alibaba Cloud Model Studio SDK (knowledge-base Retrieve) and Cohere's (the
+# hosted-reranker test's protocol server): $SEXTANT_CACHE_DIR/venv-sdk. Made once, and again
 # when the requirements change. Prints the venv's python.
 set -euo pipefail
 cd "$(dirname "$0")/.."

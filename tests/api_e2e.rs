@@ -324,6 +324,32 @@ fn requests_beyond_the_in_flight_bound_are_shed_with_retry_after() {
     assert_eq!(http(&a, "GET", "/health", &[], b"").status, 200);
 }
 
+/// The venv's python with the official SDKs (`scripts/sdk_venv.sh`, run by `scripts/test.sh`).
+fn sdk_python() -> String {
+    let python = std::env::var("SEXTANT_SDK_PYTHON").unwrap_or_else(|_| {
+        let cache = std::env::var("SEXTANT_CACHE_DIR")
+            .unwrap_or_else(|_| format!("{}/.cache/sextant", std::env::var("HOME").unwrap()));
+        format!("{cache}/venv-sdk/bin/python")
+    });
+    assert!(Path::new(&python).is_file(), "no SDK venv at {python}: run scripts/sdk_venv.sh (scripts/test.sh does)");
+    python
+}
+
+/// Runs `script` (under `scripts/`) with the SDK venv's python, `input` on its stdin, and
+/// returns what it prints, as JSON.
+fn run_sdk_script(script: &str, input: &Value) -> Value {
+    let mut child = Command::new(sdk_python())
+        .arg(repo().join("scripts").join(script))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input.to_string().as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{script} failed");
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{script} printed no JSON ({e})"))
+}
+
 /// `serve --rerank-service cohere|bedrock` reranks through the hosted service: the local
 /// protocol server scores with the stand-in cross-encoder, and each result's rerank score is
 /// the stand-in's on that passage. A slow, failing or throttled service costs at most the
@@ -340,6 +366,29 @@ fn a_hosted_reranker_reranks_and_its_failures_keep_the_fused_order() {
     let scorer: std::sync::Arc<dyn sextant_core::pipeline::Reranker> = standin.clone();
     let service =
         rt.block_on(ProtocolServer::start("127.0.0.1:0".parse().unwrap(), scorer, Some("co-test-key".into()))).unwrap();
+    // The protocol server answers Cohere's own SDK as the service does: Sextant's client is
+    // tested against what Cohere's client accepts.
+    let documents = ["Cross-border volume grew 24% on travel.", "The weather was mild.", "Cross-border fees rose."];
+    let ask = |key: &str| {
+        json!({"base_url": service.url(), "api_key": key, "model": "rerank-v3.5",
+               "query": "cross-border growth", "documents": documents, "top_n": 2})
+    };
+    let answer = run_sdk_script("cohere_rerank.py", &ask("co-test-key"));
+    let candidates: Vec<sextant_core::pipeline::Candidate<'_>> = documents
+        .iter()
+        .enumerate()
+        .map(|(i, text)| sextant_core::pipeline::Candidate { chunk: i as u32, text, fused_score: 0.0 })
+        .collect();
+    let want = sextant_core::pipeline::Reranker::rerank(&*standin, "cross-border growth", &candidates).unwrap();
+    let got = answer["results"].as_array().unwrap_or_else(|| panic!("{answer}"));
+    assert_eq!(got.len(), 2, "top_n");
+    for (g, w) in got.iter().zip(&want) {
+        assert_eq!(g["index"], w.chunk);
+        assert!((g["relevance_score"].as_f64().unwrap() - f64::from(w.score)).abs() < 1e-5);
+    }
+    assert_eq!(service.last_model().as_deref(), Some("rerank-v3.5"));
+    assert_eq!(run_sdk_script("cohere_rerank.py", &ask("wrong"))["error"]["status"], 401);
+
     let dir = tempfile::tempdir().unwrap();
     let keys = key_store(dir.path());
     let query = "How did cross-border volumes grow?";
@@ -735,12 +784,7 @@ fn knowledge_base_retrieve_with_search_filters_and_rewrite(a: &str) {
 /// operation. It sends them in the query string, with an empty body, no Content-Type and its
 /// own signature in `Authorization`; the key travels in `X-API-Key`.
 fn knowledge_base_through_the_official_sdk(a: &str) {
-    let python = std::env::var("SEXTANT_SDK_PYTHON").unwrap_or_else(|_| {
-        let cache = std::env::var("SEXTANT_CACHE_DIR")
-            .unwrap_or_else(|_| format!("{}/.cache/sextant", std::env::var("HOME").unwrap()));
-        format!("{cache}/venv-sdk/bin/python")
-    });
-    assert!(Path::new(&python).is_file(), "no SDK venv at {python}: run scripts/sdk_venv.sh (scripts/test.sh does)");
+    let python = sdk_python();
     let calls = json!([
         // 0: the least a client sends.
         {"IndexId": "demo", "Query": "share repurchases"},
