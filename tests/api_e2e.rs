@@ -741,6 +741,13 @@ fn knowledge_base_retrieve_with_search_filters_and_rewrite(a: &str) {
         "Index.InvalidParameter",
         "SearchFilters[0]._conditions[0].colour",
     );
+    // A model choice given by position inside its list: refused, not matched.
+    check(
+        kb(Some(PRO), json!({"IndexId": "demo", "Query": "x", "Rerank": [["gte-rerank-v2"]]})),
+        400,
+        "Index.InvalidParameter",
+        "Rerank[0]",
+    );
     check(
         kb(Some(PRO), json!({"IndexId": "demo", "Query": "x", "RerankTopN": 25})),
         400,
@@ -1044,6 +1051,8 @@ fn every_error_status_uses_the_envelope(a: &str) {
     );
     check(p(json!({"query": "x", "filters": {"tickers": [""]}})), 400, "invalid_request", Some("filters.tickers[0]"));
     check(p(json!({"query": "x", "topk": 5})), 400, "invalid_request", Some("topk"));
+    // An object's fields given by position, at any depth: refused, not matched.
+    check(p(json!({"query": "x", "filters": [["MA"], 2023]})), 400, "invalid_request", Some("filters"));
     check(p(json!({"query": "x".repeat(5000)})), 400, "invalid_request", Some("query"));
     check(
         http(

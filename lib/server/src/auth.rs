@@ -28,7 +28,7 @@ pub struct Authed<T> {
     pub body: T,
 }
 
-impl<T: DeserializeOwned> FromRequest<Arc<AppState>> for Authed<T> {
+impl<T: DeserializeOwned + schemars::JsonSchema + 'static> FromRequest<Arc<AppState>> for Authed<T> {
     type Rejection = Response;
 
     async fn from_request(req: Request, state: &Arc<AppState>) -> Result<Self, Response> {

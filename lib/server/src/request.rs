@@ -35,7 +35,11 @@ pub async fn read_body(
 
 /// Decodes `body` as `T`: 415 unless the content type is JSON, 413 over `limit` bytes,
 /// 400 naming the JSON path of a missing, unknown or mistyped field.
-pub fn json_body<T: DeserializeOwned>(headers: &HeaderMap, body: &Bytes, limit: usize) -> Result<T, ApiError> {
+pub fn json_body<T: DeserializeOwned + schemars::JsonSchema + 'static>(
+    headers: &HeaderMap,
+    body: &Bytes,
+    limit: usize,
+) -> Result<T, ApiError> {
     let ct = headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("");
     let mime = ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
     if !(mime == "application/json" || (mime.starts_with("application/") && mime.ends_with("+json"))) {
@@ -51,16 +55,123 @@ pub fn json_body<T: DeserializeOwned>(headers: &HeaderMap, body: &Bytes, limit: 
         Some(_) => return Err(ApiError::bad_body("the request body must be a JSON object")),
     }
     let de = &mut serde_json::Deserializer::from_slice(body);
-    decoded(serde_path_to_error::deserialize(de))
+    let out = decoded(serde_path_to_error::deserialize(de))?;
+    // Only a body with an array in it can hold one where an object belongs.
+    if body.contains(&b'[') {
+        if let Ok(value) = serde_json::from_slice::<serde_json::Value>(body) {
+            refuse_arrays_for_objects::<T>(&value)?;
+        }
+    }
+    Ok(out)
+}
+
+fn refuse_arrays_for_objects<T: schemars::JsonSchema + 'static>(value: &serde_json::Value) -> Result<(), ApiError> {
+    match array_for_object::<T>(value) {
+        Some(path) => Err(ApiError::invalid(path, "must be a JSON object, not an array")),
+        None => Ok(()),
+    }
 }
 
 /// Decodes a JSON value already built (from a query string, say) as `T`, with the errors of
 /// [`json_body`].
-pub fn json_value<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, ApiError> {
+pub fn json_value<T: DeserializeOwned + schemars::JsonSchema + 'static>(
+    value: serde_json::Value,
+) -> Result<T, ApiError> {
     if !value.is_object() {
         return Err(ApiError::bad_body("the request must be a JSON object"));
     }
+    refuse_arrays_for_objects::<T>(&value)?;
     decoded(serde_path_to_error::deserialize(value))
+}
+
+/// The JSON path of the first array given where `T`'s schema wants an object, if any.
+///
+/// Serde reads a struct from an array by position (`"filters": [["AAPL"], 2024]` as
+/// `{"tickers": ["AAPL"], "year": 2024}`); the API takes objects only. Checked against the
+/// schema the OpenAPI document publishes, at every depth, after a successful decode.
+fn array_for_object<T: schemars::JsonSchema + 'static>(value: &serde_json::Value) -> Option<String> {
+    let schema = schema_of::<T>();
+    let defs = schema.get("$defs").cloned().unwrap_or_default();
+    let mut path = String::new();
+    walk(value, &schema, &defs, &mut path).then_some(path)
+}
+
+/// `T`'s JSON schema, generated once per type.
+fn schema_of<T: schemars::JsonSchema + 'static>() -> std::sync::Arc<serde_json::Value> {
+    use std::any::TypeId;
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, OnceLock};
+    static SCHEMAS: OnceLock<Mutex<HashMap<TypeId, Arc<serde_json::Value>>>> = OnceLock::new();
+    let mut cache = SCHEMAS.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
+    cache.entry(TypeId::of::<T>()).or_insert_with(|| Arc::new(schemars::schema_for!(T).to_value())).clone()
+}
+
+/// The schema `s` points to (`$ref` into `defs` followed).
+fn resolve<'a>(s: &'a serde_json::Value, defs: &'a serde_json::Value) -> &'a serde_json::Value {
+    match s.get("$ref").and_then(|r| r.as_str()).and_then(|r| r.strip_prefix("#/$defs/")) {
+        Some(name) => defs.get(name).map(|d| resolve(d, defs)).unwrap_or(s),
+        None => s,
+    }
+}
+
+/// The branches of `s`: its `anyOf`/`oneOf` alternatives, or itself.
+fn branches<'a>(s: &'a serde_json::Value, defs: &'a serde_json::Value) -> Vec<&'a serde_json::Value> {
+    let s = resolve(s, defs);
+    match s.get("anyOf").or_else(|| s.get("oneOf")).and_then(|b| b.as_array()) {
+        Some(list) => list.iter().flat_map(|b| branches(b, defs)).collect(),
+        None => vec![s],
+    }
+}
+
+/// Whether the schema allows JSON type `kind` (no `type` allows any).
+fn allows(s: &serde_json::Value, kind: &str) -> bool {
+    match s.get("type") {
+        None => true,
+        Some(serde_json::Value::String(t)) => t == kind,
+        Some(serde_json::Value::Array(ts)) => ts.iter().any(|t| t == kind),
+        Some(_) => true,
+    }
+}
+
+/// Walks `value` beside `schema`, extending `path`; true (with `path` at it) on an array
+/// where only an object is allowed.
+fn walk(value: &serde_json::Value, schema: &serde_json::Value, defs: &serde_json::Value, path: &mut String) -> bool {
+    let alternatives = branches(schema, defs);
+    match value {
+        serde_json::Value::Array(items) => {
+            let list: Vec<_> = alternatives.iter().filter(|b| allows(b, "array")).collect();
+            if list.is_empty() {
+                return alternatives.iter().any(|b| allows(b, "object"));
+            }
+            let Some(item_schema) = list.iter().find_map(|b| b.get("items")) else { return false };
+            for (i, item) in items.iter().enumerate() {
+                let len = path.len();
+                path.push_str(&format!("[{i}]"));
+                if walk(item, item_schema, defs, path) {
+                    return true;
+                }
+                path.truncate(len);
+            }
+            false
+        }
+        serde_json::Value::Object(fields) => {
+            let Some(props) = alternatives.iter().find_map(|b| b.get("properties")) else { return false };
+            for (k, v) in fields {
+                let Some(sub) = props.get(k) else { continue };
+                let len = path.len();
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(k);
+                if walk(v, sub, defs, path) {
+                    return true;
+                }
+                path.truncate(len);
+            }
+            false
+        }
+        _ => false,
+    }
 }
 
 /// A decoding result, its error turned into a 400 naming the JSON path.
@@ -136,7 +247,7 @@ mod tests {
 
     use super::*;
 
-    #[derive(Deserialize, Debug)]
+    #[derive(Deserialize, Debug, schemars::JsonSchema)]
     #[serde(deny_unknown_fields)]
     #[allow(dead_code)]
     struct Req {
@@ -144,7 +255,7 @@ mod tests {
         #[serde(default)]
         filters: Option<F>,
     }
-    #[derive(Deserialize, Debug)]
+    #[derive(Deserialize, Debug, schemars::JsonSchema)]
     #[serde(deny_unknown_fields)]
     #[allow(dead_code)]
     struct F {
@@ -217,5 +328,26 @@ mod tests {
             json_value::<Req>(serde_json::json!(["q"])).unwrap_err().message,
             "the request must be a JSON object"
         );
+    }
+
+    #[test]
+    fn an_array_where_an_object_belongs_is_refused_at_any_depth() {
+        // Serde alone reads `[2024]` as `{"year": 2024}`.
+        let e = err("application/json", r#"{"query": "x", "filters": [2024]}"#);
+        assert_eq!((e.status.as_u16(), e.field.as_deref()), (400, Some("filters")));
+        assert_eq!(e.message, "filters: must be a JSON object, not an array");
+        let e = json_value::<Req>(serde_json::json!({"query": "x", "filters": [2024]})).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("filters"));
+        // Arrays where arrays belong, and objects where objects belong, pass.
+        #[derive(Deserialize, Debug, schemars::JsonSchema)]
+        #[allow(dead_code)]
+        struct Many {
+            items: Vec<F>,
+            tags: Option<Vec<String>>,
+        }
+        let many = |body: &str| json_body::<Many>(&headers("application/json"), &Bytes::from(body.to_string()), 1000);
+        assert!(many(r#"{"items": [{"year": 1}], "tags": ["a"]}"#).is_ok());
+        let e = many(r#"{"items": [{"year": 1}, [2]]}"#).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("items[1]"));
     }
 }
