@@ -70,7 +70,8 @@ async fn post_ok(app: &axum::Router, path: &str, body: Value) -> Value {
 async fn api_gateway_events_go_through_lambda_http_and_the_router() {
     let models = ModelSet::under(&default_model_dir());
     let engine = open_engine(Arc::new(test_index()), &models).unwrap();
-    let app = app_with(engine, "free");
+    // As `sextant_lambda::serve` does: the gateway's request id is the request's id.
+    let app = app_with(engine, "free").layer(axum::middleware::from_fn(sextant_lambda::gateway_request_id));
     // As `sextant_lambda::serve` does: REST API paths carry the stage (`/prod/v1/...`).
     std::env::set_var("AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH", "true");
 
@@ -96,6 +97,12 @@ async fn api_gateway_events_go_through_lambda_http_and_the_router() {
             let resp = app.clone().oneshot(request.map(axum::body::Body::new)).await.unwrap();
             assert_eq!(resp.status().as_u16(), *status, "{name}.{kind}");
             let id = resp.headers().get("x-request-id").unwrap().to_str().unwrap().to_string();
+            let event: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(
+                Some(id.as_str()),
+                event["requestContext"]["requestId"].as_str(),
+                "{name}.{kind}: the gateway's id"
+            );
             let body: Value = serde_json::from_slice(&to_bytes(resp.into_body(), 1 << 24).await.unwrap()).unwrap();
             if *status == 200 {
                 let items = body.get("chunks").or_else(|| body.get("results")).and_then(|v| v.as_array()).unwrap();

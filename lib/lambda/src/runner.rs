@@ -12,7 +12,7 @@ use sextant_aws::build_steps::{encode_step, merge_step, plan_step, StepEvent};
 use sextant_aws::Refresher;
 use sextant_core::encode::{DenseEncoder, ModelSet, SparseEncoder};
 use sextant_core::Error;
-use sextant_server::{AppState, ServedIndex};
+use sextant_server::{AppState, ServedIndex, UpstreamRequestId};
 
 use crate::startup::{from_env, models_from_env};
 
@@ -34,7 +34,7 @@ pub fn serve() -> Result<(), lambda_http::Error> {
         if let Some(r) = context.refresher {
             app = app.layer(axum::middleware::from_fn_with_state((r, context.state), refresh));
         }
-        lambda_http::run(app).await
+        lambda_http::run(app.layer(axum::middleware::from_fn(gateway_request_id))).await
     })
 }
 
@@ -118,6 +118,23 @@ async fn run_step(
     };
     tracing::info!(output = %out, "build step finished");
     Ok(out)
+}
+
+/// Hands API Gateway's request id to the router ([`UpstreamRequestId`]), which answers
+/// and logs under it: one id finds a request in the gateway's access logs and the
+/// function's.
+pub async fn gateway_request_id(mut req: Request, next: Next) -> Response {
+    use lambda_http::request::RequestContext;
+    use lambda_http::RequestExt;
+    let id = match req.request_context_ref() {
+        Some(RequestContext::ApiGatewayV1(c)) => c.request_id.clone(),
+        Some(RequestContext::ApiGatewayV2(c)) => c.request_id.clone(),
+        _ => None,
+    };
+    if let Some(id) = id {
+        req.extensions_mut().insert(UpstreamRequestId(id));
+    }
+    next.run(req).await
 }
 
 /// The refresh middleware: starts a background check of the S3 indexes' pointers when one

@@ -37,4 +37,6 @@ pub use envelope::ApiError;
 pub use rewrite::rewrite;
 pub use router::router;
 pub use routes::search::company_names;
-pub use state::{ApiConfig, AppState, Caller, Indexes, RequestId, ServedIndex, DEFAULT_MAX_IN_FLIGHT};
+pub use state::{
+    ApiConfig, AppState, Caller, Indexes, RequestId, ServedIndex, UpstreamRequestId, DEFAULT_MAX_IN_FLIGHT,
+};

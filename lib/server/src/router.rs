@@ -14,7 +14,7 @@ use tracing::Instrument;
 
 use crate::access;
 use crate::envelope::{self, ApiError};
-use crate::state::{AppState, RequestId};
+use crate::state::{AppState, RequestId, UpstreamRequestId};
 use crate::{auth, headers, openapi, routes};
 
 /// The router with every route. `/health` needs no key; the rest do.
@@ -95,10 +95,11 @@ async fn health(State(state): State<Arc<AppState>>) -> Response {
     }
 }
 
-/// Gives the request an id, and every response an `x-request-id` header and, for
-/// errors, the id inside the envelope.
+/// Gives the request an id (the gateway's, see [`UpstreamRequestId`], or a new one), and
+/// every response an `x-request-id` header and, for errors, the id inside the envelope.
 async fn with_request_id(State(state): State<Arc<AppState>>, mut req: Request, next: Next) -> Response {
-    let id = state.request_id();
+    let upstream = req.extensions().get::<UpstreamRequestId>().and_then(|u| u.usable()).map(str::to_string);
+    let id = upstream.unwrap_or_else(|| state.request_id());
     // The knowledge-base route answers in its own envelope.
     let kb_route = req.uri().path().ends_with("/index/retrieve");
     req.extensions_mut().insert(RequestId(id.clone()));

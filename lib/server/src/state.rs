@@ -201,3 +201,36 @@ pub struct Caller {
 /// The request id, as a request extension.
 #[derive(Debug, Clone)]
 pub struct RequestId(pub String);
+
+/// The id a front door gave the request (API Gateway's `requestContext.requestId`), set
+/// as a request extension by whoever runs the router: the router then uses it as the
+/// request's id (`x-request-id`, the error envelope, every log line), so one id finds a
+/// request in the gateway's logs and in ours. Used only when it is 1-128 characters of
+/// letters, digits and `-_=+/.` (REST APIs send UUIDs, HTTP APIs base64).
+#[derive(Debug, Clone)]
+pub struct UpstreamRequestId(pub String);
+
+impl UpstreamRequestId {
+    /// The id, when it is one the router may echo.
+    pub(crate) fn usable(&self) -> Option<&str> {
+        let id = self.0.as_str();
+        let ok =
+            (1..=128).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_=+/.".contains(&b));
+        ok.then_some(id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_plain_upstream_id_is_echoed() {
+        for ok in ["c6af9ac6-7b61-11e6-9a41-93e8deadbeef", "JKJaXmPLvHcESHA="] {
+            assert_eq!(UpstreamRequestId(ok.into()).usable(), Some(ok));
+        }
+        for bad in ["", "a b", "x\r\nSet-Cookie: y", &"a".repeat(129), "<script>"] {
+            assert_eq!(UpstreamRequestId(bad.into()).usable(), None, "{bad:?}");
+        }
+    }
+}
