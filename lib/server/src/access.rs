@@ -33,6 +33,8 @@ pub struct AccessRecord {
     /// What the reranker did on the request's last search (`applied`, `unavailable`,
     /// `failed`, `not_requested`).
     pub rerank: Option<&'static str>,
+    /// When the index served was built (Unix seconds, from its manifest).
+    pub index_built_unix: Option<u64>,
 }
 
 tokio::task_local! {
@@ -109,6 +111,13 @@ pub fn emf_line(record: &AccessRecord, service: &str, status: u16, total_ms: f64
     if let Some(r) = record.rerank {
         values.insert("rerank".into(), r.into());
     }
+    // How stale the answer's index is: now − its build time, so an alarm can say when
+    // builds stopped arriving (a failed schedule, a stuck workflow).
+    if let Some(built) = record.index_built_unix {
+        let age = (now_ms / 1000).saturating_sub(u128::from(built)) as u64;
+        metrics.push(serde_json::json!({"Name": "IndexAge", "Unit": "Seconds"}));
+        values.insert("IndexAge".into(), age.into());
+    }
     values.insert(
         "_aws".into(),
         serde_json::json!({
@@ -169,6 +178,7 @@ mod tests {
             results: Some(5),
             stages: BTreeMap::from([("encode", 2.0), ("bm25", 0.5)]),
             rerank: Some("failed"),
+            index_built_unix: Some(1_700_000_000 - 7200),
         };
         let line: serde_json::Value =
             serde_json::from_str(&emf_line(&rec, "api", 503, 12.5, 1_700_000_000_000)).unwrap();
@@ -191,5 +201,6 @@ mod tests {
             (Some(1), Some(0), Some(1))
         );
         assert_eq!(line["Results"], 5);
+        assert_eq!(line["IndexAge"], 7200, "seconds since the index was built");
     }
 }

@@ -163,10 +163,16 @@ impl AppState {
             return Err(ApiError::forbidden(format!("this API key may not read index {shown}")));
         }
         let indexes = self.indexes()?;
-        indexes.get(id).cloned().ok_or_else(|| {
+        let served = indexes.get(id).cloned().ok_or_else(|| {
             let readable: Vec<&str> = indexes.keys().filter(|k| caller.key.can_read(k)).map(String::as_str).collect();
             ApiError::not_found(format!("no index {shown} is loaded (this key may read: {})", readable.join(", ")))
-        })
+        })?;
+        let built = served.engine.index().manifest.created_unix;
+        crate::access::record(|r| {
+            r.index = Some(id.to_string());
+            r.index_built_unix = Some(built);
+        });
+        Ok(served)
     }
 
     /// The engine of index `id` for `caller` (see [`AppState::index_for`]).
