@@ -406,7 +406,9 @@ fn a_hosted_reranker_reranks_and_its_failures_keep_the_fused_order() {
             .map(|u| u["position"]["chunk_text"].as_str().unwrap().to_string())
             .collect()
     };
-    let timeout = ["--rerank-timeout-ms", "800"];
+    // The stand-in scores the fused top 50 in about a second on 2 cores beside the server;
+    // the timeout leaves room for a loaded machine, and the slow fault is well past it.
+    let timeout = ["--rerank-timeout-ms", "5000"];
     let cohere = start_with_env(
         &keys,
         &[&["--rerank-service", "cohere", "--rerank-endpoint", &service.url()][..], &timeout].concat(),
@@ -437,7 +439,7 @@ fn a_hosted_reranker_reranks_and_its_failures_keep_the_fused_order() {
             last = got;
         }
         let fused = units(&search(a, false));
-        for fault in [Fault::Slow(Duration::from_secs(5)), Fault::Status(503), Fault::Status(429), Fault::Garbage] {
+        for fault in [Fault::Slow(Duration::from_secs(30)), Fault::Status(503), Fault::Status(429), Fault::Garbage] {
             service.set_fault(fault);
             let t = Instant::now();
             let r = search(a, true);
@@ -445,7 +447,7 @@ fn a_hosted_reranker_reranks_and_its_failures_keep_the_fused_order() {
             let meta = &r.body["meta"]["rerank"];
             assert_eq!(meta["status"], "failed", "{name} {fault:?}: {meta:?}");
             assert_eq!(units(&r), fused, "{name} {fault:?}: the fused order is served");
-            assert!(took < Duration::from_secs(4), "{name} {fault:?}: {took:?} (timeout 800 ms)");
+            assert!(took < Duration::from_secs(9), "{name} {fault:?}: {took:?} (timeout 5 s)");
         }
     }
     // Without the key, Cohere's protocol says 401, and the search still answers.
