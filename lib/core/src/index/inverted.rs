@@ -139,26 +139,60 @@ impl InvertedIndex {
     /// The `k` best chunks for `query` (`(term, weight)` pairs) among `allowed` (all when
     /// `None`), by `sum(weight * impact)`. Chunks with no matching term are not returned.
     /// Ties are broken by chunk ordinal.
+    ///
+    /// Term at a time into one score per chunk (a buffer kept per thread), then one pass
+    /// over the scores keeps the best `k`. Measured at 100,000 chunks against keeping a list
+    /// of the chunks touched (a branch and a push per posting): see the README's benchmark.
     pub fn search(&self, query: &[(u32, f32)], allowed: Option<&Bitset>, k: usize) -> Vec<(u32, f32)> {
-        let mut acc = vec![0f32; self.num_chunks as usize];
-        let mut touched: Vec<u32> = Vec::new();
-        for &(t, qw) in query {
-            let (chunks, impacts) = self.postings(t);
-            for (&c, &imp) in chunks.iter().zip(impacts) {
-                if let Some(a) = allowed {
-                    if !a.contains(c as usize) {
-                        continue;
+        thread_local! {
+            static SCORES: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        SCORES.with(|scores| {
+            let mut acc = scores.borrow_mut();
+            acc.clear();
+            acc.resize(self.num_chunks as usize, 0.0);
+            for &(t, qw) in query {
+                let (chunks, impacts) = self.postings(t);
+                match allowed {
+                    None => {
+                        for (&c, &imp) in chunks.iter().zip(impacts) {
+                            acc[c as usize] += qw * imp;
+                        }
+                    }
+                    Some(a) => {
+                        for (&c, &imp) in chunks.iter().zip(impacts) {
+                            if a.contains(c as usize) {
+                                acc[c as usize] += qw * imp;
+                            }
+                        }
                     }
                 }
-                let slot = &mut acc[c as usize];
-                if *slot == 0.0 {
-                    touched.push(c);
-                }
-                *slot += qw * imp;
+            }
+            best_of_dense(&acc, k)
+        })
+    }
+}
+
+/// The `k` best positive scores of `scores` (indexed by chunk), best first, ties by smaller
+/// chunk: one pass that keeps at most `2k` candidates above a rising threshold (the `k`-th
+/// best so far; a later chunk with an equal score has a larger ordinal and loses the tie).
+fn best_of_dense(scores: &[f32], k: usize) -> Vec<(u32, f32)> {
+    if k == 0 {
+        return Vec::new();
+    }
+    let mut kept: Vec<(u32, f32)> = Vec::with_capacity(2 * k);
+    let mut floor = 0.0f32;
+    for (c, &s) in scores.iter().enumerate() {
+        if s > floor {
+            kept.push((c as u32, s));
+            if kept.len() == 2 * k {
+                let best = top_k(kept.drain(..), k);
+                floor = best[k - 1].1;
+                kept.extend(best);
             }
         }
-        top_k(touched.into_iter().map(|c| (c, acc[c as usize])).filter(|&(_, s)| s > 0.0), k)
     }
+    top_k(kept.into_iter(), k)
 }
 
 #[cfg(test)]
@@ -182,6 +216,49 @@ mod tests {
         assert!(idx.search(&[(7, 1.0)], None, 10).is_empty());
         assert!(idx.search(&[], None, 10).is_empty());
         assert_eq!(idx.search(&[(0, 1.0), (1, 1.0)], None, 1).len(), 1);
+    }
+
+    /// The one-pass selection returns exactly what scoring every chunk and sorting does,
+    /// filters and ties included (impacts on a coarse grid make many equal scores).
+    #[test]
+    fn search_matches_scoring_every_chunk() {
+        let mut rng = crate::testutil::Rng(7);
+        let (n, terms) = (3000usize, 40u32);
+        let docs: Vec<Vec<(u32, f32)>> = (0..n)
+            .map(|_| {
+                let mut d = Vec::new();
+                for t in 0..terms {
+                    if rng.below(4) == 0 {
+                        d.push((t, (1 + rng.below(3)) as f32 * 0.5));
+                    }
+                }
+                d
+            })
+            .collect();
+        let idx = InvertedIndex::build(terms as usize, docs.clone());
+        let mut allowed = Bitset::empty(n);
+        for c in (0..n).filter(|c| c % 3 != 0) {
+            allowed.insert(c);
+        }
+        for round in 0..20 {
+            let query: Vec<(u32, f32)> =
+                (0..terms).filter(|_| rng.below(5) == 0).map(|t| (t, 1.0 + (t % 3) as f32)).collect();
+            let filter = if round % 2 == 0 { None } else { Some(&allowed) };
+            for k in [1, 7, 50, 5000] {
+                let naive = docs
+                    .iter()
+                    .enumerate()
+                    .filter(|(c, _)| filter.is_none_or(|a| a.contains(*c)))
+                    .map(|(c, d)| {
+                        let s: f32 =
+                            query.iter().filter_map(|(t, w)| d.iter().find(|p| p.0 == *t).map(|p| w * p.1)).sum();
+                        (c as u32, s)
+                    })
+                    .filter(|p| p.1 > 0.0);
+                let want = top_k(naive, k);
+                assert_eq!(idx.search(&query, filter, k), want, "round {round}, k {k}");
+            }
+        }
     }
 
     #[test]
