@@ -118,6 +118,9 @@ async fn shared_models(set: ModelSet) -> Result<SharedModels> {
     let shared = SharedModels::new(set);
     let hosted = HostedConfig::from_env().map_err(rerank_error)?;
     let Some(hosted) = hosted else { return Ok(shared) };
+    if shared.set().reranker.is_some() {
+        tracing::warn!("SEXTANT_RERANKER_DIR is ignored: SEXTANT_RERANK_SERVICE names a hosted reranker");
+    }
     let reranker = hosted.connect().await.map_err(rerank_error)?;
     tracing::info!(reranker = %hosted.describe(), "reranking with a hosted service");
     Ok(shared.with_reranker(reranker))
@@ -275,6 +278,7 @@ mod tests {
             include_str!("../../aws/src/sdk.rs"),
             include_str!("../../core/src/encode/runtime/onnxruntime.rs"),
             include_str!("../../core/src/encode/models.rs"),
+            include_str!("../../rerank/src/lib.rs"),
         ]
         .concat();
         let mut vars: Vec<&str> = template
