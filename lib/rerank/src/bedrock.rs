@@ -22,7 +22,7 @@ use aws_sdk_bedrockagentruntime::types::{
 use sextant_core::pipeline::{Candidate, Reranked, Reranker};
 use tokio::runtime::Handle;
 
-use crate::call::{verdicts, with_deadline};
+use crate::call::rerank_through;
 use crate::error::{cut, Error, Result};
 
 const SERVICE: &str = "Bedrock Rerank";
@@ -169,21 +169,8 @@ fn refused<E: ProvideErrorMetadata + std::error::Error + 'static>(
 
 impl Reranker for BedrockReranker {
     fn rerank(&self, query: &str, candidates: &[Candidate<'_>]) -> sextant_core::Result<Vec<Reranked>> {
-        if candidates.is_empty() {
-            return Ok(Vec::new());
-        }
-        let documents = candidates.iter().map(|c| c.text.to_string()).collect();
-        let work = self.clone().call(query.to_string(), documents);
-        with_deadline(&self.runtime, SERVICE, self.timeout, work)
-            .map_err(|e| match e {
-                // The SDK's own operation timeout is the same deadline.
-                Error::Timeout { service, .. } => Error::Timeout { service, after: self.timeout },
-                e => e,
-            })
-            .and_then(|scored| verdicts(SERVICE, candidates, scored))
-            .map_err(|e| sextant_core::Error::Component {
-                component: format!("{SERVICE} ({})", self.model_arn),
-                reason: e.to_string(),
-            })
+        let name = format!("{SERVICE} ({})", self.model_arn);
+        let client = self.clone();
+        rerank_through(&self.runtime, SERVICE, &name, self.timeout, query, candidates, |q, d| client.call(q, d))
     }
 }

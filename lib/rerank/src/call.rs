@@ -39,6 +39,36 @@ pub(crate) fn with_deadline<T: Send + 'static>(
     }
 }
 
+/// One rerank through a hosted service, as the engine's rerank stage asks for it: the
+/// candidates' texts go to `call` (one request), whose answer is waited for at most
+/// `timeout` on `runtime`, checked ([`verdicts`]) and returned best first. Any failure is
+/// the engine's error for component `name`, so the fused order stays.
+pub(crate) fn rerank_through<Fut>(
+    runtime: &Handle,
+    service: &'static str,
+    name: &str,
+    timeout: Duration,
+    query: &str,
+    candidates: &[Candidate<'_>],
+    call: impl FnOnce(String, Vec<String>) -> Fut,
+) -> sextant_core::Result<Vec<Reranked>>
+where
+    Fut: Future<Output = Result<Vec<(i64, f64)>>> + Send + 'static,
+{
+    if candidates.is_empty() {
+        return Ok(Vec::new());
+    }
+    let documents = candidates.iter().map(|c| c.text.to_string()).collect();
+    with_deadline(runtime, service, timeout, call(query.to_string(), documents))
+        // A client's own timeout (the AWS SDK's) is this same deadline.
+        .map_err(|e| match e {
+            Error::Timeout { service, .. } => Error::Timeout { service, after: timeout },
+            e => e,
+        })
+        .and_then(|scored| verdicts(service, candidates, scored))
+        .map_err(|e| sextant_core::Error::Component { component: name.to_string(), reason: e.to_string() })
+}
+
 /// Turns a service's `(index into the documents sent, relevance)` pairs into the engine's
 /// verdicts, best first (ties keep the service's order).
 ///

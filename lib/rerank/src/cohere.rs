@@ -16,7 +16,7 @@ use serde::Deserialize;
 use sextant_core::pipeline::{Candidate, Reranked, Reranker};
 use tokio::runtime::Handle;
 
-use crate::call::{verdicts, with_deadline};
+use crate::call::rerank_through;
 use crate::error::{cut, Error, Result};
 
 const SERVICE: &str = "Cohere Rerank";
@@ -143,16 +143,8 @@ fn describe(e: &hyper_util::client::legacy::Error) -> String {
 
 impl Reranker for CohereReranker {
     fn rerank(&self, query: &str, candidates: &[Candidate<'_>]) -> sextant_core::Result<Vec<Reranked>> {
-        if candidates.is_empty() {
-            return Ok(Vec::new());
-        }
-        let documents = candidates.iter().map(|c| c.text.to_string()).collect();
-        let work = self.clone().call(query.to_string(), documents);
-        with_deadline(&self.runtime, SERVICE, self.timeout, work)
-            .and_then(|scored| verdicts(SERVICE, candidates, scored))
-            .map_err(|e| sextant_core::Error::Component {
-                component: format!("{SERVICE} ({})", self.model),
-                reason: e.to_string(),
-            })
+        let name = format!("{SERVICE} ({})", self.model);
+        let client = self.clone();
+        rerank_through(&self.runtime, SERVICE, &name, self.timeout, query, candidates, |q, d| client.call(q, d))
     }
 }
