@@ -406,7 +406,7 @@ fn a_hosted_reranker_reranks_and_its_failures_keep_the_fused_order() {
             .map(|u| u["position"]["chunk_text"].as_str().unwrap().to_string())
             .collect()
     };
-    // The stand-in scores the fused top 50 in about a second on 2 cores beside the server;
+    // The stand-in scores /v1/search's fused top 150 in a few seconds on 2 cores beside the server;
     // the timeout leaves room for a loaded machine, and the slow fault is well past it.
     let timeout = ["--rerank-timeout-ms", "10000"];
     let cohere = start_with_env(
