@@ -50,15 +50,18 @@ def main():
     with tempfile.TemporaryDirectory(prefix="sextant-first-") as empty:
         env = dict(os.environ, SEXTANT_CACHE_DIR=empty, SEXTANT_MODEL_DIR=models)
         t0 = time.monotonic()
+        # serve's log goes to a file: a pipe nobody reads fills up with its access lines (one
+        # per /health poll) and blocks the server on its next log line.
+        log = tempfile.TemporaryFile(mode="w+")
         proc = subprocess.Popen([str(args.sextant), "--backend", args.backend, "serve", "--addr", f"127.0.0.1:{port}",
-                                 "--dev-key", KEY], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                text=True)
+                                 "--dev-key", KEY], env=env, stdout=subprocess.DEVNULL, stderr=log, text=True)
         try:
             first = full = None
             answer = None
             while full is None:
                 if proc.poll() is not None:
-                    raise SystemExit(f"sextant serve exited: {proc.stderr.read()}")
+                    log.seek(0)
+                    raise SystemExit(f"sextant serve exited: {log.read()[-4000:]}")
                 if first is None:
                     status, body = get(f"{base}/v1/retrieve", json.dumps({"query": "What drove revenue growth?"}).encode())
                     if status == 200:
