@@ -76,7 +76,6 @@ pub async fn run_cancellable<T: Send + 'static>(
 
 /// Runs `search` with [`run_cancellable`].
 pub async fn run_search(engine: &Arc<Engine>, search: &SearchRequest) -> Result<SearchOutcome, ApiError> {
-    let index = engine.index().manifest.index_id.clone();
     let (engine, mut search) = (engine.clone(), search.clone());
     let out = run_cancellable(move |flag| {
         search.cancel = Some(flag);
@@ -84,16 +83,10 @@ pub async fn run_search(engine: &Arc<Engine>, search: &SearchRequest) -> Result<
     })
     .await??;
     crate::access::add_timings(&out.timings);
-    let rerank = match &out.rerank {
-        sextant_core::pipeline::RerankStatus::Applied => "applied",
-        sextant_core::pipeline::RerankStatus::Unavailable => "unavailable",
-        sextant_core::pipeline::RerankStatus::Failed(_) => "failed",
-        sextant_core::pipeline::RerankStatus::NotRequested => "not_requested",
-    };
+    // The index is recorded where the request resolved it (`AppState::index_for`).
     crate::access::record(|r| {
-        r.index = Some(index);
         r.results = Some(out.hits.len());
-        r.rerank = Some(rerank);
+        r.rerank = Some(out.rerank.name());
     });
     Ok(out)
 }

@@ -241,6 +241,18 @@ pub enum RerankStatus {
     Failed(String),
 }
 
+impl RerankStatus {
+    /// The status as the API writes it (`meta.rerank.status`, the serde tag above).
+    pub fn name(&self) -> &'static str {
+        match self {
+            RerankStatus::NotRequested => "not_requested",
+            RerankStatus::Unavailable => "unavailable",
+            RerankStatus::Applied => "applied",
+            RerankStatus::Failed(_) => "failed",
+        }
+    }
+}
+
 /// Time spent in each stage, in milliseconds.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StageTimings {

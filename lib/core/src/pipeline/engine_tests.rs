@@ -273,3 +273,12 @@ fn each_path_contributes_its_own_number_of_candidates() {
     assert_eq!(deepest(Path::Dense), Some(2), "dense gave 2");
     assert!(deepest(Path::Bm25).is_some_and(|r| r > 2 && r <= 7), "BM25 gave up to 7: {:?}", deepest(Path::Bm25));
 }
+
+#[test]
+fn rerank_status_names_are_the_serde_tags() {
+    for s in
+        [RerankStatus::NotRequested, RerankStatus::Unavailable, RerankStatus::Applied, RerankStatus::Failed("x".into())]
+    {
+        assert_eq!(serde_json::to_value(&s).unwrap()["status"], s.name());
+    }
+}
