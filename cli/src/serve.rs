@@ -105,7 +105,7 @@ pub fn run(args: ServeArgs, models: ModelSet) -> Result<()> {
             println!("reranking with {}", hosted.describe());
         }
         let loader_state = state.clone();
-        let loader = tokio::task::spawn_blocking(move || load_indexes(&args, shared, &models, &loader_state));
+        let loader = tokio::task::spawn_blocking(move || load_indexes(&args, shared, &loader_state));
         // A server without its index is of no use: a failed load stops the process.
         tokio::spawn(async move {
             match loader.await {
@@ -139,7 +139,8 @@ pub fn run(args: ServeArgs, models: ModelSet) -> Result<()> {
 /// hybrid index when its build is done, swapped in and saved in the cache.
 ///
 /// `shared` holds one copy of the models (and the reranker) for every index served.
-fn load_indexes(args: &ServeArgs, shared: SharedModels, models: &ModelSet, state: &AppState) -> Result<()> {
+fn load_indexes(args: &ServeArgs, shared: SharedModels, state: &AppState) -> Result<()> {
+    let models = shared.set();
     let serve = |loaded: Vec<(Index, FactStore)>, ready: &[Path]| -> Result<()> {
         state.set_loading("loading models");
         let mut indexes = Indexes::new();
