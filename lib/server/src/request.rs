@@ -91,9 +91,9 @@ pub fn json_value<T: DeserializeOwned + schemars::JsonSchema + 'static>(
 /// schema the OpenAPI document publishes, at every depth, after a successful decode.
 fn array_for_object<T: schemars::JsonSchema + 'static>(value: &serde_json::Value) -> Option<String> {
     let schema = schema_of::<T>();
-    let defs = schema.get("$defs").cloned().unwrap_or_default();
+    let defs = schema.get("$defs").unwrap_or(&serde_json::Value::Null);
     let mut path = String::new();
-    walk(value, &schema, &defs, &mut path).then_some(path)
+    walk(value, &schema, defs, &mut path).then_some(path)
 }
 
 /// `T`'s JSON schema, generated once per type.
