@@ -25,7 +25,7 @@ pub fn request_body(data: &[u8]) {
 /// evaluated against the index's documents.
 pub fn search_filters(data: &[u8]) {
     let Ok(v) = serde_json::from_slice::<Value>(data) else { return };
-    if let Ok(cond) = sextant_server::search_filters::compile(&v, "filters") {
+    if let Ok(cond) = sextant_server::search_filters::compile(&v, "filters", &Default::default()) {
         for d in &harness().documents {
             let _ = cond.matches(d);
         }

@@ -15,10 +15,19 @@
 //! `_conditions` is a list of nested sub-groups, joined with `_conditions_operator` (default:
 //! the group's `_operator`), and the result is joined to the fields with `_operator`.
 //! Fields: `ticker`, `year`, `quarter`, `documentType`, `filingType`, `documentId`,
-//! `title`, `publishedAt` (snake_case accepted).
+//! `title`, `publishedAt` (snake_case accepted), and every metadata field of the index by
+//! its dotted path (`department`, `author.team`; `metadata.department` also works).
+//!
+//! Metadata fields are typed by the index ([`MetadataSchema`]): a value of another type, a
+//! range (`gt`, `gte`, `lt`, `lte`) on a field that is not a number or a date, or a field
+//! no document of the index has is a 400 naming it. On a list of strings, equal means
+//! "holds", a multiQuery "holds any" and a `like` "holds one that matches".
+
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
-use sextant_core::corpus::{Date, Document, Quarter};
+use sextant_core::corpus::{Date, Document, MetaType, MetaValue, MetadataSchema, Quarter};
+use sextant_core::index::{Bitset, Index};
 
 use crate::envelope::ApiError;
 
@@ -38,8 +47,8 @@ pub enum Condition {
     },
 }
 
-/// A metadata field.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A field a filter tests.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Field {
     /// Ticker.
     Ticker,
@@ -57,6 +66,8 @@ pub enum Field {
     Title,
     /// Publication date.
     PublishedAt,
+    /// A metadata field of the index: its dotted path and type.
+    Meta(String, MetaType),
 }
 
 /// A scalar of the grammar.
@@ -66,6 +77,8 @@ pub enum Scalar {
     Num(f64),
     /// A string.
     Str(String),
+    /// A boolean (metadata only).
+    Bool(bool),
 }
 
 /// A test on one field.
@@ -116,7 +129,25 @@ fn scalar(v: &Value, at: &str) -> Result<Scalar, ApiError> {
     match v {
         Value::String(s) => Ok(Scalar::Str(s.clone())),
         Value::Number(n) => Ok(Scalar::Num(n.as_f64().unwrap_or(f64::NAN))),
+        Value::Bool(b) => Ok(Scalar::Bool(*b)),
         other => Err(ApiError::invalid(at, format!("expected a string or a number, got {}", shown(other)))),
+    }
+}
+
+/// A value of metadata field `name` of type `t`, checked against the type.
+fn typed_meta(name: &str, t: MetaType, v: &Value, at: &str) -> Result<Scalar, ApiError> {
+    let wrong = || ApiError::invalid(at, format!("{name} is {t} in this index, got {}", shown(v)));
+    match (t, v) {
+        (MetaType::Number, Value::Number(n)) => Ok(Scalar::Num(n.as_f64().unwrap_or(f64::NAN))),
+        (MetaType::Boolean, Value::Bool(b)) => Ok(Scalar::Bool(*b)),
+        (MetaType::String | MetaType::StringList, Value::String(s)) => Ok(Scalar::Str(s.clone())),
+        (MetaType::Date, Value::String(s)) => match s.parse::<Date>() {
+            Ok(d) => Ok(Scalar::Str(d.to_string())),
+            Err(_) => {
+                Err(ApiError::invalid(at, format!("{name} is a date in this index: give YYYY-MM-DD, got {}", shown(v))))
+            }
+        },
+        _ => Err(wrong()),
     }
 }
 
@@ -124,7 +155,7 @@ fn scalar(v: &Value, at: &str) -> Result<Scalar, ApiError> {
 /// number or ASCII digits), a date a calendar day `YYYY-MM-DD` (the `time` crate's
 /// calendar: `2024-02-31` is refused), a quarter `Q1`-`Q4` (or 1-4). Others are any
 /// string or number.
-fn typed(field: Field, v: &Value, at: &str) -> Result<Scalar, ApiError> {
+fn typed(field: &Field, v: &Value, at: &str) -> Result<Scalar, ApiError> {
     let raw = scalar(v, at)?;
     match (field, &raw) {
         (Field::Year, Scalar::Num(n)) if n.fract() == 0.0 && n.abs() < 1e6 => Ok(raw),
@@ -144,6 +175,8 @@ fn typed(field: Field, v: &Value, at: &str) -> Result<Scalar, ApiError> {
             Ok(Scalar::Str(t.parse::<Quarter>().map(|q| q.to_string()).unwrap_or_default()))
         }
         (Field::Quarter, _) => Err(ApiError::invalid(at, format!("must be one of Q1, Q2, Q3, Q4, got {}", shown(v)))),
+        (Field::Meta(name, t), _) => typed_meta(name, *t, v, at),
+        (_, Scalar::Bool(_)) => Err(ApiError::invalid(at, format!("expected a string or a number, got {}", shown(v)))),
         _ => Ok(raw),
     }
 }
@@ -166,18 +199,62 @@ fn operator(v: Option<&Value>, at: &str, default: bool) -> Result<bool, ApiError
     }
 }
 
-/// Compiles `SearchFilters` (the JSON array); `at` is the field path for errors.
-pub fn compile(filters: &Value, at: &str) -> Result<Condition, ApiError> {
+/// Compiles `SearchFilters` (the JSON array) against the metadata fields of an index;
+/// `at` is the field path for errors.
+pub fn compile(filters: &Value, at: &str, schema: &MetadataSchema) -> Result<Condition, ApiError> {
     let groups = filters.as_array().ok_or_else(|| ApiError::invalid(at, "must be an array of filter groups"))?;
     let compiled =
-        groups.iter().enumerate().map(|(i, g)| group(g, &format!("{at}[{i}]"), 0)).collect::<Result<_, _>>()?;
+        groups.iter().enumerate().map(|(i, g)| group(g, &format!("{at}[{i}]"), 0, schema)).collect::<Result<_, _>>()?;
     Ok(Condition::All(compiled))
+}
+
+/// Compiles one group of the grammar (an object of field conditions, with `_operator` and
+/// `_conditions`): the `metadata` filter of `/v1/search` and `/v1/retrieve`.
+pub fn compile_group(filter: &Value, at: &str, schema: &MetadataSchema) -> Result<Condition, ApiError> {
+    group(filter, at, 0, schema)
+}
+
+/// The documents of `index` that `cond` admits, as a set of document ordinals (the
+/// engine's [`SearchRequest::documents`](sextant_core::pipeline::SearchRequest)).
+pub fn admitted(cond: &Condition, index: &Index) -> Arc<Bitset> {
+    let mut set = Bitset::empty(index.documents.len());
+    for (i, d) in index.documents.iter().enumerate() {
+        if cond.matches(d) {
+            set.insert(i);
+        }
+    }
+    Arc::new(set)
+}
+
+/// The `metadata` filter of `/v1/search` or `/v1/retrieve` (at `at`), compiled against
+/// `index`'s metadata fields; `None` when absent.
+pub fn metadata_filter(filter: Option<&Value>, at: &str, index: &Index) -> Result<Option<Condition>, ApiError> {
+    filter.filter(|f| !f.is_null()).map(|f| compile_group(f, at, index.metadata_schema())).transpose()
+}
+
+/// The field named `name` in a filter: a built-in field, else a metadata field of the
+/// index (`metadata.` in front is optional).
+fn resolve(name: &str, path: &str, schema: &MetadataSchema) -> Result<Field, ApiError> {
+    if let Some(f) = field_of(name) {
+        return Ok(f);
+    }
+    let meta = name.strip_prefix("metadata.").unwrap_or(name);
+    if let Some(t) = schema.get(meta) {
+        return Ok(Field::Meta(meta.to_string(), t));
+    }
+    let known: Vec<&str> = schema.iter().map(|(k, _)| k).take(20).collect();
+    let fields = if known.is_empty() {
+        format!("{FIELDS}; no document of this index has metadata")
+    } else {
+        format!("{FIELDS}, or a metadata field of this index: {}", known.join(", "))
+    };
+    Err(ApiError::invalid(path, format!("is not a filterable field ({fields})")))
 }
 
 /// Groups nest at most this deep.
 const MAX_DEPTH: usize = 16;
 
-fn group(g: &Value, at: &str, depth: usize) -> Result<Condition, ApiError> {
+fn group(g: &Value, at: &str, depth: usize, schema: &MetadataSchema) -> Result<Condition, ApiError> {
     if depth > MAX_DEPTH {
         return Err(ApiError::invalid(at, format!("nests deeper than {MAX_DEPTH} levels")));
     }
@@ -195,10 +272,9 @@ fn group(g: &Value, at: &str, depth: usize) -> Result<Condition, ApiError> {
             continue;
         }
         let path = format!("{at}.{k}");
-        let field =
-            field_of(k).ok_or_else(|| ApiError::invalid(&path, format!("is not a filterable field ({FIELDS})")))?;
+        let field = resolve(k, &path, schema)?;
         let test = match v {
-            Value::String(_) | Value::Number(_) => Test::In(vec![typed(field, v, &path)?]),
+            Value::String(_) | Value::Number(_) | Value::Bool(_) => Test::In(vec![typed(&field, v, &path)?]),
             Value::Array(items) => {
                 if items.is_empty() {
                     return Err(ApiError::invalid(&path, "a multiQuery needs at least one value"));
@@ -207,7 +283,7 @@ fn group(g: &Value, at: &str, depth: usize) -> Result<Condition, ApiError> {
                     items
                         .iter()
                         .enumerate()
-                        .map(|(i, x)| typed(field, x, &format!("{path}[{i}]")))
+                        .map(|(i, x)| typed(&field, x, &format!("{path}[{i}]")))
                         .collect::<Result<_, _>>()?,
                 )
             }
@@ -248,7 +324,15 @@ fn group(g: &Value, at: &str, depth: usize) -> Result<Condition, ApiError> {
                             ))
                         }
                     };
-                    bounds.push((op_, typed(field, b, &format!("{path}.{op}"))?));
+                    if let Field::Meta(name, t) = &field {
+                        if !t.is_ordered() && !matches!(op_, RangeOp::Eq | RangeOp::Neq) {
+                            return Err(ApiError::invalid(
+                                format!("{path}.{op}"),
+                                format!("a range needs a number or a date field, and {name} is {t} in this index"),
+                            ));
+                        }
+                    }
+                    bounds.push((op_, typed(&field, b, &format!("{path}.{op}"))?));
                 }
                 Test::Range(bounds)
             }
@@ -269,7 +353,7 @@ fn group(g: &Value, at: &str, depth: usize) -> Result<Condition, ApiError> {
         let nested = list
             .iter()
             .enumerate()
-            .map(|(i, x)| group(x, &format!("{at}._conditions[{i}]"), depth + 1))
+            .map(|(i, x)| group(x, &format!("{at}._conditions[{i}]"), depth + 1, schema))
             .collect::<Result<Vec<_>, _>>()?;
         fields.push(if inner_and { Condition::All(nested) } else { Condition::Any(nested) });
     } else if obj.contains_key("_conditions_operator") {
@@ -278,7 +362,7 @@ fn group(g: &Value, at: &str, depth: usize) -> Result<Condition, ApiError> {
     Ok(if and { Condition::All(fields) } else { Condition::Any(fields) })
 }
 
-fn value_of(d: &Document, f: Field) -> Option<Scalar> {
+fn value_of(d: &Document, f: &Field) -> Option<Scalar> {
     match f {
         Field::Ticker => d.ticker.clone().map(Scalar::Str),
         Field::Year => d.year.map(|y| Scalar::Num(y as f64)),
@@ -288,6 +372,14 @@ fn value_of(d: &Document, f: Field) -> Option<Scalar> {
         Field::DocumentId => Some(Scalar::Str(d.document_id.clone())),
         Field::Title => Some(Scalar::Str(d.title.clone())),
         Field::PublishedAt => d.published_at.map(|p| Scalar::Str(p.to_string())),
+        Field::Meta(name, _) => match d.metadata.get(name)? {
+            MetaValue::Str(s) => Some(Scalar::Str(s.clone())),
+            MetaValue::Num(n) => Some(Scalar::Num(*n)),
+            MetaValue::Bool(b) => Some(Scalar::Bool(*b)),
+            MetaValue::Date(x) => Some(Scalar::Str(x.to_string())),
+            // Lists are tested item by item (see `Condition::matches`).
+            MetaValue::List(_) => None,
+        },
     }
 }
 
@@ -297,9 +389,12 @@ fn compare(a: &Scalar, b: &Scalar) -> Option<std::cmp::Ordering> {
     let num = |s: &Scalar| match s {
         Scalar::Num(n) => Some(*n),
         Scalar::Str(t) => t.trim().parse::<f64>().ok(),
+        Scalar::Bool(_) => None,
     };
     match (a, b) {
         (Scalar::Str(x), Scalar::Str(y)) => Some(x.to_lowercase().cmp(&y.to_lowercase())),
+        (Scalar::Bool(x), Scalar::Bool(y)) => Some(x.cmp(y)),
+        (Scalar::Bool(_), _) | (_, Scalar::Bool(_)) => None,
         _ => num(a)?.partial_cmp(&num(b)?),
     }
 }
@@ -340,8 +435,23 @@ impl Condition {
         match self {
             Condition::All(c) => c.iter().all(|x| x.matches(d)),
             Condition::Any(c) => c.is_empty() || c.iter().any(|x| x.matches(d)),
+            Condition::Field { field: Field::Meta(name, MetaType::StringList), test } => {
+                let items = match d.metadata.get(name) {
+                    Some(MetaValue::List(items)) => items.as_slice(),
+                    _ => &[],
+                };
+                let holds = |x: &Scalar| items.iter().any(|i| compare(&Scalar::Str(i.clone()), x) == Some(Equal));
+                match test {
+                    Test::In(vals) => vals.iter().any(holds),
+                    Test::Like(p) => items.iter().any(|i| like(i, p)),
+                    // Only eq and neq reach here (other bounds are refused when compiled).
+                    Test::Range(bounds) => {
+                        bounds.iter().all(|(op, b)| if *op == RangeOp::Eq { holds(b) } else { !holds(b) })
+                    }
+                }
+            }
             Condition::Field { field, test } => {
-                let Some(v) = value_of(d, *field) else {
+                let Some(v) = value_of(d, field) else {
                     return matches!(test, Test::Range(b) if b.iter().all(|(op, _)| *op == RangeOp::Neq));
                 };
                 match test {
@@ -349,6 +459,7 @@ impl Condition {
                     Test::Like(p) => match &v {
                         Scalar::Str(s) => like(s, p),
                         Scalar::Num(n) => like(&n.to_string(), p),
+                        Scalar::Bool(b) => like(&b.to_string(), p),
                     },
                     Test::Range(bounds) => bounds.iter().all(|(op, b)| {
                         let o = compare(&v, b);
@@ -396,7 +507,7 @@ mod tests {
     }
 
     fn ids(f: Value) -> Vec<String> {
-        let c = compile(&f, "SearchFilters").unwrap();
+        let c = compile(&f, "SearchFilters", &MetadataSchema::default()).unwrap();
         docs().into_iter().filter(|d| c.matches(d)).map(|d| d.document_id).collect()
     }
 
@@ -441,7 +552,7 @@ mod tests {
 
     #[test]
     fn malformed_filters_point_at_the_offending_element() {
-        let err = |f: Value| compile(&f, "SearchFilters").unwrap_err().field.unwrap();
+        let err = |f: Value| compile(&f, "SearchFilters", &MetadataSchema::default()).unwrap_err().field.unwrap();
         assert_eq!(err(json!({"ticker": "A"})), "SearchFilters");
         assert_eq!(err(json!([5])), "SearchFilters[0]");
         assert_eq!(err(json!([{"colour": "red"}])), "SearchFilters[0].colour");
@@ -467,7 +578,7 @@ mod tests {
     #[test]
     fn dates_years_and_quarters_are_checked_as_the_other_dialects_check_them() {
         let err = |f: Value| {
-            let e = compile(&f, "SearchFilters").unwrap_err();
+            let e = compile(&f, "SearchFilters", &MetadataSchema::default()).unwrap_err();
             (e.field.unwrap(), e.message)
         };
         assert_eq!(
@@ -493,8 +604,78 @@ mod tests {
         assert_eq!(ids(json!([{"quarter": "q3"}])), vec!["AAPL-2023-Q3"]);
         assert_eq!(ids(json!([{"quarter": 3}])), vec!["AAPL-2023-Q3"]);
         assert_eq!(ids(json!([{"publishedAt": {"gte": "2023-01-01T00:00:00Z"}}])).len(), 2);
-        assert!(compile(&json!([{"publishedAt": "2023-1-01"}]), "SearchFilters").is_err());
-        assert!(compile(&json!([{"year": " 2023 "}]), "SearchFilters").is_err());
+        assert!(compile(&json!([{"publishedAt": "2023-1-01"}]), "SearchFilters", &MetadataSchema::default()).is_err());
+        assert!(compile(&json!([{"year": " 2023 "}]), "SearchFilters", &MetadataSchema::default()).is_err());
+    }
+
+    fn team_docs() -> Vec<Document> {
+        let doc = |id: &str, m: Value| Document {
+            document_id: id.into(),
+            metadata: sextant_core::corpus::Metadata::from_json(&m).unwrap(),
+            ..Default::default()
+        };
+        vec![
+            doc(
+                "a",
+                json!({"department": "Legal", "pages": 3, "draft": true, "reviewed": "2024-03-01", "groups": ["acl-risk", "acl-all"], "author": {"team": "risk"}}),
+            ),
+            doc(
+                "b",
+                json!({"department": "Sales", "pages": 12, "draft": false, "reviewed": "2023-11-30", "groups": ["acl-all"]}),
+            ),
+            doc("c", json!({"department": "legal ops", "pages": 7})),
+            doc("d", json!({})),
+        ]
+    }
+
+    fn team_ids(f: Value) -> Result<Vec<String>, ApiError> {
+        let docs = team_docs();
+        let schema = MetadataSchema::of(docs.iter().map(|d| &d.metadata));
+        let c = compile(&f, "SearchFilters", &schema)?;
+        Ok(docs.into_iter().filter(|d| c.matches(d)).map(|d| d.document_id).collect())
+    }
+
+    #[test]
+    fn metadata_fields_take_all_four_query_kinds_and_nested_groups() {
+        let ids = |f: Value| team_ids(f).unwrap();
+        assert_eq!(ids(json!([{"department": "legal"}])), vec!["a"]);
+        assert_eq!(ids(json!([{"metadata.department": ["sales", "LEGAL"]}])), vec!["a", "b"]);
+        assert_eq!(ids(json!([{"department": {"like": "legal%"}}])), vec!["a", "c"]);
+        assert_eq!(ids(json!([{"pages": {"gte": 5, "lt": 12}}])), vec!["c"]);
+        assert_eq!(ids(json!([{"reviewed": {"gt": "2024-01-01"}}])), vec!["a"]);
+        assert_eq!(ids(json!([{"draft": false}])), vec!["b"]);
+        assert_eq!(ids(json!([{"author.team": "risk"}])), vec!["a"]);
+        // Lists: equal is "holds", a multiQuery "holds any", like "holds one that matches".
+        assert_eq!(ids(json!([{"groups": "acl-all"}])), vec!["a", "b"]);
+        assert_eq!(ids(json!([{"groups": ["acl-risk", "acl-x"]}])), vec!["a"]);
+        assert_eq!(ids(json!([{"groups": {"like": "%risk"}}])), vec!["a"]);
+        assert_eq!(ids(json!([{"groups": {"neq": "acl-risk"}}])), vec!["b", "c", "d"]);
+        assert_eq!(ids(json!([{"pages": {"neq": 3}}])), vec!["b", "c", "d"], "a missing field satisfies neq only");
+        let nested = json!([{"_operator": "or", "draft": true,
+            "_conditions": [{"department": "sales", "pages": {"gt": 10}}]}]);
+        assert_eq!(ids(nested), vec!["a", "b"]);
+    }
+
+    #[test]
+    fn metadata_filters_are_checked_against_the_fields_types() {
+        let e = |f: Value| {
+            let e = team_ids(f).unwrap_err();
+            (e.field.unwrap(), e.message)
+        };
+        let (field, message) = e(json!([{"colour": "red"}]));
+        assert_eq!(field, "SearchFilters[0].colour");
+        assert!(message.contains("a metadata field of this index: author.team, department, draft"), "{message}");
+        let (field, message) = e(json!([{"department": {"gt": "m"}}]));
+        assert_eq!(field, "SearchFilters[0].department.gt");
+        assert!(message.contains("a range needs a number or a date field, and department is a string"), "{message}");
+        assert!(e(json!([{"groups": {"lte": "x"}}])).1.contains("groups is a list of strings"));
+        assert_eq!(
+            e(json!([{"pages": "three"}])).1,
+            "SearchFilters[0].pages: pages is a number in this index, got \"three\""
+        );
+        assert_eq!(e(json!([{"draft": "yes"}])).0, "SearchFilters[0].draft");
+        assert!(e(json!([{"reviewed": {"gte": "March"}}])).1.contains("reviewed is a date in this index"));
+        assert_eq!(e(json!([{"ticker": true}])).0, "SearchFilters[0].ticker", "built-in fields take no booleans");
     }
 
     /// Property: a compiled filter agrees with a direct reading of the JSON, written
@@ -661,7 +842,7 @@ mod tests {
             let (mut matched, mut total) = (0, 0);
             for case in 0..2_000 {
                 let filters = Value::Array((0..1 + rng.below(2)).map(|_| random_group(&mut rng, 0)).collect());
-                let compiled = compile(&filters, "SearchFilters")
+                let compiled = compile(&filters, "SearchFilters", &MetadataSchema::default())
                     .unwrap_or_else(|e| panic!("case {case}: {filters} refused: {}", e.message));
                 for _ in 0..8 {
                     let d = random_doc(&mut rng);

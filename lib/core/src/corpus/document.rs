@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::metadata::Metadata;
 use super::values::{Date, DocumentType, Quarter};
 
 /// What joins two segments in a document's rebuilt text.
@@ -39,6 +40,9 @@ pub struct Document {
     pub published_at: Option<Date>,
     /// Ordered segments; the text is their join with [`SEGMENT_SEPARATOR`].
     pub segments: Vec<String>,
+    /// The team's own fields (see [`Metadata`]); empty when none.
+    #[serde(default)]
+    pub metadata: Metadata,
 }
 
 /// Where a segment sits in its document's rebuilt text, in `char`s, end exclusive.

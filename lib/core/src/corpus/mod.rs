@@ -7,11 +7,16 @@
 mod chunk;
 mod document;
 mod load;
+mod metadata;
 mod sentences;
 mod values;
 
 pub use chunk::{chunk_document, Chunk, ChunkSpan, TokenMeasure};
 pub use document::{Document, SegmentSpan, SEGMENT_SEPARATOR};
 pub use load::{load_beir, load_documents, BeirSet};
+pub use metadata::{
+    MetaType, MetaValue, Metadata, MetadataError, MetadataSchema, BUILT_IN_FIELDS, MAX_BYTES as MAX_METADATA_BYTES,
+    MAX_DEPTH as MAX_METADATA_DEPTH,
+};
 pub use sentences::{sentence_ranges, split_sentences};
 pub use values::{Date, DocumentType, Quarter};

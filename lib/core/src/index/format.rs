@@ -15,10 +15,10 @@ use crate::storage::{Blob, Storage};
 pub const FORMAT_NAME: &str = "sextant-index";
 /// The format version this build writes.
 ///
-/// Version 3 gives each chunk its character range in its document (chunks may cut a
+/// Version 4 stores each document's own metadata; version 3 gives each chunk its character range in its document (chunks may cut a
 /// segment); version 2 stores postings as flat little-endian arrays; version 1 (a list per
 /// term) is still read, and so is version 2.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 /// The oldest format version this build reads.
 pub const OLDEST_READABLE_VERSION: u32 = 1;
 /// The manifest's object key.

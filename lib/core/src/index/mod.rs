@@ -28,7 +28,7 @@ pub use splade::SpladeIndex;
 pub use topk::top_k;
 pub use vector_store::VectorStore;
 
-use crate::corpus::{Chunk, ChunkSpan, Document};
+use crate::corpus::{Chunk, ChunkSpan, Document, MetadataSchema};
 use crate::error::{Error, Result};
 use crate::storage::Storage;
 
@@ -47,6 +47,8 @@ pub struct Index {
     /// SPLADE.
     pub splade: SpladeIndex,
     doc_chunks: Vec<Range<u32>>,
+    /// The metadata fields of the documents and their types, read once when first asked.
+    schema: std::sync::OnceLock<MetadataSchema>,
 }
 
 const DOCUMENTS: &str = "documents.bin";
@@ -75,6 +77,40 @@ enum Part {
     /// A file the index does not read itself (an attachment such as the facts of the
     /// financial routes, which their own crate loads beside the index).
     Other,
+}
+
+/// A document as formats 1 to 3 stored it: without metadata.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DocumentV3 {
+    document_id: String,
+    title: String,
+    document_type: crate::corpus::DocumentType,
+    ticker: Option<String>,
+    year: Option<i32>,
+    quarter: Option<crate::corpus::Quarter>,
+    filing_type: Option<String>,
+    source_url: Option<String>,
+    published_at: Option<crate::corpus::Date>,
+    segments: Vec<String>,
+}
+
+impl From<DocumentV3> for Document {
+    fn from(d: DocumentV3) -> Self {
+        Document {
+            document_id: d.document_id,
+            title: d.title,
+            document_type: d.document_type,
+            ticker: d.ticker,
+            year: d.year,
+            quarter: d.quarter,
+            filing_type: d.filing_type,
+            source_url: d.source_url,
+            published_at: d.published_at,
+            segments: d.segments,
+            metadata: Default::default(),
+        }
+    }
 }
 
 /// A chunk as formats 1 and 2 stored it.
@@ -169,7 +205,12 @@ impl Index {
                 r.end = i as u32 + 1;
             }
         }
-        Ok(Index { manifest, documents, chunks, dense, bm25, splade, doc_chunks })
+        Ok(Index { manifest, documents, chunks, dense, bm25, splade, doc_chunks, schema: Default::default() })
+    }
+
+    /// The metadata fields of the index's documents, with their types.
+    pub fn metadata_schema(&self) -> &MetadataSchema {
+        self.schema.get_or_init(|| MetadataSchema::of(self.documents.iter().map(|d| &d.metadata)))
     }
 
     /// The document a chunk belongs to.
@@ -303,6 +344,9 @@ impl Index {
         format::verify(loc, f, &blob)?;
         let bytes: Result<&[u8]> = Ok(&blob);
         Ok(DecodedFile(match f.name.as_str() {
+            DOCUMENTS if manifest.version < 4 => Part::Documents(
+                decode_file::<Vec<DocumentV3>>(loc, DOCUMENTS, bytes)?.into_iter().map(Into::into).collect(),
+            ),
             DOCUMENTS => Part::Documents(decode_file(loc, DOCUMENTS, bytes)?),
             CHUNKS if manifest.version < 3 => Part::ChunksV2(decode_file(loc, CHUNKS, bytes)?),
             CHUNKS => Part::Chunks(decode_file(loc, CHUNKS, bytes)?),

@@ -20,7 +20,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sextant_core::index::{Bitset, Provenance};
+use sextant_core::index::Provenance;
 use sextant_core::pipeline::{Path, RerankStatus, SearchRequest};
 
 use crate::auth::RawCall;
@@ -232,7 +232,7 @@ fn node_metadata(p: &Provenance<'_>, rerank: &RerankStatus) -> Value {
         "year": d.year, "quarter": d.quarter, "filingType": d.filing_type, "publishedAt": d.published_at,
         "sourceUrl": d.source_url, "segmentStart": p.segments.start, "segmentEnd": p.segments.end,
         "charStart": p.chars.start, "charEnd": p.chars.end,
-        "rerank": rerank,
+        "rerank": rerank, "metadata": d.metadata.to_json(),
     })
 }
 
@@ -353,14 +353,8 @@ pub(crate) async fn handle(
     let index = engine.index().clone();
     let documents = match &req.search_filters {
         Some(f) => {
-            let cond = crate::search_filters::compile(f, "SearchFilters")?;
-            let mut set = Bitset::empty(index.documents.len());
-            for (i, d) in index.documents.iter().enumerate() {
-                if cond.matches(d) {
-                    set.insert(i);
-                }
-            }
-            Some(Arc::new(set))
+            let cond = crate::search_filters::compile(f, "SearchFilters", index.metadata_schema())?;
+            Some(crate::search_filters::admitted(&cond, &index))
         }
         None => None,
     };

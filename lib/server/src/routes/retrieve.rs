@@ -60,6 +60,10 @@ pub struct RetrieveFilters {
     /// Document types (`earnings_call`, `10-K`, `10-Q`).
     #[serde(default)]
     pub source_types: Option<Vec<String>>,
+    /// Conditions on the documents' own metadata fields, as one group of the
+    /// knowledge-base `SearchFilters` grammar (`{"department": "legal", "pages": {"gte": 3}}`).
+    #[serde(default)]
+    pub metadata: Option<serde_json::Value>,
 }
 
 /// The response body.
@@ -107,6 +111,9 @@ pub struct SourceOut {
     pub filing_type: Option<String>,
     /// Where the original lives.
     pub source_url: Option<String>,
+    /// The document's own metadata fields (absent when it has none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<serde_json::Value>,
     /// First character of the passage in its document's text (the segments joined by a
     /// blank line), counted in Unicode scalar values.
     pub char_start: usize,
@@ -134,6 +141,7 @@ impl From<&Provenance<'_>> for SourceOut {
             quarter: doc.quarter.map(|q| q.to_string()),
             filing_type: doc.filing_type.clone(),
             source_url: doc.source_url.clone(),
+            metadata: (!doc.metadata.is_empty()).then(|| doc.metadata.to_json()),
             char_start: p.chars.start,
             char_end: p.chars.end,
             page_numbers: None,
@@ -216,8 +224,10 @@ pub(crate) fn plan_search(
         Some(q) => Some(q.parse::<Quarter>().map_err(|reason| ApiError::invalid("filters.quarter", reason))?),
         None => None,
     };
+    let metadata = crate::search_filters::metadata_filter(f.metadata.as_ref(), "filters.metadata", index)?;
     let base = filter.clone();
-    let mismatch = match fallback(&index.documents, |d: &Document| base.matches(d), f.year, quarter) {
+    let admits = |d: &Document| base.matches(d) && metadata.as_ref().is_none_or(|c| c.matches(d));
+    let mismatch = match fallback(&index.documents, admits, f.year, quarter) {
         Some((ids, mismatch)) => {
             // An empty id list must still match nothing.
             filter.document_ids = if ids.is_empty() { vec![String::new()] } else { ids };
@@ -231,6 +241,7 @@ pub(crate) fn plan_search(
     };
     let mut search = SearchRequest::new(query, top_k);
     search.filter = filter;
+    search.documents = metadata.map(|c| crate::search_filters::admitted(&c, index));
     if req.rerank.unwrap_or(true) {
         search.recency = Some(default_recency());
     } else {

@@ -62,6 +62,10 @@ pub struct SearchBody {
     /// Published on or before (`YYYY-MM-DD`).
     #[serde(default)]
     pub published_before: Option<String>,
+    /// Conditions on the documents' own metadata fields, as one group of the
+    /// knowledge-base `SearchFilters` grammar (`{"department": "legal", "pages": {"gte": 3}}`).
+    #[serde(default)]
+    pub metadata: Option<serde_json::Value>,
     /// Results, 1-50 (default 10), clamped to the plan's maximum.
     #[serde(default)]
     pub limit: Option<i64>,
@@ -124,6 +128,9 @@ pub struct DocumentRef {
     pub published_at: Option<String>,
     /// Link to the original.
     pub source_url: Option<String>,
+    /// The document's own metadata fields (absent when it has none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<serde_json::Value>,
 }
 
 impl From<&Provenance<'_>> for DocumentRef {
@@ -138,6 +145,7 @@ impl From<&Provenance<'_>> for DocumentRef {
             quarter: doc.quarter.map(|q| q.to_string()),
             published_at: doc.published_at.map(|d| d.to_string()),
             source_url: doc.source_url.clone(),
+            metadata: (!doc.metadata.is_empty()).then(|| doc.metadata.to_json()),
         }
     }
 }
@@ -293,8 +301,10 @@ pub(crate) async fn handle(
     filter.published_after = after;
     filter.published_before = before;
 
+    let metadata = crate::search_filters::metadata_filter(req.metadata.as_ref(), "metadata", &index)?;
     let mut search = SearchRequest::new(query.clone(), limit);
     search.filter = filter;
+    search.documents = metadata.map(|c| crate::search_filters::admitted(&c, &index));
     search.rerank = req.rerank.unwrap_or(true);
     search.rerank_depth = RERANK_DEPTH;
     search.max_per_document = Some(max_per_document as usize);
