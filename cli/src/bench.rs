@@ -126,7 +126,7 @@ pub fn synthesize(base: &Index, target: usize) -> Result<Index> {
     }
     let mut manifest = base.manifest.clone();
     manifest.chunks = target;
-    Ok(Index::from_parts(manifest, base.documents.clone(), chunks, dense, bm25, splade)?)
+    Ok(Index::from_parts(manifest, base.documents.to_vec(), chunks, dense, bm25, splade)?)
 }
 
 /// The figures of one scale, as `sextant bench --json` prints them (one object per line).

@@ -78,7 +78,7 @@ pub fn run(base: &Index, target: usize, dir: &Path) -> Result<()> {
             sparse_model: m.sparse_model.clone(),
             shard_chunks: step,
         },
-        documents: base.documents.clone(),
+        documents: base.documents.to_vec(),
         chunks,
         inputs: texts,
         keys,

@@ -145,7 +145,7 @@ pub fn narrative(
             let chunk = &index.chunks[h.chunk as usize];
             let p = index.provenance(h.chunk);
             let doc = p.document;
-            let v = &index.dense.vectors[h.chunk as usize * index.dense.dim..(h.chunk as usize + 1) * index.dense.dim];
+            let v = index.dense_vector(h.chunk);
             candidates.push(Passage {
                 chunk_id: p.chunk_id(),
                 document_id: doc.document_id.clone(),

@@ -76,7 +76,7 @@ pub fn index_file(data: &[u8]) {
         // A loaded index must also search without panicking.
         let _ = index.bm25.search("capital expenditures", None, 5);
         let q = vec![0.05f32; index.dense.dim];
-        let _ = sextant_core::index::VectorStore::search(&index.dense, &q, None, 5);
+        let _ = sextant_core::index::VectorStore::search(&*index.dense, &q, None, 5);
     }
 }
 

@@ -38,15 +38,15 @@ fn label(d: &Document) -> String {
 /// requested period, the ids of the documents of each company's nearest prior period and
 /// the mismatch to report. `None` when the requested period has documents (or none is
 /// requested).
-pub fn fallback(
-    documents: &[Document],
+pub fn fallback<'a>(
+    documents: impl IntoIterator<Item = &'a Document>,
     base: impl Fn(&Document) -> bool,
     year: Option<i32>,
     quarter: Option<Quarter>,
 ) -> Option<(Vec<String>, PeriodMismatch)> {
     let year = year?;
     let in_period = |d: &Document| d.year == Some(year) && quarter.is_none_or(|q| d.quarter == Some(q));
-    let candidates: Vec<&Document> = documents.iter().filter(|d| base(d)).collect();
+    let candidates: Vec<&Document> = documents.into_iter().filter(|d| base(d)).collect();
     if candidates.iter().any(|d| in_period(d)) {
         return None;
     }

@@ -167,6 +167,14 @@ impl VectorCache {
         }
     }
 
+    /// Adds records already checked (a delta's vectors, kept beside the index).
+    pub fn insert(&mut self, records: impl IntoIterator<Item = EncodedChunk>) {
+        for r in records {
+            self.dim.get_or_insert(r.dense.len());
+            self.entries.entry(r.key).or_insert(r);
+        }
+    }
+
     /// The cached vectors of `key`.
     pub fn get(&self, key: &ChunkKey) -> Option<&EncodedChunk> {
         self.entries.get(key)

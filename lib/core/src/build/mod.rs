@@ -29,7 +29,7 @@ pub use plan::{
 };
 pub use report::{BuildReport, Phases, REPORT_FILE};
 
-use crate::corpus::Document;
+use crate::corpus::{Chunk, Document};
 use crate::encode::{Backend, DenseEncoder, SparseEncoder, TextTokenizer};
 use crate::error::Result;
 use crate::index::format::{read_manifest, Manifest};
@@ -291,6 +291,59 @@ impl Built {
         report.seconds = report.phases.total();
         storage.write(REPORT_FILE, &serde_json::to_vec_pretty(&report)?)?;
         Ok(report)
+    }
+}
+
+/// One document cut and encoded as a build of `options` would (the unit a delta holds):
+/// its chunks (`doc` 0) and each chunk's vectors, with their content keys.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EncodedDocument {
+    /// The document.
+    pub document: Document,
+    /// Its chunks, in order, each with `doc == 0`.
+    pub chunks: Vec<Chunk>,
+    /// The vectors of each chunk.
+    pub vectors: Vec<EncodedChunk>,
+}
+
+/// Cuts and encodes `documents` as a build with `options` would, reusing the vectors
+/// `cache` holds; one [`EncodedDocument`] per document, in order.
+pub fn encode_documents(
+    documents: Vec<Document>,
+    options: &BuildOptions,
+    dense: &DenseEncoder,
+    sparse: &SparseEncoder,
+    cache: &VectorCache,
+) -> Result<Vec<EncodedDocument>> {
+    let plan = plan(documents, options, String::new(), dense.tokenizer(), sparse.tokenizer())?;
+    let encoded = plan.tasks(cache).iter().map(|t| encode_task(t, dense, sparse, &|_| {})).collect::<Result<_>>()?;
+    let records: Vec<EncodedChunk> = plan.assemble(cache, encoded)?.into_iter().flat_map(|s| s.records).collect();
+    let mut out: Vec<EncodedDocument> = plan
+        .documents
+        .into_iter()
+        .map(|document| EncodedDocument { document, chunks: Vec::new(), vectors: Vec::new() })
+        .collect();
+    for (chunk, record) in plan.chunks.into_iter().zip(records) {
+        let d = &mut out[chunk.doc as usize];
+        d.chunks.push(Chunk { doc: 0, ..chunk });
+        d.vectors.push(record);
+    }
+    Ok(out)
+}
+
+impl EncodedDocument {
+    /// The delta of `documents`, in order, for [`Index::with_delta`].
+    pub fn appended<'a>(documents: impl IntoIterator<Item = &'a EncodedDocument>) -> crate::index::Appended {
+        let mut a = crate::index::Appended::default();
+        for (i, d) in documents.into_iter().enumerate() {
+            a.documents.push(d.document.clone());
+            a.chunks.extend(d.chunks.iter().map(|c| Chunk { doc: i as u32, ..c.clone() }));
+            for v in &d.vectors {
+                a.dense.extend_from_slice(&v.dense);
+                a.sparse.push(v.sparse.clone());
+            }
+        }
+        a
     }
 }
 

@@ -42,6 +42,21 @@ pub struct BuildOptions {
     pub shard_chunks: usize,
 }
 
+impl BuildOptions {
+    /// The options the index of `manifest` was built with (for what is appended to it and
+    /// for its next build), with [`DEFAULT_SHARD_CHUNKS`].
+    pub fn of_manifest(manifest: &crate::index::Manifest) -> Self {
+        BuildOptions {
+            index_id: manifest.index_id.clone(),
+            chunk_tokens: manifest.chunk_tokens,
+            bm25: manifest.bm25,
+            dense_model: manifest.dense_model.clone(),
+            sparse_model: manifest.sparse_model.clone(),
+            shard_chunks: DEFAULT_SHARD_CHUNKS,
+        }
+    }
+}
+
 /// Measures text with both encoders' tokenizers, taking the larger count, so a chunk fits
 /// both windows.
 struct BothTokenizers<'a> {

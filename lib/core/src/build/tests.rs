@@ -9,11 +9,14 @@ use crate::index::Bm25Params;
 use crate::storage::MemStore;
 use crate::testutil::{model_dir, test_document};
 
-fn encoders() -> &'static (DenseEncoder, SparseEncoder) {
-    static ENCODERS: OnceLock<(DenseEncoder, SparseEncoder)> = OnceLock::new();
+fn encoders() -> &'static (std::sync::Arc<DenseEncoder>, std::sync::Arc<SparseEncoder>) {
+    static ENCODERS: OnceLock<(std::sync::Arc<DenseEncoder>, std::sync::Arc<SparseEncoder>)> = OnceLock::new();
     ENCODERS.get_or_init(|| {
         let models = ModelSet::under(&model_dir());
-        (DenseEncoder::load(&models.dense).unwrap(), SparseEncoder::load(&models.sparse).unwrap())
+        (
+            std::sync::Arc::new(DenseEncoder::load(&models.dense).unwrap()),
+            std::sync::Arc::new(SparseEncoder::load(&models.sparse).unwrap()),
+        )
     })
 }
 
@@ -177,4 +180,97 @@ fn a_chunk_repeating_another_is_encoded_once_and_counted_as_reused() {
     let index = built.index.unwrap();
     let half = index.dense.vectors.len() / 2;
     assert_eq!(index.dense.vectors[..half], index.dense.vectors[half..]);
+}
+
+/// A delta searched beside its index finds what a rebuild of both finds: the same dense and
+/// SPLADE scores for every chunk, its new documents by BM25, and never a withdrawn one.
+#[test]
+fn a_delta_beside_its_index_is_searched_as_a_rebuild_would_be() {
+    use std::sync::Arc;
+
+    use crate::pipeline::{Engine, SearchRequest};
+
+    let (dense, sparse) = encoders();
+    let mut main_docs = corpus(3);
+    main_docs.push(test_document(
+        "fx",
+        "AAPL",
+        "2024-11-01",
+        &["Foreign currency exchange rates weighed on gross margin."],
+    ));
+    let main = Index::build(main_docs.clone(), dense, sparse, &options(1024), &|_, _, _| {}).unwrap();
+    let added = vec![
+        test_document("azure", "MSFT", "2024-07-30", &["Azure and other cloud services revenue grew 29 percent."]),
+        test_document("fx", "AAPL", "2024-11-01", &["A stronger dollar cut reported services revenue."]),
+    ];
+    let encoded = encode_documents(added.clone(), &options(1024), dense, sparse, &VectorCache::new()).unwrap();
+    assert_eq!(encoded.len(), 2);
+    assert!(encoded.iter().all(|d| d.chunks.len() == d.vectors.len() && !d.chunks.is_empty()));
+    let fx = main.documents.iter().position(|d| d.document_id == "fx").unwrap() as u32;
+    let live = main.with_delta(EncodedDocument::appended(&encoded), &[fx]).unwrap();
+    assert_eq!((live.documents.len(), live.delta_chunks()), (6, 2));
+    assert!(live.save(&MemStore::new("mem://delta")).is_err(), "a delta is compacted, never saved as it is");
+
+    let mut rebuilt_docs = main_docs;
+    rebuilt_docs.retain(|d| d.document_id != "fx");
+    rebuilt_docs.extend(added);
+    let rebuilt = Index::build(rebuilt_docs, dense, sparse, &options(1024), &|_, _, _| {}).unwrap();
+    let cite = |index: &Index, hits: Vec<(u32, f32)>| -> Vec<(String, u32, i64)> {
+        let mut v: Vec<(String, u32, i64)> = hits
+            .into_iter()
+            .map(|(c, s)| {
+                (
+                    index.document_of(c).document_id.clone(),
+                    index.chunks[c as usize].span.char_start,
+                    (s * 1e4).round() as i64,
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let allowed = live.allowed(&Default::default());
+    assert!(allowed.is_some(), "a withdrawn document makes every search filtered");
+    for q in ["cloud services revenue", "foreign currency", "operating income rose on pricing"] {
+        let qv = dense.embed_query(q).unwrap().0;
+        let k = rebuilt.chunks.len();
+        assert_eq!(
+            cite(&live, live.dense_search(&qv, allowed.as_ref(), k)),
+            cite(&rebuilt, rebuilt.dense.search(&qv, None, k)),
+            "{q}"
+        );
+        let sv = sparse.encode(q).unwrap();
+        assert_eq!(
+            cite(&live, live.splade_search(&sv, allowed.as_ref(), k)),
+            cite(&rebuilt, rebuilt.splade.search(&sv, None, k)),
+            "{q}"
+        );
+    }
+    let top = |index: Index, q: &str| -> Vec<String> {
+        let engine = Engine::new(Arc::new(index), dense.clone(), sparse.clone(), None);
+        let mut req = SearchRequest::new(q, 3);
+        req.rerank = false;
+        let out = engine.search(&req).unwrap();
+        out.hits.iter().map(|h| engine.index().document_of(h.chunk).document_id.clone()).collect()
+    };
+    assert_eq!(
+        top(live.with_delta(EncodedDocument::appended(&encoded), &[fx]).unwrap(), "Azure cloud revenue")[0],
+        "azure"
+    );
+    let engine = Engine::new(Arc::new(live), dense.clone(), sparse.clone(), None);
+    let fx_texts = |q: &str| -> Vec<String> {
+        let mut req = SearchRequest::new(q, 50);
+        req.rerank = false;
+        let out = engine.search(&req).unwrap();
+        let index = engine.index();
+        out.hits
+            .iter()
+            .filter(|h| index.document_of(h.chunk).document_id == "fx")
+            .map(|h| index.chunks[h.chunk as usize].text.clone())
+            .collect()
+    };
+    let new_text = vec!["A stronger dollar cut reported services revenue.".to_string()];
+    assert_eq!(fx_texts("stronger dollar services revenue"), new_text);
+    let old = fx_texts("foreign currency exchange rates weighed on gross margin");
+    assert!(old.iter().all(|t| *t == new_text[0]), "the withdrawn version is never served: {old:?}");
 }

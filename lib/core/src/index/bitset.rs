@@ -46,6 +46,26 @@ impl Bitset {
         i < self.len && self.words[i / 64] & (1 << (i % 64)) != 0
     }
 
+    /// The members in `start..start + len`, shifted down by `start`, as a set over
+    /// `0..len` (one layer of an index whose chunks come in layers).
+    pub fn window(&self, start: usize, len: usize) -> Bitset {
+        let mut out = Bitset::empty(len);
+        if start.is_multiple_of(64) {
+            let first = start / 64;
+            for (i, w) in out.words.iter_mut().enumerate() {
+                *w = self.words.get(first + i).copied().unwrap_or(0);
+            }
+            if !len.is_multiple_of(64) {
+                if let Some(last) = out.words.last_mut() {
+                    *last &= (1u64 << (len % 64)) - 1;
+                }
+            }
+        } else {
+            (0..len).filter(|&i| self.contains(start + i)).for_each(|i| out.insert(i));
+        }
+        out
+    }
+
     /// How many members are present.
     pub fn count(&self) -> usize {
         self.words.iter().map(|w| w.count_ones() as usize).sum()
@@ -70,6 +90,20 @@ impl Bitset {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_window_is_the_members_of_a_range_shifted_down() {
+        let mut b = Bitset::empty(300);
+        for i in [0, 5, 63, 64, 127, 128, 200, 299] {
+            b.insert(i);
+        }
+        for (start, len) in [(0, 300), (0, 100), (64, 100), (128, 172), (5, 60), (199, 101), (299, 1), (300, 0)] {
+            let w = b.window(start, len);
+            let expected: Vec<usize> = b.iter().filter(|&i| i >= start && i < start + len).map(|i| i - start).collect();
+            assert_eq!(w.iter().collect::<Vec<_>>(), expected, "{start}+{len}");
+            assert_eq!(w.len(), len);
+        }
+    }
 
     #[test]
     fn full_empty_insert_and_iterate() {

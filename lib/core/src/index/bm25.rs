@@ -29,6 +29,38 @@ impl Default for Bm25Params {
     }
 }
 
+/// Each text's term counts (by term id, sorted) and length in terms, with the vocabulary.
+type TermCounts = (HashMap<String, u32>, Vec<(Vec<(u32, u32)>, usize)>);
+
+fn term_counts<'a>(texts: impl IntoIterator<Item = &'a str>) -> TermCounts {
+    let analyzer = Analyzer::default();
+    let mut vocab: HashMap<String, u32> = HashMap::new();
+    let mut docs = Vec::new();
+    for text in texts {
+        let terms = analyzer.terms(text);
+        let mut tf: HashMap<u32, u32> = HashMap::new();
+        for t in &terms {
+            let n = vocab.len() as u32;
+            let id = *vocab.entry(t.clone()).or_insert(n);
+            *tf.entry(id).or_default() += 1;
+        }
+        let mut tf: Vec<(u32, u32)> = tf.into_iter().collect();
+        tf.sort_unstable();
+        docs.push((tf, terms.len()));
+    }
+    (vocab, docs)
+}
+
+fn document_frequencies(docs: &[(Vec<(u32, u32)>, usize)], terms: usize) -> Vec<u32> {
+    let mut df = vec![0u32; terms];
+    for (tf, _) in docs {
+        for &(t, _) in tf {
+            df[t as usize] += 1;
+        }
+    }
+    df
+}
+
 /// A BM25 index: vocabulary and impact postings.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Bm25Index {
@@ -64,30 +96,42 @@ impl From<Bm25IndexV1> for Bm25Index {
 impl Bm25Index {
     /// Indexes texts (one per chunk).
     pub fn build<'a>(texts: impl IntoIterator<Item = &'a str>, params: Bm25Params) -> Self {
-        let analyzer = Analyzer::default();
-        let mut vocab: HashMap<String, u32> = HashMap::new();
-        let mut docs: Vec<(Vec<(u32, u32)>, usize)> = Vec::new();
-        for text in texts {
-            let terms = analyzer.terms(text);
-            let mut tf: HashMap<u32, u32> = HashMap::new();
-            for t in &terms {
-                let n = vocab.len() as u32;
-                let id = *vocab.entry(t.clone()).or_insert(n);
-                *tf.entry(id).or_default() += 1;
-            }
-            let mut tf: Vec<(u32, u32)> = tf.into_iter().collect();
-            tf.sort_unstable();
-            docs.push((tf, terms.len()));
-        }
+        let (vocab, docs) = term_counts(texts);
         let n = docs.len() as f32;
         let avgdl = (docs.iter().map(|d| d.1).sum::<usize>() as f32 / n.max(1.0)).max(1.0);
-        let mut df = vec![0u32; vocab.len()];
-        for (tf, _) in &docs {
-            for &(t, _) in tf {
-                df[t as usize] += 1;
-            }
+        let df = document_frequencies(&docs, vocab.len());
+        Self::weigh(params, vocab, docs, |t| df[t as usize], n, avgdl)
+    }
+
+    /// Indexes `texts`, chunks appended after those of `main` (a delta), with the
+    /// statistics of both: `N = N_main + N_delta`, `df(t) = df_main(t) + df_delta(t)` and
+    /// `main_avgdl` as the average length, so a delta chunk scores as it would have in a
+    /// build of `main` with it (up to the change of those statistics, which a rebuild
+    /// applies to every chunk).
+    pub fn build_beside<'a>(texts: impl IntoIterator<Item = &'a str>, main: &Bm25Index, main_avgdl: f32) -> Self {
+        let (vocab, docs) = term_counts(texts);
+        let n = (main.inverted.num_chunks as usize + docs.len()) as f32;
+        let own = document_frequencies(&docs, vocab.len());
+        let mut main_df = vec![0u32; vocab.len()];
+        for (term, &id) in &vocab {
+            main_df[id as usize] = main.vocab.get(term).map_or(0, |&m| main.inverted.df(m) as u32);
         }
-        let idf: Vec<f32> = df.iter().map(|&d| (1.0 + (n - d as f32 + 0.5) / (d as f32 + 0.5)).ln()).collect();
+        Self::weigh(main.params, vocab, docs, |t| own[t as usize] + main_df[t as usize], n, main_avgdl.max(1.0))
+    }
+
+    /// The index of `docs` (term counts and lengths) with these statistics:
+    /// `idf(t) = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))` and each posting's impact
+    /// `idf(t) · f / (f + k1 · (1 − b + b · len / avgdl))`.
+    fn weigh(
+        params: Bm25Params,
+        vocab: HashMap<String, u32>,
+        docs: Vec<(Vec<(u32, u32)>, usize)>,
+        df: impl Fn(u32) -> u32,
+        n: f32,
+        avgdl: f32,
+    ) -> Self {
+        let idf: Vec<f32> =
+            (0..vocab.len() as u32).map(|t| df(t) as f32).map(|d| (1.0 + (n - d + 0.5) / (d + 0.5)).ln()).collect();
         let Bm25Params { k1, b } = params;
         let impacts = docs.into_iter().map(|(tf, len)| {
             let norm = k1 * (1.0 - b + b * len as f32 / avgdl);
@@ -95,6 +139,17 @@ impl Bm25Index {
         });
         let inverted = InvertedIndex::build(vocab.len(), impacts);
         Bm25Index { params, vocab, inverted }
+    }
+
+    /// The average length of `texts` in analysed terms (BM25's `avgdl`), at least 1.
+    pub fn average_length<'a>(texts: impl IntoIterator<Item = &'a str>) -> f32 {
+        let analyzer = Analyzer::default();
+        let (mut total, mut n) = (0usize, 0usize);
+        for t in texts {
+            total += analyzer.terms(t).len();
+            n += 1;
+        }
+        (total as f32 / n.max(1) as f32).max(1.0)
     }
 
     /// The query's known terms with their repeat counts.
@@ -146,6 +201,27 @@ mod tests {
         assert!((0..4).all(|_| build() == first), "the vocabulary is written in a fixed order");
         let back: Bm25Index = bincode::deserialize(&first).unwrap();
         assert_eq!(back, Bm25Index::build(texts.iter().map(String::as_str), Bm25Params::default()));
+    }
+
+    #[test]
+    fn a_delta_built_beside_its_index_scores_as_a_build_of_both() {
+        let main = ["apple revenue grew", "apple pie", "banana split", "cherry tart"];
+        let delta = ["apple banana smoothie", "kiwi"];
+        let params = Bm25Params { k1: 1.2, b: 0.75 };
+        let both = Bm25Index::build(main.iter().chain(&delta).copied(), params);
+        let main_index = Bm25Index::build(main, params);
+        // With the whole corpus's average length, the delta's scores are a build of both's.
+        let avgdl = Bm25Index::average_length(main.iter().chain(&delta).copied());
+        let beside = Bm25Index::build_beside(delta, &main_index, avgdl);
+        for q in ["apple", "banana smoothie", "kiwi", "apple kiwi"] {
+            let whole: Vec<(u32, f32)> = both.search(q, None, 10).into_iter().filter(|h| h.0 >= 4).collect();
+            let part: Vec<(u32, f32)> = beside.search(q, None, 10).into_iter().map(|(c, s)| (c + 4, s)).collect();
+            assert_eq!(whole.len(), part.len(), "{q}");
+            for (a, b) in whole.iter().zip(&part) {
+                assert_eq!(a.0, b.0, "{q}");
+                assert!((a.1 - b.1).abs() < 1e-5, "{q}: {a:?} vs {b:?}");
+            }
+        }
     }
 
     #[test]

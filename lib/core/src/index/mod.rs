@@ -10,11 +10,13 @@ mod hnsw;
 mod inverted;
 mod le_bytes;
 mod provenance;
+mod rows;
 mod splade;
 mod topk;
 mod vector_store;
 
 use std::ops::Range;
+use std::sync::{Arc, OnceLock};
 
 pub use analyzer::{Analyzer, STOP_WORDS};
 pub use bitset::Bitset;
@@ -24,31 +26,67 @@ pub use format::Manifest;
 pub use hnsw::{dot, DenseIndex, EF_SEARCH, EXACT_ONLY_BELOW, EXACT_SCAN_FRACTION};
 pub use inverted::InvertedIndex;
 pub use provenance::Provenance;
+pub use rows::Rows;
 pub use splade::SpladeIndex;
 pub use topk::top_k;
 pub use vector_store::VectorStore;
 
 use crate::corpus::{Chunk, ChunkSpan, Document, MetadataSchema};
+use crate::encode::SparseVector;
 use crate::error::{Error, Result};
 use crate::storage::Storage;
 
 /// Everything one corpus needs to be searched, held in memory.
+///
+/// A served index may carry a delta: documents written since it was built, appended after
+/// its own (document and chunk ordinals continue where the built index's end) and searched
+/// exactly beside it ([`Index::with_delta`]); and withdrawn documents (deleted, or replaced
+/// by a newer version in the delta), which no search returns: they are left out of every
+/// candidate set before ranking ([`Index::allowed`]).
 pub struct Index {
     /// The manifest it was loaded from or saved with.
     pub manifest: Manifest,
-    /// Documents, by ordinal.
-    pub documents: Vec<Document>,
+    /// Documents, by ordinal (the delta's after the built index's).
+    pub documents: Rows<Document>,
     /// Chunks, by ordinal; a document's chunks are contiguous.
-    pub chunks: Vec<Chunk>,
-    /// Dense vectors and graph.
-    pub dense: DenseIndex,
-    /// BM25.
-    pub bm25: Bm25Index,
-    /// SPLADE.
-    pub splade: SpladeIndex,
-    doc_chunks: Vec<Range<u32>>,
+    pub chunks: Rows<Chunk>,
+    /// Dense vectors and graph of the built index.
+    pub dense: Arc<DenseIndex>,
+    /// BM25 of the built index.
+    pub bm25: Arc<Bm25Index>,
+    /// SPLADE of the built index.
+    pub splade: Arc<SpladeIndex>,
+    doc_chunks: Rows<Range<u32>>,
+    delta: Option<Arc<Delta>>,
+    /// Withdrawn documents, by ordinal.
+    withdrawn: Option<Arc<Bitset>>,
     /// The metadata fields of the documents and their types, read once when first asked.
-    schema: std::sync::OnceLock<MetadataSchema>,
+    schema: OnceLock<MetadataSchema>,
+    /// BM25's average chunk length in the built index, shared by every delta over it.
+    base_avgdl: Arc<OnceLock<f32>>,
+}
+
+/// The search structures of a delta, over its own chunks (ordinal 0 is the first chunk
+/// after the built index's).
+struct Delta {
+    dense: Vec<f32>,
+    bm25: Bm25Index,
+    splade: SpladeIndex,
+}
+
+/// Documents to append to an index as its delta, cut and encoded: chunk `i` belongs to
+/// `documents[chunks[i].doc]`, and its vectors are `dense[i·dim..(i+1)·dim]` and
+/// `sparse[i]`.
+#[derive(Debug, Clone, Default)]
+pub struct Appended {
+    /// The documents, in order.
+    pub documents: Vec<Document>,
+    /// Their chunks, by document then position; `doc` counts from 0 in `documents`.
+    pub chunks: Vec<Chunk>,
+    /// The chunks' dense vectors, one after the other.
+    pub dense: Vec<f32>,
+    /// The chunks' SPLADE vectors.
+    pub sparse: Vec<SparseVector>,
 }
 
 const DOCUMENTS: &str = "documents.bin";
@@ -143,6 +181,27 @@ impl ChunkV2 {
     }
 }
 
+/// The chunk range of each of `docs` documents, from `chunks` (whose `doc` counts from 0
+/// in these documents), with chunk ordinals starting at `first_chunk` (documents from
+/// `first_doc` only name the layer in errors).
+fn chunk_ranges(chunks: &[Chunk], docs: usize, first_doc: usize, first_chunk: usize) -> Result<Vec<Range<u32>>> {
+    let mut ranges = vec![0..0; docs];
+    for (i, c) in chunks.iter().enumerate() {
+        let r = ranges.get_mut(c.doc as usize).ok_or_else(|| Error::IndexCorrupted {
+            file: CHUNKS.into(),
+            expected: format!("document ordinals < {}", first_doc + docs),
+            found: (first_doc + c.doc as usize).to_string(),
+        })?;
+        let at = (first_chunk + i) as u32;
+        if r.start == r.end {
+            *r = at..at + 1;
+        } else {
+            r.end = at + 1;
+        }
+    }
+    Ok(ranges)
+}
+
 /// Decodes the raw little-endian `f32` vector file.
 fn decode_f32s(location: &str, bytes: &[u8]) -> Result<Vec<f32>> {
     if !bytes.len().is_multiple_of(4) {
@@ -192,20 +251,132 @@ impl Index {
                 found,
             })?;
         }
-        let mut doc_chunks = vec![0..0; documents.len()];
-        for (i, c) in chunks.iter().enumerate() {
-            let r = doc_chunks.get_mut(c.doc as usize).ok_or_else(|| Error::IndexCorrupted {
-                file: CHUNKS.into(),
-                expected: format!("document ordinals < {}", documents.len()),
-                found: c.doc.to_string(),
-            })?;
-            if r.start == r.end {
-                *r = i as u32..i as u32 + 1;
-            } else {
-                r.end = i as u32 + 1;
+        let doc_chunks = chunk_ranges(&chunks, documents.len(), 0, 0)?;
+        Ok(Index {
+            manifest,
+            documents: Rows::new(documents),
+            chunks: Rows::new(chunks),
+            dense: Arc::new(dense),
+            bm25: Arc::new(bm25),
+            splade: Arc::new(splade),
+            doc_chunks: Rows::new(doc_chunks),
+            delta: None,
+            withdrawn: None,
+            schema: OnceLock::new(),
+            base_avgdl: Arc::new(OnceLock::new()),
+        })
+    }
+
+    /// This index's built part with `appended` as its delta (replacing any delta it had)
+    /// and the built documents `withdrawn` (ordinals below the built index's document
+    /// count) left out of every search. The built part is shared, not copied; the delta's
+    /// BM25 is weighed with the statistics of both ([`Bm25Index::build_beside`]).
+    pub fn with_delta(&self, appended: Appended, withdrawn: &[u32]) -> Result<Index> {
+        let Appended { documents, chunks, dense, sparse } = appended;
+        let (base_docs, base_chunks) = (self.documents.base().len(), self.chunks.base().len());
+        let dim = self.dense.dim;
+        if dense.len() != chunks.len() * dim || sparse.len() != chunks.len() {
+            return Err(Error::invalid(
+                "delta",
+                format!("{} chunks but {} dense values and {} SPLADE vectors", chunks.len(), dense.len(), sparse.len()),
+            ));
+        }
+        let tail_ranges = chunk_ranges(&chunks, documents.len(), base_docs, base_chunks)?;
+        let mut gone = Bitset::empty(base_docs + documents.len());
+        for &d in withdrawn {
+            if d as usize >= base_docs {
+                return Err(Error::invalid("delta", format!("withdrawn document {d} is not in the built index")));
+            }
+            gone.insert(d as usize);
+        }
+        let avgdl = *self
+            .base_avgdl
+            .get_or_init(|| Bm25Index::average_length(self.chunks.base().iter().map(|c| c.text.as_str())));
+        let bm25 = Bm25Index::build_beside(chunks.iter().map(|c| c.text.as_str()), &self.bm25, avgdl);
+        let splade = SpladeIndex::build(self.splade.inverted.num_terms(), &sparse);
+        let chunks: Vec<Chunk> = chunks.into_iter().map(|c| Chunk { doc: c.doc + base_docs as u32, ..c }).collect();
+        Ok(Index {
+            manifest: self.manifest.clone(),
+            documents: self.documents.with_tail(documents),
+            chunks: self.chunks.with_tail(chunks),
+            dense: self.dense.clone(),
+            bm25: self.bm25.clone(),
+            splade: self.splade.clone(),
+            doc_chunks: self.doc_chunks.with_tail(tail_ranges),
+            delta: Some(Arc::new(Delta { dense, bm25, splade })),
+            withdrawn: (gone.count() > 0).then(|| Arc::new(gone)),
+            schema: OnceLock::new(),
+            base_avgdl: self.base_avgdl.clone(),
+        })
+    }
+
+    /// Chunks in the delta (0 without one).
+    pub fn delta_chunks(&self) -> usize {
+        self.chunks.tail().len()
+    }
+
+    /// Whether document `doc` is withdrawn (deleted, or replaced by a newer version).
+    pub fn is_withdrawn(&self, doc: u32) -> bool {
+        self.withdrawn.as_ref().is_some_and(|w| w.contains(doc as usize))
+    }
+
+    /// The dense vector of chunk `chunk`, built or appended.
+    pub fn dense_vector(&self, chunk: u32) -> &[f32] {
+        let base = self.chunks.base().len();
+        match (chunk as usize).checked_sub(base) {
+            None => self.dense.vector(chunk as usize),
+            Some(j) => {
+                let d = self.delta.as_ref().expect("a chunk past the built ones is the delta's");
+                &d.dense[j * self.dense.dim..(j + 1) * self.dense.dim]
             }
         }
-        Ok(Index { manifest, documents, chunks, dense, bm25, splade, doc_chunks, schema: Default::default() })
+    }
+
+    /// The `k` chunks most similar to `query` (a unit vector) among `allowed`: HNSW over the
+    /// built chunks, an exact scan of the delta's, merged by cosine.
+    pub fn dense_search(&self, query: &[f32], allowed: Option<&Bitset>, k: usize) -> Vec<(u32, f32)> {
+        self.layered(
+            allowed,
+            k,
+            |a| self.dense.search(query, a, k),
+            |d, a| {
+                let dim = self.dense.dim;
+                let scored = (0..d.dense.len() / dim.max(1))
+                    .filter(|&j| a.is_none_or(|a| a.contains(j)))
+                    .map(|j| (j as u32, hnsw::dot(query, &d.dense[j * dim..(j + 1) * dim])));
+                top_k(scored, k)
+            },
+        )
+    }
+
+    /// The `k` best BM25 chunks for `query` among `allowed`, built and appended.
+    pub fn bm25_search(&self, query: &str, allowed: Option<&Bitset>, k: usize) -> Vec<(u32, f32)> {
+        self.layered(allowed, k, |a| self.bm25.search(query, a, k), |d, a| d.bm25.search(query, a, k))
+    }
+
+    /// The `k` best SPLADE chunks for `query` among `allowed`, built and appended.
+    pub fn splade_search(&self, query: &SparseVector, allowed: Option<&Bitset>, k: usize) -> Vec<(u32, f32)> {
+        self.layered(allowed, k, |a| self.splade.search(query, a, k), |d, a| d.splade.search(query, a, k))
+    }
+
+    /// One path's search over both layers: `built` on the built chunks and `appended` on
+    /// the delta's (each given its part of `allowed`, renumbered from 0), merged by score.
+    fn layered(
+        &self,
+        allowed: Option<&Bitset>,
+        k: usize,
+        built: impl FnOnce(Option<&Bitset>) -> Vec<(u32, f32)>,
+        appended: impl FnOnce(&Delta, Option<&Bitset>) -> Vec<(u32, f32)>,
+    ) -> Vec<(u32, f32)> {
+        let Some(delta) = &self.delta else { return built(allowed) };
+        let base = self.chunks.base().len();
+        let (main_allowed, delta_allowed) = match allowed {
+            Some(a) => (Some(a.window(0, base)), Some(a.window(base, self.chunks.tail().len()))),
+            None => (None, None),
+        };
+        let mut hits = built(main_allowed.as_ref());
+        hits.extend(appended(delta, delta_allowed.as_ref()).into_iter().map(|(c, s)| (c + base as u32, s)));
+        top_k(hits.into_iter(), k)
     }
 
     /// The metadata fields of the index's documents, with their types.
@@ -241,20 +412,22 @@ impl Index {
         self.doc_chunks[doc as usize].clone()
     }
 
-    /// The chunks whose document passes `filter` (`None` when the filter is empty).
+    /// The chunks whose document passes `filter` and is not withdrawn (`None`: every
+    /// chunk, when the filter is empty and nothing is withdrawn).
     pub fn allowed(&self, filter: &Filter) -> Option<Bitset> {
         self.allowed_by(|_, d| filter.matches(d), filter.is_empty())
     }
 
     /// The chunks whose document passes `pred` (given the document's ordinal and the
-    /// document); `None` when `match_all` (no filter).
+    /// document) and is not withdrawn; `None` when `match_all` (no filter) and nothing is
+    /// withdrawn.
     pub fn allowed_by(&self, pred: impl Fn(usize, &Document) -> bool, match_all: bool) -> Option<Bitset> {
-        if match_all {
+        if match_all && self.withdrawn.is_none() {
             return None;
         }
         let mut set = Bitset::empty(self.chunks.len());
         for (d, doc) in self.documents.iter().enumerate() {
-            if pred(d, doc) {
+            if !self.is_withdrawn(d as u32) && (match_all || pred(d, doc)) {
                 self.doc_chunks[d].clone().for_each(|c| set.insert(c as usize));
             }
         }
@@ -270,6 +443,12 @@ impl Index {
     /// version, such as the financial facts: listed and checksummed in the same manifest,
     /// ignored by [`Index::load`]) to `storage`, data files first, the manifest last.
     pub fn save_with(&self, storage: &dyn Storage, attachments: Vec<(String, Vec<u8>)>) -> Result<Manifest> {
+        if self.delta.is_some() || self.withdrawn.is_some() {
+            return Err(Error::invalid(
+                "index",
+                "an index with a delta is saved by compacting it into a new build, not as it is",
+            ));
+        }
         let mut vec_bytes = Vec::with_capacity(self.dense.vectors.len() * 4);
         for x in &self.dense.vectors {
             vec_bytes.extend_from_slice(&x.to_le_bytes());
@@ -278,9 +457,9 @@ impl Index {
             (DOCUMENTS.to_string(), bincode::serialize(&self.documents)?),
             (CHUNKS.to_string(), bincode::serialize(&self.chunks)?),
             (DENSE_VECTORS.to_string(), vec_bytes),
-            (DENSE_GRAPH.to_string(), bincode::serialize(&self.dense)?),
-            (BM25.to_string(), bincode::serialize(&self.bm25)?),
-            (SPLADE.to_string(), bincode::serialize(&self.splade)?),
+            (DENSE_GRAPH.to_string(), bincode::serialize(&*self.dense)?),
+            (BM25.to_string(), bincode::serialize(&*self.bm25)?),
+            (SPLADE.to_string(), bincode::serialize(&*self.splade)?),
         ];
         let mut files = files;
         for (name, bytes) in attachments {

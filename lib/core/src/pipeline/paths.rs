@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::encode::SparseVector;
 use crate::error::{Error, Result};
-use crate::index::{Bitset, Index, VectorStore};
+use crate::index::{Bitset, Index};
 
 /// A retrieval path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
@@ -76,7 +76,7 @@ pub trait PathRetriever: Send + Sync {
     fn retrieve(&self, query: &PreparedQuery, allowed: Option<&Bitset>, k: usize) -> Result<Vec<PathHit>>;
 }
 
-/// Dense retrieval over the index's vectors, through the [`VectorStore`] trait.
+/// Dense retrieval over the index's vectors (HNSW, and an exact scan of a delta).
 pub struct DensePath(pub Arc<Index>);
 /// BM25 retrieval over the index's terms.
 pub struct Bm25Path(pub Arc<Index>);
@@ -99,7 +99,7 @@ impl PathRetriever for DensePath {
                 format!("dimension {} but the index holds {}", v.len(), self.0.dense.dim),
             ));
         }
-        Ok(VectorStore::search(&self.0.dense, v, allowed, k))
+        Ok(self.0.dense_search(v, allowed, k))
     }
 }
 
@@ -108,7 +108,7 @@ impl PathRetriever for Bm25Path {
         Path::Bm25
     }
     fn retrieve(&self, q: &PreparedQuery, allowed: Option<&Bitset>, k: usize) -> Result<Vec<PathHit>> {
-        Ok(self.0.bm25.search(&q.text, allowed, k))
+        Ok(self.0.bm25_search(&q.text, allowed, k))
     }
 }
 
@@ -118,6 +118,6 @@ impl PathRetriever for SpladePath {
     }
     fn retrieve(&self, q: &PreparedQuery, allowed: Option<&Bitset>, k: usize) -> Result<Vec<PathHit>> {
         let v = q.sparse.as_ref().ok_or_else(|| missing(Path::Splade, "SPLADE vector"))?;
-        Ok(self.0.splade.search(v, allowed, k))
+        Ok(self.0.splade_search(v, allowed, k))
     }
 }

@@ -227,7 +227,8 @@ pub(crate) fn plan_search(
     let metadata = crate::search_filters::metadata_filter(f.metadata.as_ref(), "filters.metadata", index)?;
     let base = filter.clone();
     let admits = |d: &Document| base.matches(d) && metadata.as_ref().is_none_or(|c| c.matches(d));
-    let mismatch = match fallback(&index.documents, admits, f.year, quarter) {
+    let live = index.documents.iter().enumerate().filter(|(d, _)| !index.is_withdrawn(*d as u32)).map(|(_, d)| d);
+    let mismatch = match fallback(live, admits, f.year, quarter) {
         Some((ids, mismatch)) => {
             // An empty id list must still match nothing.
             filter.document_ids = if ids.is_empty() { vec![String::new()] } else { ids };
