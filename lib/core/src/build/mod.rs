@@ -296,7 +296,7 @@ impl Built {
 
 /// One document cut and encoded as a build of `options` would (the unit a delta holds):
 /// its chunks (`doc` 0) and each chunk's vectors, with their content keys.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct EncodedDocument {
     /// The document.
     pub document: Document,

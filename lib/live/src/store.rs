@@ -1,0 +1,615 @@
+//! [`LiveIndex`]: a built index, the writes since, and their compaction.
+//!
+//! On disk, in the index's live directory:
+//! - `wal.log`: the write-ahead log ([`crate::wal`]);
+//! - `CURRENT`: which compacted version is the built index (`{"version": "v000003",
+//!   "applied_seq": 41}`: the version holds every write up to sequence 41), written to a
+//!   temporary file, flushed and renamed, so it names a whole version or the one before;
+//! - `v000001/`, `v000002/`, ...: compacted versions, each a complete index with its
+//!   vector cache, flushed to disk before `CURRENT` names it.
+//!
+//! Without `CURRENT`, the built index is the one the server started from.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use sextant_core::build::{build, encode_documents, BuildOptions, EncodedDocument, InProcess, Previous, VectorCache};
+use sextant_core::corpus::{Document, MetadataSchema};
+use sextant_core::encode::{DenseEncoder, SparseEncoder};
+use sextant_core::index::Index;
+use sextant_core::storage::{LocalDir, Storage};
+
+use crate::error::{Error, Result};
+use crate::wal::{sync_dir, Op, Record, Wal};
+
+const POINTER: &str = "CURRENT";
+const LOG: &str = "wal.log";
+
+/// When a compaction starts on its own.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LiveOptions {
+    /// Compact once the delta holds this many chunks (0: only when asked).
+    pub compact_at_chunks: usize,
+}
+
+impl Default for LiveOptions {
+    /// Compact at 512 delta chunks: a delta scan of that size costs well under a
+    /// millisecond per search.
+    fn default() -> Self {
+        LiveOptions { compact_at_chunks: 512 }
+    }
+}
+
+/// What `CURRENT` says.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Pointer {
+    version: String,
+    applied_seq: u64,
+}
+
+/// What a write did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WriteOutcome {
+    /// The write's sequence number.
+    pub seq: u64,
+    /// Whether the document is new to the index (false: it replaced a version).
+    pub created: bool,
+    /// Chunks it was cut into.
+    pub chunks: usize,
+}
+
+/// A document as the index holds it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DocumentInfo {
+    /// The document.
+    pub document: Document,
+    /// Its chunks.
+    pub chunks: usize,
+    /// `live` in a built version, or `delta` (written since, searched beside it).
+    pub layer: &'static str,
+}
+
+/// One page of a listing, in document-id order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page {
+    /// The documents.
+    pub documents: Vec<DocumentInfo>,
+    /// The id to continue after, when there are more.
+    pub next_after: Option<String>,
+}
+
+/// What a compaction did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CompactionReport {
+    /// The version written.
+    pub version: String,
+    /// Documents and chunks in it.
+    pub documents: usize,
+    /// Chunks in it.
+    pub chunks: usize,
+    /// Chunks encoded (0 when every vector was reused).
+    pub chunks_encoded: usize,
+    /// Writes folded in.
+    pub writes: usize,
+    /// Seconds it took.
+    pub seconds: f64,
+}
+
+/// The in-memory state: the built index and the writes since.
+struct State {
+    base: Arc<Index>,
+    base_dir: PathBuf,
+    version: u64,
+    applied_seq: u64,
+    seq: u64,
+    /// Documents put since the built index, by id, with the sequence of the put.
+    delta: BTreeMap<String, (u64, EncodedDocument)>,
+    /// Ids deleted since the built index, with the sequence of the delete.
+    deleted: BTreeMap<String, u64>,
+    /// The built index's documents by id.
+    base_ids: HashMap<String, u32>,
+    /// Metadata fields of every document served, with their types.
+    schema: MetadataSchema,
+    wal: Wal,
+    current: Arc<Index>,
+}
+
+/// Receives each new state of the index to serve.
+pub type Publish = Box<dyn Fn(Arc<Index>) + Send + Sync>;
+
+/// A writable index: see the crate documentation.
+pub struct LiveIndex {
+    dir: PathBuf,
+    options: BuildOptions,
+    live: LiveOptions,
+    dense: Arc<DenseEncoder>,
+    sparse: Arc<SparseEncoder>,
+    state: Mutex<State>,
+    /// Held while a compaction runs (one at a time).
+    compacting: Mutex<()>,
+    publish: Publish,
+}
+
+fn version_name(n: u64) -> String {
+    format!("v{n:06}")
+}
+
+fn read_pointer(dir: &Path) -> Result<Option<Pointer>> {
+    let path = dir.join(POINTER);
+    match std::fs::read(&path) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| Error::Format(format!("{}: not a version pointer: {e}", path.display()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io(path, e)),
+    }
+}
+
+fn write_pointer(dir: &Path, p: &Pointer) -> Result<()> {
+    let tmp = dir.join(format!("{POINTER}.tmp"));
+    let bytes = serde_json::to_vec(p).map_err(|e| Error::Format(e.to_string()))?;
+    std::fs::write(&tmp, bytes).and_then(|_| std::fs::File::open(&tmp)?.sync_all()).map_err(|e| Error::io(&tmp, e))?;
+    std::fs::rename(&tmp, dir.join(POINTER)).map_err(|e| Error::io(dir.join(POINTER), e))?;
+    sync_dir(dir)
+}
+
+/// Flushes every file of `dir` and the directory itself.
+fn sync_tree(dir: &Path) -> Result<()> {
+    for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
+        let path = entry.map_err(|e| Error::io(dir, e))?.path();
+        if path.is_file() {
+            std::fs::File::open(&path).and_then(|f| f.sync_all()).map_err(|e| Error::io(&path, e))?;
+        }
+    }
+    sync_dir(dir)
+}
+
+impl State {
+    /// The index to serve: the built one, the delta beside it, the replaced and deleted
+    /// documents withdrawn.
+    fn serve(&self) -> Result<Arc<Index>> {
+        if self.delta.is_empty() && self.deleted.is_empty() {
+            return Ok(self.base.clone());
+        }
+        let withdrawn: Vec<u32> = self
+            .base_ids
+            .iter()
+            .filter(|(id, _)| self.delta.contains_key(*id) || self.deleted.contains_key(*id))
+            .map(|(_, &d)| d)
+            .collect();
+        let appended = EncodedDocument::appended(self.delta.values().map(|(_, d)| d));
+        Ok(Arc::new(self.base.with_delta(appended, &withdrawn)?))
+    }
+
+    fn apply(&mut self, record: Record) {
+        self.seq = self.seq.max(record.seq);
+        match record.op {
+            Op::Put(doc) => {
+                let id = doc.document.document_id.clone();
+                self.schema.add(&doc.document.metadata);
+                self.deleted.remove(&id);
+                self.delta.insert(id, (record.seq, *doc));
+            }
+            Op::Delete(id) => {
+                self.delta.remove(&id);
+                self.deleted.insert(id, record.seq);
+            }
+        }
+    }
+
+    fn exists(&self, id: &str) -> bool {
+        self.delta.contains_key(id) || (self.base_ids.contains_key(id) && !self.deleted.contains_key(id))
+    }
+}
+
+fn ids_of(index: &Index) -> HashMap<String, u32> {
+    index.documents.iter().enumerate().map(|(i, d)| (d.document_id.clone(), i as u32)).collect()
+}
+
+impl LiveIndex {
+    /// Opens the writable index whose live directory is `dir`, over `original` (the index
+    /// the server built or loaded, in `original_dir`) unless a compacted version is named
+    /// by `dir/CURRENT`; replays the log, and hands the index to serve to `publish` now and
+    /// after every write.
+    pub fn open(
+        dir: &Path,
+        original: Arc<Index>,
+        original_dir: &Path,
+        encoders: (Arc<DenseEncoder>, Arc<SparseEncoder>),
+        live: LiveOptions,
+        publish: Publish,
+    ) -> Result<LiveIndex> {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        let pointer = read_pointer(dir)?;
+        let (base, base_dir, version, applied_seq) = match &pointer {
+            Some(p) => {
+                let vdir = dir.join(&p.version);
+                let index = Index::load(&LocalDir::new(&vdir))?;
+                let n = p.version.trim_start_matches('v').parse().unwrap_or(0);
+                (Arc::new(index), vdir, n, p.applied_seq)
+            }
+            None => (original, original_dir.to_path_buf(), 0, 0),
+        };
+        // Versions a crash left half-written, or that a later one replaced.
+        if let Ok(entries) = std::fs::read_dir(dir) {
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if name.starts_with('v') && e.path().is_dir() && name != version_name(version) {
+                    let _ = std::fs::remove_dir_all(e.path());
+                }
+            }
+        }
+        let (wal, records, dropped) = Wal::open(&dir.join(LOG))?;
+        if dropped > 0 {
+            tracing::warn!("{}: dropped {dropped} bytes of a log record cut short (never acknowledged)", dir.display());
+        }
+        let schema = base.metadata_schema().clone();
+        let mut state = State {
+            base_ids: ids_of(&base),
+            current: base.clone(),
+            base,
+            base_dir,
+            version,
+            applied_seq,
+            seq: applied_seq,
+            delta: BTreeMap::new(),
+            deleted: BTreeMap::new(),
+            schema,
+            wal,
+        };
+        let replayed = records.iter().filter(|r| r.seq > applied_seq).count();
+        for r in records.into_iter().filter(|r| r.seq > applied_seq) {
+            state.apply(r);
+        }
+        state.current = state.serve()?;
+        tracing::info!(
+            "{}: serving {} with {replayed} writes replayed from the log",
+            dir.display(),
+            if version == 0 { "the index built at start".to_string() } else { version_name(version) }
+        );
+        publish(state.current.clone());
+        let (dense, sparse) = encoders;
+        let options = BuildOptions::of_manifest(&state.base.manifest);
+        Ok(LiveIndex {
+            dir: dir.to_path_buf(),
+            options,
+            live,
+            dense,
+            sparse,
+            state: Mutex::new(state),
+            compacting: Mutex::new(()),
+            publish,
+        })
+    }
+
+    /// The index served now.
+    pub fn current(&self) -> Arc<Index> {
+        self.state.lock().expect("live state").current.clone()
+    }
+
+    /// Puts `document` (replacing any document with its id): cut and encoded, logged and
+    /// flushed, then served. When this returns, the write is durable and searchable.
+    pub fn put(&self, document: Document) -> Result<WriteOutcome> {
+        self.state
+            .lock()
+            .expect("live state")
+            .schema
+            .check(&document.metadata)
+            .map_err(|e| Error::Invalid { field: e.field, reason: e.reason })?;
+        let mut encoded =
+            encode_documents(vec![document], &self.options, &self.dense, &self.sparse, &VectorCache::new())?;
+        let doc = encoded.pop().expect("one document in, one out");
+        let chunks = doc.chunks.len();
+        let id = doc.document.document_id.clone();
+        let mut state = self.state.lock().expect("live state");
+        // Checked again under the lock: another write may have given a field its type.
+        state.schema.check(&doc.document.metadata).map_err(|e| Error::Invalid { field: e.field, reason: e.reason })?;
+        let created = !state.exists(&id);
+        let record = Record { seq: state.seq + 1, op: Op::Put(Box::new(doc)) };
+        state.wal.append(&record)?;
+        let seq = record.seq;
+        state.apply(record);
+        self.republish(&mut state)?;
+        let delta_chunks = state.current.delta_chunks();
+        drop(state);
+        self.maybe_compact(delta_chunks);
+        Ok(WriteOutcome { seq, created, chunks })
+    }
+
+    /// Deletes document `id`: `None` when there is none, else the sequence of the delete.
+    /// When this returns, no search serves the document, now or after a restart.
+    pub fn delete(&self, id: &str) -> Result<Option<u64>> {
+        let mut state = self.state.lock().expect("live state");
+        if !state.exists(id) {
+            return Ok(None);
+        }
+        let record = Record { seq: state.seq + 1, op: Op::Delete(id.to_string()) };
+        state.wal.append(&record)?;
+        let seq = record.seq;
+        state.apply(record);
+        self.republish(&mut state)?;
+        Ok(Some(seq))
+    }
+
+    fn republish(&self, state: &mut State) -> Result<()> {
+        state.current = state.serve()?;
+        (self.publish)(state.current.clone());
+        Ok(())
+    }
+
+    /// Document `id`, if the index holds it.
+    pub fn get(&self, id: &str) -> Option<DocumentInfo> {
+        let state = self.state.lock().expect("live state");
+        if let Some((_, d)) = state.delta.get(id) {
+            return Some(DocumentInfo { document: d.document.clone(), chunks: d.chunks.len(), layer: "delta" });
+        }
+        if state.deleted.contains_key(id) {
+            return None;
+        }
+        let &ord = state.base_ids.get(id)?;
+        Some(DocumentInfo {
+            document: state.base.documents[ord as usize].clone(),
+            chunks: state.base.chunks_of(ord).len(),
+            layer: "live",
+        })
+    }
+
+    /// Up to `limit` documents with ids after `after`, in id order.
+    pub fn list(&self, after: Option<&str>, limit: usize) -> Page {
+        let state = self.state.lock().expect("live state");
+        let mut ids: Vec<&str> = state
+            .base_ids
+            .keys()
+            .map(String::as_str)
+            .filter(|id| !state.deleted.contains_key(*id) && !state.delta.contains_key(*id))
+            .chain(state.delta.keys().map(String::as_str))
+            .filter(|id| after.is_none_or(|a| *id > a))
+            .collect();
+        ids.sort_unstable();
+        let more = ids.len() > limit;
+        ids.truncate(limit);
+        let ids: Vec<String> = ids.into_iter().map(str::to_string).collect();
+        drop(state);
+        let documents: Vec<DocumentInfo> = ids.iter().filter_map(|id| self.get(id)).collect();
+        let next_after = if more { documents.last().map(|d| d.document.document_id.clone()) } else { None };
+        Page { documents, next_after }
+    }
+
+    /// Writes in the delta and chunks in it.
+    pub fn delta_size(&self) -> (usize, usize) {
+        let state = self.state.lock().expect("live state");
+        (state.delta.len() + state.deleted.len(), state.current.delta_chunks())
+    }
+
+    fn maybe_compact(&self, delta_chunks: usize) {
+        if self.live.compact_at_chunks == 0 || delta_chunks < self.live.compact_at_chunks {
+            return;
+        }
+        if let Err(e) = self.compact() {
+            tracing::error!("{}: compaction failed, the delta keeps serving: {e}", self.dir.display());
+        }
+    }
+
+    /// Folds the delta into a new version: the built documents still served and the
+    /// delta's, indexed with every vector reused (the built version's cache and the
+    /// delta's), written and flushed, then named by `CURRENT`; the log keeps only the
+    /// writes that arrived meanwhile. Writes go on while it runs. `None` when there is
+    /// nothing to fold.
+    pub fn compact(&self) -> Result<Option<CompactionReport>> {
+        let _one = self.compacting.lock().expect("compaction lock");
+        let t = Instant::now();
+        let (base, base_dir, version, upto, delta, deleted) = {
+            let s = self.state.lock().expect("live state");
+            if s.delta.is_empty() && s.deleted.is_empty() {
+                return Ok(None);
+            }
+            (s.base.clone(), s.base_dir.clone(), s.version, s.seq, s.delta.clone(), s.deleted.clone())
+        };
+        let writes = delta.len() + deleted.len();
+        let mut documents: Vec<Document> = base
+            .documents
+            .iter()
+            .filter(|d| !delta.contains_key(&d.document_id) && !deleted.contains_key(&d.document_id))
+            .cloned()
+            .collect();
+        documents.extend(delta.values().map(|(_, d)| d.document.clone()));
+        let base_storage = LocalDir::new(&base_dir);
+        let mut previous = Previous::read(&base_storage);
+        previous.cache.insert(delta.values().flat_map(|(_, d)| d.vectors.iter().cloned()));
+        // Files of other crates saved with the built version (the financial facts) go on.
+        let attachments: Vec<(String, Vec<u8>)> = base
+            .manifest
+            .files
+            .iter()
+            .filter(|f| !Index::owns(&f.name))
+            .map(|f| base_storage.read(&f.name).map(|b| (f.name.clone(), b.to_vec())))
+            .collect::<std::result::Result<_, _>>()?;
+        let runner = InProcess { dense: &self.dense, sparse: &self.sparse };
+        let tokenizers = (self.dense.tokenizer(), self.sparse.tokenizer());
+        // A previous fingerprint would make a build of the same inputs "unchanged": this
+        // build always writes its version.
+        previous.manifest = None;
+        let built = build(documents, attachments, &self.options, tokenizers, &previous, &runner, &|_, _, _| {})?;
+        let chunks_encoded = built.report.chunks_encoded;
+        let next = version + 1;
+        let vdir = self.dir.join(version_name(next));
+        let _ = std::fs::remove_dir_all(&vdir);
+        let vstore = LocalDir::new(&vdir);
+        if built.index.is_none() {
+            return Err(Error::Format("the compaction built nothing".into()));
+        }
+        built.save(&vstore, &Previous::none())?;
+        sync_tree(&vdir)?;
+        let new_base = Arc::new(Index::load(&vstore)?);
+        write_pointer(&self.dir, &Pointer { version: version_name(next), applied_seq: upto })?;
+        let (documents, chunks) = (new_base.documents.len(), new_base.chunks.len());
+        {
+            let mut s = self.state.lock().expect("live state");
+            s.delta.retain(|_, (seq, _)| *seq > upto);
+            s.deleted.retain(|_, seq| *seq > upto);
+            s.base_ids = ids_of(&new_base);
+            s.base = new_base;
+            s.base_dir = vdir;
+            s.version = next;
+            s.applied_seq = upto;
+            let keep: Vec<Record> = s.wal.records()?.into_iter().filter(|r| r.seq > upto).collect();
+            s.wal.rewrite(&keep)?;
+            self.republish(&mut s)?;
+        }
+        if version > 0 {
+            let _ = std::fs::remove_dir_all(self.dir.join(version_name(version)));
+        }
+        let report = CompactionReport {
+            version: version_name(next),
+            documents,
+            chunks,
+            chunks_encoded,
+            writes,
+            seconds: t.elapsed().as_secs_f64(),
+        };
+        tracing::info!(
+            "{}: compacted {writes} writes into {} in {:.2}s",
+            self.dir.display(),
+            report.version,
+            report.seconds
+        );
+        Ok(Some(report))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::OnceLock;
+
+    use sextant_core::build::DEFAULT_SHARD_CHUNKS;
+    use sextant_core::encode::ModelSet;
+    use sextant_core::index::format::ModelRef;
+    use sextant_core::index::Bm25Params;
+    use sextant_core::pipeline::{Engine, SearchRequest};
+    use sextant_core::testutil::{model_dir, test_document};
+
+    use super::*;
+
+    fn encoders() -> (Arc<DenseEncoder>, Arc<SparseEncoder>) {
+        static E: OnceLock<(Arc<DenseEncoder>, Arc<SparseEncoder>)> = OnceLock::new();
+        E.get_or_init(|| {
+            let m = ModelSet::under(&model_dir());
+            (Arc::new(DenseEncoder::load(&m.dense).unwrap()), Arc::new(SparseEncoder::load(&m.sparse).unwrap()))
+        })
+        .clone()
+    }
+
+    /// The original index, built and saved in `dir` as `serve` does.
+    fn original(dir: &Path) -> Arc<Index> {
+        let (dense, sparse) = encoders();
+        let options = BuildOptions {
+            index_id: "team".into(),
+            chunk_tokens: 64,
+            bm25: Bm25Params::default(),
+            dense_model: ModelRef { id: "d".into(), weights_sha256: "x".into() },
+            sparse_model: ModelRef { id: "s".into(), weights_sha256: "y".into() },
+            shard_chunks: DEFAULT_SHARD_CHUNKS,
+        };
+        let docs = vec![
+            test_document("ko", "KO", "2024-02-10", &["Concentrate sales rose as unit case volume grew."]),
+            test_document("fx", "AAPL", "2024-11-01", &["Foreign currency exchange rates weighed on gross margin."]),
+        ];
+        let runner = InProcess { dense: &dense, sparse: &sparse };
+        let built = build(
+            docs,
+            Vec::new(),
+            &options,
+            (dense.tokenizer(), sparse.tokenizer()),
+            &Previous::none(),
+            &runner,
+            &|_, _, _| {},
+        )
+        .unwrap();
+        built.save(&LocalDir::new(dir), &Previous::none()).unwrap();
+        Arc::new(Index::load(&LocalDir::new(dir)).unwrap())
+    }
+
+    fn open(root: &Path, served: Arc<Mutex<Option<Arc<Index>>>>) -> LiveIndex {
+        let base = Index::load(&LocalDir::new(root.join("built"))).unwrap();
+        LiveIndex::open(
+            &root.join("live"),
+            Arc::new(base),
+            &root.join("built"),
+            encoders(),
+            LiveOptions { compact_at_chunks: 0 },
+            Box::new(move |i| *served.lock().unwrap() = Some(i)),
+        )
+        .unwrap()
+    }
+
+    fn top(index: &Arc<Index>, q: &str) -> Vec<String> {
+        let (dense, sparse) = encoders();
+        let engine = Engine::new(index.clone(), dense, sparse, None);
+        let mut req = SearchRequest::new(q, 5);
+        req.rerank = false;
+        let out = engine.search(&req).unwrap();
+        out.hits.iter().map(|h| engine.index().document_of(h.chunk).document_id.clone()).collect()
+    }
+
+    fn doc(id: &str, text: &str, meta: serde_json::Value) -> Document {
+        let mut d = test_document(id, "MSFT", "2024-07-30", &[text]);
+        d.metadata = sextant_core::corpus::Metadata::from_json(&meta).unwrap();
+        d
+    }
+
+    #[test]
+    fn writes_are_served_at_once_survive_a_restart_and_a_compaction() {
+        let root = tempfile::tempdir().unwrap();
+        original(&root.path().join("built"));
+        let served = Arc::new(Mutex::new(None));
+        let live = open(root.path(), served.clone());
+        let azure = doc("azure", "Azure cloud services revenue grew 29 percent.", serde_json::json!({"team": "cloud"}));
+        let out = live.put(azure.clone()).unwrap();
+        assert_eq!((out.seq, out.created, out.chunks), (1, true, 1));
+        let now = served.lock().unwrap().clone().unwrap();
+        assert_eq!(top(&now, "Azure cloud revenue")[0], "azure", "searchable as soon as put returns");
+        // Replace fx, delete ko.
+        assert!(
+            !live.put(doc("fx", "A stronger dollar cut services revenue.", serde_json::json!({}))).unwrap().created
+        );
+        assert_eq!(live.delete("ko").unwrap(), Some(3));
+        assert_eq!(live.delete("ko").unwrap(), None, "deleting twice finds nothing");
+        let now = live.current();
+        assert!(!top(&now, "concentrate unit case volume").contains(&"ko".to_string()));
+        assert_eq!(live.get("fx").unwrap().layer, "delta");
+        assert!(live.get("ko").is_none());
+        // A field keeps its type.
+        let err = live.put(doc("bad", "x", serde_json::json!({"team": 7}))).unwrap_err();
+        assert_eq!(err.to_string(), "metadata.team: is a string in the other documents of this index, got a number");
+        let ids = |p: Page| p.documents.into_iter().map(|d| d.document.document_id).collect::<Vec<_>>();
+        assert_eq!(ids(live.list(None, 10)), vec!["azure", "fx"]);
+        let first = live.list(None, 1);
+        assert_eq!(first.next_after.as_deref(), Some("azure"));
+        assert_eq!(ids(live.list(first.next_after.as_deref(), 1)), vec!["fx"]);
+        drop(live);
+
+        // A restart replays the log.
+        let live = open(root.path(), Arc::new(Mutex::new(None)));
+        assert_eq!(ids(live.list(None, 10)), vec!["azure", "fx"]);
+        assert_eq!(top(&live.current(), "Azure cloud revenue")[0], "azure");
+        // Compaction: a version with every vector reused, the log emptied.
+        let report = live.compact().unwrap().unwrap();
+        assert_eq!(
+            (report.version.as_str(), report.documents, report.chunks_encoded, report.writes),
+            ("v000001", 2, 0, 3)
+        );
+        assert_eq!(live.current().delta_chunks(), 0);
+        assert!(live.compact().unwrap().is_none(), "nothing left to fold");
+        assert_eq!(std::fs::metadata(root.path().join("live/wal.log")).unwrap().len(), 0);
+        live.put(doc("late", "Gaming revenue rose on Xbox content.", serde_json::json!({"team": "games"}))).unwrap();
+        drop(live);
+        let live = open(root.path(), Arc::new(Mutex::new(None)));
+        assert_eq!(ids(live.list(None, 10)), vec!["azure", "fx", "late"]);
+        assert_eq!(live.get("azure").unwrap().layer, "live");
+        assert_eq!(live.get("azure").unwrap().document.metadata, azure.metadata);
+        assert_eq!(top(&live.current(), "Xbox gaming content")[0], "late");
+    }
+}
