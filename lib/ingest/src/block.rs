@@ -39,3 +39,53 @@ pub struct Parsed {
     /// The document's text, block by block, in order.
     pub blocks: Vec<Block>,
 }
+
+/// Normalises a block's text to the invariants [`Block`] promises: line endings become
+/// `"\n"`, whitespace at the end of each line and at the start of the text goes, and lines
+/// that are empty or only whitespace are dropped (so no `"\n\n"` is left). `None` when
+/// nothing is left.
+pub(crate) fn clean(text: &str) -> Option<String> {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split(['\n', '\r']) {
+        let line = line.trim_end();
+        if line.trim_start().is_empty() {
+            continue;
+        }
+        if out.is_empty() {
+            out.push_str(line.trim_start());
+        } else {
+            out.push('\n');
+            out.push_str(line);
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// Blocks as a parser finds them: each text is [`clean`]ed, and empty ones are dropped.
+#[derive(Debug, Default)]
+pub(crate) struct Blocks(pub(crate) Vec<Block>);
+
+impl Blocks {
+    /// Adds a block of `kind` with `text`, unless nothing visible is left of it.
+    pub(crate) fn push(&mut self, kind: BlockKind, text: &str) {
+        if let Some(text) = clean(text) {
+            self.0.push(Block { kind, text });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clean_keeps_single_newlines_and_drops_blank_lines_and_end_whitespace() {
+        assert_eq!(
+            clean("  first line  \n\n \t \n  indented\r\nlast\r\r\n"),
+            Some("first line\n  indented\nlast".into())
+        );
+        assert_eq!(clean(" \n\t\r\n "), None);
+        assert_eq!(clean(""), None);
+        assert_eq!(clean("word"), Some("word".into()));
+    }
+}

@@ -36,4 +36,10 @@ pub enum Error {
         /// part of a valid UTF-8 sequence.
         byte_offset: usize,
     },
+    /// The body is larger than the HTML parser can hold (HTTP 413).
+    #[error("the body is {size} bytes: a document must be smaller than 4 GiB")]
+    TooLarge {
+        /// The body's size in bytes.
+        size: usize,
+    },
 }
