@@ -9,7 +9,7 @@
 //! (no recursion however deep the document nests).
 
 use std::borrow::Cow;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 use html5ever::interface::{ElemName, ElementFlags, NodeOrText, QuirksMode, TreeSink};
 use html5ever::tendril::{StrTendril, TendrilSink};
@@ -55,6 +55,8 @@ pub(crate) struct Node {
 pub(crate) struct Tree {
     /// Every node created, the document first; those detached by the parser stay, unlinked.
     pub(crate) nodes: Vec<Node>,
+    /// The first limit exceeded, if one was.
+    exceeded: Option<Exceeded>,
 }
 
 impl Tree {
@@ -82,10 +84,66 @@ impl Tree {
     }
 }
 
+/// The deepest an element may nest (the root `html` is at depth 1), as in Chromium and
+/// WebKit's parsers.
+pub(crate) const MAX_DEPTH: usize = 512;
+
+/// How many nodes a document may build per byte of its source (plus [`NODES_BASE`]).
+///
+/// A tag is 3 bytes or more and text 1 or more, so a document builds fewer nodes than it has
+/// bytes, but for those the parser adds: the html, head and body elements, a table's
+/// implied tbody and tr, and the formatting elements (`<b>`, `<font>`…) left open, which it
+/// re-opens in every following paragraph. That last one has no bound: 500 distinct `<b>`
+/// left open in a `<p>` are rebuilt for every later `<p>x</p>`, 500 elements per 8 bytes
+/// (a megabyte would build 60 million nodes, gigabytes).
+pub(crate) const NODES_PER_BYTE: usize = 2;
+
+/// The nodes allowed whatever the size (a one-letter document already has five).
+const NODES_BASE: usize = 1024;
+
+/// How much input the parser is given at a time; the limits are checked between pieces.
+const PIECE: usize = 4096;
+
+/// Why a document was not built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Exceeded {
+    /// An element nested deeper than [`MAX_DEPTH`].
+    Depth,
+    /// More nodes than [`NODES_PER_BYTE`] allows.
+    Nodes,
+}
+
 /// Parses `html` as a whole document, as a browser would (malformed HTML is recovered from
-/// per the HTML5 specification).
-pub(crate) fn parse(html: &str) -> Tree {
-    parse_document(Sink::default(), ParseOpts::default()).one(html)
+/// per the HTML5 specification), unless it exceeds a limit.
+///
+/// html5ever has no limits of its own, and two shapes of input cost far more than their
+/// size: its tree builder scans the stack of open elements for most start tags, so time
+/// grows with the square of the nesting depth (servo/html5ever#788: half a megabyte of
+/// `<ul><li>` takes minutes), and formatting elements left open are rebuilt again and
+/// again (see [`NODES_PER_BYTE`]). So the input is fed in pieces, the sink notes the first
+/// element inserted deeper than [`MAX_DEPTH`] or past the node limit, and parsing stops at
+/// the end of that piece, having built at most one piece's worth beyond the limit.
+pub(crate) fn parse(html: &str) -> Result<Tree, Exceeded> {
+    let max_nodes = html.len().saturating_mul(NODES_PER_BYTE).saturating_add(NODES_BASE);
+    let mut parser = parse_document(Sink::new(max_nodes), ParseOpts::default());
+    let mut rest = html;
+    while !rest.is_empty() {
+        let mut end = rest.len().min(PIECE);
+        while !rest.is_char_boundary(end) {
+            end += 1;
+        }
+        let (piece, after) = rest.split_at(end);
+        parser.process(StrTendril::from_slice(piece));
+        if let Some(exceeded) = parser.tokenizer.sink.sink.exceeded.get() {
+            return Err(exceeded);
+        }
+        rest = after;
+    }
+    let tree = parser.finish();
+    match tree.exceeded {
+        Some(exceeded) => Err(exceeded),
+        None => Ok(tree),
+    }
 }
 
 /// An element's name as [`TreeSink::elem_name`] returns it: owned (atoms are cheap to
@@ -106,11 +164,37 @@ impl ElemName for Name {
 /// The tree being built.
 struct Sink {
     nodes: RefCell<Vec<Node>>,
+    /// The most nodes this document may build.
+    max_nodes: usize,
+    /// The first limit exceeded.
+    exceeded: Cell<Option<Exceeded>>,
 }
 
-impl Default for Sink {
-    fn default() -> Self {
-        Sink { nodes: RefCell::new(vec![new_node(Data::Document)]) }
+impl Sink {
+    fn new(max_nodes: usize) -> Sink {
+        Sink { nodes: RefCell::new(vec![new_node(Data::Document)]), max_nodes, exceeded: Cell::new(None) }
+    }
+
+    /// Notes whether the node `id`, just linked, exceeds a limit: the node count, or (for an
+    /// element) the depth. Its ancestors are counted anew each time (at most `MAX_DEPTH + 1`
+    /// steps): the parser moves subtrees, so a depth stored on a node would go stale.
+    fn check_limits(&self, nodes: &[Node], id: Id) {
+        if nodes.len() > self.max_nodes {
+            self.exceeded.set(Some(Exceeded::Nodes));
+        }
+        if !matches!(nodes[id].data, Data::Element { .. }) {
+            return;
+        }
+        let mut depth = 0;
+        let mut at = id;
+        while let Some(parent) = nodes[at].parent {
+            depth += 1;
+            if depth > MAX_DEPTH {
+                self.exceeded.set(Some(Exceeded::Depth));
+                return;
+            }
+            at = parent;
+        }
     }
 }
 
@@ -179,7 +263,7 @@ impl TreeSink for Sink {
     type ElemName<'a> = Name;
 
     fn finish(self) -> Tree {
-        Tree { nodes: self.nodes.into_inner() }
+        Tree { nodes: self.nodes.into_inner(), exceeded: self.exceeded.get() }
     }
 
     fn parse_error(&self, _msg: Cow<'static, str>) {}
@@ -227,6 +311,7 @@ impl TreeSink for Sink {
             }
         };
         link_last(nodes, *parent, id);
+        self.check_limits(nodes, id);
     }
 
     fn append_based_on_parent_node(&self, element: &Id, prev_element: &Id, child: NodeOrText<Id>) {
@@ -275,6 +360,7 @@ impl TreeSink for Sink {
             // The parser promises a parent; keep the node (its text) rather than lose it.
             None => link_last(nodes, 0, id),
         }
+        self.check_limits(nodes, id);
     }
 
     fn add_attrs_if_missing(&self, _target: &Id, _attrs: Vec<Attribute>) {}

@@ -36,6 +36,28 @@ pub enum Error {
         /// part of a valid UTF-8 sequence.
         byte_offset: usize,
     },
+    /// HTML whose elements nest deeper than browsers nest them (HTTP 422). Parsing time
+    /// grows with the square of the depth, so such a body is refused, not read.
+    #[error(
+        "the HTML nests elements more than {limit} levels deep (browsers stop nesting there too): \
+         flatten it, or send its text as text/plain"
+    )]
+    TooDeep {
+        /// The deepest nesting read.
+        limit: usize,
+    },
+    /// HTML that leaves formatting tags (`<b>`, `<font>`…) open so that the parser, which
+    /// re-opens them in every later paragraph as a browser does, would build far more
+    /// elements than the body has bytes (HTTP 422).
+    #[error(
+        "the HTML builds more than 2 elements per byte of its {bytes} bytes, because the formatting tags \
+         it leaves open (such as <b> or <font>) are re-opened in every later paragraph: close them, \
+         or send its text as text/plain"
+    )]
+    TooManyElements {
+        /// The HTML's size in bytes.
+        bytes: usize,
+    },
     /// The body is larger than the HTML parser can hold (HTTP 413).
     #[error("the body is {size} bytes: a document must be smaller than 4 GiB")]
     TooLarge {

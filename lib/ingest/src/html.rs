@@ -24,21 +24,26 @@ use std::mem;
 use html5ever::{ns, QualName};
 
 use crate::block::{clean, BlockKind, Blocks, Parsed};
-use crate::dom::{self, Data, Id, Tree};
+use crate::dom::{self, Data, Exceeded, Id, Tree};
+use crate::error::{Error, Result};
 
 /// Parses an HTML document.
-pub(crate) fn parse(html: &str) -> Parsed {
+pub(crate) fn parse(html: &str) -> Result<Parsed> {
     let mut blocks = Blocks::default();
-    let title = blocks_into(html, &mut blocks);
-    Parsed { title, blocks: blocks.0 }
+    let title = blocks_into(html, &mut blocks)?;
+    Ok(Parsed { title, blocks: blocks.0 })
 }
 
-/// Adds the blocks of the HTML document `html` to `blocks` and returns its title.
-pub(crate) fn blocks_into(html: &str, blocks: &mut Blocks) -> Option<String> {
-    let tree = dom::parse(html);
+/// Adds the blocks of the HTML document `html` to `blocks` and returns its title;
+/// [`Error::TooDeep`] or [`Error::TooManyElements`] if it exceeds the parser's limits.
+pub(crate) fn blocks_into(html: &str, blocks: &mut Blocks) -> Result<Option<String>> {
+    let tree = dom::parse(html).map_err(|exceeded| match exceeded {
+        Exceeded::Depth => Error::TooDeep { limit: dom::MAX_DEPTH },
+        Exceeded::Nodes => Error::TooManyElements { bytes: html.len() },
+    })?;
     let mut walker = Walker { blocks, text: Inline::default(), kinds: Vec::new(), pre: 0, row: None, first_h1: None };
     walker.walk(&tree);
-    title_element(&tree).or(walker.first_h1)
+    Ok(title_element(&tree).or(walker.first_h1))
 }
 
 /// What an element does to the text.
@@ -372,7 +377,7 @@ mod tests {
     use crate::BlockKind::{Code, Heading, ListItem, Paragraph, Quote, TableRow};
 
     fn blocks(html: &str) -> Vec<(BlockKind, String)> {
-        parse(html).blocks.into_iter().map(|Block { kind, text }| (kind, text)).collect()
+        parse(html).unwrap().blocks.into_iter().map(|Block { kind, text }| (kind, text)).collect()
     }
 
     const PAGE: &str = r#"<!DOCTYPE html>
@@ -455,11 +460,14 @@ mod tests {
 
     #[test]
     fn the_title_is_the_title_element_else_the_first_h1() {
-        assert_eq!(parse(PAGE).title.as_deref(), Some("Quarterly report & outlook"));
-        assert_eq!(parse("<h2>Sub</h2><h1>Main <i>title</i></h1><h1>Second</h1>").title.as_deref(), Some("Main title"));
-        assert_eq!(parse("<title> </title><h1>Fallback</h1>").title.as_deref(), Some("Fallback"));
-        assert_eq!(parse("<p>No heading</p>").title, None);
-        assert_eq!(parse("<svg><title>Icon</title></svg><p>x</p>").title, None);
+        assert_eq!(parse(PAGE).unwrap().title.as_deref(), Some("Quarterly report & outlook"));
+        assert_eq!(
+            parse("<h2>Sub</h2><h1>Main <i>title</i></h1><h1>Second</h1>").unwrap().title.as_deref(),
+            Some("Main title")
+        );
+        assert_eq!(parse("<title> </title><h1>Fallback</h1>").unwrap().title.as_deref(), Some("Fallback"));
+        assert_eq!(parse("<p>No heading</p>").unwrap().title, None);
+        assert_eq!(parse("<svg><title>Icon</title></svg><p>x</p>").unwrap().title, None);
     }
 
     #[test]
@@ -572,8 +580,41 @@ mod tests {
     }
 
     #[test]
-    fn deep_nesting_neither_overflows_the_stack_nor_loses_text() {
-        let html = format!("{}deep{}", "<span>".repeat(100_000), "</span>".repeat(100_000));
+    fn nesting_as_deep_as_browsers_allow_is_read_and_deeper_is_refused_quickly() {
+        // 2 levels for html and body.
+        let depth = dom::MAX_DEPTH - 2;
+        let html = format!("{}deep{}", "<div>".repeat(depth), "</div>".repeat(depth));
         assert_eq!(blocks(&html), vec![(Paragraph, "deep".into())]);
+        let html = format!("{}deeper{}", "<div>".repeat(depth + 1), "</div>".repeat(depth + 1));
+        assert_eq!(parse(&html), Err(Error::TooDeep { limit: 512 }));
+        // Megabytes of nesting whose parse time would grow with the square of the depth
+        // (minutes), and formatting elements the parser re-opens for every piece of text.
+        let start = std::time::Instant::now();
+        for html in [
+            "<ul><li>".repeat(200_000),
+            "<div><span>".repeat(100_000),
+            (0..2000).map(|i| format!("<b {i}><i {i}>")).collect::<String>() + &"x</b>".repeat(2000),
+        ] {
+            assert_eq!(parse(&html), Err(Error::TooDeep { limit: 512 }));
+        }
+        assert!(start.elapsed() < std::time::Duration::from_secs(10), "{:?}", start.elapsed());
+    }
+
+    #[test]
+    fn formatting_tags_left_open_are_rebuilt_per_paragraph_but_not_without_bound() {
+        // Three unclosed formatting elements, re-opened in each paragraph, as a browser does.
+        let html = format!("<p><b><i><u>{}", "<p>x".repeat(10_000));
+        let got = parse(&html).unwrap();
+        assert_eq!(got.blocks.len(), 10_000);
+        assert!(got.blocks.iter().all(|block| block == &Block { kind: Paragraph, text: "x".into() }));
+        // 400 distinct ones (the parser merges only identical ones) would be rebuilt 400 at a
+        // time for every 8 bytes.
+        let open: String = (0..400).map(|i| format!("<b id={i}>")).collect();
+        let html = format!("<p>{open}</p>{}", "<p>x</p>".repeat(100_000));
+        let start = std::time::Instant::now();
+        assert_eq!(parse(&html), Err(Error::TooManyElements { bytes: html.len() }));
+        assert!(start.elapsed() < std::time::Duration::from_secs(10), "{:?}", start.elapsed());
+        let message = Error::TooManyElements { bytes: html.len() }.to_string();
+        assert!(message.starts_with("the HTML builds more than 2 elements per byte"), "{message}");
     }
 }

@@ -19,17 +19,18 @@ use std::mem;
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 
 use crate::block::{clean, BlockKind, Blocks, Parsed};
+use crate::error::Result;
 use crate::html;
 
-/// Parses a Markdown document.
-pub(crate) fn parse(text: &str) -> Parsed {
+/// Parses a Markdown document; [`Error::TooDeep`] if an HTML block in it nests too deep.
+pub(crate) fn parse(text: &str) -> Result<Parsed> {
     let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_YAML_STYLE_METADATA_BLOCKS;
     let mut walker = Walker::default();
     for event in Parser::new_ext(text, options) {
-        walker.event(event);
+        walker.event(event)?;
     }
     walker.flush();
-    Parsed { title: walker.title, blocks: walker.blocks.0 }
+    Ok(Parsed { title: walker.title, blocks: walker.blocks.0 })
 }
 
 /// An open container that gives its kind to the text inside it.
@@ -56,10 +57,10 @@ struct Walker {
 }
 
 impl Walker {
-    fn event(&mut self, event: Event<'_>) {
+    fn event(&mut self, event: Event<'_>) -> Result<()> {
         match event {
             Event::Start(tag) => self.start(tag),
-            Event::End(tag) => self.end(tag),
+            Event::End(tag) => self.end(tag)?,
             Event::Text(_) if self.metadata => {}
             Event::Text(text) | Event::Code(text) | Event::InlineMath(text) | Event::DisplayMath(text) => {
                 self.text.push_str(&text)
@@ -76,6 +77,7 @@ impl Walker {
             Event::FootnoteReference(label) => self.text.push_str(&label),
             Event::TaskListMarker(_) => {}
         }
+        Ok(())
     }
 
     fn start(&mut self, tag: Tag<'_>) {
@@ -121,7 +123,7 @@ impl Walker {
         }
     }
 
-    fn end(&mut self, tag: TagEnd) {
+    fn end(&mut self, tag: TagEnd) -> Result<()> {
         match tag {
             TagEnd::Paragraph => {
                 if self.containers.last() != Some(&Container::Item) {
@@ -158,7 +160,7 @@ impl Walker {
             }
             TagEnd::HtmlBlock => {
                 let source = self.html.take().unwrap_or_default();
-                html::blocks_into(&source, &mut self.blocks);
+                html::blocks_into(&source, &mut self.blocks)?;
             }
             TagEnd::MetadataBlock(_) => {
                 self.text.clear();
@@ -173,6 +175,7 @@ impl Walker {
             | TagEnd::Image => {}
             _ => self.flush(),
         }
+        Ok(())
     }
 
     /// Inline HTML: a `<br>` is a line break; other tags are dropped (text between them
@@ -214,7 +217,7 @@ mod tests {
     use crate::BlockKind::{Code, Heading, ListItem, Paragraph, Quote, TableRow};
 
     fn blocks(markdown: &str) -> Vec<(BlockKind, String)> {
-        parse(markdown).blocks.into_iter().map(|Block { kind, text }| (kind, text)).collect()
+        parse(markdown).unwrap().blocks.into_iter().map(|Block { kind, text }| (kind, text)).collect()
     }
 
     const README: &str = "---
@@ -308,9 +311,12 @@ Setext title
 
     #[test]
     fn the_title_is_the_first_level_one_heading() {
-        assert_eq!(parse(README).title.as_deref(), Some("Sextant retrieval"));
-        assert_eq!(parse("## Only a subsection\n\ntext\n\n# Later title\n").title.as_deref(), Some("Later title"));
-        assert_eq!(parse("## Only a subsection\n\ntext").title, None);
+        assert_eq!(parse(README).unwrap().title.as_deref(), Some("Sextant retrieval"));
+        assert_eq!(
+            parse("## Only a subsection\n\ntext\n\n# Later title\n").unwrap().title.as_deref(),
+            Some("Later title")
+        );
+        assert_eq!(parse("## Only a subsection\n\ntext").unwrap().title, None);
     }
 
     #[test]
@@ -336,7 +342,7 @@ Setext title
             println!("skipped: {} is absent", path.display());
             return;
         };
-        let parsed = parse(&text);
+        let parsed = parse(&text).unwrap();
         let count = |kind: BlockKind| parsed.blocks.iter().filter(|block| block.kind == kind).count();
         assert!(count(Paragraph) >= 2, "{:#?}", parsed.blocks);
         let headings: Vec<&str> = text

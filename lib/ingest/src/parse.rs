@@ -9,19 +9,21 @@ use crate::{html, markdown, plain};
 ///
 /// Invalid UTF-8 is [`Error::InvalidUtf8`], naming the offset of the first bad byte; a
 /// leading byte-order mark is dropped. A body of 4 GiB or more is [`Error::TooLarge`] (the
-/// HTML parser's limit, applied to every type). Any other input parses: malformed Markdown
-/// and HTML are read as a CommonMark renderer or a browser would. This never panics.
+/// HTML parser's limit, applied to every type); HTML (a document, or a block of it in
+/// Markdown) whose elements nest more than 512 deep is [`Error::TooDeep`]. Any other input
+/// parses: malformed Markdown and HTML are read as a CommonMark renderer or a browser
+/// would. This never panics.
 pub fn parse(media: MediaType, bytes: &[u8]) -> Result<Parsed> {
     if bytes.len() >= u32::MAX as usize {
         return Err(Error::TooLarge { size: bytes.len() });
     }
     let text = std::str::from_utf8(bytes).map_err(|e| Error::InvalidUtf8 { byte_offset: e.valid_up_to() })?;
     let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
-    Ok(match media {
-        MediaType::PlainText => plain::parse(text),
+    match media {
+        MediaType::PlainText => Ok(plain::parse(text)),
         MediaType::Markdown => markdown::parse(text),
         MediaType::Html => html::parse(text),
-    })
+    }
 }
 
 #[cfg(test)]
