@@ -25,7 +25,9 @@ pub enum KeysCommand {
         /// Plan: free, pro, enterprise, or a custom plan.
         #[arg(long, default_value = "free")]
         plan: String,
-        /// Index ids the key may read (repeatable; default all).
+        /// What the key may do, per index (repeatable; default: read every index):
+        /// INDEX or INDEX:read searches it, INDEX:write also writes its documents,
+        /// INDEX:admin also compacts it; `*` is every index (`*:write`).
         #[arg(long = "index", default_values_t = vec!["*".to_string()])]
         indexes: Vec<String>,
         /// Use this key instead of a random one.

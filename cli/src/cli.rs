@@ -82,7 +82,7 @@ pub enum Command {
     },
     /// Serve the HTTP API on 127.0.0.1 (the embedded default: the bundled demo corpus,
     /// its index built on first start, a printed development key).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Search an index and print the results.
     Search {
         /// Index directory.
@@ -332,6 +332,14 @@ pub struct ServeArgs {
     /// Connections open at once; one more gets a 503 and is closed.
     #[arg(long, default_value_t = 1024)]
     pub max_connections: usize,
+    /// Keep each index's written documents (log and compacted versions) in DIR/<index>
+    /// (default: beside the index, in its `live` directory).
+    #[arg(long, env = "SEXTANT_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Fold written documents into a new index version once the delta holds this many
+    /// chunks (0: only on POST /v1/indexes/{index}/compact).
+    #[arg(long, env = "SEXTANT_COMPACT_AT_CHUNKS", default_value_t = 512)]
+    pub compact_at_chunks: usize,
     #[command(flatten)]
     pub rerank: HostedRerankArgs,
     #[command(flatten)]

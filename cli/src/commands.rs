@@ -82,7 +82,7 @@ pub fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::EncodeWorker { task, out } => crate::build::encode_worker(&models, &task, &out),
-        Command::Serve(args) => crate::serve::run(args, models),
+        Command::Serve(args) => crate::serve::run(*args, models),
         Command::Context { index, question, top_k, route } => {
             let (engine, financials) = load_with_financials(&index, &models)?;
             let route = match route {

@@ -65,7 +65,7 @@ pub fn run(args: ServeArgs, models: ModelSet) -> Result<()> {
         Some(k) => k.clone(),
         None => new_key()?,
     };
-    store.add(&key, "dev", &args.dev_plan, vec!["*".into()]).context("registering the development key")?;
+    store.add(&key, "dev", &args.dev_plan, vec!["*:admin".into()]).context("registering the development key")?;
     let cors_origins = sextant_server::headers::parse_origins(&args.cors_origins)
         .map_err(|e| anyhow::anyhow!("--cors-origins: {e}"))?;
     let connection_limits = sextant_server::listen::ConnectionLimits {
@@ -139,23 +139,31 @@ pub fn run(args: ServeArgs, models: ModelSet) -> Result<()> {
 /// hybrid index when its build is done, swapped in and saved in the cache.
 ///
 /// `shared` holds one copy of the models (and the reranker) for every index served.
-fn load_indexes(args: &ServeArgs, shared: SharedModels, state: &AppState) -> Result<()> {
+fn load_indexes(args: &ServeArgs, shared: SharedModels, state: &Arc<AppState>) -> Result<()> {
     let models = shared.set();
-    let serve = |loaded: Vec<(Index, FactStore)>, ready: &[Path]| -> Result<()> {
+    // Each index with the directory it was loaded from or saved in (its writes live beside
+    // it, once every path is served).
+    let serve = |loaded: Vec<(Index, FactStore, PathBuf)>, ready: &[Path]| -> Result<()> {
         state.set_loading("loading models");
         let mut indexes = Indexes::new();
-        for (index, facts) in loaded {
+        let mut dirs = Vec::new();
+        for (index, facts, dir) in loaded {
             let financials = Financials::new(facts, &index);
             let (engine, _) = shared.engine(Arc::new(index))?;
-            indexes.insert(
-                engine.index().manifest.index_id.clone(),
-                ServedIndex::new(engine.with_ready_paths(ready), financials),
-            );
+            let id = engine.index().manifest.index_id.clone();
+            dirs.push((id.clone(), dir));
+            indexes.insert(id, ServedIndex::new(engine.with_ready_paths(ready), financials));
         }
         let summary: Vec<String> =
             indexes.iter().map(|(id, s)| format!("{id} ({} chunks)", s.engine.index().chunks.len())).collect();
         state.set_indexes(indexes);
         let paths: Vec<&str> = ready.iter().map(|p| p.name()).collect();
+        if ready.len() == Path::ALL.len() {
+            for (id, dir) in dirs {
+                let live_dir = args.data_dir.as_ref().map_or_else(|| dir.join("live"), |d| d.join(&id));
+                open_live(state, &id, &dir, &live_dir, args.compact_at_chunks)?;
+            }
+        }
         println!("ready: serving {} with {}", summary.join(", "), paths.join(", "));
         Ok(())
     };
@@ -172,7 +180,7 @@ fn load_indexes(args: &ServeArgs, shared: SharedModels, state: &AppState) -> Res
                 } else {
                     FactStore::open(&args.facts)?
                 };
-                Ok((index, facts))
+                Ok((index, facts, dir.clone()))
             })
             .collect::<Result<_>>()?;
         return serve(loaded, &Path::ALL);
@@ -192,7 +200,7 @@ fn load_indexes(args: &ServeArgs, shared: SharedModels, state: &AppState) -> Res
     match corpus_index(args.docs.as_deref(), &args.tickers, &args.id, &args.build, state)? {
         CorpusIndex::Cached(index, dir) => {
             tracing::info!("reusing index {}", dir.display());
-            serve(vec![(*index, facts()?)], &Path::ALL)
+            serve(vec![(*index, facts()?, dir)], &Path::ALL)
         }
         CorpusIndex::ToBuild { documents, dir } => {
             state.set_loading(format!("indexing {} documents for BM25 (first start only)", documents.len()));
@@ -203,7 +211,7 @@ fn load_indexes(args: &ServeArgs, shared: SharedModels, state: &AppState) -> Res
                 lexical.chunks.len(),
                 t.elapsed().as_secs_f64()
             );
-            serve(vec![(lexical, facts()?)], &[Path::Bm25])?;
+            serve(vec![(lexical, facts()?, dir.clone())], &[Path::Bm25])?;
             tracing::info!(
                 "building index {}: {} documents (first start only; cached in {})",
                 args.id,
@@ -215,7 +223,7 @@ fn load_indexes(args: &ServeArgs, shared: SharedModels, state: &AppState) -> Res
             let built = build_index(documents, models, &args.id, &args.build)
                 .and_then(|index| index.save(&LocalDir::new(&dir)).map(|_| index).map_err(Into::into));
             match built {
-                Ok(index) => serve(vec![(index, facts()?)], &Path::ALL),
+                Ok(index) => serve(vec![(index, facts()?, dir)], &Path::ALL),
                 Err(e) => {
                     tracing::error!("building the full index failed: {e:#}; serving BM25 only");
                     Ok(())
@@ -223,6 +231,54 @@ fn load_indexes(args: &ServeArgs, shared: SharedModels, state: &AppState) -> Res
             }
         }
     }
+}
+
+/// Makes index `id` (served, built in `dir`) writable: its writes are logged and
+/// compacted in `live_dir`, and each new state is swapped in for the one served.
+fn open_live(
+    state: &Arc<AppState>,
+    id: &str,
+    dir: &std::path::Path,
+    live_dir: &std::path::Path,
+    compact_at_chunks: usize,
+) -> Result<()> {
+    let served = state.loaded_index(id).context("the index was just served")?;
+    let encoders = (served.engine.dense_encoder().clone(), served.engine.sparse_encoder().clone());
+    let publish_state = state.clone();
+    let index_id = id.to_string();
+    let publish = Box::new(move |index: Arc<Index>| {
+        let Some(now) = publish_state.loaded_index(&index_id) else { return };
+        match now.engine.with_index(index) {
+            Ok(engine) => publish_state.replace_index(
+                &index_id,
+                ServedIndex { engine: Arc::new(engine), financials: now.financials.clone() },
+                None,
+            ),
+            Err(e) => tracing::error!("index {index_id}: a new state could not be served: {e}"),
+        }
+    });
+    let live = sextant_live::LiveIndex::open(
+        live_dir,
+        served.engine.index().clone(),
+        dir,
+        encoders,
+        sextant_live::LiveOptions { compact_at_chunks },
+        publish,
+    );
+    match live {
+        Ok(live) => {
+            state.set_document_store(id, Arc::new(live));
+            println!(
+                "index {id} takes documents: PUT /v1/indexes/{id}/documents/{{documentId}} (log in {})",
+                live_dir.display()
+            );
+        }
+        // A directory this process may not write keeps the index read-only, not down.
+        Err(e) => {
+            tracing::warn!("index {id} stays read-only: its writes could not be opened in {}: {e}", live_dir.display())
+        }
+    }
+    Ok(())
 }
 
 /// The BM25-only index of `documents` (see [`lexical_only`]): chunked and indexed as the

@@ -16,5 +16,6 @@ mod store;
 
 pub use store::{
     check_plan, constant_time_eq, create_key, hash_key, key_record, new_key, now_unix, rate_windows, ApiKey,
-    CachedKeyStore, KeyFile, KeyStatus, KeyStore, LocalKeyStore, Plan, RateDecision, StoreFuture, MAX_CACHED_MISSES,
+    CachedKeyStore, KeyFile, KeyStatus, KeyStore, LocalKeyStore, Plan, RateDecision, Scope, StoreFuture,
+    MAX_CACHED_MISSES,
 };

@@ -60,7 +60,9 @@ pub struct ApiKey {
     pub plan: String,
     /// Active or revoked.
     pub status: KeyStatus,
-    /// Index ids it may read (`*` for all).
+    /// What it may do, per index: `id` or `id:read` reads index `id`, `id:write` also
+    /// writes its documents, `id:admin` also compacts it; `*` stands for every index
+    /// (`*:write`). A key holding several grants for one index has the widest.
     pub indexes: Vec<String>,
     /// Creation time, seconds since the Unix epoch.
     pub created_unix: u64,
@@ -69,10 +71,62 @@ pub struct ApiKey {
     pub revoked_unix: Option<u64>,
 }
 
+/// What a key may do with an index; each scope includes the ones before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Scope {
+    /// Search it.
+    Read,
+    /// Also put and delete its documents.
+    Write,
+    /// Also compact it.
+    Admin,
+}
+
+impl Scope {
+    /// The scope's name in grants and messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scope::Read => "read",
+            Scope::Write => "write",
+            Scope::Admin => "admin",
+        }
+    }
+
+    /// A grant `index[:scope]` split into its index and scope (`read` when none is given).
+    pub fn parse_grant(grant: &str) -> Option<(&str, Scope)> {
+        let (index, scope) = match grant.rsplit_once(':') {
+            Some((i, s)) => (i, s),
+            None => (grant, "read"),
+        };
+        let scope = match scope.to_ascii_lowercase().as_str() {
+            "read" => Scope::Read,
+            "write" => Scope::Write,
+            "admin" => Scope::Admin,
+            _ => return None,
+        };
+        (!index.is_empty()).then_some((index, scope))
+    }
+}
+
 impl ApiKey {
+    /// The widest scope the key holds on index `id`, if any.
+    pub fn scope(&self, id: &str) -> Option<Scope> {
+        self.indexes
+            .iter()
+            .filter_map(|g| Scope::parse_grant(g))
+            .filter(|(i, _)| *i == "*" || *i == id)
+            .map(|(_, s)| s)
+            .max()
+    }
+
     /// Whether the key may read index `id`.
     pub fn can_read(&self, id: &str) -> bool {
-        self.indexes.iter().any(|i| i == "*" || i == id)
+        self.scope(id).is_some()
+    }
+
+    /// Whether the key may do what `scope` allows on index `id`.
+    pub fn allows(&self, id: &str, scope: Scope) -> bool {
+        self.scope(id).is_some_and(|s| s >= scope)
     }
 }
 
@@ -255,6 +309,12 @@ impl LocalKeyStore {
     pub fn add(&self, key: &str, tenant: &str, plan: &str, indexes: Vec<String>) -> Result<ApiKey> {
         if self.plan_sync(plan).is_none() {
             return Err(Error::invalid("plan", format!("unknown plan {plan:?}")));
+        }
+        if let Some(bad) = indexes.iter().find(|g| Scope::parse_grant(g).is_none()) {
+            return Err(Error::invalid(
+                "indexes",
+                format!("{bad:?} is not a grant: write INDEX or INDEX:read|write|admin"),
+            ));
         }
         let record = key_record(key, tenant, plan, indexes, now_unix());
         self.store_key(record.clone())?;
@@ -738,5 +798,31 @@ mod tests {
         assert!(e.to_string().contains("unknown plan"), "{e}");
         let e = block_on(create_key(&store, "sx_x", "t", "free", vec![])).unwrap_err();
         assert!(e.to_string().contains("indexes"), "{e}");
+    }
+
+    #[test]
+    fn grants_give_the_widest_scope_per_index() {
+        let key = |grants: &[&str]| ApiKey {
+            hash: String::new(),
+            prefix: String::new(),
+            tenant: "t".into(),
+            plan: "free".into(),
+            status: KeyStatus::Active,
+            indexes: grants.iter().map(|g| g.to_string()).collect(),
+            created_unix: 0,
+            revoked_unix: None,
+        };
+        let k = key(&["demo", "team:write", "*:read", "ops:admin"]);
+        assert_eq!(
+            (k.scope("demo"), k.scope("team"), k.scope("other")),
+            (Some(Scope::Read), Some(Scope::Write), Some(Scope::Read))
+        );
+        assert!(k.allows("team", Scope::Read) && k.allows("team", Scope::Write) && !k.allows("team", Scope::Admin));
+        assert!(!k.allows("demo", Scope::Write), "a read key cannot write");
+        assert!(k.allows("ops", Scope::Admin));
+        assert!(key(&["*:admin"]).allows("anything", Scope::Write));
+        assert_eq!(key(&["team"]).scope("demo"), None);
+        assert_eq!(Scope::parse_grant("x:owner"), None);
+        assert_eq!(Scope::parse_grant(":write"), None);
     }
 }

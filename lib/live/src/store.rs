@@ -16,7 +16,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
-use sextant_core::build::{build, encode_documents, BuildOptions, EncodedDocument, InProcess, Previous, VectorCache};
+use sextant_core::build::{
+    build, encode_documents, index_vectors, BuildOptions, EncodedDocument, InProcess, Previous, VectorCache,
+};
 use sextant_core::corpus::{Document, MetadataSchema};
 use sextant_core::encode::{DenseEncoder, SparseEncoder};
 use sextant_core::index::Index;
@@ -419,6 +421,9 @@ impl LiveIndex {
         let base_storage = LocalDir::new(&base_dir);
         let mut previous = Previous::read(&base_storage);
         previous.cache.insert(delta.values().flat_map(|(_, d)| d.vectors.iter().cloned()));
+        // The built version's own vectors, for an index saved without its shard cache.
+        let tokenizers = (self.dense.tokenizer(), self.sparse.tokenizer());
+        previous.cache.insert(index_vectors(&base, &self.options, tokenizers)?);
         // Files of other crates saved with the built version (the financial facts) go on.
         let attachments: Vec<(String, Vec<u8>)> = base
             .manifest
@@ -428,7 +433,6 @@ impl LiveIndex {
             .map(|f| base_storage.read(&f.name).map(|b| (f.name.clone(), b.to_vec())))
             .collect::<std::result::Result<_, _>>()?;
         let runner = InProcess { dense: &self.dense, sparse: &self.sparse };
-        let tokenizers = (self.dense.tokenizer(), self.sparse.tokenizer());
         // A previous fingerprint would make a build of the same inputs "unchanged": this
         // build always writes its version.
         previous.manifest = None;

@@ -57,10 +57,16 @@ pub(crate) struct RawCall {
 impl RawCall {
     /// The caller and id the middleware attached, and the body read within the limits.
     pub(crate) async fn read(req: Request, state: &AppState) -> Result<Self, Response> {
+        Self::read_limited(req, state, state.config.max_body_bytes).await
+    }
+
+    /// [`RawCall::read`] with a body of at most `limit` bytes (documents are larger than
+    /// queries).
+    pub(crate) async fn read_limited(req: Request, state: &AppState, limit: usize) -> Result<Self, Response> {
         let caller = req.extensions().get::<Caller>().cloned().ok_or_else(|| missing_key().into_response())?;
         let request_id = req.extensions().get::<RequestId>().map(|r| r.0.clone()).unwrap_or_default();
         let (headers, uri) = (req.headers().clone(), req.uri().clone());
-        let body = read_body(req.into_body(), &headers, state.config.max_body_bytes, state.config.body_read_timeout)
+        let body = read_body(req.into_body(), &headers, limit, state.config.body_read_timeout)
             .await
             .map_err(IntoResponse::into_response)?;
         Ok(RawCall { caller, request_id, headers, uri, body })

@@ -81,6 +81,12 @@ impl ApiError {
         Self::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "this endpoint only accepts POST")
     }
 
+    /// The 405's message for an endpoint that takes `methods`.
+    pub fn accepting(mut self, methods: &str) -> Self {
+        self.message = format!("this endpoint only accepts {methods}");
+        self
+    }
+
     /// 413: the body is over the limit.
     pub fn too_large(limit: usize) -> Self {
         Self::new(

@@ -18,6 +18,7 @@
 
 pub mod access;
 mod auth;
+pub mod documents;
 pub mod envelope;
 pub mod evidence;
 pub mod headers;

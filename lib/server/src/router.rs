@@ -24,6 +24,18 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/search", post(routes::search::handle).fallback(method_not_allowed))
         .route("/v1/context", post(routes::context::handle).fallback(method_not_allowed))
         .route("/{workspace}/index/retrieve", post(routes::knowledge_base::handle).fallback(method_not_allowed))
+        .route(
+            "/v1/indexes/{index}/documents/{document_id}",
+            axum::routing::put(routes::documents::put)
+                .delete(routes::documents::delete)
+                .get(routes::documents::get_one)
+                .fallback(|| async { ApiError::method_not_allowed().accepting("PUT, GET and DELETE") }),
+        )
+        .route(
+            "/v1/indexes/{index}/documents",
+            get(routes::documents::list).fallback(|| async { ApiError::method_not_allowed().accepting("GET") }),
+        )
+        .route("/v1/indexes/{index}/compact", post(routes::documents::compact).fallback(method_not_allowed))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), auth::authenticate))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), shed_load));
     Router::new()
@@ -57,7 +69,8 @@ async fn method_not_allowed() -> ApiError {
 
 async fn not_found() -> ApiError {
     ApiError::not_found(
-        "no such endpoint (POST /v1/retrieve, POST /v1/search, POST /{WorkspaceId}/index/retrieve, GET /health)",
+        "no such endpoint (POST /v1/retrieve, POST /v1/search, POST /{WorkspaceId}/index/retrieve, \
+         PUT|GET|DELETE /v1/indexes/{index}/documents/{documentId}, GET /v1/indexes/{index}/documents, GET /health)",
     )
 }
 

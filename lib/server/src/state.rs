@@ -38,10 +38,12 @@ pub struct ApiConfig {
     /// Write each request as a CloudWatch Embedded Metric Format line on stdout
     /// ([`crate::access::emf_line`]); the Lambda functions do.
     pub metrics: bool,
+    /// Largest document accepted by `PUT .../documents/{id}` (bytes); larger is a 413.
+    pub max_document_bytes: usize,
 }
 
 impl Default for ApiConfig {
-    /// 64 KiB bodies, 4,000-character queries, 0.3 minimum cosine, index `demo`, no CORS,
+    /// 64 KiB bodies (8 MiB documents), 4,000-character queries, 0.3 minimum cosine, index `demo`, no CORS,
     /// [`DEFAULT_MAX_IN_FLIGHT`] requests at once, 30 s for a body.
     fn default() -> Self {
         ApiConfig {
@@ -53,6 +55,7 @@ impl Default for ApiConfig {
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
             body_read_timeout: std::time::Duration::from_secs(30),
             metrics: false,
+            max_document_bytes: 8 << 20,
         }
     }
 }
@@ -86,6 +89,8 @@ pub struct AppState {
     counter: AtomicU64,
     /// One permit per request being served by a search endpoint ([`ApiConfig::max_in_flight`]).
     pub(crate) in_flight: Arc<tokio::sync::Semaphore>,
+    /// Where each writable index's documents are written.
+    stores: RwLock<BTreeMap<String, Arc<dyn crate::documents::DocumentStore>>>,
 }
 
 impl AppState {
@@ -100,7 +105,23 @@ impl AppState {
             in_flight: Arc::new(tokio::sync::Semaphore::new(config.max_in_flight.max(1))),
             config,
             counter: AtomicU64::new(0),
+            stores: RwLock::new(BTreeMap::new()),
         })
+    }
+
+    /// Makes index `id` writable through the document API, with `store`.
+    pub fn set_document_store(&self, id: &str, store: Arc<dyn crate::documents::DocumentStore>) {
+        self.stores.write().expect("stores lock").insert(id.to_string(), store);
+    }
+
+    /// The document store of index `id`, if it is writable here.
+    pub(crate) fn document_store(&self, id: &str) -> Option<Arc<dyn crate::documents::DocumentStore>> {
+        self.stores.read().expect("stores lock").get(id).cloned()
+    }
+
+    /// The ids of the writable indexes.
+    pub(crate) fn writable(&self) -> Vec<String> {
+        self.stores.read().expect("stores lock").keys().cloned().collect()
     }
 
     /// Publishes the loaded indexes: from now on requests are served.

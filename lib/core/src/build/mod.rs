@@ -331,6 +331,44 @@ pub fn encode_documents(
     Ok(out)
 }
 
+/// The vectors of the chunks of `index`'s built part, read back from the index itself
+/// (dense vectors as stored, SPLADE vectors by transposing its postings) and keyed as a
+/// build with `options` keys them: a build over these documents reuses them all, even
+/// when the index was saved without its encoded shards. Chunks whose plan differs from
+/// the index's (other options) are left out.
+pub fn index_vectors(
+    index: &Index,
+    options: &BuildOptions,
+    tokenizers: (&TextTokenizer, &TextTokenizer),
+) -> Result<Vec<EncodedChunk>> {
+    let documents = index.documents.base().to_vec();
+    let plan = plan(documents, options, String::new(), tokenizers.0, tokenizers.1)?;
+    let base = index.chunks.base();
+    if plan.chunks.len() != base.len() {
+        return Ok(Vec::new());
+    }
+    let mut sparse: Vec<crate::encode::SparseVector> = vec![Default::default(); base.len()];
+    let inverted = &index.splade.inverted;
+    for term in 0..inverted.num_terms() as u32 {
+        let (chunks, weights) = inverted.postings(term);
+        for (&c, &w) in chunks.iter().zip(weights) {
+            let v = &mut sparse[c as usize];
+            v.ids.push(term);
+            v.weights.push(w);
+        }
+    }
+    Ok(plan
+        .chunks
+        .iter()
+        .zip(base)
+        .zip(plan.keys)
+        .zip(sparse)
+        .enumerate()
+        .filter(|(_, (((planned, stored), _), _))| planned.text == stored.text)
+        .map(|(i, ((_, key), s))| EncodedChunk::new(key, index.dense.vector(i).to_vec(), s))
+        .collect())
+}
+
 impl EncodedDocument {
     /// The delta of `documents`, in order, for [`Index::with_delta`].
     pub fn appended<'a>(documents: impl IntoIterator<Item = &'a EncodedDocument>) -> crate::index::Appended {

@@ -274,3 +274,31 @@ fn a_delta_beside_its_index_is_searched_as_a_rebuild_would_be() {
     let old = fx_texts("foreign currency exchange rates weighed on gross margin");
     assert!(old.iter().all(|t| *t == new_text[0]), "the withdrawn version is never served: {old:?}");
 }
+
+/// An index saved without its encoded shards still gives every vector back: a build of
+/// the same documents over them encodes nothing and makes the same index.
+#[test]
+fn an_index_gives_back_its_own_vectors_for_the_next_build() {
+    let (dense, sparse) = encoders();
+    let docs = corpus(3);
+    let index = Index::build(docs.clone(), dense, sparse, &options(1024), &|_, _, _| {}).unwrap();
+    let vectors = index_vectors(&index, &options(1024), (dense.tokenizer(), sparse.tokenizer())).unwrap();
+    assert_eq!(vectors.len(), index.chunks.len());
+    let mut previous = Previous::none();
+    previous.cache.insert(vectors);
+    let runner = InProcess { dense, sparse };
+    let built = build(
+        docs,
+        Vec::new(),
+        &options(1024),
+        (dense.tokenizer(), sparse.tokenizer()),
+        &previous,
+        &runner,
+        &|_, _, _| {},
+    )
+    .unwrap();
+    assert_eq!(built.report.chunks_encoded, 0);
+    let again = built.index.unwrap();
+    assert_eq!(again.dense.vectors, index.dense.vectors);
+    assert_eq!(*again.splade, *index.splade);
+}

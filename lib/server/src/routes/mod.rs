@@ -2,6 +2,7 @@
 //! JSON Schemas) and its handler.
 
 pub(crate) mod context;
+pub(crate) mod documents;
 pub(crate) mod knowledge_base;
 pub(crate) mod retrieve;
 pub(crate) mod search;

@@ -1,0 +1,231 @@
+//! Where an index's documents are written: the [`DocumentStore`] behind the document API,
+//! and the turning of a request (a raw file, or JSON with text and metadata) into a
+//! [`Document`].
+//!
+//! The embedded server writes through a [`sextant_live::LiveIndex`] (durable and
+//! searchable when the call returns: `200`, status `live`); on AWS the documents go to the
+//! corpus in S3 and an incremental build serves them later (`202`, status `pending`).
+
+use serde::Serialize;
+use sextant_core::corpus::{split_sentences, Document, Metadata};
+
+use crate::envelope::ApiError;
+
+/// A document's id: 1-256 characters, no `/`, no `..`, no control character (it names
+/// an object in S3 and a path segment in the API).
+pub const MAX_DOCUMENT_ID_CHARS: usize = 256;
+/// A block of text longer than this (characters) is cut into its sentences, one segment
+/// each, so a long paragraph is cited by sentence.
+pub const LONG_BLOCK_CHARS: usize = 600;
+
+/// A write as the store took it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Written {
+    /// `live`: durable and searchable now; `pending`: stored, searchable once the index
+    /// build that it started is published.
+    pub status: &'static str,
+    /// Whether the document is new (false: it replaced one), when the store knows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created: Option<bool>,
+    /// The chunks it was cut into, when it is live.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chunks: Option<usize>,
+    /// The write's sequence number in the index's log, when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
+}
+
+/// A document as the store holds it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredDocument {
+    /// The document.
+    pub document: Document,
+    /// Its chunks (when indexed).
+    pub chunks: Option<usize>,
+    /// `live` (in the built index), `delta` (written since, searched beside it) or
+    /// `pending` (stored, not yet indexed).
+    pub status: &'static str,
+}
+
+/// One page of a listing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredPage {
+    /// The documents, in id order.
+    pub documents: Vec<StoredDocument>,
+    /// Where the next page starts, when there is one.
+    pub next_cursor: Option<String>,
+}
+
+/// Why a store refused or failed a call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StoreError {
+    /// The document was refused: a 400 naming the field.
+    Invalid {
+        /// The field at fault.
+        field: String,
+        /// Why, in the API's words.
+        reason: String,
+    },
+    /// The store cannot take the call now (a 503; the cause is logged).
+    Unavailable(String),
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Invalid { field, reason } => ApiError::invalid(field, reason),
+            StoreError::Unavailable(why) => {
+                tracing::error!("document store: {why}");
+                ApiError::unavailable("the document store could not take the write; retry shortly", 2)
+            }
+        }
+    }
+}
+
+/// The documents of one index, written and read through the API. Calls block (they write
+/// to disk or to S3): handlers run them off the async threads.
+pub trait DocumentStore: Send + Sync {
+    /// Puts `document`, replacing any with its id.
+    fn put(&self, document: Document) -> Result<Written, StoreError>;
+    /// Deletes document `id`; `None` when there is none.
+    fn delete(&self, id: &str) -> Result<Option<Written>, StoreError>;
+    /// Document `id`.
+    fn get(&self, id: &str) -> Result<Option<StoredDocument>, StoreError>;
+    /// Up to `limit` documents after `cursor`, in id order.
+    fn list(&self, cursor: Option<&str>, limit: usize) -> Result<StoredPage, StoreError>;
+    /// Folds the writes into a new index version now (an admin's call); `None` when there
+    /// was nothing to fold, else what it did.
+    fn compact(&self) -> Result<Option<serde_json::Value>, StoreError>;
+}
+
+fn live_error(e: sextant_live::Error) -> StoreError {
+    match e {
+        sextant_live::Error::Invalid { field, reason } => StoreError::Invalid { field, reason },
+        other => StoreError::Unavailable(other.to_string()),
+    }
+}
+
+impl DocumentStore for sextant_live::LiveIndex {
+    fn put(&self, document: Document) -> Result<Written, StoreError> {
+        let out = sextant_live::LiveIndex::put(self, document).map_err(live_error)?;
+        Ok(Written { status: "live", created: Some(out.created), chunks: Some(out.chunks), seq: Some(out.seq) })
+    }
+
+    fn delete(&self, id: &str) -> Result<Option<Written>, StoreError> {
+        let seq = sextant_live::LiveIndex::delete(self, id).map_err(live_error)?;
+        Ok(seq.map(|seq| Written { status: "live", created: None, chunks: None, seq: Some(seq) }))
+    }
+
+    fn get(&self, id: &str) -> Result<Option<StoredDocument>, StoreError> {
+        Ok(sextant_live::LiveIndex::get(self, id).map(|d| StoredDocument {
+            document: d.document,
+            chunks: Some(d.chunks),
+            status: d.layer,
+        }))
+    }
+
+    fn list(&self, cursor: Option<&str>, limit: usize) -> Result<StoredPage, StoreError> {
+        let page = sextant_live::LiveIndex::list(self, cursor, limit);
+        Ok(StoredPage {
+            documents: page
+                .documents
+                .into_iter()
+                .map(|d| StoredDocument { document: d.document, chunks: Some(d.chunks), status: d.layer })
+                .collect(),
+            next_cursor: page.next_after,
+        })
+    }
+
+    fn compact(&self) -> Result<Option<serde_json::Value>, StoreError> {
+        let report = sextant_live::LiveIndex::compact(self).map_err(live_error)?;
+        Ok(report.map(|r| serde_json::to_value(r).unwrap_or_default()))
+    }
+}
+
+/// Checks a document id (see [`MAX_DOCUMENT_ID_CHARS`]); `at` names it in the error.
+pub fn check_document_id(id: &str, at: &str) -> Result<(), ApiError> {
+    let n = id.chars().count();
+    let shown = crate::envelope::echoed(id, 64);
+    if n == 0 || n > MAX_DOCUMENT_ID_CHARS {
+        return Err(ApiError::invalid(at, format!("must be 1 to {MAX_DOCUMENT_ID_CHARS} characters, got {n}")));
+    }
+    if id.contains('/') || id.contains('\\') {
+        return Err(ApiError::invalid(at, format!("may not contain '/' or '\\', got {shown:?}")));
+    }
+    if id == "." || id.contains("..") {
+        return Err(ApiError::invalid(at, format!("may not contain '..' or be '.', got {shown:?}")));
+    }
+    if id.chars().any(char::is_control) {
+        return Err(ApiError::invalid(at, "may not contain control characters"));
+    }
+    Ok(())
+}
+
+/// The segments of a parsed raw document: each block one segment, a block longer than
+/// [`LONG_BLOCK_CHARS`] cut into its sentences.
+pub fn segments_of(blocks: Vec<sextant_ingest::Block>) -> Vec<String> {
+    let mut out = Vec::new();
+    for b in blocks {
+        if b.text.chars().count() > LONG_BLOCK_CHARS && !matches!(b.kind, sextant_ingest::BlockKind::Code) {
+            let sentences = split_sentences(&b.text);
+            if sentences.len() > 1 {
+                out.extend(sentences.into_iter().filter(|s| !s.trim().is_empty()));
+                continue;
+            }
+        }
+        out.push(b.text);
+    }
+    out
+}
+
+/// The metadata of a document sent as JSON (`at` names the field).
+pub fn metadata_of(value: Option<&serde_json::Value>) -> Result<Metadata, ApiError> {
+    match value {
+        None => Ok(Metadata::new()),
+        Some(v) => Metadata::from_json(v).map_err(|e| ApiError::invalid(e.field, e.reason)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn document_ids_that_could_name_another_object_are_refused() {
+        for ok in ["q3-report", "Report 2024.pdf", "日本語", "a.b", &"x".repeat(256)] {
+            assert!(check_document_id(ok, "documentId").is_ok(), "{ok}");
+        }
+        for (bad, why) in [
+            ("", "1 to 256"),
+            ("a/b", "'/'"),
+            ("a\\b", "'/'"),
+            ("..", "'..'"),
+            ("a..b", "'..'"),
+            (".", "'..'"),
+            ("a\nb", "control"),
+            ("a\u{0}", "control"),
+            (&"x".repeat(257), "1 to 256"),
+        ] {
+            let e = check_document_id(bad, "documentId").unwrap_err();
+            assert_eq!(e.field.as_deref(), Some("documentId"));
+            assert!(e.message.contains(why), "{bad:?}: {}", e.message);
+        }
+    }
+
+    #[test]
+    fn long_blocks_are_cut_into_sentences_and_code_is_kept_whole() {
+        use sextant_ingest::{Block, BlockKind};
+        let long = "Revenue rose on pricing. ".repeat(30);
+        let blocks = vec![
+            Block { kind: BlockKind::Heading(1), text: "Results".into() },
+            Block { kind: BlockKind::Paragraph, text: long.trim().to_string() },
+            Block { kind: BlockKind::Code, text: "x = 1; ".repeat(100) },
+        ];
+        let segs = segments_of(blocks);
+        assert_eq!(segs[0], "Results");
+        assert_eq!(segs.len(), 1 + 30 + 1);
+        assert!(segs[1..31].iter().all(|s| s == "Revenue rose on pricing."));
+        assert!(segs[31].len() > LONG_BLOCK_CHARS, "code stays one segment");
+    }
+}

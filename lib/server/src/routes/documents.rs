@@ -1,0 +1,434 @@
+//! The document API of an index:
+//!
+//! | call | scope | answer |
+//! |---|---|---|
+//! | `PUT /v1/indexes/{index}/documents/{documentId}` | write | the write (`200` live, `202` pending) |
+//! | `DELETE /v1/indexes/{index}/documents/{documentId}` | write | `200`, or `404` when there is none |
+//! | `GET /v1/indexes/{index}/documents/{documentId}` | read | the document, its text and segments |
+//! | `GET /v1/indexes/{index}/documents?limit=&cursor=` | read | a page of documents, in id order |
+//! | `POST /v1/indexes/{index}/compact` | admin | folds the writes into a new version |
+//!
+//! A `PUT` body is either a raw file (`text/plain`, `text/markdown`, `text/html`; its
+//! title and metadata in the `Sextant-Title` and `Sextant-Metadata` headers, the latter a
+//! JSON object) or JSON (`application/json`): `text` (read as `contentType` says, plain
+//! by default) or `segments`, with `title`, `metadata` and the financial fields. The
+//! server segments raw text ([`crate::documents::segments_of`]); segments' character
+//! offsets are exact in the rebuilt text, as for every document.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, Request, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use sextant_core::corpus::{Date, Document, DocumentType, Quarter};
+use sextant_keys::Scope;
+
+use crate::auth::RawCall;
+use crate::documents::{check_document_id, metadata_of, segments_of, DocumentStore, StoredDocument};
+use crate::envelope::ApiError;
+use crate::state::{AppState, Caller};
+
+/// Documents a listing returns by default, and at most.
+const DEFAULT_PAGE: usize = 100;
+const MAX_PAGE: usize = 1000;
+
+/// A document sent as JSON.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DocumentBody {
+    /// The document's text, read as `contentType` says (one of `text` and `segments`).
+    #[serde(default)]
+    pub text: Option<String>,
+    /// How to read `text`: `text/plain` (default), `text/markdown` or `text/html`.
+    #[serde(default)]
+    pub content_type: Option<String>,
+    /// The document already cut into segments (one of `text` and `segments`).
+    #[serde(default)]
+    pub segments: Option<Vec<String>>,
+    /// Its title (default: the first heading of Markdown or HTML, else none).
+    #[serde(default)]
+    pub title: Option<String>,
+    /// The team's own fields: strings, numbers, booleans, dates, lists of strings, nested
+    /// objects (see the README).
+    #[serde(default)]
+    pub metadata: Option<Value>,
+    /// `article` by default; `10-K`, `10-Q`, `earnings_call`, ...
+    #[serde(default)]
+    pub document_type: Option<String>,
+    /// Company ticker.
+    #[serde(default)]
+    pub ticker: Option<String>,
+    /// Fiscal year.
+    #[serde(default)]
+    pub year: Option<i32>,
+    /// Fiscal quarter, `Q1`-`Q4`.
+    #[serde(default)]
+    pub quarter: Option<String>,
+    /// Filing form.
+    #[serde(default)]
+    pub filing_type: Option<String>,
+    /// Where the original lives.
+    #[serde(default)]
+    pub source_url: Option<String>,
+    /// Publication date, `YYYY-MM-DD`.
+    #[serde(default)]
+    pub published_at: Option<String>,
+}
+
+/// The query of a listing.
+#[derive(Debug, Deserialize)]
+pub struct ListQuery {
+    /// Documents per page.
+    limit: Option<String>,
+    /// The `nextCursor` of the page before.
+    cursor: Option<String>,
+}
+
+/// The store of `index`, for a caller holding `scope` there.
+fn store_for(state: &AppState, caller: &Caller, index: &str, scope: Scope) -> Result<Arc<dyn DocumentStore>, ApiError> {
+    let shown = crate::envelope::echoed(index, 64);
+    if !caller.key.allows(index, scope) {
+        let held = caller.key.scope(index).map_or("none".to_string(), |s| s.name().to_string());
+        return Err(ApiError::forbidden(format!(
+            "this API key may not {} index {shown} (it needs the {} scope there; it holds: {held})",
+            match scope {
+                Scope::Read => "read",
+                Scope::Write => "write the documents of",
+                Scope::Admin => "administer",
+            },
+            scope.name()
+        )));
+    }
+    state.document_store(index).ok_or_else(|| {
+        ApiError::not_found(format!(
+            "no index {shown} takes documents here (this server writes: {})",
+            state.writable().join(", ")
+        ))
+    })
+}
+
+fn path_ids(
+    path: Result<Path<(String, String)>, axum::extract::rejection::PathRejection>,
+) -> Result<(String, String), ApiError> {
+    let Path((index, id)) =
+        path.map_err(|_| ApiError::bad_body("the path is not valid UTF-8 after percent-decoding"))?;
+    check_document_id(&id, "documentId")?;
+    Ok((index, id))
+}
+
+/// The raw body's media type, from `Content-Type` (`None`: JSON).
+fn raw_media(headers: &axum::http::HeaderMap) -> Result<Option<sextant_ingest::MediaType>, ApiError> {
+    let ct = headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("");
+    let mime = ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    if mime == "application/json" || (mime.starts_with("application/") && mime.ends_with("+json")) {
+        return Ok(None);
+    }
+    sextant_ingest::MediaType::from_content_type(ct).map(Some).map_err(|e| unsupported(&e.to_string()))
+}
+
+fn unsupported(message: &str) -> ApiError {
+    let mut e = ApiError::unsupported_media_type();
+    e.message = format!("{message} (or application/json with text or segments)");
+    e
+}
+
+fn ingest_error(e: sextant_ingest::Error) -> ApiError {
+    match e {
+        sextant_ingest::Error::UnsupportedMediaType { .. } | sextant_ingest::Error::UnsupportedCharset { .. } => {
+            unsupported(&e.to_string())
+        }
+        sextant_ingest::Error::TooLarge { .. } => {
+            let mut too_large = ApiError::too_large(0);
+            too_large.message = e.to_string();
+            too_large
+        }
+        other => ApiError::bad_body(other.to_string()),
+    }
+}
+
+/// The document a `PUT` describes.
+fn document_of(id: &str, call: &RawCall) -> Result<Document, ApiError> {
+    let header = |name: &str| call.headers.get(name).map(|v| v.to_str().map(str::to_string));
+    match raw_media(&call.headers)? {
+        Some(media) => {
+            let parsed = sextant_ingest::parse(media, &call.body).map_err(ingest_error)?;
+            let title = match header("sextant-title") {
+                Some(Ok(t)) => t,
+                Some(Err(_)) => {
+                    return Err(ApiError::invalid("Sextant-Title", "must be ASCII (send JSON for other titles)"))
+                }
+                None => parsed.title.clone().unwrap_or_default(),
+            };
+            let metadata = match header("sextant-metadata") {
+                None => None,
+                Some(Ok(t)) => Some(serde_json::from_str::<Value>(&t).map_err(|e| {
+                    ApiError::invalid(
+                        "Sextant-Metadata",
+                        format!("must be a JSON object ({e}); escape non-ASCII as \\u"),
+                    )
+                })?),
+                Some(Err(_)) => {
+                    return Err(ApiError::invalid("Sextant-Metadata", "must be ASCII JSON (escape non-ASCII as \\u)"))
+                }
+            };
+            let segments = segments_of(parsed.blocks);
+            Ok(Document {
+                document_id: id.to_string(),
+                title,
+                document_type: "article".into(),
+                segments,
+                metadata: metadata_of(metadata.as_ref())?,
+                ..Default::default()
+            })
+        }
+        None => {
+            let body: DocumentBody = crate::request::json_body(&call.headers, &call.body, call.body.len().max(1))?;
+            let (fields, metadata) = (body.rest(), body.metadata.clone());
+            let (segments, found_title) = match (body.text, body.segments) {
+                (Some(_), Some(_)) => return Err(ApiError::invalid("segments", "send text or segments, not both")),
+                (None, None) => return Err(ApiError::invalid("text", "is required (or segments)")),
+                (None, Some(segments)) => (segments, None),
+                (Some(text), None) => {
+                    let media = match body.content_type.as_deref() {
+                        None => sextant_ingest::MediaType::PlainText,
+                        Some(ct) => sextant_ingest::MediaType::from_content_type(ct)
+                            .map_err(|e| ApiError::invalid("contentType", e.to_string()))?,
+                    };
+                    let parsed = sextant_ingest::parse(media, text.as_bytes()).map_err(ingest_error)?;
+                    (segments_of(parsed.blocks), parsed.title)
+                }
+            };
+            let title = body.title.or(found_title).unwrap_or_default();
+            finish(id, title, segments, metadata, fields)
+        }
+    }
+}
+
+/// The financial fields of a JSON document.
+struct Fields {
+    document_type: Option<String>,
+    ticker: Option<String>,
+    year: Option<i32>,
+    quarter: Option<String>,
+    filing_type: Option<String>,
+    source_url: Option<String>,
+    published_at: Option<String>,
+}
+
+impl DocumentBody {
+    fn rest(&self) -> Fields {
+        Fields {
+            document_type: self.document_type.clone(),
+            ticker: self.ticker.clone(),
+            year: self.year,
+            quarter: self.quarter.clone(),
+            filing_type: self.filing_type.clone(),
+            source_url: self.source_url.clone(),
+            published_at: self.published_at.clone(),
+        }
+    }
+}
+
+fn finish(
+    id: &str,
+    title: String,
+    segments: Vec<String>,
+    metadata: Option<Value>,
+    f: Fields,
+) -> Result<Document, ApiError> {
+    if segments.iter().all(|s| s.trim().is_empty()) {
+        return Err(ApiError::invalid("text", "holds no text to index"));
+    }
+    let quarter = match f.quarter {
+        Some(q) => Some(q.parse::<Quarter>().map_err(|reason| ApiError::invalid("quarter", reason))?),
+        None => None,
+    };
+    let published_at = match f.published_at {
+        Some(p) => Some(p.parse::<Date>().map_err(|reason| ApiError::invalid("publishedAt", reason))?),
+        None => None,
+    };
+    if let Some(y) = f.year {
+        if !(1800..=2200).contains(&y) {
+            return Err(ApiError::invalid("year", format!("must be a year between 1800 and 2200, got {y}")));
+        }
+    }
+    Ok(Document {
+        document_id: id.to_string(),
+        title,
+        document_type: f
+            .document_type
+            .map_or_else(|| DocumentType::from("article"), |t| DocumentType::from(t.as_str())),
+        ticker: f.ticker,
+        year: f.year,
+        quarter,
+        filing_type: f.filing_type,
+        source_url: f.source_url,
+        published_at,
+        segments,
+        metadata: metadata_of(metadata.as_ref())?,
+    })
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| {
+        tracing::error!("a document call did not finish: {e}");
+        ApiError::internal()
+    })
+}
+
+/// A path naming a document, as axum extracts it.
+type DocPath = Result<Path<(String, String)>, axum::extract::rejection::PathRejection>;
+
+/// Runs `inner` on the request read within `limit` bytes; its error is the envelope.
+async fn answer<F: std::future::Future<Output = Result<Response, ApiError>>>(
+    state: Arc<AppState>,
+    req: Request,
+    limit: usize,
+    inner: impl FnOnce(Arc<AppState>, RawCall) -> F,
+) -> Response {
+    match RawCall::read_limited(req, &state, limit).await {
+        Ok(call) => inner(state, call).await.unwrap_or_else(IntoResponse::into_response),
+        Err(resp) => resp,
+    }
+}
+
+/// `PUT /v1/indexes/{index}/documents/{documentId}`.
+pub(crate) async fn put(State(state): State<Arc<AppState>>, path: DocPath, req: Request) -> Response {
+    let limit = state.config.max_document_bytes;
+    answer(state, req, limit, |state, call| put_call(state, path, call)).await
+}
+
+async fn put_call(state: Arc<AppState>, path: DocPath, call: RawCall) -> Result<Response, ApiError> {
+    let (index, id) = path_ids(path)?;
+    let store = store_for(&state, &call.caller, &index, Scope::Write)?;
+    let document = document_of(&id, &call)?;
+    let segments = document.segments.len();
+    let written = blocking(move || store.put(document)).await??;
+    crate::access::record(|r| r.index = Some(index.clone()));
+    let status = if written.status == "pending" { StatusCode::ACCEPTED } else { StatusCode::OK };
+    let mut body = json!({"documentId": id, "index": index, "segments": segments, "requestId": call.request_id});
+    merge(&mut body, serde_json::to_value(&written).unwrap_or_default());
+    Ok((status, Json(body)).into_response())
+}
+
+/// `DELETE /v1/indexes/{index}/documents/{documentId}`.
+pub(crate) async fn delete(State(state): State<Arc<AppState>>, path: DocPath, req: Request) -> Response {
+    let limit = state.config.max_body_bytes;
+    answer(state, req, limit, |state, call| delete_call(state, path, call)).await
+}
+
+async fn delete_call(state: Arc<AppState>, path: DocPath, call: RawCall) -> Result<Response, ApiError> {
+    let (index, id) = path_ids(path)?;
+    let store = store_for(&state, &call.caller, &index, Scope::Write)?;
+    let target = id.clone();
+    let Some(written) = blocking(move || store.delete(&target)).await?? else {
+        return Err(ApiError::not_found(format!(
+            "index {index} holds no document {}",
+            crate::envelope::echoed(&id, 64)
+        )));
+    };
+    let status = if written.status == "pending" { StatusCode::ACCEPTED } else { StatusCode::OK };
+    let mut body = json!({"documentId": id, "index": index, "deleted": true, "requestId": call.request_id});
+    merge(&mut body, serde_json::to_value(&written).unwrap_or_default());
+    Ok((status, Json(body)).into_response())
+}
+
+/// `GET /v1/indexes/{index}/documents/{documentId}`.
+pub(crate) async fn get_one(State(state): State<Arc<AppState>>, path: DocPath, req: Request) -> Response {
+    let limit = state.config.max_body_bytes;
+    answer(state, req, limit, |state, call| get_call(state, path, call)).await
+}
+
+async fn get_call(state: Arc<AppState>, path: DocPath, call: RawCall) -> Result<Response, ApiError> {
+    let (index, id) = path_ids(path)?;
+    let store = store_for(&state, &call.caller, &index, Scope::Read)?;
+    let target = id.clone();
+    let Some(doc) = blocking(move || store.get(&target)).await?? else {
+        return Err(ApiError::not_found(format!(
+            "index {index} holds no document {}",
+            crate::envelope::echoed(&id, 64)
+        )));
+    };
+    let mut body = summary(&doc);
+    let spans = doc.document.segment_spans();
+    let segments: Vec<Value> = doc
+        .document
+        .segments
+        .iter()
+        .zip(spans)
+        .map(|(s, sp)| json!({"text": s, "charStart": sp.char_start, "charEnd": sp.char_end}))
+        .collect();
+    merge(
+        &mut body,
+        json!({"index": index, "text": doc.document.text(), "segments": segments, "requestId": call.request_id}),
+    );
+    Ok(Json(body).into_response())
+}
+
+/// `GET /v1/indexes/{index}/documents`.
+pub(crate) async fn list(
+    State(state): State<Arc<AppState>>,
+    Path(index): Path<String>,
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+    req: Request,
+) -> Response {
+    let limit = state.config.max_body_bytes;
+    answer(state, req, limit, |state, call| list_call(state, index, query, call)).await
+}
+
+async fn list_call(
+    state: Arc<AppState>,
+    index: String,
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+    call: RawCall,
+) -> Result<Response, ApiError> {
+    let Query(q) = query.map_err(|_| ApiError::bad_body("the query string is not valid: use limit and cursor"))?;
+    let limit = match q.limit.as_deref() {
+        None => DEFAULT_PAGE,
+        Some(l) => match l.parse::<usize>() {
+            Ok(n) if (1..=MAX_PAGE).contains(&n) => n,
+            _ => return Err(ApiError::invalid("limit", format!("must be an integer from 1 to {MAX_PAGE}, got {l:?}"))),
+        },
+    };
+    let store = store_for(&state, &call.caller, &index, Scope::Read)?;
+    let cursor = q.cursor.clone();
+    let page = blocking(move || store.list(cursor.as_deref(), limit)).await??;
+    let documents: Vec<Value> = page.documents.iter().map(summary).collect();
+    Ok(Json(
+        json!({"index": index, "documents": documents, "nextCursor": page.next_cursor, "requestId": call.request_id}),
+    )
+    .into_response())
+}
+
+/// `POST /v1/indexes/{index}/compact`.
+pub(crate) async fn compact(State(state): State<Arc<AppState>>, Path(index): Path<String>, req: Request) -> Response {
+    let limit = state.config.max_body_bytes;
+    answer(state, req, limit, |state, call| compact_call(state, index, call)).await
+}
+
+async fn compact_call(state: Arc<AppState>, index: String, call: RawCall) -> Result<Response, ApiError> {
+    let store = store_for(&state, &call.caller, &index, Scope::Admin)?;
+    let report = blocking(move || store.compact()).await??;
+    Ok(Json(json!({"index": index, "compacted": report.is_some(), "report": report, "requestId": call.request_id}))
+        .into_response())
+}
+
+fn merge(into: &mut Value, from: Value) {
+    if let (Some(a), Value::Object(b)) = (into.as_object_mut(), from) {
+        a.extend(b);
+    }
+}
+
+/// A document's fields without its text.
+fn summary(d: &StoredDocument) -> Value {
+    let doc = &d.document;
+    json!({
+        "documentId": doc.document_id, "title": doc.title, "documentType": doc.document_type,
+        "ticker": doc.ticker, "year": doc.year, "quarter": doc.quarter, "filingType": doc.filing_type,
+        "sourceUrl": doc.source_url, "publishedAt": doc.published_at, "metadata": doc.metadata.to_json(),
+        "chunks": d.chunks, "status": d.status,
+    })
+}

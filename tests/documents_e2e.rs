@@ -1,0 +1,518 @@
+//! End-to-end tests of the document API: the real `sextant serve` on a free port, real
+//! HTTP over TCP, the index of three companies of the bundled demo corpus (built once and
+//! cached, as in `api_e2e`), each test's writes in a directory of its own.
+//!
+//! - documents in (raw Markdown, HTML and text, JSON with metadata) are searchable when
+//!   their `PUT` returns, filterable by any metadata field, and cited with exact offsets;
+//! - keys' scopes: a read key cannot write;
+//! - bad input is a 4xx in the envelope naming the problem, with nothing half-stored;
+//! - a deleted document is never served after its `200`;
+//! - SIGKILL at random points of a stream of writes: after a restart every acknowledged
+//!   write is there and nothing half-written is served.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use sextant_keys::LocalKeyStore;
+
+struct Server {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+#[derive(Debug)]
+struct Resp {
+    status: u16,
+    body: Value,
+}
+
+/// One HTTP/1.1 request over a fresh connection; `None` when the server is gone.
+fn try_http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Option<Resp> {
+    let mut s = TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
+    let mut req =
+        format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes()).ok()?;
+    s.write_all(body).ok()?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).ok()?;
+    let text = String::from_utf8_lossy(&raw).to_string();
+    let (head, payload) = text.split_once("\r\n\r\n")?;
+    let status: u16 = head.lines().next()?.split(' ').nth(1)?.parse().ok()?;
+    let body = serde_json::from_str(payload).unwrap_or(Value::Null);
+    Some(Resp { status, body })
+}
+
+fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Resp {
+    try_http(addr, method, path, headers, body).unwrap_or_else(|| panic!("{method} {path}: no answer"))
+}
+
+const ADMIN: &str = "sx_docs_admin_key";
+const WRITER: &str = "sx_docs_writer_key";
+const READER: &str = "sx_docs_reader_key";
+
+fn key_store(dir: &Path) -> PathBuf {
+    let path = dir.join("keys.json");
+    let store = LocalKeyStore::open(&path).unwrap();
+    store.add(ADMIN, "tests", "enterprise", vec!["*:admin".into()]).unwrap();
+    store.add(WRITER, "tests", "enterprise", vec!["demo:write".into()]).unwrap();
+    store.add(READER, "tests", "enterprise", vec!["demo".into()]).unwrap();
+    path
+}
+
+/// `sextant serve` over the three-company demo index, its writes in `data`.
+fn start(keys: &Path, data: &Path, extra: &[&str]) -> Server {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sextant"));
+    cmd.current_dir(repo())
+        .args(["serve", "--addr", "127.0.0.1:0", "--docs", "data/demo/documents.jsonl.gz"])
+        .args(["--ticker", "MA", "--ticker", "XOM", "--ticker", "ORCL", "--facts", "data/demo/facts.jsonl.gz"])
+        .arg("--keys")
+        .arg(keys)
+        .arg("--data-dir")
+        .arg(data)
+        .args(extra)
+        .stdout(Stdio::piped());
+    let mut child = cmd.spawn().expect("start sextant serve");
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let addr = line.split("http://").nth(1).and_then(|r| r.split_whitespace().next()).expect("an address").to_string();
+    std::thread::spawn(move || for _ in out.lines() {});
+    let server = Server { child, addr };
+    let t = Instant::now();
+    loop {
+        // Writable once every path is served (the document store opens then).
+        let r = try_http(
+            &server.addr,
+            "GET",
+            "/v1/indexes/demo/documents?limit=1",
+            &[("Authorization", &bearer(READER))],
+            b"",
+        );
+        if r.as_ref().is_some_and(|r| r.status == 200) {
+            return server;
+        }
+        assert!(t.elapsed() < Duration::from_secs(900), "not writable after 15 minutes: {r:?}");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+fn bearer(key: &str) -> String {
+    format!("Bearer {key}")
+}
+
+fn put_raw(a: &str, key: &str, id: &str, content_type: &str, extra: &[(&str, &str)], body: &[u8]) -> Resp {
+    let auth = bearer(key);
+    let mut h = vec![("Authorization", auth.as_str()), ("Content-Type", content_type)];
+    h.extend_from_slice(extra);
+    http(a, "PUT", &format!("/v1/indexes/demo/documents/{id}"), &h, body)
+}
+
+/// A PUT whose head declares a body of `len` bytes (over the limit: answered before any
+/// is sent).
+fn put_declaring(a: &str, id: &str, len: usize) -> Resp {
+    let mut s = TcpStream::connect(a).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let head = format!(
+        "PUT /v1/indexes/demo/documents/{id} HTTP/1.1\r\nHost: {a}\r\nAuthorization: Bearer {WRITER}\r\n\
+         Content-Type: text/plain\r\nContent-Length: {len}\r\nConnection: close\r\n\r\n"
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    let _ = s.read_to_end(&mut raw);
+    let text = String::from_utf8_lossy(&raw).to_string();
+    let (head, payload) = text.split_once("\r\n\r\n").expect("an answer");
+    Resp {
+        status: head.split(' ').nth(1).unwrap().parse().unwrap(),
+        body: serde_json::from_str(payload).unwrap_or(Value::Null),
+    }
+}
+
+fn put_json(a: &str, key: &str, id: &str, body: &Value) -> Resp {
+    put_raw(a, key, id, "application/json", &[], body.to_string().as_bytes())
+}
+
+fn call(a: &str, method: &str, path: &str, key: &str, body: Option<&Value>) -> Resp {
+    let auth = bearer(key);
+    let mut h = vec![("Authorization", auth.as_str())];
+    let bytes = body.map(|b| b.to_string()).unwrap_or_default();
+    if body.is_some() {
+        h.push(("Content-Type", "application/json"));
+    }
+    http(a, method, path, &h, bytes.as_bytes())
+}
+
+/// The document ids `/v1/search` returns for `query` with `extra` fields.
+fn search_ids(a: &str, query: &str, extra: Value) -> Vec<String> {
+    let mut body = json!({"query": query, "limit": 10, "rerank": false, "min_similarity": -1.0});
+    body.as_object_mut().unwrap().extend(extra.as_object().cloned().unwrap_or_default());
+    let r = call(a, "POST", "/v1/search", READER, Some(&body));
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    r.body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["document"]["document_id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+const HANDBOOK: &str = "# Travel policy\n\nEmployees book flights through the **Concur** portal.\n\n\
+- Economy class for flights under six hours\n- Business class above six hours, with approval\n\n\
+## Per diem\n\nThe daily meal allowance in Zurich is 95 Swiss francs.\n";
+
+#[test]
+fn teams_write_their_own_documents_and_search_them_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(&key_store(dir.path()), &dir.path().join("data"), &[]);
+    let a = server.addr.as_str();
+
+    // A raw Markdown file with metadata in a header: searchable when the PUT returns.
+    let meta = r#"{"department": "people-ops", "pages": 2, "reviewed": "2024-05-01", "groups": ["acl-all", "acl-hr"], "author": {"team": "travel"}}"#;
+    let r = put_raw(
+        a,
+        WRITER,
+        "travel-policy",
+        "text/markdown; charset=utf-8",
+        &[("Sextant-Metadata", meta)],
+        HANDBOOK.as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!((r.body["status"].as_str(), r.body["created"].as_bool()), (Some("live"), Some(true)));
+    assert!(r.body["chunks"].as_u64().unwrap() >= 1);
+    assert_eq!(search_ids(a, "meal allowance per diem in Zurich", json!({}))[0], "travel-policy");
+
+    // An HTML page and a JSON document with their own fields.
+    let html = "<html><head><title>Expense FAQ</title><script>var x=1</script></head><body><nav>Home</nav>\
+        <h1>Expenses</h1><p>Receipts over 50 francs must be scanned within 30 days.</p>\
+        <table><tr><td>Taxi</td><td>allowed</td></tr></table></body></html>";
+    let r = put_raw(
+        a,
+        WRITER,
+        "expense-faq",
+        "text/html",
+        &[("Sextant-Metadata", r#"{"department": "finance", "pages": 1}"#)],
+        html.as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let r = put_json(
+        a,
+        WRITER,
+        "security-note",
+        &json!({
+            "text": "Laptops must use full-disk encryption.\n\nReport a lost badge to security within one hour.",
+            "title": "Security basics", "metadata": {"department": "security", "pages": 7, "reviewed": "2023-01-15", "groups": ["acl-all"]}
+        }),
+    );
+    assert_eq!(r.status, 200, "{:?}", r.body);
+
+    // GET: the text rebuilt from the segments, each segment's offsets exact in it.
+    let r = call(a, "GET", "/v1/indexes/demo/documents/expense-faq", READER, None);
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(r.body["title"], "Expense FAQ");
+    assert_eq!(r.body["metadata"], json!({"department": "finance", "pages": 1}));
+    let text: Vec<char> = r.body["text"].as_str().unwrap().chars().collect();
+    assert!(!r.body["text"].as_str().unwrap().contains("var x"), "script is not text");
+    for s in r.body["segments"].as_array().unwrap() {
+        let (c0, c1) = (s["charStart"].as_u64().unwrap() as usize, s["charEnd"].as_u64().unwrap() as usize);
+        assert_eq!(text[c0..c1].iter().collect::<String>(), s["text"].as_str().unwrap());
+    }
+
+    // Any metadata field filters before ranking: all four query kinds, nested groups.
+    let q = "company policy rules for employees";
+    assert_eq!(search_ids(a, q, json!({"metadata": {"department": "finance"}})), vec!["expense-faq"]);
+    let mut got = search_ids(a, q, json!({"metadata": {"pages": {"gte": 2}}}));
+    got.sort();
+    assert_eq!(got, vec!["security-note", "travel-policy"]);
+    assert_eq!(search_ids(a, q, json!({"metadata": {"groups": "acl-hr"}})), vec!["travel-policy"]);
+    assert_eq!(search_ids(a, q, json!({"metadata": {"author.team": {"like": "trav%"}}})), vec!["travel-policy"]);
+    let mut got = search_ids(
+        a,
+        q,
+        json!({"metadata": {"_operator": "or", "department": "finance",
+        "_conditions": [{"reviewed": {"lt": "2024-01-01"}}]}}),
+    );
+    got.sort();
+    assert_eq!(got, vec!["expense-faq", "security-note"]);
+    // In /v1/retrieve and the knowledge-base API too, with the metadata in each result.
+    let r = call(
+        a,
+        "POST",
+        "/v1/retrieve",
+        READER,
+        Some(&json!({"query": q, "filters": {"metadata": {"department": ["security"]}}})),
+    );
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let chunks = r.body["chunks"].as_array().unwrap();
+    assert!(!chunks.is_empty() && chunks.iter().all(|c| c["source"]["documentId"] == "security-note"), "{chunks:?}");
+    assert_eq!(r.body["chunks"][0]["source"]["metadata"]["pages"], 7);
+    let r = call(
+        a,
+        "POST",
+        "/ws/index/retrieve",
+        READER,
+        Some(&json!({"IndexId": "demo", "Query": q,
+        "SearchFilters": [{"groups": ["acl-hr", "acl-none"]}]})),
+    );
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let nodes = r.body["Data"]["Nodes"].as_array().unwrap();
+    assert!(!nodes.is_empty() && nodes.iter().all(|n| n["Metadata"]["doc_id"] == "travel-policy"), "{nodes:?}");
+    assert_eq!(nodes[0]["Metadata"]["metadata"]["author"]["team"], "travel");
+    // Types are checked: a range on a string, an unknown field.
+    for (filter, field) in [
+        (json!({"department": {"gt": "a"}}), "metadata.department.gt"),
+        (json!({"colour": "red"}), "metadata.colour"),
+        (json!({"pages": "seven"}), "metadata.pages"),
+    ] {
+        let r = call(a, "POST", "/v1/search", READER, Some(&json!({"query": q, "metadata": filter})));
+        assert_eq!((r.status, r.body["error"]["field"].as_str()), (400, Some(field)), "{:?}", r.body);
+    }
+
+    // Scopes: a read key cannot write; a write key cannot compact.
+    let r = put_json(a, READER, "x", &json!({"text": "no"}));
+    assert_eq!((r.status, r.body["error"]["code"].as_str()), (403, Some("forbidden")), "{:?}", r.body);
+    assert!(r.body["error"]["message"].as_str().unwrap().contains("write"), "{:?}", r.body);
+    assert_eq!(call(a, "POST", "/v1/indexes/demo/compact", WRITER, None).status, 403);
+    assert_eq!(call(a, "DELETE", "/v1/indexes/demo/documents/travel-policy", READER, None).status, 403);
+
+    // Bad input: each a 4xx in the envelope naming the problem, nothing stored.
+    let bad: Vec<(Resp, u16, &str)> = vec![
+        (put_raw(a, WRITER, "pdf", "application/pdf", &[], b"%PDF-1.7"), 415, "text/markdown"),
+        (put_raw(a, WRITER, "latin", "text/plain; charset=latin1", &[], b"caf\xe9"), 415, "charset"),
+        (put_raw(a, WRITER, "utf", "text/plain", &[], b"ok \xff\xfe bad"), 400, "UTF-8"),
+        (put_raw(a, WRITER, "a%2Fb", "text/plain", &[], b"slash"), 400, "'/'"),
+        (put_raw(a, WRITER, "a..b", "text/plain", &[], b"dots"), 400, "'..'"),
+        (put_raw(a, WRITER, "a%0Ab", "text/plain", &[], b"newline"), 400, "control"),
+        (
+            put_json(a, WRITER, "deep", &json!({"text": "t", "metadata": {"a": {"b": {"c": {"d": 1}}}}})),
+            400,
+            "metadata.a.b.c",
+        ),
+        (
+            put_json(a, WRITER, "huge-meta", &json!({"text": "t", "metadata": {"note": "x".repeat(20_000)}})),
+            400,
+            "bytes of JSON",
+        ),
+        (put_json(a, WRITER, "retyped", &json!({"text": "t", "metadata": {"pages": "many"}})), 400, "metadata.pages"),
+        (put_json(a, WRITER, "both", &json!({"text": "t", "segments": ["s"]})), 400, "segments"),
+        (put_json(a, WRITER, "empty", &json!({"text": "   "})), 400, "no text"),
+        (put_declaring(a, "big", 9 << 20), 413, "limit"),
+    ];
+    for (r, status, says) in bad {
+        assert_eq!(r.status, status, "{:?}", r.body);
+        let e = &r.body["error"];
+        let words = format!("{} {}", e["message"].as_str().unwrap_or(""), e["field"].as_str().unwrap_or(""));
+        assert!(words.contains(says), "{status}: {words}");
+    }
+    for id in ["pdf", "latin", "utf", "deep", "huge-meta", "retyped", "both", "empty", "big"] {
+        assert_eq!(
+            call(a, "GET", &format!("/v1/indexes/demo/documents/{id}"), READER, None).status,
+            404,
+            "{id} half-stored"
+        );
+    }
+
+    // A listing pages through every document in id order.
+    let mut ids = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let path = match &cursor {
+            Some(c) => format!("/v1/indexes/demo/documents?limit=50&cursor={c}"),
+            None => "/v1/indexes/demo/documents?limit=50".to_string(),
+        };
+        let r = call(a, "GET", &path, READER, None);
+        assert_eq!(r.status, 200, "{:?}", r.body);
+        ids.extend(
+            r.body["documents"].as_array().unwrap().iter().map(|d| d["documentId"].as_str().unwrap().to_string()),
+        );
+        match r.body["nextCursor"].as_str() {
+            Some(c) => cursor = Some(c.to_string()),
+            None => break,
+        }
+    }
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "id order, no repeats");
+    for id in ["travel-policy", "expense-faq", "security-note"] {
+        assert!(ids.iter().any(|i| i == id), "{id} listed");
+    }
+    assert_eq!(call(a, "GET", "/v1/indexes/demo/documents?limit=0", READER, None).body["error"]["field"], "limit");
+
+    // A replaced document serves only its new text; a deleted one is never served again.
+    let r = put_json(
+        a,
+        WRITER,
+        "security-note",
+        &json!({"text": "Badges are renewed every year at the front desk.",
+        "metadata": {"department": "security", "pages": 1}}),
+    );
+    assert_eq!((r.status, r.body["created"].as_bool()), (200, Some(false)));
+    assert!(
+        !search_ids(a, "full-disk encryption on laptops", json!({"metadata": {"department": "security"}})).is_empty()
+    );
+    let r =
+        call(a, "POST", "/v1/retrieve", READER, Some(&json!({"query": "laptops full-disk encryption", "top_k": 50})));
+    assert!(r.body["chunks"].as_array().unwrap().iter().all(|c| !c["text"].as_str().unwrap().contains("encryption")));
+    let r = call(a, "DELETE", "/v1/indexes/demo/documents/travel-policy", WRITER, None);
+    assert_eq!((r.status, r.body["deleted"].as_bool()), (200, Some(true)), "{:?}", r.body);
+    assert!(!search_ids(a, "meal allowance per diem in Zurich", json!({})).contains(&"travel-policy".to_string()));
+    assert_eq!(call(a, "GET", "/v1/indexes/demo/documents/travel-policy", READER, None).status, 404);
+    assert_eq!(call(a, "DELETE", "/v1/indexes/demo/documents/travel-policy", WRITER, None).status, 404);
+
+    // A compaction folds the writes into a new version; the answers stay the same.
+    let r = call(a, "POST", "/v1/indexes/demo/compact", ADMIN, None);
+    assert_eq!((r.status, r.body["compacted"].as_bool()), (200, Some(true)), "{:?}", r.body);
+    assert_eq!(r.body["report"]["chunks_encoded"], 0, "every vector reused: {:?}", r.body);
+    assert_eq!(search_ids(a, "scanned receipts over 50 francs", json!({}))[0], "expense-faq");
+    assert_eq!(call(a, "GET", "/v1/indexes/demo/documents/expense-faq", READER, None).body["status"], "live");
+    drop(server);
+
+    // After a restart: the same documents.
+    let server = start(&key_store(dir.path()), &dir.path().join("data"), &[]);
+    let a = server.addr.as_str();
+    assert_eq!(search_ids(a, "scanned receipts over 50 francs", json!({}))[0], "expense-faq");
+    assert_eq!(call(a, "GET", "/v1/indexes/demo/documents/travel-policy", READER, None).status, 404);
+}
+
+/// SIGKILL at random points of a stream of writes (compactions included, one every few
+/// writes): after each restart every acknowledged write is served as acknowledged, the
+/// one write in flight either whole or not at all, and nothing else.
+#[test]
+fn a_server_killed_during_writes_keeps_every_acknowledged_write_and_serves_nothing_half_written() {
+    use std::collections::BTreeMap;
+    use std::sync::{Arc, Mutex};
+
+    /// A document's state: `Some(version)` or `None` (absent).
+    type State = Option<u64>;
+    let dir = tempfile::tempdir().unwrap();
+    let keys = key_store(dir.path());
+    let data = dir.path().join("data");
+    // What the index must hold, as acknowledged, and the one write sent but not answered.
+    let acked: Arc<Mutex<BTreeMap<String, State>>> = Arc::default();
+    let in_flight: Arc<Mutex<Option<(String, State)>>> = Arc::default();
+    let mut rng = 0x5eed_u64;
+    let mut next = || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let text =
+        |id: &str, v: u64| format!("Note {id} version {v}: the quarterly review of item {id} found code zx{v}q{id}.");
+    let served_state = |a: &str, id: &str| -> State {
+        let r = call(a, "GET", &format!("/v1/indexes/demo/documents/{id}"), READER, None);
+        if r.status == 404 {
+            return None;
+        }
+        assert_eq!(r.status, 200, "{:?}", r.body);
+        let got = r.body["text"].as_str().unwrap();
+        let v: u64 = got
+            .split(" version ")
+            .nth(1)
+            .and_then(|r| r.split(':').next())
+            .and_then(|v| v.parse().ok())
+            .expect("a version");
+        assert_eq!(got, text(id, v), "{id} serves a text that is no whole version");
+        Some(v)
+    };
+    let mut version = 0u64;
+    let mut kills = 0;
+    for round in 0..5 {
+        let server = start(&keys, &data, &["--compact-at-chunks", "6"]);
+        let a = server.addr.clone();
+        // Every acknowledged write is served; the one in flight, whole or not at all.
+        let pending = in_flight.lock().unwrap().take();
+        let mut known = acked.lock().unwrap();
+        let ids: Vec<String> = known.keys().cloned().chain(pending.iter().map(|p| p.0.clone())).collect();
+        for id in ids {
+            let got = served_state(&a, &id);
+            let want = known.get(&id).copied().flatten();
+            let maybe = pending.as_ref().filter(|p| p.0 == id).map(|p| p.1);
+            assert!(
+                got == want || maybe == Some(got),
+                "round {round}: {id} is {got:?}, acknowledged {want:?}, in flight {maybe:?}"
+            );
+            known.insert(id, got);
+        }
+        drop(known);
+        // Searches serve only whole documents.
+        let r = call(
+            &a,
+            "POST",
+            "/v1/retrieve",
+            READER,
+            Some(&json!({"query": "quarterly review of item code", "top_k": 50})),
+        );
+        for c in r.body["chunks"].as_array().unwrap() {
+            let t = c["text"].as_str().unwrap();
+            if t.starts_with("Note ") {
+                assert!(t.contains("the quarterly review of item") && t.ends_with('.'), "half-written: {t:?}");
+            }
+        }
+        if round == 4 {
+            break;
+        }
+        // Write until killed at a random moment.
+        let ops: Vec<(String, State)> = (0..400)
+            .map(|_| {
+                let id = format!("n{}", next() % 12);
+                if next() % 5 == 0 {
+                    (id, None)
+                } else {
+                    version += 1;
+                    (id, Some(version))
+                }
+            })
+            .collect();
+        let writer = {
+            let (a, acked, in_flight) = (a.clone(), acked.clone(), in_flight.clone());
+            std::thread::spawn(move || {
+                for (id, op) in ops {
+                    *in_flight.lock().unwrap() = Some((id.clone(), op));
+                    let path = format!("/v1/indexes/demo/documents/{id}");
+                    let auth = bearer(WRITER);
+                    let r = match op {
+                        Some(v) => {
+                            let h = [("Authorization", auth.as_str()), ("Content-Type", "text/plain")];
+                            try_http(&a, "PUT", &path, &h, text(&id, v).as_bytes())
+                        }
+                        None => try_http(&a, "DELETE", &path, &[("Authorization", &auth)], b""),
+                    };
+                    match r {
+                        Some(r) if r.status == 200 || (r.status == 404 && op.is_none()) => {
+                            acked.lock().unwrap().insert(id, op);
+                            *in_flight.lock().unwrap() = None;
+                        }
+                        Some(r) => panic!("{id}: {} {:?}", r.status, r.body),
+                        None => return,
+                    }
+                }
+            })
+        };
+        std::thread::sleep(Duration::from_millis(400 + next() % 3000));
+        let mut server = server;
+        let _ = Command::new("kill").args(["-9", &server.child.id().to_string()]).status();
+        let _ = server.child.wait();
+        kills += 1;
+        writer.join().expect("the writer stops when the server is gone");
+    }
+    assert_eq!(kills, 4);
+    let live = acked.lock().unwrap().values().filter(|s| s.is_some()).count();
+    assert!(live > 0, "some writes were acknowledged and checked");
+}
