@@ -3,10 +3,12 @@
 //! What Sextant's Lambda functions share, so each `main.rs` stays a few lines: the
 //! context built once at cold start from the environment ([`startup`]: indexes from
 //! directories or S3, models, the key store), the warm refresh of S3 indexes, and the
-//! `lambda_http` runners of the API functions and the index-build function ([`runner`]).
+//! `lambda_http` runners of the API functions and the index-build function ([`runner`]),
+//! and the document API's store in S3 ([`documents`]).
 
 #![warn(missing_docs)]
 
+pub mod documents;
 pub mod runner;
 pub mod startup;
 
