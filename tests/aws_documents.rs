@@ -13,6 +13,7 @@ use aws_sdk_s3::primitives::ByteStream;
 use axum::body::{to_bytes, Body};
 use serde_json::{json, Value};
 use sextant_aws::build_job::{self, BuildJob};
+use sextant_aws::build_lease::{BuildLease, Debounced};
 use sextant_aws::VersionedIndex;
 use sextant_core::corpus::Document;
 use sextant_core::encode::{default_model_dir, ModelSet};
@@ -20,6 +21,7 @@ use sextant_core::pipeline::SharedModels;
 use sextant_core::storage::Location;
 use sextant_keys::LocalKeyStore;
 use sextant_lambda::documents::S3DocumentStore;
+use sextant_lambda::handle_build_event;
 use sextant_server::{router, ApiConfig, AppState, Indexes, ServedIndex};
 use support::servers::{create_bucket, s3_client, servers, unique};
 use tower::ServiceExt;
@@ -245,4 +247,92 @@ async fn writes_land_in_the_corpus_prefix_pending_and_the_next_build_serves_them
     assert_eq!(status, 404);
     f.build_and_refresh().await;
     assert_eq!(f.served_ids(), ["handbook", "policy", "seed-1", "seed-2"]);
+}
+
+/// The lease table (the rate table of `template.yaml`) on moto.
+async fn lease_table() -> (aws_config::SdkConfig, String) {
+    let s = servers();
+    let config = s.config(&s.moto).await;
+    let (keys, rate) = (unique("keys"), unique("rate"));
+    support::servers::create_tables(&config, &keys, &rate).await;
+    (config, rate)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_build_lease_runs_one_build_at_a_time_and_once_more_for_writes_during_it() {
+    let (config, table) = lease_table().await;
+    let lease = BuildLease::new(&config, &table, 60);
+    let runs = std::sync::atomic::AtomicUsize::new(0);
+    // While the first build runs, a second write's event arrives: it is queued, not run,
+    // and the holder builds once more for it.
+    let outcome = lease
+        .debounced("kb", "first", || async {
+            if runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+                let second = lease.debounced("kb", "second", || async { Ok("second built") }).await.unwrap();
+                assert!(matches!(second, Debounced::Queued), "{second:?}");
+            }
+            Ok("first built")
+        })
+        .await
+        .unwrap();
+    assert!(matches!(&outcome, Debounced::Ran(r) if r.len() == 2), "{outcome:?}");
+    // Released: the next event builds at once, once.
+    let next = lease.debounced("kb", "third", || async { Ok(()) }).await.unwrap();
+    assert!(matches!(&next, Debounced::Ran(r) if r.len() == 1), "{next:?}");
+    // A failed build lets the lease go and reports the failure.
+    let failed = lease
+        .debounced("kb", "fourth", || async { Err::<(), _>(sextant_core::Error::invalid("corpus", "broken")) })
+        .await;
+    assert!(failed.is_err());
+    assert!(matches!(lease.debounced("kb", "fifth", || async { Ok(()) }).await.unwrap(), Debounced::Ran(_)));
+    // Another index has its own lease.
+    assert!(lease.acquire("kb", "holder").await.unwrap().is_some());
+    assert!(lease.acquire("kb", "other").await.unwrap().is_none());
+    assert!(lease.acquire("other-index", "other").await.unwrap().is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s3_events_start_one_build_at_a_time_that_serves_an_uploaded_file() {
+    let f = fixture().await;
+    let (dynamo, table) = lease_table().await;
+    let lease = BuildLease::new(&dynamo, &table, 60);
+    s3_client(&f.config)
+        .put_object()
+        .bucket(&f.bucket)
+        .key("corpora/kb/q3-report.txt")
+        .body(ByteStream::from(b"Operating margin widened to 58 percent in the third quarter.".to_vec()))
+        .send()
+        .await
+        .unwrap();
+    let event_file =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../events/index-build/s3-object-created.json");
+    let event: Value = serde_json::from_slice(&std::fs::read(event_file).unwrap()).unwrap();
+    let job = f.job();
+    // The function's environment names the job (SEXTANT_BUILD_INDEX_ID, _CORPUS, _TARGET).
+    let defaults = json!({"index_id": job.index_id, "corpus": job.corpus, "target": job.target});
+    let defaults = defaults.as_object().unwrap();
+    let models = f.models.set();
+    // Two events at once (two writes): one builds, the other is queued behind it.
+    let (a, b) = tokio::join!(
+        handle_build_event(event.clone(), models, &f.config, defaults, Some(&lease)),
+        handle_build_event(event.clone(), models, &f.config, defaults, Some(&lease)),
+    );
+    let (a, b) = (a.unwrap(), b.unwrap());
+    let (queued, built): (Vec<&Value>, Vec<&Value>) = [&a, &b].into_iter().partition(|r| r["queued"] == true);
+    assert_eq!((queued.len(), built.len()), (1, 1), "{a}\n{b}");
+    let builds = built[0]["builds"].as_array().unwrap();
+    assert!(!builds.is_empty() && builds[0]["version"].is_string(), "{}", built[0]);
+    f.refresh().await;
+    assert!(f.served_ids().contains(&"q3-report".to_string()), "{:?}", f.served_ids());
+    let (status, body) = call(&f.app, "GET", "/v1/indexes/kb/documents/q3-report", READER, "text/plain", b"").await;
+    assert_eq!((status, body["status"].as_str()), (200, Some("live")), "{body}");
+    // The deletion's event: the next version no longer holds it.
+    s3_client(&f.config).delete_object().bucket(&f.bucket).key("corpora/kb/q3-report.txt").send().await.unwrap();
+    let event_file =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../events/index-build/s3-object-deleted.json");
+    let deleted: Value = serde_json::from_slice(&std::fs::read(event_file).unwrap()).unwrap();
+    let out = handle_build_event(deleted, models, &f.config, defaults, Some(&lease)).await.unwrap();
+    assert_eq!(out["builds"].as_array().map(Vec::len), Some(1), "{out}");
+    f.refresh().await;
+    assert_eq!(f.served_ids(), ["seed-1", "seed-2"]);
 }

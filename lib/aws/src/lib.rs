@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 
 pub mod build_job;
+pub mod build_lease;
 pub mod build_steps;
 pub mod corpus_files;
 mod dynamo;
