@@ -184,7 +184,9 @@ fn corpora_are_read_from_a_prefix_or_a_manifest() {
         for (key, body) in [
             ("corpora/a/one.jsonl", doc("d1") + &doc("d2")),
             ("corpora/a/two.jsonl", doc("d3")),
-            ("corpora/a/notes.txt", "ignored".to_string()),
+            ("corpora/a/notes.csv", "ignored".to_string()),
+            // A raw file is one document, named after the file (see corpus_files).
+            ("corpora/a/notes.txt", "Plain notes.".to_string()),
             ("other/x.jsonl", doc("d4")),
             ("manifest.json", r#"{"documents": ["corpora/a/two.jsonl", "other/x.jsonl"]}"#.to_string()),
             ("broken.json", r#"{"documents": ["corpora/a/missing.jsonl"]}"#.to_string()),
@@ -195,7 +197,7 @@ fn corpora_are_read_from_a_prefix_or_a_manifest() {
         let ids =
             |docs: Vec<sextant_core::corpus::Document>| docs.into_iter().map(|d| d.document_id).collect::<Vec<_>>();
         let by_prefix = build_job::read_corpus(&format!("s3://{bucket}/corpora/a/"), &config).await.unwrap();
-        assert_eq!(ids(by_prefix), ["d1", "d2", "d3"]);
+        assert_eq!(ids(by_prefix), ["d1", "d2", "d3", "notes"]);
         let by_manifest = build_job::read_corpus(&format!("s3://{bucket}/manifest.json"), &config).await.unwrap();
         assert_eq!(ids(by_manifest), ["d3", "d4"]);
         let e = build_job::read_corpus(&format!("s3://{bucket}/broken.json"), &config).await.unwrap_err();

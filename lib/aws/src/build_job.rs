@@ -15,6 +15,7 @@ use sextant_core::index::Bm25Params;
 use sextant_core::storage::{Location, MemStore};
 use sextant_finance::{FactStore, Financials};
 
+use super::corpus_files::{document_object, read_document_object};
 use super::s3::S3Store;
 use super::versions::{PointerState, Published, VersionedIndex};
 
@@ -264,7 +265,19 @@ pub fn build(
     )
 }
 
-/// Reads every document of a corpus location.
+/// A JSONL object to read: its key, size and bytes when already fetched.
+type Fetched = (String, u64, Option<Vec<u8>>);
+
+/// What a corpus location holds when it holds nothing the build reads.
+const NO_DOCUMENTS: &str = "no .jsonl or .jsonl.gz corpus and no document (.json, .md, .markdown, .txt, .html, .htm)";
+
+/// Per-document objects fetched at once.
+const DOCUMENT_FETCHES: usize = 16;
+
+/// Reads every document of a corpus location: JSONL corpora (`.jsonl`, `.jsonl.gz`) and
+/// per-document objects or files (`.json` documents, raw `.md`, `.markdown`, `.txt`,
+/// `.html`, `.htm`; see [`crate::corpus_files`]). A document id held twice is read from
+/// the per-document object last modified (which also replaces a JSONL line).
 pub async fn read_corpus(corpus: &str, config: &aws_config::SdkConfig) -> Result<Vec<Document>> {
     match Location::parse(corpus)? {
         Location::Local(p) => tokio::task::spawn_blocking(move || read_local(&p))
@@ -274,52 +287,53 @@ pub async fn read_corpus(corpus: &str, config: &aws_config::SdkConfig) -> Result
             let store = S3Store::new(config, &bucket);
             // Objects to read, with their bytes when already fetched (manifest entries are
             // fetched whole to check they exist; listed ones are read by ranges below).
-            let keys: Vec<(String, u64, Option<Vec<u8>>)> = if prefix.ends_with(".json") && !corpus.ends_with('/') {
-                let manifest = store
-                    .get(&prefix)
-                    .await?
-                    .ok_or_else(|| Error::Storage { location: corpus.into(), reason: "no such object".into() })?;
-                #[derive(Deserialize)]
-                struct CorpusManifest {
-                    documents: Vec<String>,
-                }
-                let m: CorpusManifest = serde_json::from_slice(&manifest.bytes).map_err(|e| Error::Corpus {
-                    source_name: corpus.into(),
-                    line: 1,
-                    reason: e.to_string(),
-                })?;
-                let mut keys = Vec::new();
-                for d in m.documents {
-                    let key = match Location::parse(&d)? {
-                        Location::S3 { bucket: b, prefix: k } if b == bucket => k,
-                        Location::S3 { .. } => {
-                            return Err(Error::invalid(
-                                "corpus",
-                                format!("{d}: corpus files must be in bucket {bucket}"),
-                            ))
-                        }
-                        Location::Local(_) => d.trim_start_matches('/').to_string(),
-                    };
-                    let bytes = store.get(&key).await?.map(|o| o.bytes).ok_or_else(|| Error::Storage {
-                        location: format!("s3://{bucket}/{key}"),
-                        reason: "listed in the corpus manifest but missing".into(),
+            let (keys, per_document): (Vec<Fetched>, Vec<Document>) =
+                if prefix.ends_with(".json") && !corpus.ends_with('/') {
+                    let manifest = store
+                        .get(&prefix)
+                        .await?
+                        .ok_or_else(|| Error::Storage { location: corpus.into(), reason: "no such object".into() })?;
+                    #[derive(Deserialize)]
+                    struct CorpusManifest {
+                        documents: Vec<String>,
+                    }
+                    let m: CorpusManifest = serde_json::from_slice(&manifest.bytes).map_err(|e| Error::Corpus {
+                        source_name: corpus.into(),
+                        line: 1,
+                        reason: e.to_string(),
                     })?;
-                    keys.push((key, bytes.len() as u64, Some(bytes)));
-                }
-                keys
-            } else {
-                let dir = if prefix.is_empty() { String::new() } else { format!("{prefix}/") };
-                store
-                    .list(&dir)
-                    .await?
-                    .into_iter()
-                    .filter(|(k, _)| is_jsonl(k))
-                    .map(|(k, size)| (k, size, None))
-                    .collect()
-            };
-            if keys.is_empty() {
-                return Err(Error::invalid("corpus", format!("{corpus}: no .jsonl or .jsonl.gz objects")));
-            }
+                    let mut keys = Vec::new();
+                    for d in m.documents {
+                        let key = match Location::parse(&d)? {
+                            Location::S3 { bucket: b, prefix: k } if b == bucket => k,
+                            Location::S3 { .. } => {
+                                return Err(Error::invalid(
+                                    "corpus",
+                                    format!("{d}: corpus files must be in bucket {bucket}"),
+                                ))
+                            }
+                            Location::Local(_) => d.trim_start_matches('/').to_string(),
+                        };
+                        let bytes = store.get(&key).await?.map(|o| o.bytes).ok_or_else(|| Error::Storage {
+                            location: format!("s3://{bucket}/{key}"),
+                            reason: "listed in the corpus manifest but missing".into(),
+                        })?;
+                        keys.push((key, bytes.len() as u64, Some(bytes)));
+                    }
+                    (keys, Vec::new())
+                } else {
+                    let dir = if prefix.is_empty() { String::new() } else { format!("{prefix}/") };
+                    let listed = store.list(&dir).await?;
+                    let per_document: Vec<String> =
+                        listed.iter().filter(|(k, _)| document_object(k).is_some()).map(|(k, _)| k.clone()).collect();
+                    let documents = read_document_objects(&store, per_document).await?;
+                    let keys: Vec<_> =
+                        listed.into_iter().filter(|(k, _)| is_jsonl(k)).map(|(k, size)| (k, size, None)).collect();
+                    if keys.is_empty() && documents.is_empty() {
+                        return Err(Error::invalid("corpus", format!("{corpus}: {NO_DOCUMENTS}")));
+                    }
+                    (keys, documents)
+                };
             let scratch = scratch_dir()?;
             let mut docs = Vec::new();
             for (key, size, fetched) in keys {
@@ -339,10 +353,50 @@ pub async fn read_corpus(corpus: &str, config: &aws_config::SdkConfig) -> Result
                 let _ = std::fs::remove_file(&path);
                 docs.extend(loaded?);
             }
+            docs.extend(per_document);
             let _ = std::fs::remove_dir(&scratch);
-            Ok(docs)
+            Ok(unique_ids(docs))
         }
     }
+}
+
+/// Reads the per-document objects `keys`, 16 at a time, ordered so that of two objects
+/// holding one document id the newer (by last modification, then key) comes last.
+async fn read_document_objects(store: &S3Store, keys: Vec<String>) -> Result<Vec<Document>> {
+    let permits = std::sync::Arc::new(tokio::sync::Semaphore::new(DOCUMENT_FETCHES));
+    let mut tasks = tokio::task::JoinSet::new();
+    for key in keys {
+        let (store, permits) = (store.clone(), permits.clone());
+        tasks.spawn(async move {
+            let _permit = permits.acquire_owned().await.expect("semaphore open");
+            let source = format!("s3://{}/{key}", store.bucket());
+            // An object deleted between the listing and the read is simply gone.
+            let Some(object) = store.get(&key).await? else { return Ok(None) };
+            let document = read_document_object(&key, &source, &object.bytes)?;
+            Ok::<_, Error>(Some((object.modified_unix.unwrap_or(0), key, document)))
+        });
+    }
+    let mut read = Vec::new();
+    while let Some(joined) = tasks.join_next().await {
+        read.extend(joined.map_err(|e| Error::task_failed("reading the corpus's documents", e))??);
+    }
+    read.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+    Ok(read.into_iter().map(|(_, _, d)| d).collect())
+}
+
+/// `documents` with one document per id: the last read wins (logged).
+fn unique_ids(documents: Vec<Document>) -> Vec<Document> {
+    let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut out: Vec<Option<Document>> = Vec::with_capacity(documents.len());
+    for d in documents {
+        if let Some(&i) = at.get(&d.document_id) {
+            tracing::warn!(document = %d.document_id, "two corpus entries hold this document id: keeping the later");
+            out[i] = None;
+        }
+        at.insert(d.document_id.clone(), out.len());
+        out.push(Some(d));
+    }
+    out.into_iter().flatten().collect()
 }
 
 /// Reads the facts at `location` (an `s3://` object or prefix, or a local file or
@@ -409,7 +463,18 @@ fn read_local(p: &Path) -> Result<Vec<Document>> {
     for f in jsonl_files(p)? {
         docs.extend(load_documents(&f)?);
     }
-    Ok(docs)
+    let mut files: Vec<PathBuf> = std::fs::read_dir(p)
+        .map_err(|e| Error::io(p, e))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|f| f.is_file() && document_object(&f.to_string_lossy()).is_some())
+        .collect();
+    files.sort();
+    for f in files {
+        let bytes = std::fs::read(&f).map_err(|e| Error::io(&f, e))?;
+        let name = f.to_string_lossy();
+        docs.push(read_document_object(&name, &name, &bytes)?);
+    }
+    Ok(unique_ids(docs))
 }
 
 fn scratch_dir() -> Result<PathBuf> {

@@ -10,7 +10,9 @@
 #![warn(missing_docs)]
 
 pub mod build_job;
+pub mod build_lease;
 pub mod build_steps;
+pub mod corpus_files;
 mod dynamo;
 mod key_store_spec;
 pub mod refresh;
@@ -21,6 +23,6 @@ pub mod versions;
 pub use dynamo::DynamoKeyStore;
 pub use key_store_spec::KeyStoreSpec;
 pub use refresh::{open_from_s3, CheckPermit, LoadTimings, LoadedIndex, Refresher, STALE_CHECK};
-pub use s3::S3Store;
+pub use s3::{Listed, Object, Precondition, S3Store};
 pub use sdk::{load_sdk_config, retry_config, sdk_config};
 pub use versions::VersionedIndex;

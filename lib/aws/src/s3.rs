@@ -44,6 +44,19 @@ pub struct Object {
     pub bytes: Vec<u8>,
     /// The ETag, quoted as S3 returns it.
     pub etag: Option<String>,
+    /// When it was last written, seconds since the Unix epoch (when the server says).
+    pub modified_unix: Option<i64>,
+}
+
+/// An object as a listing shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    /// Its key.
+    pub key: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// When it was last written, seconds since the Unix epoch (when the server says).
+    pub modified_unix: Option<i64>,
 }
 
 /// The precondition of a conditional write.
@@ -82,9 +95,10 @@ impl S3Store {
         match self.client.get_object().bucket(&self.bucket).key(key).send().await {
             Ok(out) => {
                 let etag = out.e_tag().map(str::to_string);
+                let modified_unix = out.last_modified().map(|t| t.secs());
                 let bytes =
                     out.body.collect().await.map_err(|e| storage_error(self.uri(key), e))?.into_bytes().to_vec();
-                Ok(Some(Object { bytes, etag }))
+                Ok(Some(Object { bytes, etag, modified_unix }))
             }
             Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => Ok(None),
             Err(e) => Err(storage_error(self.uri(key), e)),
@@ -271,6 +285,55 @@ impl S3Store {
                 return Ok(out);
             }
         }
+    }
+
+    /// Up to `max` objects under `prefix` whose keys sort after `start_after`, in key
+    /// order, and whether more follow.
+    pub async fn list_after(&self, prefix: &str, start_after: Option<&str>, max: usize) -> Result<(Vec<Listed>, bool)> {
+        let page = self
+            .client
+            .list_objects_v2()
+            .bucket(&self.bucket)
+            .prefix(prefix)
+            .set_start_after(start_after.map(str::to_string))
+            .max_keys(max.clamp(1, 1000) as i32)
+            .send()
+            .await
+            .map_err(|e| storage_error(self.uri(prefix), e))?;
+        let listed = page
+            .contents()
+            .iter()
+            .filter_map(|o| {
+                Some(Listed {
+                    key: o.key()?.to_string(),
+                    size: o.size().unwrap_or(0).max(0) as u64,
+                    modified_unix: o.last_modified().map(|t| t.secs()),
+                })
+            })
+            .collect();
+        Ok((listed, page.is_truncated().unwrap_or(false)))
+    }
+
+    /// Whether object `key` exists.
+    pub async fn exists(&self, key: &str) -> Result<bool> {
+        match self.client.head_object().bucket(&self.bucket).key(key).send().await {
+            Ok(_) => Ok(true),
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_not_found()) => Ok(false),
+            Err(e) if e.raw_response().is_some_and(|r| r.status().as_u16() == 404) => Ok(false),
+            Err(e) => Err(storage_error(self.uri(key), e)),
+        }
+    }
+
+    /// Deletes object `key` (nothing happens when there is none).
+    pub async fn delete(&self, key: &str) -> Result<()> {
+        self.client
+            .delete_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| storage_error(self.uri(key), e))
     }
 
     /// Deletes every object under `prefix`, 16 at a time; returns how many.

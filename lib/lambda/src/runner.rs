@@ -8,6 +8,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 use lambda_http::{service_fn, LambdaEvent};
 use sextant_aws::build_job::{run, BuildJob};
+use sextant_aws::build_lease::{BuildLease, Debounced};
 use sextant_aws::build_steps::{encode_step, merge_step, plan_step, StepEvent};
 use sextant_aws::Refresher;
 use sextant_core::encode::{DenseEncoder, ModelSet, SparseEncoder};
@@ -50,7 +51,8 @@ pub fn serve_index_build() -> Result<(), lambda_http::Error> {
         let config = sextant_aws::sdk_config().await;
         let defaults = BuildJob::env_defaults();
         let encoders = tokio::sync::OnceCell::new();
-        let (models, config, defaults, encoders) = (&models, &config, &defaults, &encoders);
+        let lease = BuildLease::from_env(&config)?;
+        let (models, config, defaults, encoders, lease) = (&models, &config, &defaults, &encoders, &lease);
         lambda_http::lambda_runtime::run(service_fn(move |event: LambdaEvent<serde_json::Value>| async move {
             let diagnose = |e: Error| {
                 tracing::error!(error = %e, "index build failed");
@@ -65,20 +67,69 @@ pub fn serve_index_build() -> Result<(), lambda_http::Error> {
             if event.payload.get("step").is_some() {
                 return run_step(event.payload, models, config, defaults, encoders).await.map_err(diagnose);
             }
-            let job = BuildJob::from_event(event.payload, defaults).map_err(diagnose)?;
-            tracing::info!(index = %job.index_id, corpus = %job.corpus, target = %job.target, "index build started");
-            let report = run(&job, models, config).await.map_err(diagnose)?;
-            let version = report.published.as_ref().map(|p| p.version.as_str()).unwrap_or("none (unchanged)");
-            tracing::info!(
-                index = %report.build.index_id,
-                version,
-                report = %serde_json::to_string(&report).unwrap_or_default(),
-                "index build finished"
-            );
-            serde_json::to_value(report).map_err(|e| diagnose(e.into()))
+            handle_build_event(event.payload, models, config, defaults, lease.as_ref()).await.map_err(diagnose)
         }))
         .await
     })
+}
+
+/// One invocation of the `index-build` function without a `step`: a whole build of the
+/// [`BuildJob`] the event names (direct invoke, schedule), answered with its
+/// [`BuildReport`](sextant_aws::build_job::BuildReport).
+///
+/// An S3 event from EventBridge (`"source": "aws.s3"`, `Object Created` or
+/// `Object Deleted` under the corpus prefix) runs the job the environment names,
+/// debounced by `lease` ([`BuildLease::debounced`]): when a build of the index is
+/// running it answers `{"queued": true}` at once (that build runs again), else it builds
+/// until no write arrived during the last build and answers `{"builds": [reports]}`.
+/// Without a lease table every event builds.
+pub async fn handle_build_event(
+    event: serde_json::Value,
+    models: &ModelSet,
+    config: &aws_config::SdkConfig,
+    defaults: &serde_json::Map<String, serde_json::Value>,
+    lease: Option<&BuildLease>,
+) -> Result<serde_json::Value, Error> {
+    if event.get("source").and_then(|s| s.as_str()) == Some("aws.s3") {
+        let job = BuildJob::from_event(serde_json::Value::Null, defaults)?;
+        let key = event.pointer("/detail/object/key").and_then(|k| k.as_str()).unwrap_or_default();
+        let change = event.get("detail-type").and_then(|k| k.as_str()).unwrap_or_default();
+        tracing::info!(index = %job.index_id, key, change, "corpus changed");
+        let Some(lease) = lease else {
+            tracing::warn!("SEXTANT_BUILD_LEASE_TABLE is not set: builds started by S3 events are not debounced");
+            let report = build_once(&job, models, config).await?;
+            return Ok(serde_json::json!({"index_id": job.index_id, "builds": [report]}));
+        };
+        let holder = format!(
+            "{}-{:x}",
+            std::process::id(),
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos()
+        );
+        return match lease.debounced(&job.index_id, &holder, || build_once(&job, models, config)).await? {
+            Debounced::Ran(reports) => Ok(serde_json::json!({"index_id": job.index_id, "builds": reports})),
+            Debounced::Queued => Ok(serde_json::json!({"index_id": job.index_id, "queued": true})),
+        };
+    }
+    let job = BuildJob::from_event(event, defaults)?;
+    build_once(&job, models, config).await
+}
+
+/// Runs `job` once, logging its start and report.
+async fn build_once(
+    job: &BuildJob,
+    models: &ModelSet,
+    config: &aws_config::SdkConfig,
+) -> Result<serde_json::Value, Error> {
+    tracing::info!(index = %job.index_id, corpus = %job.corpus, target = %job.target, "index build started");
+    let report = run(job, models, config).await?;
+    let version = report.published.as_ref().map(|p| p.version.as_str()).unwrap_or("none (unchanged)");
+    tracing::info!(
+        index = %report.build.index_id,
+        version,
+        report = %serde_json::to_string(&report).unwrap_or_default(),
+        "index build finished"
+    );
+    Ok(serde_json::to_value(report)?)
 }
 
 /// Runs one step of the build workflow.

@@ -22,6 +22,10 @@
 //!   is unreachable.
 //! - `SEXTANT_REFRESH_SECS` (default 60): how often a warm function checks for a newly
 //!   published version of its S3 indexes.
+//! - `SEXTANT_CORPORA`: the indexes that take documents through the document API, and
+//!   where: `index=s3://bucket/corpora/index/` pairs separated by `,`. Each write goes to
+//!   that prefix ([`crate::documents::S3DocumentStore`]) and is answered `202`; its S3
+//!   event starts the index build. Unset: no index is writable.
 //!
 //! An index that fails to load at cold start does not stop the function: the others are
 //! served, `/health` and the endpoints answer 503 for it, and (from S3) it is tried again
@@ -41,6 +45,8 @@ use sextant_finance::Financials;
 use sextant_keys::{CachedKeyStore, KeyStore};
 use sextant_rerank::HostedConfig;
 use sextant_server::{ApiConfig, AppState, Indexes, ServedIndex};
+
+use crate::documents::S3DocumentStore;
 
 /// What cold start produces: the router's state, and the watcher of S3 indexes.
 pub struct Context {
@@ -244,6 +250,11 @@ pub async fn from_env() -> Result<Context> {
     } else {
         state.set_indexes(indexes);
     }
+    for (id, corpus) in corpora_from_env()? {
+        let store = S3DocumentStore::new(&sextant_aws::sdk_config().await, &id, &corpus, &state)?;
+        tracing::info!(index = %id, corpus = %corpus, "documents written to the corpus in S3");
+        state.set_document_store(&id, Arc::new(store));
+    }
     let refresher = if watched.is_empty() {
         None
     } else {
@@ -255,6 +266,34 @@ pub async fn from_env() -> Result<Context> {
     };
     tracing::info!(total_ms = t0.elapsed().as_millis() as u64, "cold start: done");
     Ok(Context { state, refresher })
+}
+
+/// The writable indexes and their corpus prefixes, from `SEXTANT_CORPORA`
+/// (`index=s3://bucket/prefix/,...`).
+pub fn corpora_from_env() -> Result<Vec<(String, Location)>> {
+    let Some(list) = var("SEXTANT_CORPORA") else { return Ok(Vec::new()) };
+    parse_corpora(&list)
+}
+
+fn parse_corpora(list: &str) -> Result<Vec<(String, Location)>> {
+    let mut out: Vec<(String, Location)> = Vec::new();
+    for entry in list.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let bad = |why: &str| Error::invalid("SEXTANT_CORPORA", format!("{entry:?}: {why}"));
+        let (id, uri) = entry.split_once('=').ok_or_else(|| bad("expected index=s3://bucket/prefix/"))?;
+        let id = id.trim();
+        if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+            return Err(bad("the index id takes letters, digits, '-' and '_'"));
+        }
+        let location = Location::parse(uri.trim()).map_err(|_| bad("the corpus must be an s3:// prefix"))?;
+        if !matches!(location, Location::S3 { .. }) {
+            return Err(bad("the corpus must be an s3:// prefix"));
+        }
+        if out.iter().any(|(seen, _)| seen == id) {
+            return Err(bad("this index is named twice"));
+        }
+        out.push((id.to_string(), location));
+    }
+    Ok(out)
 }
 
 /// The index id a location names: its last path part.
@@ -270,10 +309,24 @@ fn location_id(location: &Location) -> String {
 #[cfg(test)]
 mod tests {
     #[test]
+    fn corpora_name_each_writable_index_once_with_an_s3_prefix() {
+        let ok = super::parse_corpora(" demo=s3://bucket/corpora/demo/ , kb_2=s3://bucket/kb/").unwrap();
+        assert_eq!(ok.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>(), ["demo", "kb_2"]);
+        assert!(super::parse_corpora("").unwrap().is_empty());
+        for bad in
+            ["demo", "demo=/tmp/corpus", "a b=s3://bucket/x/", "d=s3://bucket/x/,d=s3://bucket/y/", "=s3://bucket/x/"]
+        {
+            let e = super::parse_corpora(bad).unwrap_err().to_string();
+            assert!(e.contains("SEXTANT_CORPORA"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
     fn every_variable_template_yaml_sets_is_read_by_the_code() {
         let template = include_str!("../../../template.yaml");
         let code = [
             include_str!("startup.rs"),
+            include_str!("../../aws/src/build_lease.rs"),
             include_str!("../../aws/src/build_job.rs"),
             include_str!("../../aws/src/sdk.rs"),
             include_str!("../../core/src/encode/runtime/onnxruntime.rs"),

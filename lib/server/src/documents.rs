@@ -7,16 +7,14 @@
 //! corpus in S3 and an incremental build serves them later (`202`, status `pending`).
 
 use serde::Serialize;
-use sextant_core::corpus::{split_sentences, Document, Metadata};
+use sextant_core::corpus::{segment_blocks, Document, Metadata, TextBlock};
 
 use crate::envelope::ApiError;
 
 /// A document's id: 1-256 characters, no `/`, no `..`, no control character (it names
 /// an object in S3 and a path segment in the API).
 pub const MAX_DOCUMENT_ID_CHARS: usize = 256;
-/// A block of text longer than this (characters) is cut into its sentences, one segment
-/// each, so a long paragraph is cited by sentence.
-pub const LONG_BLOCK_CHARS: usize = 600;
+pub use sextant_core::corpus::LONG_BLOCK_CHARS;
 
 /// A write as the store took it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -163,20 +161,14 @@ pub fn check_document_id(id: &str, at: &str) -> Result<(), ApiError> {
 }
 
 /// The segments of a parsed raw document: each block one segment, a block longer than
-/// [`LONG_BLOCK_CHARS`] cut into its sentences.
+/// [`LONG_BLOCK_CHARS`] cut into its sentences, code kept whole. The index build segments
+/// raw files of a corpus prefix by this same rule ([`sextant_core::corpus::segment_blocks`]).
 pub fn segments_of(blocks: Vec<sextant_ingest::Block>) -> Vec<String> {
-    let mut out = Vec::new();
-    for b in blocks {
-        if b.text.chars().count() > LONG_BLOCK_CHARS && !matches!(b.kind, sextant_ingest::BlockKind::Code) {
-            let sentences = split_sentences(&b.text);
-            if sentences.len() > 1 {
-                out.extend(sentences.into_iter().filter(|s| !s.trim().is_empty()));
-                continue;
-            }
-        }
-        out.push(b.text);
-    }
-    out
+    segment_blocks(
+        blocks
+            .into_iter()
+            .map(|b| TextBlock { keep_whole: matches!(b.kind, sextant_ingest::BlockKind::Code), text: b.text }),
+    )
 }
 
 /// The metadata of a document sent as JSON (`at` names the field).

@@ -8,6 +8,7 @@ mod chunk;
 mod document;
 mod load;
 mod metadata;
+mod segments;
 mod sentences;
 mod values;
 
@@ -18,5 +19,6 @@ pub use metadata::{
     MetaType, MetaValue, Metadata, MetadataError, MetadataSchema, BUILT_IN_FIELDS, MAX_BYTES as MAX_METADATA_BYTES,
     MAX_DEPTH as MAX_METADATA_DEPTH,
 };
+pub use segments::{segment_blocks, TextBlock, LONG_BLOCK_CHARS};
 pub use sentences::{sentence_ranges, split_sentences};
 pub use values::{Date, DocumentType, Quarter};

@@ -1,0 +1,338 @@
+//! The document API on AWS, against SeaweedFS (S3 with signatures checked), started by
+//! `scripts/aws_servers.sh` (`scripts/test.sh` starts it): documents written through the
+//! router land in the index's corpus prefix as JSON and are answered `202 pending`; the
+//! build reads that prefix (documents written by the API and raw files uploaded as
+//! `aws s3 cp` would) and the next version serves them (`live`); a deleted document leaves
+//! the next version; bad input is refused as it is by the embedded server.
+
+mod support;
+
+use std::sync::Arc;
+
+use aws_sdk_s3::primitives::ByteStream;
+use axum::body::{to_bytes, Body};
+use serde_json::{json, Value};
+use sextant_aws::build_job::{self, BuildJob};
+use sextant_aws::build_lease::{BuildLease, Debounced};
+use sextant_aws::VersionedIndex;
+use sextant_core::corpus::Document;
+use sextant_core::encode::{default_model_dir, ModelSet};
+use sextant_core::pipeline::SharedModels;
+use sextant_core::storage::Location;
+use sextant_keys::LocalKeyStore;
+use sextant_lambda::documents::S3DocumentStore;
+use sextant_lambda::handle_build_event;
+use sextant_server::{router, ApiConfig, AppState, Indexes, ServedIndex};
+use support::servers::{create_bucket, s3_client, servers, unique};
+use tower::ServiceExt;
+
+const WRITER: &str = "sx_aws_docs_writer";
+const READER: &str = "sx_aws_docs_reader";
+
+const HANDBOOK: &str = "# Travel handbook\n\nBook flights at least two weeks ahead of the trip.\n\n\
+    - Economy class for flights under six hours\n- Business class above six hours\n\n\
+    Hotel nights are reimbursed up to the city's published rate.";
+
+/// One request through the router; the status and the JSON body.
+async fn call(app: &axum::Router, method: &str, path: &str, key: &str, ct: &str, body: &[u8]) -> (u16, Value) {
+    let req = axum::http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("authorization", format!("Bearer {key}"))
+        .header("content-type", ct)
+        .body(Body::from(body.to_vec()))
+        .unwrap();
+    let resp = app.clone().oneshot(req).await.unwrap();
+    let status = resp.status().as_u16();
+    let bytes = to_bytes(resp.into_body(), 1 << 24).await.unwrap();
+    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+/// The keys of the corpus prefix, sorted.
+async fn corpus_keys(s3: &aws_sdk_s3::Client, bucket: &str) -> Vec<String> {
+    let out = s3.list_objects_v2().bucket(bucket).prefix("corpora/kb/").send().await.unwrap();
+    let mut keys: Vec<String> = out.contents().iter().filter_map(|o| o.key().map(str::to_string)).collect();
+    keys.sort();
+    keys
+}
+
+struct Fixture {
+    bucket: String,
+    config: aws_config::SdkConfig,
+    models: Arc<SharedModels>,
+    state: Arc<AppState>,
+    app: axum::Router,
+}
+
+impl Fixture {
+    fn job(&self) -> BuildJob {
+        BuildJob::from_event(
+            json!({
+                "index_id": "kb",
+                "corpus": format!("s3://{}/corpora/kb/", self.bucket),
+                "target": format!("s3://{}/indexes/kb", self.bucket),
+            }),
+            &Default::default(),
+        )
+        .unwrap()
+    }
+
+    /// Runs the index build of the corpus prefix and swaps the published version in, as a
+    /// warm function's refresh does.
+    async fn build_and_refresh(&self) -> build_job::BuildReport {
+        let report = build_job::run(&self.job(), self.models.set(), &self.config).await.unwrap();
+        self.refresh().await;
+        report
+    }
+
+    async fn refresh(&self) {
+        let source = VersionedIndex::new(&self.config, &Location::parse(&self.job().target).unwrap()).unwrap();
+        let loaded = sextant_aws::open_from_s3(&source, &self.models).await.unwrap();
+        let version = loaded.pointer.version.clone();
+        self.state.replace_index("kb", ServedIndex::new(loaded.engine, loaded.financials), Some(version));
+    }
+
+    fn served_ids(&self) -> Vec<String> {
+        let served = self.state.loaded_index("kb").unwrap();
+        let mut ids: Vec<String> = served.engine.index().documents.iter().map(|d| d.document_id.clone()).collect();
+        ids.sort();
+        ids
+    }
+}
+
+/// A bucket whose corpus prefix holds one JSONL corpus of two documents, built and
+/// published; the router serving it with the S3 document store.
+async fn fixture() -> Fixture {
+    let s = servers();
+    let config = s.config(&s.seaweed).await;
+    let bucket = unique("docs");
+    create_bucket(&config, &bucket).await;
+    let seed: Vec<String> = [
+        ("seed-1", "Quarterly revenue grew on strong card volumes in Europe."),
+        ("seed-2", "The refinery outage lowered production in the second quarter."),
+    ]
+    .iter()
+    .map(|(id, text)| {
+        serde_json::to_string(&Document {
+            document_id: id.to_string(),
+            title: id.to_string(),
+            document_type: "article".into(),
+            segments: vec![text.to_string()],
+            ..Default::default()
+        })
+        .unwrap()
+    })
+    .collect();
+    s3_client(&config)
+        .put_object()
+        .bucket(&bucket)
+        .key("corpora/kb/seed.jsonl")
+        .body(ByteStream::from(seed.join("\n").into_bytes()))
+        .send()
+        .await
+        .unwrap();
+    let keys = LocalKeyStore::in_memory();
+    keys.add(WRITER, "tests", "enterprise", vec!["kb:write".into()]).unwrap();
+    keys.add(READER, "tests", "enterprise", vec!["kb".into()]).unwrap();
+    let state = AppState::new(Arc::new(keys), ApiConfig { default_index: "kb".into(), ..Default::default() });
+    state.set_indexes(Indexes::new());
+    let models = Arc::new(SharedModels::new(ModelSet::under(&default_model_dir())));
+    let corpus = Location::parse(&format!("s3://{bucket}/corpora/kb/")).unwrap();
+    state.set_document_store("kb", Arc::new(S3DocumentStore::new(&config, "kb", &corpus, &state).unwrap()));
+    let app = router(state.clone());
+    let f = Fixture { bucket, config, models, state, app };
+    let first = f.build_and_refresh().await;
+    assert!(first.published.is_some());
+    assert_eq!(f.served_ids(), ["seed-1", "seed-2"]);
+    f
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_land_in_the_corpus_prefix_pending_and_the_next_build_serves_them() {
+    let f = fixture().await;
+    let s3 = s3_client(&f.config);
+    let doc = "/v1/indexes/kb/documents";
+
+    // A raw Markdown file through the API: 202, pending, the JSON document in S3.
+    let (status, body) =
+        call(&f.app, "PUT", &format!("{doc}/travel"), WRITER, "text/markdown", HANDBOOK.as_bytes()).await;
+    assert_eq!(status, 202, "{body}");
+    assert_eq!((body["status"].as_str(), body["created"].as_bool()), (Some("pending"), Some(true)), "{body}");
+    let object = s3.get_object().bucket(&f.bucket).key("corpora/kb/travel.json").send().await.unwrap();
+    let stored: Document = serde_json::from_slice(&object.body.collect().await.unwrap().into_bytes()).unwrap();
+    assert_eq!((stored.document_id.as_str(), stored.title.as_str()), ("travel", "Travel handbook"));
+
+    // JSON with metadata; replacing it says created: false.
+    let policy = json!({"text": "Remote work needs a manager's approval.", "metadata": {"department": "hr"}});
+    let (status, _) =
+        call(&f.app, "PUT", &format!("{doc}/policy"), WRITER, "application/json", policy.to_string().as_bytes()).await;
+    assert_eq!(status, 202);
+    let (status, body) =
+        call(&f.app, "PUT", &format!("{doc}/policy"), WRITER, "application/json", policy.to_string().as_bytes()).await;
+    assert_eq!((status, body["created"].as_bool()), (202, Some(false)), "{body}");
+
+    // The same file uploaded straight into the prefix, as `aws s3 cp handbook.md` does.
+    s3.put_object()
+        .bucket(&f.bucket)
+        .key("corpora/kb/handbook.md")
+        .body(ByteStream::from(HANDBOOK.as_bytes().to_vec()))
+        .send()
+        .await
+        .unwrap();
+
+    for id in ["travel", "policy", "handbook"] {
+        let (status, body) = call(&f.app, "GET", &format!("{doc}/{id}"), READER, "text/plain", b"").await;
+        assert_eq!((status, body["status"].as_str()), (200, Some("pending")), "{id}: {body}");
+    }
+
+    // Bad input: the same 4xx as the embedded server, and nothing written.
+    let before = corpus_keys(&s3, &f.bucket).await;
+    for (path, key, ct, body, want) in [
+        (format!("{doc}/a..b"), WRITER, "text/plain", &b"text"[..], 400),
+        (format!("{doc}/a%2Fb"), WRITER, "text/plain", b"text", 400),
+        (format!("{doc}/x"), WRITER, "application/pdf", b"%PDF-1.4", 415),
+        (format!("{doc}/x"), WRITER, "text/plain", b"\xff\xfe bad utf-8", 400),
+        (format!("{doc}/x"), WRITER, "application/json", br#"{"text": "a", "segments": ["b"]}"#, 400),
+        (
+            format!("{doc}/x"),
+            WRITER,
+            "application/json",
+            br#"{"text": "a", "metadata": {"n": {"n": {"n": {"n": {"n": {"n": {"n": {"n": {"n": 1}}}}}}}}}}"#,
+            400,
+        ),
+        (format!("{doc}/x"), READER, "text/plain", b"text", 403),
+    ] {
+        let (status, body) = call(&f.app, "PUT", &path, key, ct, body).await;
+        assert_eq!(status, want, "{path} {ct}: {body}");
+        assert!(body["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{body}");
+    }
+    assert_eq!(corpus_keys(&s3, &f.bucket).await, before, "nothing half-stored");
+
+    // The build reads the prefix: the JSONL corpus, the API's documents and the raw file.
+    let report = f.build_and_refresh().await;
+    assert!(report.published.is_some());
+    assert_eq!(f.served_ids(), ["handbook", "policy", "seed-1", "seed-2", "travel"]);
+    for id in ["travel", "policy", "handbook"] {
+        let (status, body) = call(&f.app, "GET", &format!("{doc}/{id}"), READER, "text/plain", b"").await;
+        assert_eq!((status, body["status"].as_str()), (200, Some("live")), "{id}: {body}");
+    }
+    // Uploaded or written through the API, a file is segmented the same way.
+    let served = f.state.loaded_index("kb").unwrap();
+    let segments_of =
+        |id: &str| served.engine.index().documents.iter().find(|d| d.document_id == id).unwrap().segments.clone();
+    assert_eq!(segments_of("handbook"), segments_of("travel"));
+    assert_eq!(segments_of("handbook").len(), 5);
+    let (_, body) = call(&f.app, "GET", &format!("{doc}/policy"), READER, "text/plain", b"").await;
+    assert_eq!(body["metadata"]["department"], "hr", "{body}");
+
+    // A listing pages through the prefix's documents in id order (not the JSONL corpus).
+    let (status, page) = call(&f.app, "GET", &format!("{doc}?limit=2"), READER, "text/plain", b"").await;
+    assert_eq!(status, 200, "{page}");
+    let ids =
+        |p: &Value| p["documents"].as_array().unwrap().iter().map(|d| d["documentId"].clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&page), [json!("handbook"), json!("policy")]);
+    let cursor = page["nextCursor"].as_str().unwrap().to_string();
+    let (_, page) = call(&f.app, "GET", &format!("{doc}?limit=2&cursor={cursor}"), READER, "text/plain", b"").await;
+    assert_eq!((ids(&page), page["nextCursor"].clone()), (vec![json!("travel")], Value::Null), "{page}");
+
+    // Unchanged inputs publish nothing.
+    assert!(f.build_and_refresh().await.published.is_none());
+
+    // DELETE: 202, gone at once from the store, gone from the next version.
+    let (status, body) = call(&f.app, "DELETE", &format!("{doc}/travel"), WRITER, "text/plain", b"").await;
+    assert_eq!((status, body["status"].as_str()), (202, Some("pending")), "{body}");
+    let (status, _) = call(&f.app, "GET", &format!("{doc}/travel"), READER, "text/plain", b"").await;
+    assert_eq!(status, 404);
+    let (status, _) = call(&f.app, "DELETE", &format!("{doc}/travel"), WRITER, "text/plain", b"").await;
+    assert_eq!(status, 404);
+    f.build_and_refresh().await;
+    assert_eq!(f.served_ids(), ["handbook", "policy", "seed-1", "seed-2"]);
+}
+
+/// The lease table (the rate table of `template.yaml`) on moto.
+async fn lease_table() -> (aws_config::SdkConfig, String) {
+    let s = servers();
+    let config = s.config(&s.moto).await;
+    let (keys, rate) = (unique("keys"), unique("rate"));
+    support::servers::create_tables(&config, &keys, &rate).await;
+    (config, rate)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_build_lease_runs_one_build_at_a_time_and_once_more_for_writes_during_it() {
+    let (config, table) = lease_table().await;
+    let lease = BuildLease::new(&config, &table, 60);
+    let runs = std::sync::atomic::AtomicUsize::new(0);
+    // While the first build runs, a second write's event arrives: it is queued, not run,
+    // and the holder builds once more for it.
+    let outcome = lease
+        .debounced("kb", "first", || async {
+            if runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+                let second = lease.debounced("kb", "second", || async { Ok("second built") }).await.unwrap();
+                assert!(matches!(second, Debounced::Queued), "{second:?}");
+            }
+            Ok("first built")
+        })
+        .await
+        .unwrap();
+    assert!(matches!(&outcome, Debounced::Ran(r) if r.len() == 2), "{outcome:?}");
+    // Released: the next event builds at once, once.
+    let next = lease.debounced("kb", "third", || async { Ok(()) }).await.unwrap();
+    assert!(matches!(&next, Debounced::Ran(r) if r.len() == 1), "{next:?}");
+    // A failed build lets the lease go and reports the failure.
+    let failed = lease
+        .debounced("kb", "fourth", || async { Err::<(), _>(sextant_core::Error::invalid("corpus", "broken")) })
+        .await;
+    assert!(failed.is_err());
+    assert!(matches!(lease.debounced("kb", "fifth", || async { Ok(()) }).await.unwrap(), Debounced::Ran(_)));
+    // Another index has its own lease.
+    assert!(lease.acquire("kb", "holder").await.unwrap().is_some());
+    assert!(lease.acquire("kb", "other").await.unwrap().is_none());
+    assert!(lease.acquire("other-index", "other").await.unwrap().is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s3_events_start_one_build_at_a_time_that_serves_an_uploaded_file() {
+    let f = fixture().await;
+    let (dynamo, table) = lease_table().await;
+    let lease = BuildLease::new(&dynamo, &table, 60);
+    s3_client(&f.config)
+        .put_object()
+        .bucket(&f.bucket)
+        .key("corpora/kb/q3-report.txt")
+        .body(ByteStream::from(b"Operating margin widened to 58 percent in the third quarter.".to_vec()))
+        .send()
+        .await
+        .unwrap();
+    let event_file =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../events/index-build/s3-object-created.json");
+    let event: Value = serde_json::from_slice(&std::fs::read(event_file).unwrap()).unwrap();
+    let job = f.job();
+    // The function's environment names the job (SEXTANT_BUILD_INDEX_ID, _CORPUS, _TARGET).
+    let defaults = json!({"index_id": job.index_id, "corpus": job.corpus, "target": job.target});
+    let defaults = defaults.as_object().unwrap();
+    let models = f.models.set();
+    // Two events at once (two writes): one builds, the other is queued behind it.
+    let (a, b) = tokio::join!(
+        handle_build_event(event.clone(), models, &f.config, defaults, Some(&lease)),
+        handle_build_event(event.clone(), models, &f.config, defaults, Some(&lease)),
+    );
+    let (a, b) = (a.unwrap(), b.unwrap());
+    let (queued, built): (Vec<&Value>, Vec<&Value>) = [&a, &b].into_iter().partition(|r| r["queued"] == true);
+    assert_eq!((queued.len(), built.len()), (1, 1), "{a}\n{b}");
+    let builds = built[0]["builds"].as_array().unwrap();
+    assert!(!builds.is_empty() && builds[0]["version"].is_string(), "{}", built[0]);
+    f.refresh().await;
+    assert!(f.served_ids().contains(&"q3-report".to_string()), "{:?}", f.served_ids());
+    let (status, body) = call(&f.app, "GET", "/v1/indexes/kb/documents/q3-report", READER, "text/plain", b"").await;
+    assert_eq!((status, body["status"].as_str()), (200, Some("live")), "{body}");
+    // The deletion's event: the next version no longer holds it.
+    s3_client(&f.config).delete_object().bucket(&f.bucket).key("corpora/kb/q3-report.txt").send().await.unwrap();
+    let event_file =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../events/index-build/s3-object-deleted.json");
+    let deleted: Value = serde_json::from_slice(&std::fs::read(event_file).unwrap()).unwrap();
+    let out = handle_build_event(deleted, models, &f.config, defaults, Some(&lease)).await.unwrap();
+    assert_eq!(out["builds"].as_array().map(Vec::len), Some(1), "{out}");
+    f.refresh().await;
+    assert_eq!(f.served_ids(), ["seed-1", "seed-2"]);
+}
