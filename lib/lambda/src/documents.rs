@@ -89,7 +89,7 @@ impl S3DocumentStore {
         let Some(object) = self.store.get(&o.key).await? else { return Ok(None) };
         let document = read_document_object(&o.key, &source, &object.bytes)?;
         let status = self.status(&document, object.modified_unix.or(o.modified_unix));
-        Ok(Some(StoredDocument { document, chunks: None, status }))
+        Ok(Some(StoredDocument { document, chunks: None, status, compacted: None }))
     }
 
     /// `live` when the served version holds `document` exactly, or holds its id and was

@@ -41,9 +41,11 @@ pub struct StoredDocument {
     pub document: Document,
     /// Its chunks (when indexed).
     pub chunks: Option<usize>,
-    /// `live` (in the built index), `delta` (written since, searched beside it) or
-    /// `pending` (stored, not yet indexed).
+    /// `live` (searched) or `pending` (stored, not yet indexed).
     pub status: &'static str,
+    /// For a live document of a writable index: whether it is in a built (compacted)
+    /// version, or in the delta written since.
+    pub compacted: Option<bool>,
 }
 
 /// One page of a listing.
@@ -116,29 +118,24 @@ impl DocumentStore for sextant_live::LiveIndex {
     }
 
     fn get(&self, id: &str) -> Result<Option<StoredDocument>, StoreError> {
-        Ok(sextant_live::LiveIndex::get(self, id).map(|d| StoredDocument {
-            document: d.document,
-            chunks: Some(d.chunks),
-            status: d.layer,
-        }))
+        Ok(sextant_live::LiveIndex::get(self, id).map(stored))
     }
 
     fn list(&self, cursor: Option<&str>, limit: usize) -> Result<StoredPage, StoreError> {
         let page = sextant_live::LiveIndex::list(self, cursor, limit);
-        Ok(StoredPage {
-            documents: page
-                .documents
-                .into_iter()
-                .map(|d| StoredDocument { document: d.document, chunks: Some(d.chunks), status: d.layer })
-                .collect(),
-            next_cursor: page.next_after,
-        })
+        Ok(StoredPage { documents: page.documents.into_iter().map(stored).collect(), next_cursor: page.next_after })
     }
 
     fn compact(&self) -> Result<Option<serde_json::Value>, StoreError> {
         let report = sextant_live::LiveIndex::compact(self).map_err(live_error)?;
         Ok(report.map(|r| serde_json::to_value(r).unwrap_or_default()))
     }
+}
+
+/// A document of a writable index as the API shows it: live, in a compacted version or in
+/// the delta.
+fn stored(d: sextant_live::DocumentInfo) -> StoredDocument {
+    StoredDocument { document: d.document, chunks: Some(d.chunks), status: "live", compacted: Some(d.layer == "live") }
 }
 
 /// Checks a document id (see [`MAX_DOCUMENT_ID_CHARS`]); `at` names it in the error.

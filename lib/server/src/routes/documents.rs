@@ -4,7 +4,7 @@
 //! |---|---|---|
 //! | `PUT /v1/indexes/{index}/documents/{documentId}` | write | the write (`200` live, `202` pending) |
 //! | `DELETE /v1/indexes/{index}/documents/{documentId}` | write | `200`, or `404` when there is none |
-//! | `GET /v1/indexes/{index}/documents/{documentId}` | read | the document, its text and segments |
+//! | `GET /v1/indexes/{index}/documents/{documentId}` | read | the document, its text and segments, `status` (`live` or `pending`) |
 //! | `GET /v1/indexes/{index}/documents?limit=&cursor=` | read | a page of documents, in id order |
 //! | `POST /v1/indexes/{index}/compact` | admin | folds the writes into a new version |
 //!
@@ -429,6 +429,6 @@ fn summary(d: &StoredDocument) -> Value {
         "documentId": doc.document_id, "title": doc.title, "documentType": doc.document_type,
         "ticker": doc.ticker, "year": doc.year, "quarter": doc.quarter, "filingType": doc.filing_type,
         "sourceUrl": doc.source_url, "publishedAt": doc.published_at, "metadata": doc.metadata.to_json(),
-        "chunks": d.chunks, "status": d.status,
+        "chunks": d.chunks, "status": d.status, "compacted": d.compacted,
     })
 }
