@@ -73,6 +73,7 @@ pub fn run(base: &Index, target: usize, dir: &Path) -> Result<()> {
         options: BuildOptions {
             index_id: format!("synthetic-{target}"),
             chunk_tokens: m.chunk_tokens,
+            chunk_overlap: m.chunk_overlap,
             bm25: m.bm25,
             dense_model: m.dense_model.clone(),
             sparse_model: m.sparse_model.clone(),

@@ -367,6 +367,17 @@ pub struct HostedRerankArgs {
     pub rerank_timeout_ms: u64,
 }
 
+impl BuildArgs {
+    /// The part of a cache key the chunking adds: `-c{tokens}`, and `-o{overlap}` when
+    /// there is one (so indexes cached before overlap existed keep their key).
+    pub fn chunking_key(&self) -> String {
+        match self.chunk_overlap {
+            0 => format!("c{}", self.chunk_tokens),
+            o => format!("c{}-o{o}", self.chunk_tokens),
+        }
+    }
+}
+
 impl HostedRerankArgs {
     /// The hosted reranker asked for, if any (Cohere's key is read from `CO_API_KEY`, never
     /// from a flag, so it does not show in the process list).
@@ -390,6 +401,10 @@ pub struct BuildArgs {
     /// Token budget of a chunk.
     #[arg(long, default_value_t = 200)]
     pub chunk_tokens: usize,
+    /// Tokens a chunk may repeat from the end of the one before it, in whole segments or
+    /// sentences (0: none). Writes to the index are cut the same way.
+    #[arg(long, default_value_t = 0)]
+    pub chunk_overlap: usize,
     /// BM25 k1.
     #[arg(long, default_value_t = 0.9)]
     pub k1: f32,

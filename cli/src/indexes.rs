@@ -24,9 +24,9 @@ pub fn beir_index(beir: &FsPath, set: &BeirSet, models: &ModelSet, build: &Build
     let name = beir.file_name().and_then(|n| n.to_str()).unwrap_or("beir").to_string();
     let corpus_sum = sha256_hex(&std::fs::read(beir.join("corpus.jsonl"))?);
     let key = format!(
-        "beir-{name}-{}-f{FORMAT_VERSION}-c{}-k{}-b{}",
+        "beir-{name}-{}-f{FORMAT_VERSION}-{}-k{}-b{}",
         &corpus_sum[..12],
-        build.chunk_tokens,
+        build.chunking_key(),
         build.k1,
         build.b
     );
@@ -66,9 +66,13 @@ pub fn cache_dir() -> PathBuf {
 
 /// The build options of index `id` with `args` and the models' checksums.
 pub fn build_options(models: &ModelSet, id: &str, args: &BuildArgs) -> Result<BuildOptions> {
+    if args.chunk_overlap > args.chunk_tokens / 2 {
+        bail!("--chunk-overlap {} is over half of --chunk-tokens {}", args.chunk_overlap, args.chunk_tokens);
+    }
     Ok(BuildOptions {
         index_id: id.to_string(),
         chunk_tokens: args.chunk_tokens,
+        chunk_overlap: args.chunk_overlap,
         bm25: Bm25Params { k1: args.k1, b: args.b },
         dense_model: ModelRef::read(&models.dense)?,
         sparse_model: ModelRef::read(&models.sparse)?,

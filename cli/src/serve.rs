@@ -325,11 +325,11 @@ fn corpus_index(
     let mut sorted = tickers.iter().map(|t| t.to_ascii_uppercase()).collect::<Vec<_>>();
     sorted.sort();
     let key = format!(
-        "{id}-{}-{}-f{}-c{}-k{}-b{}",
+        "{id}-{}-{}-f{}-{}-k{}-b{}",
         &bytes_sum[..12],
         if sorted.is_empty() { "all".into() } else { sorted.join("+") },
         sextant_core::index::format::FORMAT_VERSION,
-        build.chunk_tokens,
+        build.chunking_key(),
         build.k1,
         build.b
     );

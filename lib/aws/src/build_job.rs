@@ -46,6 +46,10 @@ pub struct BuildJob {
     /// Tokens per chunk (default 200).
     #[serde(default = "default_chunk_tokens")]
     pub chunk_tokens: usize,
+    /// Tokens a chunk may repeat from the one before it (default 0, at most half of
+    /// `chunk_tokens`).
+    #[serde(default)]
+    pub chunk_overlap: usize,
     /// BM25 parameters (default k1 0.9, b 0.4).
     #[serde(default = "default_bm25")]
     pub bm25: Bm25Params,
@@ -117,6 +121,9 @@ impl BuildJob {
         }
         if !(16..=512).contains(&job.chunk_tokens) {
             return Err(Error::invalid("chunk_tokens", "must be between 16 and 512"));
+        }
+        if job.chunk_overlap > job.chunk_tokens / 2 {
+            return Err(Error::invalid("chunk_overlap", "must be at most half of chunk_tokens"));
         }
         if !(16..=1_000_000).contains(&job.shard_chunks) {
             return Err(Error::invalid("shard_chunks", "must be between 16 and 1000000"));
@@ -197,6 +204,7 @@ pub fn build_options(models: &ModelSet, job: &BuildJob) -> Result<BuildOptions> 
     Ok(BuildOptions {
         index_id: job.index_id.clone(),
         chunk_tokens: job.chunk_tokens,
+        chunk_overlap: job.chunk_overlap,
         bm25: job.bm25,
         dense_model: ModelRef::read(&models.dense)?,
         sparse_model: ModelRef::read(&models.sparse)?,

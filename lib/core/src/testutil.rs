@@ -134,6 +134,7 @@ pub fn small_engine() -> &'static Engine {
         let opts = BuildOptions {
             index_id: "t".into(),
             chunk_tokens: 16,
+            chunk_overlap: 0,
             bm25: Bm25Params::default(),
             dense_model: ModelRef { id: "d".into(), weights_sha256: "x".into() },
             sparse_model: ModelRef { id: "s".into(), weights_sha256: "y".into() },

@@ -96,6 +96,7 @@ impl Harness {
         let opts = BuildOptions {
             index_id: "fuzz".into(),
             chunk_tokens: 32,
+            chunk_overlap: 0,
             bm25: Bm25Params::default(),
             dense_model: ModelRef { id: "d".into(), weights_sha256: "d".into() },
             sparse_model: ModelRef { id: "s".into(), weights_sha256: "s".into() },

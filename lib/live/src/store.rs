@@ -122,8 +122,14 @@ struct State {
 /// Receives each new state of the index to serve.
 pub type Publish = Box<dyn Fn(Arc<Index>) + Send + Sync>;
 
-/// A writable index: see the crate documentation.
+/// A writable index: see the crate documentation. Cloning shares it.
+#[derive(Clone)]
 pub struct LiveIndex {
+    inner: Arc<Inner>,
+}
+
+/// What a [`LiveIndex`] shares with its background compactions.
+struct Inner {
     dir: PathBuf,
     options: BuildOptions,
     live: LiveOptions,
@@ -132,6 +138,8 @@ pub struct LiveIndex {
     state: Mutex<State>,
     /// Held while a compaction runs (one at a time).
     compacting: Mutex<()>,
+    /// Set while a background compaction is started and not finished.
+    scheduled: std::sync::atomic::AtomicBool,
     publish: Publish,
 }
 
@@ -211,7 +219,7 @@ fn ids_of(index: &Index) -> HashMap<String, u32> {
     index.documents.iter().enumerate().map(|(i, d)| (d.document_id.clone(), i as u32)).collect()
 }
 
-impl LiveIndex {
+impl Inner {
     /// Opens the writable index whose live directory is `dir`, over `original` (the index
     /// the server built or loaded, in `original_dir`) unless a compacted version is named
     /// by `dir/CURRENT`; replays the log, and hands the index to serve to `publish` now and
@@ -223,7 +231,7 @@ impl LiveIndex {
         encoders: (Arc<DenseEncoder>, Arc<SparseEncoder>),
         live: LiveOptions,
         publish: Publish,
-    ) -> Result<LiveIndex> {
+    ) -> Result<Inner> {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         let pointer = read_pointer(dir)?;
         let (base, base_dir, version, applied_seq) = match &pointer {
@@ -275,7 +283,7 @@ impl LiveIndex {
         publish(state.current.clone());
         let (dense, sparse) = encoders;
         let options = BuildOptions::of_manifest(&state.base.manifest);
-        Ok(LiveIndex {
+        Ok(Inner {
             dir: dir.to_path_buf(),
             options,
             live,
@@ -283,6 +291,7 @@ impl LiveIndex {
             sparse,
             state: Mutex::new(state),
             compacting: Mutex::new(()),
+            scheduled: Default::default(),
             publish,
         })
     }
@@ -315,9 +324,6 @@ impl LiveIndex {
         let seq = record.seq;
         state.apply(record);
         self.republish(&mut state)?;
-        let delta_chunks = state.current.delta_chunks();
-        drop(state);
-        self.maybe_compact(delta_chunks);
         Ok(WriteOutcome { seq, created, chunks })
     }
 
@@ -384,15 +390,6 @@ impl LiveIndex {
     pub fn delta_size(&self) -> (usize, usize) {
         let state = self.state.lock().expect("live state");
         (state.delta.len() + state.deleted.len(), state.current.delta_chunks())
-    }
-
-    fn maybe_compact(&self, delta_chunks: usize) {
-        if self.live.compact_at_chunks == 0 || delta_chunks < self.live.compact_at_chunks {
-            return;
-        }
-        if let Err(e) = self.compact() {
-            tracing::error!("{}: compaction failed, the delta keeps serving: {e}", self.dir.display());
-        }
     }
 
     /// Folds the delta into a new version: the built documents still served and the
@@ -484,6 +481,84 @@ impl LiveIndex {
     }
 }
 
+impl LiveIndex {
+    /// Opens the writable index whose live directory is `dir`, over `original` (the index
+    /// the server built or loaded, in `original_dir`) unless a compacted version is named
+    /// by `dir/CURRENT`; replays the log, and hands the index to serve to `publish` now and
+    /// after every write.
+    pub fn open(
+        dir: &Path,
+        original: Arc<Index>,
+        original_dir: &Path,
+        encoders: (Arc<DenseEncoder>, Arc<SparseEncoder>),
+        live: LiveOptions,
+        publish: Publish,
+    ) -> Result<LiveIndex> {
+        Ok(LiveIndex { inner: Arc::new(Inner::open(dir, original, original_dir, encoders, live, publish)?) })
+    }
+
+    /// The index served now.
+    pub fn current(&self) -> Arc<Index> {
+        self.inner.current()
+    }
+
+    /// Puts `document` (replacing any document with its id): cut and encoded, logged and
+    /// flushed, then served. When this returns, the write is durable and searchable. A
+    /// delta grown to [`LiveOptions::compact_at_chunks`] starts a compaction in the
+    /// background (one at a time; writes go on meanwhile).
+    pub fn put(&self, document: Document) -> Result<WriteOutcome> {
+        let out = self.inner.put(document)?;
+        self.compact_if_due();
+        Ok(out)
+    }
+
+    /// Deletes document `id`: `None` when there is none, else the sequence of the delete.
+    /// When this returns, no search serves the document, now or after a restart.
+    pub fn delete(&self, id: &str) -> Result<Option<u64>> {
+        self.inner.delete(id)
+    }
+
+    /// Document `id`, if the index holds it.
+    pub fn get(&self, id: &str) -> Option<DocumentInfo> {
+        self.inner.get(id)
+    }
+
+    /// Up to `limit` documents with ids after `after`, in id order.
+    pub fn list(&self, after: Option<&str>, limit: usize) -> Page {
+        self.inner.list(after, limit)
+    }
+
+    /// Writes in the delta and chunks in it.
+    pub fn delta_size(&self) -> (usize, usize) {
+        self.inner.delta_size()
+    }
+
+    /// Folds the delta into a new version now, in this thread (see the crate docs);
+    /// `None` when there was nothing to fold.
+    pub fn compact(&self) -> Result<Option<CompactionReport>> {
+        self.inner.compact()
+    }
+
+    /// Starts a background compaction when the delta is due for one and none is running.
+    fn compact_if_due(&self) {
+        use std::sync::atomic::Ordering;
+        let at = self.inner.live.compact_at_chunks;
+        if at == 0 || self.inner.delta_size().1 < at {
+            return;
+        }
+        if self.inner.scheduled.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire).is_err() {
+            return;
+        }
+        let inner = self.inner.clone();
+        std::thread::spawn(move || {
+            if let Err(e) = inner.compact() {
+                tracing::error!("{}: compaction failed, the delta keeps serving: {e}", inner.dir.display());
+            }
+            inner.scheduled.store(false, Ordering::Release);
+        });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::OnceLock;
@@ -512,6 +587,7 @@ mod tests {
         let options = BuildOptions {
             index_id: "team".into(),
             chunk_tokens: 64,
+            chunk_overlap: 0,
             bm25: Bm25Params::default(),
             dense_model: ModelRef { id: "d".into(), weights_sha256: "x".into() },
             sparse_model: ModelRef { id: "s".into(), weights_sha256: "y".into() },
@@ -562,6 +638,34 @@ mod tests {
         let mut d = test_document(id, "MSFT", "2024-07-30", &[text]);
         d.metadata = sextant_core::corpus::Metadata::from_json(&meta).unwrap();
         d
+    }
+
+    /// A delta grown to the threshold is compacted in the background: the put that crossed
+    /// it returns before the compaction is done, and the delta is folded soon after.
+    #[test]
+    fn a_full_delta_is_compacted_in_the_background() {
+        let root = tempfile::tempdir().unwrap();
+        original(&root.path().join("built"));
+        let base = Index::load(&LocalDir::new(root.path().join("built"))).unwrap();
+        let live = LiveIndex::open(
+            &root.path().join("live"),
+            Arc::new(base),
+            &root.path().join("built"),
+            encoders(),
+            LiveOptions { compact_at_chunks: 2 },
+            Box::new(|_| {}),
+        )
+        .unwrap();
+        live.put(doc("a", "Azure revenue grew.", serde_json::json!({}))).unwrap();
+        live.put(doc("b", "Gaming revenue rose.", serde_json::json!({}))).unwrap();
+        let t = std::time::Instant::now();
+        while live.delta_size().1 > 0 {
+            assert!(t.elapsed() < std::time::Duration::from_secs(60), "no compaction started");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(root.path().join("live/v000001/manifest.json").is_file());
+        assert_eq!(live.get("a").unwrap().layer, "live");
+        assert_eq!(top(&live.current(), "Gaming revenue")[0], "b");
     }
 
     #[test]

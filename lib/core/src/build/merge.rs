@@ -78,6 +78,7 @@ fn manifest(plan: &Plan, dim: usize, built: bool) -> Manifest {
         documents: plan.documents.len(),
         chunks: plan.chunks.len(),
         chunk_tokens: options.chunk_tokens,
+        chunk_overlap: options.chunk_overlap,
         dense_dim: dim,
         dense_model: options.dense_model.clone(),
         sparse_model: options.sparse_model.clone(),

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::encoded::ChunkKey;
-use crate::corpus::{chunk_document, Chunk, Document, TokenMeasure};
+use crate::corpus::{chunk_document_with_overlap, Chunk, Document, TokenMeasure};
 use crate::encode::{TextTokenizer, MAX_TOKENS};
 use crate::error::{Error, Result};
 use crate::index::format::{ModelRef, FORMAT_VERSION};
@@ -32,6 +32,10 @@ pub struct BuildOptions {
     /// Token budget of a chunk (lowered for a document whose title leaves less room in the
     /// window).
     pub chunk_tokens: usize,
+    /// Tokens a chunk may repeat from the end of the one before it (whole pieces; 0: none,
+    /// see [`chunk_document_with_overlap`]).
+    #[serde(default)]
+    pub chunk_overlap: usize,
     /// BM25 parameters.
     pub bm25: Bm25Params,
     /// Dense model reference for the manifest and the content keys.
@@ -49,6 +53,7 @@ impl BuildOptions {
         BuildOptions {
             index_id: manifest.index_id.clone(),
             chunk_tokens: manifest.chunk_tokens,
+            chunk_overlap: manifest.chunk_overlap,
             bm25: manifest.bm25,
             dense_model: manifest.dense_model.clone(),
             sparse_model: manifest.sparse_model.clone(),
@@ -180,8 +185,10 @@ pub fn plan(
             let title = encoder_title(&doc.title, &measure);
             let title_tokens = if title.is_empty() { 0 } else { measure.count(&title) };
             let budget = options.chunk_tokens.min(room.saturating_sub(title_tokens)).max(1);
-            let chunks: Vec<Chunk> =
-                chunk_document(doc, budget, &measure).into_iter().map(|s| Chunk::new(i as u32, doc, s)).collect();
+            let chunks: Vec<Chunk> = chunk_document_with_overlap(doc, budget, options.chunk_overlap, &measure)
+                .into_iter()
+                .map(|s| Chunk::new(i as u32, doc, s))
+                .collect();
             let inputs: Vec<String> = chunks.iter().map(|c| encoder_input(&title, c)).collect();
             let beyond = inputs.iter().map(|s| (measure.count(s) + SPECIAL_TOKENS).saturating_sub(WINDOW) as u64).sum();
             (chunks, inputs, beyond)

@@ -24,6 +24,7 @@ fn options(shard_chunks: usize) -> BuildOptions {
     BuildOptions {
         index_id: "t".into(),
         chunk_tokens: 64,
+        chunk_overlap: 0,
         bm25: Bm25Params::default(),
         dense_model: ModelRef { id: "d".into(), weights_sha256: "dense-sum".into() },
         sparse_model: ModelRef { id: "s".into(), weights_sha256: "sparse-sum".into() },
@@ -301,4 +302,22 @@ fn an_index_gives_back_its_own_vectors_for_the_next_build() {
     let again = built.index.unwrap();
     assert_eq!(again.dense.vectors, index.dense.vectors);
     assert_eq!(*again.splade, *index.splade);
+}
+
+/// Chunk overlap is an option of the index: its manifest records it, and what is written
+/// to the index later is cut the same way.
+#[test]
+fn an_index_built_with_overlap_records_it_and_its_writes_are_cut_the_same_way() {
+    let (dense, sparse) = encoders();
+    let opts = BuildOptions { chunk_tokens: 48, chunk_overlap: 24, ..options(1024) };
+    let docs = corpus(1);
+    let index = Index::build(docs.clone(), dense, sparse, &opts, &|_, _, _| {}).unwrap();
+    assert_eq!(index.manifest.chunk_overlap, 24);
+    let again = BuildOptions::of_manifest(&index.manifest);
+    assert_eq!((again.chunk_tokens, again.chunk_overlap), (48, 24));
+    let spans: Vec<(u32, u32)> = index.chunks.iter().map(|c| (c.span.char_start, c.span.char_end)).collect();
+    assert!(spans.windows(2).any(|w| w[1].0 < w[0].1), "some chunk repeats the end of the one before: {spans:?}");
+    let written = encode_documents(docs, &again, dense, sparse, &VectorCache::new()).unwrap();
+    let cut: Vec<(u32, u32)> = written[0].chunks.iter().map(|c| (c.span.char_start, c.span.char_end)).collect();
+    assert_eq!(cut, spans, "a write is cut as the build cut it");
 }

@@ -59,6 +59,21 @@ struct Piece {
 /// are kept inside runs but never make a chunk of their own; a document without text gives
 /// no chunk. A document whose segments all fit is cut exactly as by whole segments alone.
 pub fn chunk_document(doc: &Document, budget: usize, measure: &dyn TokenMeasure) -> Vec<ChunkSpan> {
+    chunk_document_with_overlap(doc, budget, 0, measure)
+}
+
+/// [`chunk_document`] with each chunk after the first starting up to `overlap` tokens
+/// before the end of the one before it: the whole pieces (segments, sentences of a long
+/// segment, windows of a long sentence) at the end of the previous chunk that hold at most
+/// `overlap` tokens together and leave room in the budget for the chunk's next piece. So a
+/// passage that straddles a cut is whole in one chunk more often. With `overlap` 0 every
+/// token is in exactly one chunk; with more, in one or two.
+pub fn chunk_document_with_overlap(
+    doc: &Document,
+    budget: usize,
+    overlap: usize,
+    measure: &dyn TokenMeasure,
+) -> Vec<ChunkSpan> {
     let budget = budget.max(1);
     let mut pieces = Vec::new();
     for (i, seg) in doc.segments.iter().enumerate() {
@@ -66,7 +81,11 @@ pub fn chunk_document(doc: &Document, budget: usize, measure: &dyn TokenMeasure)
         if n <= budget {
             pieces.push(Piece { seg: i, bytes: 0..seg.len(), tokens: n });
         } else {
-            for bytes in split_segment(seg, budget, measure) {
+            // With an overlap, sentences stay pieces of their own, so that the end of a
+            // chunk can be carried into the next one sentence by sentence.
+            let parts =
+                if overlap > 0 { sentence_pieces(seg, budget, measure) } else { split_segment(seg, budget, measure) };
+            for bytes in parts {
                 let tokens = measure.count(&seg[bytes.clone()]);
                 pieces.push(Piece { seg: i, bytes, tokens });
             }
@@ -91,8 +110,19 @@ pub fn chunk_document(doc: &Document, budget: usize, measure: &dyn TokenMeasure)
     for (k, p) in pieces.iter().enumerate() {
         if k > start && used + p.tokens > budget && used > 0 {
             emit(&pieces[start..k]);
-            start = k;
-            used = 0;
+            // The next chunk takes the last pieces of this one back, within the overlap.
+            let mut from = k;
+            let mut carried = 0;
+            while from > start + 1 {
+                let t = pieces[from - 1].tokens;
+                if carried + t > overlap || carried + t + p.tokens > budget {
+                    break;
+                }
+                carried += t;
+                from -= 1;
+            }
+            start = from;
+            used = carried;
         }
         used += p.tokens;
     }
@@ -123,6 +153,20 @@ fn split_segment(seg: &str, budget: usize, measure: &dyn TokenMeasure) -> Vec<Ra
         };
     }
     out.extend(run.map(|(r, _)| r));
+    out
+}
+
+/// Cuts one over-budget segment into its sentences, and a sentence over the budget into
+/// token windows ([`token_windows`]); unlike [`split_segment`] it packs nothing.
+fn sentence_pieces(seg: &str, budget: usize, measure: &dyn TokenMeasure) -> Vec<Range<usize>> {
+    let mut out = Vec::new();
+    for sentence in sentence_ranges(seg) {
+        if measure.count(&seg[sentence.clone()]) > budget {
+            out.extend(token_windows(seg, sentence, budget, measure));
+        } else {
+            out.push(sentence);
+        }
+    }
     out
 }
 
@@ -171,6 +215,26 @@ impl Chunk {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn overlapping_chunks_repeat_the_last_pieces_of_the_chunk_before() {
+        let d = doc(&["a b", "c d", "e f", "g h", "i j"]);
+        let cut = |overlap| texts(&d, &chunk_document_with_overlap(&d, 4, overlap, &Words));
+        assert_eq!(cut(0), vec!["a b\n\nc d", "e f\n\ng h", "i j"]);
+        assert_eq!(cut(2), vec!["a b\n\nc d", "c d\n\ne f", "e f\n\ng h", "g h\n\ni j"]);
+        assert_eq!(cut(1), cut(0), "a piece of 2 tokens does not fit an overlap of 1");
+        // Never the whole previous chunk again, never over the budget.
+        let d = doc(&["a b c", "d e f", "g"]);
+        for overlap in 0..8 {
+            let spans = chunk_document_with_overlap(&d, 4, overlap, &Words);
+            for w in spans.windows(2) {
+                assert!(w[1].char_start > w[0].char_start && w[1].char_end > w[0].char_end, "{overlap}: {spans:?}");
+            }
+            for t in texts(&d, &spans) {
+                assert!(Words.count(&t) <= 4, "{overlap}: {t:?}");
+            }
+        }
+    }
 
     /// Words as tokens.
     struct Words;

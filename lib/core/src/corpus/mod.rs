@@ -12,7 +12,7 @@ mod segments;
 mod sentences;
 mod values;
 
-pub use chunk::{chunk_document, Chunk, ChunkSpan, TokenMeasure};
+pub use chunk::{chunk_document, chunk_document_with_overlap, Chunk, ChunkSpan, TokenMeasure};
 pub use document::{Document, SegmentSpan, SEGMENT_SEPARATOR};
 pub use load::{load_beir, load_documents, BeirSet};
 pub use metadata::{

@@ -69,6 +69,9 @@ pub struct Manifest {
     pub chunks: usize,
     /// Token budget of a chunk.
     pub chunk_tokens: usize,
+    /// Tokens a chunk may repeat from the one before it (0 before format 4).
+    #[serde(default)]
+    pub chunk_overlap: usize,
     /// Dense embedding dimension.
     pub dense_dim: usize,
     /// Dense model.
