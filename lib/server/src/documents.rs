@@ -146,10 +146,10 @@ pub fn check_document_id(id: &str, at: &str) -> Result<(), ApiError> {
         return Err(ApiError::invalid(at, format!("must be 1 to {MAX_DOCUMENT_ID_CHARS} characters, got {n}")));
     }
     if id.contains('/') || id.contains('\\') {
-        return Err(ApiError::invalid(at, format!("may not contain '/' or '\\', got {shown:?}")));
+        return Err(ApiError::invalid(at, format!("may not contain '/' or '\\', got {shown}")));
     }
     if id == "." || id.contains("..") {
-        return Err(ApiError::invalid(at, format!("may not contain '..' or be '.', got {shown:?}")));
+        return Err(ApiError::invalid(at, format!("may not contain '..' or be '.', got {shown}")));
     }
     if id.chars().any(char::is_control) {
         return Err(ApiError::invalid(at, "may not contain control characters"));
@@ -199,6 +199,7 @@ mod tests {
             let e = check_document_id(bad, "documentId").unwrap_err();
             assert_eq!(e.field.as_deref(), Some("documentId"));
             assert!(e.message.contains(why), "{bad:?}: {}", e.message);
+            assert!(!e.message.contains("\"\\\""), "the id is quoted once: {}", e.message);
         }
     }
 

@@ -183,10 +183,16 @@ fn typed(field: &Field, v: &Value, at: &str) -> Result<Scalar, ApiError> {
 
 /// A JSON value as an error message echoes it: at most 40 characters.
 fn shown(v: &Value) -> String {
-    let text = v.to_string();
-    match text.char_indices().nth(40) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text,
+    match v {
+        // A string is quoted once, as the request wrote it.
+        Value::String(s) => crate::envelope::echoed(s, 40),
+        other => {
+            let text = other.to_string();
+            match text.char_indices().nth(40) {
+                Some((cut, _)) => format!("{}…", &text[..cut]),
+                None => text,
+            }
+        }
     }
 }
 

@@ -571,7 +571,9 @@ impl Engine {
         }
         let on_dense: Vec<Path> = paths.iter().copied().filter(|&p| p == Path::Dense).collect();
         let on_sparse: Vec<Path> = paths.iter().copied().filter(|&p| p != Path::Dense).collect();
-        let lexical = match req.strip_instructions {
+        // A prepared query is already encoded (and its text is what BM25 reads): nothing
+        // here reads the lexical text then.
+        let lexical = match req.strip_instructions && req.prepared.is_none() {
             true => lexical_query(&req.query),
             false => std::borrow::Cow::Borrowed(req.query.as_str()),
         };
