@@ -10,7 +10,7 @@
 //!
 //! Without `CURRENT`, the built index is the one the server started from.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -111,8 +111,8 @@ struct State {
     delta: BTreeMap<String, (u64, EncodedDocument)>,
     /// Ids deleted since the built index, with the sequence of the delete.
     deleted: BTreeMap<String, u64>,
-    /// The built index's documents by id.
-    base_ids: HashMap<String, u32>,
+    /// The built index's documents by id (in id order, for listings).
+    base_ids: BTreeMap<String, u32>,
     /// Metadata fields of every document served, with their types.
     schema: MetadataSchema,
     wal: Wal,
@@ -128,7 +128,8 @@ pub struct LiveIndex {
     inner: Arc<Inner>,
 }
 
-/// What a [`LiveIndex`] shares with its background compactions.
+/// The state and settings a [`LiveIndex`] and its clones (a background compaction holds
+/// one) share.
 struct Inner {
     dir: PathBuf,
     options: BuildOptions,
@@ -184,12 +185,10 @@ impl State {
         if self.delta.is_empty() && self.deleted.is_empty() {
             return Ok(self.base.clone());
         }
-        let withdrawn: Vec<u32> = self
-            .base_ids
-            .iter()
-            .filter(|(id, _)| self.delta.contains_key(*id) || self.deleted.contains_key(*id))
-            .map(|(_, &d)| d)
-            .collect();
+        // Only the ids written since can withdraw a built document: a write costs the size
+        // of the delta, not of the index.
+        let withdrawn: Vec<u32> =
+            self.delta.keys().chain(self.deleted.keys()).filter_map(|id| self.base_ids.get(id).copied()).collect();
         let appended = EncodedDocument::appended(self.delta.values().map(|(_, d)| d));
         Ok(Arc::new(self.base.with_delta(appended, &withdrawn)?))
     }
@@ -213,13 +212,29 @@ impl State {
     fn exists(&self, id: &str) -> bool {
         self.delta.contains_key(id) || (self.base_ids.contains_key(id) && !self.deleted.contains_key(id))
     }
+
+    /// Document `id` as served: the delta's version, else the built one unless deleted.
+    fn info(&self, id: &str) -> Option<DocumentInfo> {
+        if let Some((_, d)) = self.delta.get(id) {
+            return Some(DocumentInfo { document: d.document.clone(), chunks: d.chunks.len(), layer: "delta" });
+        }
+        if self.deleted.contains_key(id) {
+            return None;
+        }
+        let &ord = self.base_ids.get(id)?;
+        Some(DocumentInfo {
+            document: self.base.documents[ord as usize].clone(),
+            chunks: self.base.chunks_of(ord).len(),
+            layer: "live",
+        })
+    }
 }
 
-fn ids_of(index: &Index) -> HashMap<String, u32> {
+fn ids_of(index: &Index) -> BTreeMap<String, u32> {
     index.documents.iter().enumerate().map(|(i, d)| (d.document_id.clone(), i as u32)).collect()
 }
 
-impl Inner {
+impl LiveIndex {
     /// Opens the writable index whose live directory is `dir`, over `original` (the index
     /// the server built or loaded, in `original_dir`) unless a compacted version is named
     /// by `dir/CURRENT`; replays the log, and hands the index to serve to `publish` now and
@@ -231,7 +246,7 @@ impl Inner {
         encoders: (Arc<DenseEncoder>, Arc<SparseEncoder>),
         live: LiveOptions,
         publish: Publish,
-    ) -> Result<Inner> {
+    ) -> Result<LiveIndex> {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         let pointer = read_pointer(dir)?;
         let (base, base_dir, version, applied_seq) = match &pointer {
@@ -283,7 +298,7 @@ impl Inner {
         publish(state.current.clone());
         let (dense, sparse) = encoders;
         let options = BuildOptions::of_manifest(&state.base.manifest);
-        Ok(Inner {
+        let inner = Inner {
             dir: dir.to_path_buf(),
             options,
             live,
@@ -293,29 +308,38 @@ impl Inner {
             compacting: Mutex::new(()),
             scheduled: Default::default(),
             publish,
-        })
+        };
+        Ok(LiveIndex { inner: Arc::new(inner) })
     }
 
     /// The index served now.
     pub fn current(&self) -> Arc<Index> {
-        self.state.lock().expect("live state").current.clone()
+        self.inner.state.lock().expect("live state").current.clone()
     }
 
     /// Puts `document` (replacing any document with its id): cut and encoded, logged and
-    /// flushed, then served. When this returns, the write is durable and searchable.
+    /// flushed, then served. When this returns, the write is durable and searchable. A
+    /// delta grown to [`LiveOptions::compact_at_chunks`] starts a compaction in the
+    /// background (one at a time; writes go on meanwhile).
     pub fn put(&self, document: Document) -> Result<WriteOutcome> {
-        self.state
+        self.inner
+            .state
             .lock()
             .expect("live state")
             .schema
             .check(&document.metadata)
             .map_err(|e| Error::Invalid { field: e.field, reason: e.reason })?;
-        let mut encoded =
-            encode_documents(vec![document], &self.options, &self.dense, &self.sparse, &VectorCache::new())?;
+        let mut encoded = encode_documents(
+            vec![document],
+            &self.inner.options,
+            &self.inner.dense,
+            &self.inner.sparse,
+            &VectorCache::new(),
+        )?;
         let doc = encoded.pop().expect("one document in, one out");
         let chunks = doc.chunks.len();
         let id = doc.document.document_id.clone();
-        let mut state = self.state.lock().expect("live state");
+        let mut state = self.inner.state.lock().expect("live state");
         // Checked again under the lock: another write may have given a field its type.
         state.schema.check(&doc.document.metadata).map_err(|e| Error::Invalid { field: e.field, reason: e.reason })?;
         let created = !state.exists(&id);
@@ -324,13 +348,15 @@ impl Inner {
         let seq = record.seq;
         state.apply(record);
         self.republish(&mut state)?;
+        drop(state);
+        self.compact_if_due();
         Ok(WriteOutcome { seq, created, chunks })
     }
 
     /// Deletes document `id`: `None` when there is none, else the sequence of the delete.
     /// When this returns, no search serves the document, now or after a restart.
     pub fn delete(&self, id: &str) -> Result<Option<u64>> {
-        let mut state = self.state.lock().expect("live state");
+        let mut state = self.inner.state.lock().expect("live state");
         if !state.exists(id) {
             return Ok(None);
         }
@@ -344,51 +370,41 @@ impl Inner {
 
     fn republish(&self, state: &mut State) -> Result<()> {
         state.current = state.serve()?;
-        (self.publish)(state.current.clone());
+        (self.inner.publish)(state.current.clone());
         Ok(())
     }
 
     /// Document `id`, if the index holds it.
     pub fn get(&self, id: &str) -> Option<DocumentInfo> {
-        let state = self.state.lock().expect("live state");
-        if let Some((_, d)) = state.delta.get(id) {
-            return Some(DocumentInfo { document: d.document.clone(), chunks: d.chunks.len(), layer: "delta" });
-        }
-        if state.deleted.contains_key(id) {
-            return None;
-        }
-        let &ord = state.base_ids.get(id)?;
-        Some(DocumentInfo {
-            document: state.base.documents[ord as usize].clone(),
-            chunks: state.base.chunks_of(ord).len(),
-            layer: "live",
-        })
+        self.inner.state.lock().expect("live state").info(id)
     }
 
     /// Up to `limit` documents with ids after `after`, in id order.
     pub fn list(&self, after: Option<&str>, limit: usize) -> Page {
-        let state = self.state.lock().expect("live state");
-        let mut ids: Vec<&str> = state
+        use std::ops::Bound::{Excluded, Unbounded};
+        let state = self.inner.state.lock().expect("live state");
+        let from = after.map_or(Unbounded, |a| Excluded(a.to_string()));
+        // The first `limit + 1` ids are among the first `limit + 1` of each layer, both
+        // kept in id order.
+        let built = state
             .base_ids
-            .keys()
-            .map(String::as_str)
+            .range::<String, _>((from.clone(), Unbounded))
+            .map(|(id, _)| id)
             .filter(|id| !state.deleted.contains_key(*id) && !state.delta.contains_key(*id))
-            .chain(state.delta.keys().map(String::as_str))
-            .filter(|id| after.is_none_or(|a| *id > a))
-            .collect();
+            .take(limit + 1);
+        let written = state.delta.range::<String, _>((from, Unbounded)).map(|(id, _)| id).take(limit + 1);
+        let mut ids: Vec<&String> = built.chain(written).collect();
         ids.sort_unstable();
         let more = ids.len() > limit;
         ids.truncate(limit);
-        let ids: Vec<String> = ids.into_iter().map(str::to_string).collect();
-        drop(state);
-        let documents: Vec<DocumentInfo> = ids.iter().filter_map(|id| self.get(id)).collect();
+        let documents: Vec<DocumentInfo> = ids.iter().filter_map(|id| state.info(id)).collect();
         let next_after = if more { documents.last().map(|d| d.document.document_id.clone()) } else { None };
         Page { documents, next_after }
     }
 
     /// Writes in the delta and chunks in it.
     pub fn delta_size(&self) -> (usize, usize) {
-        let state = self.state.lock().expect("live state");
+        let state = self.inner.state.lock().expect("live state");
         (state.delta.len() + state.deleted.len(), state.current.delta_chunks())
     }
 
@@ -398,10 +414,10 @@ impl Inner {
     /// writes that arrived meanwhile. Writes go on while it runs. `None` when there is
     /// nothing to fold.
     pub fn compact(&self) -> Result<Option<CompactionReport>> {
-        let _one = self.compacting.lock().expect("compaction lock");
+        let _one = self.inner.compacting.lock().expect("compaction lock");
         let t = Instant::now();
         let (base, base_dir, version, upto, delta, deleted) = {
-            let s = self.state.lock().expect("live state");
+            let s = self.inner.state.lock().expect("live state");
             if s.delta.is_empty() && s.deleted.is_empty() {
                 return Ok(None);
             }
@@ -419,8 +435,8 @@ impl Inner {
         let mut previous = Previous::read(&base_storage);
         previous.cache.insert(delta.values().flat_map(|(_, d)| d.vectors.iter().cloned()));
         // The built version's own vectors, for an index saved without its shard cache.
-        let tokenizers = (self.dense.tokenizer(), self.sparse.tokenizer());
-        previous.cache.insert(index_vectors(&base, &self.options, tokenizers)?);
+        let tokenizers = (self.inner.dense.tokenizer(), self.inner.sparse.tokenizer());
+        previous.cache.insert(index_vectors(&base, &self.inner.options, tokenizers)?);
         // Files of other crates saved with the built version (the financial facts) go on.
         let attachments: Vec<(String, Vec<u8>)> = base
             .manifest
@@ -429,14 +445,14 @@ impl Inner {
             .filter(|f| !Index::owns(&f.name))
             .map(|f| base_storage.read(&f.name).map(|b| (f.name.clone(), b.to_vec())))
             .collect::<std::result::Result<_, _>>()?;
-        let runner = InProcess { dense: &self.dense, sparse: &self.sparse };
+        let runner = InProcess { dense: &self.inner.dense, sparse: &self.inner.sparse };
         // A previous fingerprint would make a build of the same inputs "unchanged": this
         // build always writes its version.
         previous.manifest = None;
-        let built = build(documents, attachments, &self.options, tokenizers, &previous, &runner, &|_, _, _| {})?;
+        let built = build(documents, attachments, &self.inner.options, tokenizers, &previous, &runner, &|_, _, _| {})?;
         let chunks_encoded = built.report.chunks_encoded;
         let next = version + 1;
-        let vdir = self.dir.join(version_name(next));
+        let vdir = self.inner.dir.join(version_name(next));
         let _ = std::fs::remove_dir_all(&vdir);
         let vstore = LocalDir::new(&vdir);
         if built.index.is_none() {
@@ -445,10 +461,10 @@ impl Inner {
         built.save(&vstore, &Previous::none())?;
         sync_tree(&vdir)?;
         let new_base = Arc::new(Index::load(&vstore)?);
-        write_pointer(&self.dir, &Pointer { version: version_name(next), applied_seq: upto })?;
+        write_pointer(&self.inner.dir, &Pointer { version: version_name(next), applied_seq: upto })?;
         let (documents, chunks) = (new_base.documents.len(), new_base.chunks.len());
         {
-            let mut s = self.state.lock().expect("live state");
+            let mut s = self.inner.state.lock().expect("live state");
             s.delta.retain(|_, (seq, _)| *seq > upto);
             s.deleted.retain(|_, seq| *seq > upto);
             s.base_ids = ids_of(&new_base);
@@ -461,7 +477,7 @@ impl Inner {
             self.republish(&mut s)?;
         }
         if version > 0 {
-            let _ = std::fs::remove_dir_all(self.dir.join(version_name(version)));
+            let _ = std::fs::remove_dir_all(self.inner.dir.join(version_name(version)));
         }
         let report = CompactionReport {
             version: version_name(next),
@@ -473,88 +489,29 @@ impl Inner {
         };
         tracing::info!(
             "{}: compacted {writes} writes into {} in {:.2}s",
-            self.dir.display(),
+            self.inner.dir.display(),
             report.version,
             report.seconds
         );
         Ok(Some(report))
-    }
-}
-
-impl LiveIndex {
-    /// Opens the writable index whose live directory is `dir`, over `original` (the index
-    /// the server built or loaded, in `original_dir`) unless a compacted version is named
-    /// by `dir/CURRENT`; replays the log, and hands the index to serve to `publish` now and
-    /// after every write.
-    pub fn open(
-        dir: &Path,
-        original: Arc<Index>,
-        original_dir: &Path,
-        encoders: (Arc<DenseEncoder>, Arc<SparseEncoder>),
-        live: LiveOptions,
-        publish: Publish,
-    ) -> Result<LiveIndex> {
-        Ok(LiveIndex { inner: Arc::new(Inner::open(dir, original, original_dir, encoders, live, publish)?) })
-    }
-
-    /// The index served now.
-    pub fn current(&self) -> Arc<Index> {
-        self.inner.current()
-    }
-
-    /// Puts `document` (replacing any document with its id): cut and encoded, logged and
-    /// flushed, then served. When this returns, the write is durable and searchable. A
-    /// delta grown to [`LiveOptions::compact_at_chunks`] starts a compaction in the
-    /// background (one at a time; writes go on meanwhile).
-    pub fn put(&self, document: Document) -> Result<WriteOutcome> {
-        let out = self.inner.put(document)?;
-        self.compact_if_due();
-        Ok(out)
-    }
-
-    /// Deletes document `id`: `None` when there is none, else the sequence of the delete.
-    /// When this returns, no search serves the document, now or after a restart.
-    pub fn delete(&self, id: &str) -> Result<Option<u64>> {
-        self.inner.delete(id)
-    }
-
-    /// Document `id`, if the index holds it.
-    pub fn get(&self, id: &str) -> Option<DocumentInfo> {
-        self.inner.get(id)
-    }
-
-    /// Up to `limit` documents with ids after `after`, in id order.
-    pub fn list(&self, after: Option<&str>, limit: usize) -> Page {
-        self.inner.list(after, limit)
-    }
-
-    /// Writes in the delta and chunks in it.
-    pub fn delta_size(&self) -> (usize, usize) {
-        self.inner.delta_size()
-    }
-
-    /// Folds the delta into a new version now, in this thread (see the crate docs);
-    /// `None` when there was nothing to fold.
-    pub fn compact(&self) -> Result<Option<CompactionReport>> {
-        self.inner.compact()
     }
 
     /// Starts a background compaction when the delta is due for one and none is running.
     fn compact_if_due(&self) {
         use std::sync::atomic::Ordering;
         let at = self.inner.live.compact_at_chunks;
-        if at == 0 || self.inner.delta_size().1 < at {
+        if at == 0 || self.delta_size().1 < at {
             return;
         }
         if self.inner.scheduled.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire).is_err() {
             return;
         }
-        let inner = self.inner.clone();
+        let me = self.clone();
         std::thread::spawn(move || {
-            if let Err(e) = inner.compact() {
-                tracing::error!("{}: compaction failed, the delta keeps serving: {e}", inner.dir.display());
+            if let Err(e) = me.compact() {
+                tracing::error!("{}: compaction failed, the delta keeps serving: {e}", me.inner.dir.display());
             }
-            inner.scheduled.store(false, Ordering::Release);
+            me.inner.scheduled.store(false, Ordering::Release);
         });
     }
 }
