@@ -8,10 +8,23 @@ use serde::Serialize;
 /// `text` quoted for an error message, cut to `max` characters (then "…"): a client's input
 /// is echoed, never all of it.
 pub(crate) fn echoed(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((cut, _)) => format!("{:?}…", &text[..cut]),
+    match cut(text, max) {
+        Some(head) => format!("{head:?}…"),
         None => format!("{text:?}"),
     }
+}
+
+/// `text` as it is (JSON already written out), cut to `max` characters (then "…").
+pub(crate) fn echoed_as_is(text: &str, max: usize) -> String {
+    match cut(text, max) {
+        Some(head) => format!("{head}…"),
+        None => text.to_string(),
+    }
+}
+
+/// The first `max` characters of `text`, when it has more.
+fn cut(text: &str, max: usize) -> Option<&str> {
+    text.char_indices().nth(max).map(|(at, _)| &text[..at])
 }
 
 /// A failed request: status, machine-readable code, human message, and the request field

@@ -186,13 +186,7 @@ fn shown(v: &Value) -> String {
     match v {
         // A string is quoted once, as the request wrote it.
         Value::String(s) => crate::envelope::echoed(s, 40),
-        other => {
-            let text = other.to_string();
-            match text.char_indices().nth(40) {
-                Some((cut, _)) => format!("{}…", &text[..cut]),
-                None => text,
-            }
-        }
+        other => crate::envelope::echoed_as_is(&other.to_string(), 40),
     }
 }
 
