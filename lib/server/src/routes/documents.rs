@@ -295,6 +295,19 @@ async fn answer<F: std::future::Future<Output = Result<Response, ApiError>>>(
     }
 }
 
+/// The 404 of a document the index does not hold.
+fn no_document(index: &str, id: &str) -> ApiError {
+    ApiError::not_found(format!("index {index} holds no document {}", crate::envelope::echoed(id, 64)))
+}
+
+/// The answer to a write: `body` with what the store did, `202` when the write is pending
+/// (stored, not yet indexed), else `200`.
+fn written_answer(written: &crate::documents::Written, mut body: Value) -> Response {
+    let status = if written.status == "pending" { StatusCode::ACCEPTED } else { StatusCode::OK };
+    merge(&mut body, serde_json::to_value(written).unwrap_or_default());
+    (status, Json(body)).into_response()
+}
+
 /// `PUT /v1/indexes/{index}/documents/{documentId}`.
 pub(crate) async fn put(State(state): State<Arc<AppState>>, path: DocPath, req: Request) -> Response {
     let limit = state.config.max_document_bytes;
@@ -308,10 +321,10 @@ async fn put_call(state: Arc<AppState>, path: DocPath, call: RawCall) -> Result<
     let segments = document.segments.len();
     let written = blocking(move || store.put(document)).await??;
     crate::access::record(|r| r.index = Some(index.clone()));
-    let status = if written.status == "pending" { StatusCode::ACCEPTED } else { StatusCode::OK };
-    let mut body = json!({"documentId": id, "index": index, "segments": segments, "requestId": call.request_id});
-    merge(&mut body, serde_json::to_value(&written).unwrap_or_default());
-    Ok((status, Json(body)).into_response())
+    Ok(written_answer(
+        &written,
+        json!({"documentId": id, "index": index, "segments": segments, "requestId": call.request_id}),
+    ))
 }
 
 /// `DELETE /v1/indexes/{index}/documents/{documentId}`.
@@ -325,15 +338,12 @@ async fn delete_call(state: Arc<AppState>, path: DocPath, call: RawCall) -> Resu
     let store = store_for(&state, &call.caller, &index, Scope::Write)?;
     let target = id.clone();
     let Some(written) = blocking(move || store.delete(&target)).await?? else {
-        return Err(ApiError::not_found(format!(
-            "index {index} holds no document {}",
-            crate::envelope::echoed(&id, 64)
-        )));
+        return Err(no_document(&index, &id));
     };
-    let status = if written.status == "pending" { StatusCode::ACCEPTED } else { StatusCode::OK };
-    let mut body = json!({"documentId": id, "index": index, "deleted": true, "requestId": call.request_id});
-    merge(&mut body, serde_json::to_value(&written).unwrap_or_default());
-    Ok((status, Json(body)).into_response())
+    Ok(written_answer(
+        &written,
+        json!({"documentId": id, "index": index, "deleted": true, "requestId": call.request_id}),
+    ))
 }
 
 /// `GET /v1/indexes/{index}/documents/{documentId}`.
@@ -347,10 +357,7 @@ async fn get_call(state: Arc<AppState>, path: DocPath, call: RawCall) -> Result<
     let store = store_for(&state, &call.caller, &index, Scope::Read)?;
     let target = id.clone();
     let Some(doc) = blocking(move || store.get(&target)).await?? else {
-        return Err(ApiError::not_found(format!(
-            "index {index} holds no document {}",
-            crate::envelope::echoed(&id, 64)
-        )));
+        return Err(no_document(&index, &id));
     };
     let mut body = summary(&doc);
     let spans = doc.document.segment_spans();
