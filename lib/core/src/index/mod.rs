@@ -69,7 +69,8 @@ pub struct Index {
 /// The search structures of a delta, over its own chunks (ordinal 0 is the first chunk
 /// after the built index's).
 struct Delta {
-    dense: Vec<f32>,
+    /// The delta's vectors, searched exactly (no graph).
+    dense: DenseIndex,
     bm25: Bm25Index,
     splade: SpladeIndex,
 }
@@ -303,7 +304,7 @@ impl Index {
             bm25: self.bm25.clone(),
             splade: self.splade.clone(),
             doc_chunks: self.doc_chunks.with_tail(tail_ranges),
-            delta: Some(Arc::new(Delta { dense, bm25, splade })),
+            delta: Some(Arc::new(Delta { dense: DenseIndex { dim, vectors: dense, graph: None }, bm25, splade })),
             withdrawn: (gone.count() > 0).then(|| Arc::new(gone)),
             schema: OnceLock::new(),
             base_avgdl: self.base_avgdl.clone(),
@@ -325,28 +326,14 @@ impl Index {
         let base = self.chunks.base().len();
         match (chunk as usize).checked_sub(base) {
             None => self.dense.vector(chunk as usize),
-            Some(j) => {
-                let d = self.delta.as_ref().expect("a chunk past the built ones is the delta's");
-                &d.dense[j * self.dense.dim..(j + 1) * self.dense.dim]
-            }
+            Some(j) => self.delta.as_ref().expect("a chunk past the built ones is the delta's").dense.vector(j),
         }
     }
 
     /// The `k` chunks most similar to `query` (a unit vector) among `allowed`: HNSW over the
     /// built chunks, an exact scan of the delta's, merged by cosine.
     pub fn dense_search(&self, query: &[f32], allowed: Option<&Bitset>, k: usize) -> Vec<(u32, f32)> {
-        self.layered(
-            allowed,
-            k,
-            |a| self.dense.search(query, a, k),
-            |d, a| {
-                let dim = self.dense.dim;
-                let scored = (0..d.dense.len() / dim.max(1))
-                    .filter(|&j| a.is_none_or(|a| a.contains(j)))
-                    .map(|j| (j as u32, hnsw::dot(query, &d.dense[j * dim..(j + 1) * dim])));
-                top_k(scored, k)
-            },
-        )
+        self.layered(allowed, k, |a| self.dense.search(query, a, k), |d, a| d.dense.exact(query, a, k))
     }
 
     /// The `k` best BM25 chunks for `query` among `allowed`, built and appended.
