@@ -433,10 +433,13 @@ impl LiveIndex {
         documents.extend(delta.values().map(|(_, d)| d.document.clone()));
         let base_storage = LocalDir::new(&base_dir);
         let mut previous = Previous::read(&base_storage);
-        previous.cache.insert(delta.values().flat_map(|(_, d)| d.vectors.iter().cloned()));
-        // The built version's own vectors, for an index saved without its shard cache.
+        // The built version's own vectors, for an index saved without its shard cache (every
+        // compacted version has one: reading them back would plan the whole corpus again).
         let tokenizers = (self.inner.dense.tokenizer(), self.inner.sparse.tokenizer());
-        previous.cache.insert(index_vectors(&base, &self.inner.options, tokenizers)?);
+        if previous.cache.is_empty() {
+            previous.cache.insert(index_vectors(&base, &self.inner.options, tokenizers)?);
+        }
+        previous.cache.insert(delta.values().flat_map(|(_, d)| d.vectors.iter().cloned()));
         // Files of other crates saved with the built version (the financial facts) go on.
         let attachments: Vec<(String, Vec<u8>)> = base
             .manifest
