@@ -221,6 +221,9 @@ pub enum Command {
         #[command(flatten)]
         build: BuildArgs,
     },
+    /// Print the API's OpenAPI 3.1 document (as `GET /openapi.json` serves it); the
+    /// repository keeps a copy: `sextant openapi > openapi.json`.
+    Openapi,
     /// Manage API keys in a key file or DynamoDB.
     Keys {
         #[command(flatten)]

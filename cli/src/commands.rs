@@ -182,6 +182,10 @@ pub fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
+        Command::Openapi => {
+            print!("{}", sextant_server::openapi::pretty());
+            Ok(())
+        }
         Command::Keys { store, command } => crate::admin::keys(&store.store, command),
         Command::Plans { store, json, command } => crate::admin::plans(&store.store, command, json),
         Command::Publish { index, to, keep_versions } => crate::admin::publish(&index, &to, keep_versions),

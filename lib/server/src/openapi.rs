@@ -8,19 +8,33 @@ use serde_json::{json, Map, Value};
 
 use crate::envelope::ErrorEnvelope;
 use crate::routes::context::{ContextBody, ContextResponse};
+use crate::routes::documents::{CompactResponse, DocumentBody, DocumentPage, DocumentResponse, WriteResponse};
 use crate::routes::knowledge_base::{KbRequest, KbResponse};
 use crate::routes::retrieve::{RetrieveRequest, RetrieveResponse};
 use crate::routes::search::{SearchBody, SearchResponse};
 
-/// One POST endpoint: path, summary, request type, success type, error type, error statuses.
-struct Endpoint {
+/// One operation: method, path, its `operationId`, tag, summary, request body (schema and
+/// example, or none), success status and schema, and the error statuses it answers with.
+struct Operation {
+    method: &'static str,
     path: &'static str,
+    id: &'static str,
+    tag: &'static str,
     summary: &'static str,
-    request: Value,
-    ok: Value,
+    request: Option<(Value, Value)>,
+    ok: (u16, Value),
     error: Value,
     statuses: &'static [u16],
 }
+
+/// The tags, in the order a reader meets them.
+const TAGS: [(&str, &str); 5] = [
+    ("retrieval", "Cited passages for a question: the retrieval and search APIs"),
+    ("context", "Structured, cited context for financial questions"),
+    ("knowledge-base", "The knowledge-base Retrieve API (a cloud knowledge base's design)"),
+    ("documents", "A team's own documents: write, read, list, delete, compact"),
+    ("service", "Health and this document"),
+];
 
 /// The document.
 pub fn document() -> Value {
@@ -31,76 +45,214 @@ pub fn document() -> Value {
     fn of<T: JsonSchema>(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
         g.subschema_for::<T>()
     }
+    let error = schema(of::<ErrorEnvelope>);
     let v1_errors: &[u16] = &[400, 401, 403, 404, 405, 413, 415, 429, 500, 503];
-    let endpoints = [
-        Endpoint {
+    let read_errors: &[u16] = &[400, 401, 403, 404, 429, 500, 503];
+    let operations = [
+        Operation {
+            method: "post",
             path: "/v1/retrieve",
+            id: "retrieve",
+            tag: "retrieval",
             summary: "Cited chunks for a query (filters, plan-clamped top_k, period fallback, \
                       segments with character offsets)",
-            request: schema(of::<RetrieveRequest>),
-            ok: schema(of::<RetrieveResponse>),
-            error: schema(of::<ErrorEnvelope>),
+            request: Some((
+                schema(of::<RetrieveRequest>),
+                json!({"query": "Where is Mastercard headquartered?", "filters": {"tickers": ["MA"]},
+                       "top_k": 3, "include_segments": true}),
+            )),
+            ok: (200, schema(of::<RetrieveResponse>)),
+            error: error.clone(),
             statuses: v1_errors,
         },
-        Endpoint {
+        Operation {
+            method: "post",
             path: "/v1/search",
+            id: "search",
+            tag: "retrieval",
             summary: "Sentence units from dense + SPLADE + BM25 retrieval, fused, reranked where configured, \
                       with diagnostics",
-            request: schema(of::<SearchBody>),
-            ok: schema(of::<SearchResponse>),
-            error: schema(of::<ErrorEnvelope>),
+            request: Some((
+                schema(of::<SearchBody>),
+                json!({"query": "cross-border transaction volume growth", "entity": "Mastercard", "limit": 5}),
+            )),
+            ok: (200, schema(of::<SearchResponse>)),
+            error: error.clone(),
             statuses: v1_errors,
         },
-        Endpoint {
+        Operation {
+            method: "post",
             path: "/v1/context",
+            id: "context",
+            tag: "context",
             summary: "Structured, cited context for a financial question: route (metric_lookup, timeseries, \
                       full_statement, narrative, hybrid), facts with YoY changes, statements, passages, \
                       contradictions, confidence",
-            request: schema(of::<ContextBody>),
-            ok: schema(of::<ContextResponse>),
-            error: schema(of::<ErrorEnvelope>),
+            request: Some((
+                schema(of::<ContextBody>),
+                json!({"question": "What was Mastercard's net revenue in 2023?", "top_k": 5}),
+            )),
+            ok: (200, schema(of::<ContextResponse>)),
+            error: error.clone(),
             statuses: v1_errors,
         },
-        Endpoint {
+        Operation {
+            method: "post",
             path: "/{WorkspaceId}/index/retrieve",
+            id: "kbRetrieve",
+            tag: "knowledge-base",
             summary: "Knowledge-base Retrieve: SearchFilters, rerank thresholds, conversation rewrite",
-            request: schema(of::<KbRequest>),
-            ok: schema(of::<KbResponse>),
+            request: Some((
+                schema(of::<KbRequest>),
+                json!({"IndexId": "demo", "Query": "cross-border volume growth", "DenseSimilarityTopK": 20,
+                       "SearchFilters": [{"ticker": "MA"}]}),
+            )),
+            ok: (200, schema(of::<KbResponse>)),
             error: schema(of::<KbResponse>),
             statuses: v1_errors,
         },
+        Operation {
+            method: "put",
+            path: "/v1/indexes/{index}/documents/{documentId}",
+            id: "putDocument",
+            tag: "documents",
+            summary: "Write a document (JSON, or a raw text/plain, text/markdown or text/html body with the \
+                      Sextant-Title and Sextant-Metadata headers); 200 when live, 202 when pending",
+            request: Some((
+                schema(of::<DocumentBody>),
+                json!({"text": "# Travel\n\nCross-border volume grew 24% on travel.", "contentType": "text/markdown",
+                       "title": "Travel note", "metadata": {"team": "payments", "reviewed": "2024-05-01"}}),
+            )),
+            ok: (200, schema(of::<WriteResponse>)),
+            error: error.clone(),
+            statuses: v1_errors,
+        },
+        Operation {
+            method: "get",
+            path: "/v1/indexes/{index}/documents/{documentId}",
+            id: "getDocument",
+            tag: "documents",
+            summary: "A document: its fields, text, segments with character offsets, and status",
+            request: None,
+            ok: (200, schema(of::<DocumentResponse>)),
+            error: error.clone(),
+            statuses: read_errors,
+        },
+        Operation {
+            method: "delete",
+            path: "/v1/indexes/{index}/documents/{documentId}",
+            id: "deleteDocument",
+            tag: "documents",
+            summary: "Delete a document: it is never served again once this returns",
+            request: None,
+            ok: (200, schema(of::<WriteResponse>)),
+            error: error.clone(),
+            statuses: read_errors,
+        },
+        Operation {
+            method: "get",
+            path: "/v1/indexes/{index}/documents",
+            id: "listDocuments",
+            tag: "documents",
+            summary: "A page of the index's documents, in id order (limit 1-1000, default 100; cursor)",
+            request: None,
+            ok: (200, schema(of::<DocumentPage>)),
+            error: error.clone(),
+            statuses: read_errors,
+        },
+        Operation {
+            method: "post",
+            path: "/v1/indexes/{index}/compact",
+            id: "compactIndex",
+            tag: "documents",
+            summary: "Fold the writes into a new index version now (admin scope)",
+            request: None,
+            ok: (200, schema(of::<CompactResponse>)),
+            error: error.clone(),
+            statuses: read_errors,
+        },
     ];
     let mut paths = Map::new();
-    for e in endpoints {
+    for op in operations {
         let mut responses = Map::new();
-        responses
-            .insert("200".into(), json!({"description": "Success", "content": {"application/json": {"schema": e.ok}}}));
-        for s in e.statuses {
+        let (ok_status, ok_schema) = op.ok;
+        responses.insert(
+            ok_status.to_string(),
+            json!({"description": "Success", "content": {"application/json": {"schema": ok_schema}}}),
+        );
+        if op.id == "putDocument" {
             responses.insert(
-                s.to_string(),
-                json!({"description": reason(*s), "content": {"application/json": {"schema": e.error}}}),
+                "202".into(),
+                json!({"description": "Stored, searchable once the build it started is published",
+                       "content": {"application/json": {"schema": {"$ref": "#/components/schemas/WriteResponse"}}}}),
             );
         }
-        let mut op = json!({
-            "summary": e.summary,
+        for s in op.statuses {
+            responses.insert(
+                s.to_string(),
+                json!({"description": reason(*s), "content": {"application/json": {"schema": op.error}}}),
+            );
+        }
+        let mut operation = json!({
+            "operationId": op.id,
+            "tags": [op.tag],
+            "summary": op.summary,
             "security": [{"bearer": []}, {"apiKey": []}],
-            "requestBody": {"required": true, "content": {"application/json": {"schema": e.request}}},
             "responses": responses,
         });
-        if e.path.contains("{WorkspaceId}") {
-            op["parameters"] =
-                json!([{"name": "WorkspaceId", "in": "path", "required": true, "schema": {"type": "string"}}]);
+        if let Some((body, example)) = op.request {
+            let mut content = Map::new();
+            content.insert("application/json".into(), json!({"schema": body, "example": example}));
+            if op.id == "putDocument" {
+                for raw in ["text/plain", "text/markdown", "text/html"] {
+                    content.insert(raw.into(), json!({"schema": {"type": "string"}}));
+                }
+            }
+            operation["requestBody"] = json!({"required": true, "content": content});
         }
-        paths.insert(e.path.into(), json!({ "post": op }));
+        let mut parameters = Vec::new();
+        for name in ["WorkspaceId", "index", "documentId"] {
+            if op.path.contains(&format!("{{{name}}}")) {
+                parameters.push(json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}));
+            }
+        }
+        if op.id == "putDocument" {
+            parameters.push(json!({"name": "Sextant-Title", "in": "header", "required": false,
+                "description": "The title of a raw body (ASCII)", "schema": {"type": "string"}}));
+            parameters.push(json!({"name": "Sextant-Metadata", "in": "header", "required": false,
+                "description": "The metadata of a raw body: a JSON object (ASCII; escape others as \\u)",
+                "schema": {"type": "string"}}));
+        }
+        if op.id == "listDocuments" {
+            parameters.push(json!({"name": "limit", "in": "query", "required": false,
+                "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}}));
+            parameters.push(json!({"name": "cursor", "in": "query", "required": false,
+                "description": "The nextCursor of the page before", "schema": {"type": "string"}}));
+        }
+        if !parameters.is_empty() {
+            operation["parameters"] = Value::Array(parameters);
+        }
+        let entry = paths.entry(op.path.to_string()).or_insert_with(|| json!({}));
+        entry[op.method] = operation;
     }
     paths.insert(
         "/health".into(),
-        json!({"get": {"summary": "200 once models and indexes are loaded, 503 while loading", "responses": {
+        json!({"get": {
+            "operationId": "health",
+            "tags": ["service"],
+            "summary": "200 once models and indexes are loaded, 503 while loading",
+            "responses": {
             "200": {"description": "Ready", "content": {"application/json": {"schema": {
                 "type": "object",
                 "required": ["status", "indexes", "version"],
                 "properties": {
                     "status": {"const": "ok"},
+                    "degraded": {"type": "boolean", "description": "Whether a path or model is unavailable"},
+                    "paths": {
+                        "type": "object",
+                        "description": "Per index, each path's state: ready, or building while its index builds",
+                        "additionalProperties": {"type": "object", "additionalProperties": {"type": "string"}}
+                    },
                     "indexes": {
                         "type": "object",
                         "description": "Chunks per loaded index",
@@ -116,10 +268,22 @@ pub fn document() -> Value {
             }}}},
             "503": {
                 "description": "Loading",
-                "content": {"application/json": {"schema": schema(of::<ErrorEnvelope>)}}
+                "content": {"application/json": {"schema": error}}
             }
         }}}),
     );
+    paths.insert(
+        "/openapi.json".into(),
+        json!({"get": {
+            "operationId": "openapi",
+            "tags": ["service"],
+            "summary": "This document",
+            "responses": {"200": {"description": "The OpenAPI 3.1 document",
+                "content": {"application/json": {"schema": {"type": "object"}}}}}
+        }}),
+    );
+    let tags: Vec<Value> =
+        TAGS.iter().map(|(name, description)| json!({"name": name, "description": description})).collect();
     json!({
         "openapi": "3.1.0",
         "info": {
@@ -127,6 +291,7 @@ pub fn document() -> Value {
             "version": sextant_core::VERSION,
             "description": "Hybrid retrieval API: cited passages, never generated answers."
         },
+        "tags": tags,
         "paths": paths,
         "components": {
             "schemas": generator.take_definitions(true),
@@ -136,6 +301,13 @@ pub fn document() -> Value {
             }
         }
     })
+}
+
+/// The document as `sextant openapi` prints it: pretty, with a final newline.
+pub fn pretty() -> String {
+    let mut text = serde_json::to_string_pretty(&document()).expect("a JSON value serializes");
+    text.push('\n');
+    text
 }
 
 fn reason(status: u16) -> &'static str {
@@ -155,6 +327,67 @@ fn reason(status: u16) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::Value;
+
+    /// Every operation: a unique `operationId`, one tag the document declares, and a request
+    /// example that the server itself accepts as the operation's body.
+    #[test]
+    fn operations_are_named_tagged_and_their_examples_parse() {
+        let doc = super::document();
+        let tags: Vec<&str> = doc["tags"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+        let mut ids = Vec::new();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                let id = op["operationId"].as_str().unwrap_or_else(|| panic!("{method} {path} has no operationId"));
+                ids.push(id.to_string());
+                let op_tags = op["tags"].as_array().unwrap();
+                assert!(op_tags.len() == 1 && tags.contains(&op_tags[0].as_str().unwrap()), "{id}: {op_tags:?}");
+                let Some(example) = op.pointer("/requestBody/content/application~1json/example") else {
+                    assert!(!["post", "put"].contains(&method.as_str()) || id == "compactIndex", "{id} has no example");
+                    continue;
+                };
+                let parsed = match id {
+                    "retrieve" => {
+                        serde_json::from_value::<crate::routes::retrieve::RetrieveRequest>(example.clone()).map(|_| ())
+                    }
+                    "search" => {
+                        serde_json::from_value::<crate::routes::search::SearchBody>(example.clone()).map(|_| ())
+                    }
+                    "context" => {
+                        serde_json::from_value::<crate::routes::context::ContextBody>(example.clone()).map(|_| ())
+                    }
+                    "kbRetrieve" => {
+                        serde_json::from_value::<crate::routes::knowledge_base::KbRequest>(example.clone()).map(|_| ())
+                    }
+                    "putDocument" => {
+                        serde_json::from_value::<crate::routes::documents::DocumentBody>(example.clone()).map(|_| ())
+                    }
+                    other => panic!("an example for {other}, which takes no body"),
+                };
+                parsed.unwrap_or_else(|e| panic!("{id}'s example is refused: {e}"));
+            }
+        }
+        let count = ids.len();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), count, "operationIds repeat: {ids:?}");
+        assert_eq!(count, 11, "{ids:?}");
+    }
+
+    /// The copy in the repository (`openapi.json`, which clients are generated and checked
+    /// from) is the document the server serves: `sextant openapi > openapi.json` after a change.
+    #[test]
+    fn the_repository_copy_has_not_drifted() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../openapi.json");
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let committed: Value = serde_json::from_str(&text).unwrap();
+        assert!(
+            committed == super::document(),
+            "openapi.json differs from the served document: run `sextant openapi > openapi.json`"
+        );
+        assert_eq!(text, super::pretty(), "openapi.json is not as `sextant openapi` prints it");
+    }
+
     #[test]
     fn every_reference_resolves() {
         let doc = super::document();

@@ -21,8 +21,8 @@ use axum::extract::{Path, Query, Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use sextant_core::corpus::{Date, Document, DocumentType, Quarter};
 use sextant_keys::Scope;
 
@@ -85,6 +85,127 @@ pub struct ListQuery {
     limit: Option<String>,
     /// The `nextCursor` of the page before.
     cursor: Option<String>,
+}
+
+/// The answer to a `PUT` or `DELETE`: `200` when the write is live (durable and searched
+/// now), `202` when it is pending (stored; searched once the build it started is published).
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WriteResponse {
+    /// The document written.
+    pub document_id: String,
+    /// Its index.
+    pub index: String,
+    /// The segments the document was cut into (a `PUT`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub segments: Option<usize>,
+    /// `true` (a `DELETE`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deleted: Option<bool>,
+    /// `live` or `pending`.
+    pub status: String,
+    /// Whether the document is new (false: it replaced one), when the store knows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created: Option<bool>,
+    /// The chunks it was cut into, when it is live.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chunks: Option<usize>,
+    /// The write's sequence number in the index's log, when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
+    /// The request's id.
+    pub request_id: String,
+}
+
+/// A document's fields without its text, as a listing shows it.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DocumentSummary {
+    /// Its id.
+    pub document_id: String,
+    /// Its title (empty when it has none).
+    pub title: String,
+    /// `article`, `10-K`, `10-Q`, `earnings_call`, ...
+    pub document_type: DocumentType,
+    /// Company ticker.
+    pub ticker: Option<String>,
+    /// Fiscal year.
+    pub year: Option<i32>,
+    /// Fiscal quarter.
+    pub quarter: Option<Quarter>,
+    /// Filing form.
+    pub filing_type: Option<String>,
+    /// Where the original lives.
+    pub source_url: Option<String>,
+    /// Publication date.
+    pub published_at: Option<Date>,
+    /// The team's own fields, nested as they were sent.
+    pub metadata: serde_json::Map<String, Value>,
+    /// Its chunks, when indexed.
+    pub chunks: Option<usize>,
+    /// `live` (searched) or `pending` (stored, not yet indexed).
+    pub status: String,
+    /// For a live document of a writable index: in a built (compacted) version, or in the
+    /// delta written since.
+    pub compacted: Option<bool>,
+}
+
+/// One segment of a document, with its place in the document's text.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DocumentSegment {
+    /// The segment's text.
+    pub text: String,
+    /// Where it starts in `text`, in characters (Unicode scalar values).
+    pub char_start: usize,
+    /// Where it ends, exclusive.
+    pub char_end: usize,
+}
+
+/// `GET` of one document: its fields, its text and its segments.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DocumentResponse {
+    /// The document's fields.
+    #[serde(flatten)]
+    pub summary: DocumentSummary,
+    /// Its index.
+    pub index: String,
+    /// Its text: the segments joined by a blank line (`"\n\n"`).
+    pub text: String,
+    /// Its segments, with character offsets into `text`.
+    pub segments: Vec<DocumentSegment>,
+    /// The request's id.
+    pub request_id: String,
+}
+
+/// A page of a listing, in id order.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DocumentPage {
+    /// The index listed.
+    pub index: String,
+    /// The documents of this page.
+    pub documents: Vec<DocumentSummary>,
+    /// The `cursor` of the next page; `null` on the last one.
+    pub next_cursor: Option<String>,
+    /// The request's id.
+    pub request_id: String,
+}
+
+/// The answer to `POST .../compact`.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactResponse {
+    /// The index.
+    pub index: String,
+    /// Whether a new version was built (false: there were no writes to fold).
+    pub compacted: bool,
+    /// What the compaction did (version, documents, chunks, chunks encoded, seconds), when
+    /// it ran.
+    pub report: Option<Value>,
+    /// The request's id.
+    pub request_id: String,
 }
 
 /// The store of `index`, for a caller holding `scope` there.
@@ -300,11 +421,26 @@ fn no_document(index: &str, id: &str) -> ApiError {
     ApiError::not_found(format!("index {index} holds no document {}", crate::envelope::echoed(id, 64)))
 }
 
-/// The answer to a write: `body` with what the store did, `202` when the write is pending
-/// (stored, not yet indexed), else `200`.
-fn written_answer(written: &crate::documents::Written, mut body: Value) -> Response {
+/// The answer to a write of document `id`: what the store did, `202` when the write is
+/// pending (stored, not yet indexed), else `200`.
+fn written_answer(
+    written: &crate::documents::Written,
+    (index, id, request_id): (String, String, String),
+    segments: Option<usize>,
+    deleted: Option<bool>,
+) -> Response {
     let status = if written.status == "pending" { StatusCode::ACCEPTED } else { StatusCode::OK };
-    merge(&mut body, serde_json::to_value(written).unwrap_or_default());
+    let body = WriteResponse {
+        document_id: id,
+        index,
+        segments,
+        deleted,
+        status: written.status.to_string(),
+        created: written.created,
+        chunks: written.chunks,
+        seq: written.seq,
+        request_id,
+    };
     (status, Json(body)).into_response()
 }
 
@@ -321,10 +457,7 @@ async fn put_call(state: Arc<AppState>, path: DocPath, call: RawCall) -> Result<
     let segments = document.segments.len();
     let written = blocking(move || store.put(document)).await??;
     crate::access::record(|r| r.index = Some(index.clone()));
-    Ok(written_answer(
-        &written,
-        json!({"documentId": id, "index": index, "segments": segments, "requestId": call.request_id}),
-    ))
+    Ok(written_answer(&written, (index, id, call.request_id), Some(segments), None))
 }
 
 /// `DELETE /v1/indexes/{index}/documents/{documentId}`.
@@ -340,10 +473,7 @@ async fn delete_call(state: Arc<AppState>, path: DocPath, call: RawCall) -> Resu
     let Some(written) = blocking(move || store.delete(&target)).await?? else {
         return Err(no_document(&index, &id));
     };
-    Ok(written_answer(
-        &written,
-        json!({"documentId": id, "index": index, "deleted": true, "requestId": call.request_id}),
-    ))
+    Ok(written_answer(&written, (index, id, call.request_id), None, Some(true)))
 }
 
 /// `GET /v1/indexes/{index}/documents/{documentId}`.
@@ -359,19 +489,21 @@ async fn get_call(state: Arc<AppState>, path: DocPath, call: RawCall) -> Result<
     let Some(doc) = blocking(move || store.get(&target)).await?? else {
         return Err(no_document(&index, &id));
     };
-    let mut body = summary(&doc);
     let spans = doc.document.segment_spans();
-    let segments: Vec<Value> = doc
+    let segments = doc
         .document
         .segments
         .iter()
         .zip(spans)
-        .map(|(s, sp)| json!({"text": s, "charStart": sp.char_start, "charEnd": sp.char_end}))
+        .map(|(s, sp)| DocumentSegment { text: s.clone(), char_start: sp.char_start, char_end: sp.char_end })
         .collect();
-    merge(
-        &mut body,
-        json!({"index": index, "text": doc.document.text(), "segments": segments, "requestId": call.request_id}),
-    );
+    let body = DocumentResponse {
+        text: doc.document.text(),
+        summary: summary(&doc),
+        index,
+        segments,
+        request_id: call.request_id,
+    };
     Ok(Json(body).into_response())
 }
 
@@ -403,11 +535,9 @@ async fn list_call(
     let store = store_for(&state, &call.caller, &index, Scope::Read)?;
     let cursor = q.cursor.clone();
     let page = blocking(move || store.list(cursor.as_deref(), limit)).await??;
-    let documents: Vec<Value> = page.documents.iter().map(summary).collect();
-    Ok(Json(
-        json!({"index": index, "documents": documents, "nextCursor": page.next_cursor, "requestId": call.request_id}),
-    )
-    .into_response())
+    let documents = page.documents.iter().map(summary).collect();
+    Ok(Json(DocumentPage { index, documents, next_cursor: page.next_cursor, request_id: call.request_id })
+        .into_response())
 }
 
 /// `POST /v1/indexes/{index}/compact`.
@@ -419,23 +549,30 @@ pub(crate) async fn compact(State(state): State<Arc<AppState>>, Path(index): Pat
 async fn compact_call(state: Arc<AppState>, index: String, call: RawCall) -> Result<Response, ApiError> {
     let store = store_for(&state, &call.caller, &index, Scope::Admin)?;
     let report = blocking(move || store.compact()).await??;
-    Ok(Json(json!({"index": index, "compacted": report.is_some(), "report": report, "requestId": call.request_id}))
+    Ok(Json(CompactResponse { index, compacted: report.is_some(), report, request_id: call.request_id })
         .into_response())
 }
 
-fn merge(into: &mut Value, from: Value) {
-    if let (Some(a), Value::Object(b)) = (into.as_object_mut(), from) {
-        a.extend(b);
-    }
-}
-
 /// A document's fields without its text.
-fn summary(d: &StoredDocument) -> Value {
+fn summary(d: &StoredDocument) -> DocumentSummary {
     let doc = &d.document;
-    json!({
-        "documentId": doc.document_id, "title": doc.title, "documentType": doc.document_type,
-        "ticker": doc.ticker, "year": doc.year, "quarter": doc.quarter, "filingType": doc.filing_type,
-        "sourceUrl": doc.source_url, "publishedAt": doc.published_at, "metadata": doc.metadata.to_json(),
-        "chunks": d.chunks, "status": d.status, "compacted": d.compacted,
-    })
+    let metadata = match doc.metadata.to_json() {
+        Value::Object(m) => m,
+        _ => serde_json::Map::new(),
+    };
+    DocumentSummary {
+        document_id: doc.document_id.clone(),
+        title: doc.title.clone(),
+        document_type: doc.document_type.clone(),
+        ticker: doc.ticker.clone(),
+        year: doc.year,
+        quarter: doc.quarter,
+        filing_type: doc.filing_type.clone(),
+        source_url: doc.source_url.clone(),
+        published_at: doc.published_at,
+        metadata,
+        chunks: d.chunks,
+        status: d.status.to_string(),
+        compacted: d.compacted,
+    }
 }
