@@ -11,6 +11,11 @@ bash scripts/fetch_models.sh >/dev/null
 if ! command -v wrk >/dev/null; then
   apt-get install -y -q wrk >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q wrk >/dev/null; }
 fi
+# Debian's Chromium and chromedriver for the playground's browser test.
+if ! [ -x /usr/bin/chromium ] || ! [ -x /usr/bin/chromedriver ]; then
+  apt-get install -y -q chromium chromium-driver >/dev/null \
+    || { apt-get update -q >/dev/null && apt-get install -y -q chromium chromium-driver >/dev/null; }
+fi
 # The official Alibaba Cloud SDK, in its own venv, for the knowledge-base API test.
 SEXTANT_SDK_PYTHON=$(bash scripts/sdk_venv.sh)
 export SEXTANT_SDK_PYTHON

@@ -343,6 +343,9 @@ pub struct ServeArgs {
     /// chunks (0: only on POST /v1/indexes/{index}/compact).
     #[arg(long, env = "SEXTANT_COMPACT_AT_CHUNKS", default_value_t = 512)]
     pub compact_at_chunks: usize,
+    /// Do not serve the playground page at `/` (its three files are in the binary).
+    #[arg(long)]
+    pub no_playground: bool,
     #[command(flatten)]
     pub rerank: HostedRerankArgs,
     #[command(flatten)]

@@ -79,6 +79,7 @@ pub fn run(args: ServeArgs, models: ModelSet) -> Result<()> {
             cors_origins,
             max_in_flight: args.max_in_flight,
             body_read_timeout: std::time::Duration::from_secs(args.body_timeout_secs.max(1)),
+            playground: !args.no_playground,
             ..Default::default()
         },
     );
@@ -92,6 +93,9 @@ pub fn run(args: ServeArgs, models: ModelSet) -> Result<()> {
              \"degraded\": true until every retrieval path is in)"
         );
         println!("development API key ({} plan): {key}", args.dev_plan);
+        if !args.no_playground {
+            println!("playground: http://{addr}/ (type the key above into the page)");
+        }
         println!(
             "try: curl -s http://{addr}/v1/retrieve -H 'Authorization: Bearer {key}' \
              -H 'Content-Type: application/json' -d '{{\"query\": \"What drove revenue growth?\"}}'"

@@ -17,8 +17,8 @@ use axum::response::{IntoResponse, Response};
 use crate::envelope::ApiError;
 use crate::state::AppState;
 
-/// Headers every response carries. The API serves JSON to programs, never pages: nothing
-/// may be sniffed as HTML, framed, cached by a shared cache (answers depend on the key) or
+/// Headers every response carries. The API serves JSON to programs (and, from `sextant
+/// serve`, the playground's own three files, under their own policy): nothing may be sniffed as HTML, framed, cached by a shared cache (answers depend on the key) or
 /// leak a referrer; HSTS tells browsers to keep to HTTPS.
 pub const SECURITY_HEADERS: [(&str, &str); 6] = [
     ("x-content-type-options", "nosniff"),
@@ -89,6 +89,11 @@ pub async fn apply(State(state): State<Arc<AppState>>, req: Request, next: Next)
     };
     let h = resp.headers_mut();
     for (name, value) in SECURITY_HEADERS {
+        // The playground's files carry their own policy, which lets the page run its own
+        // script and nothing else. Every other answer gets `default-src 'none'`.
+        if name == "content-security-policy" && h.contains_key(header::CONTENT_SECURITY_POLICY) {
+            continue;
+        }
         h.insert(name, HeaderValue::from_static(value));
     }
     if let Some(o) = origin.filter(|o| allowed(origins, o)) {

@@ -26,6 +26,7 @@ pub mod listen;
 pub mod openapi;
 mod params;
 mod period;
+pub mod playground;
 mod request;
 mod rewrite;
 mod router;

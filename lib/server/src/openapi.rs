@@ -263,6 +263,10 @@ pub fn document() -> Value {
                         "description": "The published version served, for indexes loaded from S3",
                         "additionalProperties": {"type": "string"}
                     },
+                    "defaultIndex": {
+                        "type": "string",
+                        "description": "The index /v1/retrieve, /v1/search and /v1/context read"
+                    },
                     "version": {"type": "string"}
                 }
             }}}},

@@ -38,8 +38,10 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/indexes/{index}/compact", post(routes::documents::compact).fallback(method_not_allowed))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), auth::authenticate))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), shed_load));
+    let pages = if state.config.playground { crate::playground::routes() } else { Router::new() };
     Router::new()
         .merge(api)
+        .merge(pages)
         .route("/health", get(health))
         .route("/openapi.json", get(|| async { axum::Json(openapi::document()) }))
         .fallback(not_found)
@@ -100,6 +102,7 @@ async fn health(State(state): State<Arc<AppState>>) -> Response {
                 "paths": paths,
                 "indexes": indexes,
                 "indexVersions": versions,
+                "defaultIndex": state.config.default_index,
                 "version": sextant_core::VERSION
             }))
             .into_response()

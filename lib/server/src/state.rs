@@ -40,11 +40,13 @@ pub struct ApiConfig {
     pub metrics: bool,
     /// Largest document accepted by `PUT .../documents/{id}` (bytes); larger is a 413.
     pub max_document_bytes: usize,
+    /// Whether `/` serves the playground page ([`crate::playground`]): `sextant serve` does.
+    pub playground: bool,
 }
 
 impl Default for ApiConfig {
     /// 64 KiB bodies (8 MiB documents), 4,000-character queries, 0.3 minimum cosine, index `demo`, no CORS,
-    /// [`DEFAULT_MAX_IN_FLIGHT`] requests at once, 30 s for a body.
+    /// [`DEFAULT_MAX_IN_FLIGHT`] requests at once, 30 s for a body, no playground.
     fn default() -> Self {
         ApiConfig {
             max_body_bytes: 64 * 1024,
@@ -56,6 +58,7 @@ impl Default for ApiConfig {
             body_read_timeout: std::time::Duration::from_secs(30),
             metrics: false,
             max_document_bytes: 8 << 20,
+            playground: false,
         }
     }
 }

@@ -1,0 +1,95 @@
+//! The real `sextant serve` on a free port of loopback, and plain HTTP/1.1 to it: the
+//! end-to-end tests of the local server share these.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// A running `sextant serve`, killed on drop.
+pub struct Server {
+    /// The process.
+    pub child: Child,
+    /// Its address, `127.0.0.1:PORT`.
+    pub addr: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The repository's root.
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// An answer: its status and its body as JSON (`null` when it is not JSON).
+#[derive(Debug)]
+pub struct Resp {
+    /// The HTTP status.
+    pub status: u16,
+    /// The body.
+    pub body: Value,
+}
+
+/// One HTTP/1.1 request over a fresh connection; `None` when the server is gone.
+pub fn try_http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Option<Resp> {
+    let mut s = TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
+    let mut req =
+        format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes()).ok()?;
+    s.write_all(body).ok()?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).ok()?;
+    let text = String::from_utf8_lossy(&raw).to_string();
+    let (head, payload) = text.split_once("\r\n\r\n")?;
+    let status: u16 = head.lines().next()?.split(' ').nth(1)?.parse().ok()?;
+    let body = serde_json::from_str(payload).unwrap_or(Value::Null);
+    Some(Resp { status, body })
+}
+
+/// [`try_http`], panicking when there is no answer.
+pub fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Resp {
+    try_http(addr, method, path, headers, body).unwrap_or_else(|| panic!("{method} {path}: no answer"))
+}
+
+/// `sextant serve` over the index of three companies of the bundled demo corpus (MA, XOM,
+/// ORCL, with their facts), built once and cached, with `extra` arguments; returned once
+/// every retrieval path serves and the documents of index `demo` can be read with `key`.
+pub fn start_demo(key: &str, extra: &[&std::ffi::OsStr]) -> Server {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sextant"));
+    cmd.current_dir(repo())
+        .args(["serve", "--addr", "127.0.0.1:0", "--docs", "data/demo/documents.jsonl.gz"])
+        .args(["--ticker", "MA", "--ticker", "XOM", "--ticker", "ORCL", "--facts", "data/demo/facts.jsonl.gz"])
+        .args(extra)
+        .stdout(Stdio::piped());
+    let mut child = cmd.spawn().expect("start sextant serve");
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let addr = line.split("http://").nth(1).and_then(|r| r.split_whitespace().next()).expect("an address").to_string();
+    std::thread::spawn(move || for _ in out.lines() {});
+    let server = Server { child, addr };
+    let t = Instant::now();
+    let auth = format!("Bearer {key}");
+    loop {
+        // Writable once every path is served (the document store opens then).
+        let r = try_http(&server.addr, "GET", "/v1/indexes/demo/documents?limit=1", &[("Authorization", &auth)], b"");
+        if r.as_ref().is_some_and(|r| r.status == 200) {
+            return server;
+        }
+        assert!(t.elapsed() < Duration::from_secs(900), "not serving after 15 minutes: {r:?}");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
