@@ -10,61 +10,16 @@
 //! - SIGKILL at random points of a stream of writes: after a restart every acknowledged
 //!   write is there and nothing half-written is served.
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod support;
+
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 use sextant_keys::LocalKeyStore;
-
-struct Server {
-    child: Child,
-    addr: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-#[derive(Debug)]
-struct Resp {
-    status: u16,
-    body: Value,
-}
-
-/// One HTTP/1.1 request over a fresh connection; `None` when the server is gone.
-fn try_http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Option<Resp> {
-    let mut s = TcpStream::connect(addr).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
-    let mut req =
-        format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    req.push_str("\r\n");
-    s.write_all(req.as_bytes()).ok()?;
-    s.write_all(body).ok()?;
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).ok()?;
-    let text = String::from_utf8_lossy(&raw).to_string();
-    let (head, payload) = text.split_once("\r\n\r\n")?;
-    let status: u16 = head.lines().next()?.split(' ').nth(1)?.parse().ok()?;
-    let body = serde_json::from_str(payload).unwrap_or(Value::Null);
-    Some(Resp { status, body })
-}
-
-fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Resp {
-    try_http(addr, method, path, headers, body).unwrap_or_else(|| panic!("{method} {path}: no answer"))
-}
+use support::local_server::{http, start_demo, try_http, Resp, Server};
 
 const ADMIN: &str = "sx_docs_admin_key";
 const WRITER: &str = "sx_docs_writer_key";
@@ -79,41 +34,12 @@ fn key_store(dir: &Path) -> PathBuf {
     path
 }
 
-/// `sextant serve` over the three-company demo index, its writes in `data`.
+/// `sextant serve` over the three-company demo index, its keys in `keys`, its writes in `data`.
 fn start(keys: &Path, data: &Path, extra: &[&str]) -> Server {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sextant"));
-    cmd.current_dir(repo())
-        .args(["serve", "--addr", "127.0.0.1:0", "--docs", "data/demo/documents.jsonl.gz"])
-        .args(["--ticker", "MA", "--ticker", "XOM", "--ticker", "ORCL", "--facts", "data/demo/facts.jsonl.gz"])
-        .arg("--keys")
-        .arg(keys)
-        .arg("--data-dir")
-        .arg(data)
-        .args(extra)
-        .stdout(Stdio::piped());
-    let mut child = cmd.spawn().expect("start sextant serve");
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    out.read_line(&mut line).unwrap();
-    let addr = line.split("http://").nth(1).and_then(|r| r.split_whitespace().next()).expect("an address").to_string();
-    std::thread::spawn(move || for _ in out.lines() {});
-    let server = Server { child, addr };
-    let t = Instant::now();
-    loop {
-        // Writable once every path is served (the document store opens then).
-        let r = try_http(
-            &server.addr,
-            "GET",
-            "/v1/indexes/demo/documents?limit=1",
-            &[("Authorization", &bearer(READER))],
-            b"",
-        );
-        if r.as_ref().is_some_and(|r| r.status == 200) {
-            return server;
-        }
-        assert!(t.elapsed() < Duration::from_secs(900), "not writable after 15 minutes: {r:?}");
-        std::thread::sleep(Duration::from_millis(300));
-    }
+    let mut args: Vec<&std::ffi::OsStr> =
+        vec!["--keys".as_ref(), keys.as_os_str(), "--data-dir".as_ref(), data.as_os_str()];
+    args.extend(extra.iter().map(|a| std::ffi::OsStr::new(*a)));
+    start_demo(READER, &args)
 }
 
 fn bearer(key: &str) -> String {
@@ -509,7 +435,7 @@ fn a_server_killed_during_writes_keeps_every_acknowledged_write_and_serves_nothi
         };
         std::thread::sleep(Duration::from_millis(400 + next() % 3000));
         let mut server = server;
-        let _ = Command::new("kill").args(["-9", &server.child.id().to_string()]).status();
+        let _ = std::process::Command::new("kill").args(["-9", &server.child.id().to_string()]).status();
         let _ = server.child.wait();
         kills += 1;
         writer.join().expect("the writer stops when the server is gone");
