@@ -1,0 +1,732 @@
+"""The clients: :class:`Sextant` (blocking) and :class:`AsyncSextant` (asyncio), on httpx.
+
+Both build the same requests (the ``_*_call`` functions below) and differ only in how they
+send them. Requests are sent as given: the server validates them and its error envelope is
+raised as an :class:`~sextant.APIError` naming the field at fault.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import time
+from dataclasses import dataclass
+from datetime import date
+from typing import (
+    Any,
+    AsyncIterator,
+    Dict,
+    Generic,
+    Iterator,
+    Mapping,
+    Optional,
+    Sequence,
+    Type,
+    TypeVar,
+    Union,
+)
+from urllib.parse import quote
+
+import httpx
+import pydantic
+
+from . import _errors
+from ._version import __version__
+from .types import (
+    CompactResponse,
+    ContextRequest,
+    ContextResponse,
+    Document,
+    DocumentBody,
+    DocumentPage,
+    DocumentSummary,
+    Health,
+    KbExtra,
+    KbHistoryMessage,
+    KbModelChoice,
+    KbRequest,
+    KbResponse,
+    KbTurn,
+    RetrieveFilters,
+    RetrieveRequest,
+    RetrieveResponse,
+    SearchRequest,
+    SearchResponse,
+    WriteResponse,
+)
+
+__all__ = ["Sextant", "AsyncSextant", "DEFAULT_BASE_URL", "DEFAULT_TIMEOUT", "DEFAULT_MAX_RETRIES"]
+
+#: ``sextant serve``'s default address.
+DEFAULT_BASE_URL = "http://127.0.0.1:8080"
+DEFAULT_TIMEOUT = 60.0
+#: Retries after the first attempt, on 429, 503 and connection errors.
+DEFAULT_MAX_RETRIES = 2
+#: The longest wait between two attempts, in seconds. A ``Retry-After`` asking for more is
+#: raised at once (with ``retry_after`` on the error) rather than retried early.
+DEFAULT_MAX_RETRY_WAIT = 30.0
+
+_RETRY_STATUSES = frozenset({429, 503})
+
+T = TypeVar("T", bound=pydantic.BaseModel)
+Json = Dict[str, Any]
+
+
+@dataclass(frozen=True)
+class _Call(Generic[T]):
+    """One API call: what to send and what the answer is."""
+
+    method: str
+    path: str
+    cast_to: Type[T]
+    json: Optional[Json] = None
+    params: Optional[Dict[str, Any]] = None
+    #: Safe to send twice (read-only or idempotent): retried on a broken connection too.
+    idempotent: bool = True
+
+
+def _wire(value: Any) -> Any:
+    """A value as JSON: models by their wire names, dates as ``YYYY-MM-DD``."""
+    if isinstance(value, pydantic.BaseModel):
+        return value.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        return {k: _wire(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_wire(v) for v in value]
+    return value
+
+
+def _body(model: Type[pydantic.BaseModel], **fields: Any) -> Json:
+    """The JSON body of ``model``'s request from its Python field names; ``None`` is left
+    out. Nothing is validated here: the server does, and says which field is wrong."""
+    out: Json = {}
+    for name, value in fields.items():
+        if value is not None:
+            info = model.model_fields[name]
+            out[info.alias or name] = _wire(value)
+    return out
+
+
+def _seg(part: str) -> str:
+    """A path segment, percent-encoded (a ``/`` in an id stays inside its segment)."""
+    return quote(part, safe="")
+
+
+# The calls, shared by both clients. ------------------------------------------------------
+
+
+def _retrieve_call(
+    query: str,
+    filters: Union[RetrieveFilters, Mapping[str, Any], None],
+    top_k: Optional[int],
+    rerank: Optional[bool],
+    include_segments: Optional[bool],
+) -> _Call[RetrieveResponse]:
+    body = _body(
+        RetrieveRequest,
+        query=query,
+        filters=filters,
+        top_k=top_k,
+        rerank=rerank,
+        include_segments=include_segments,
+    )
+    return _Call("POST", "/v1/retrieve", RetrieveResponse, json=body)
+
+
+def _search_call(query: str, **fields: Any) -> _Call[SearchResponse]:
+    return _Call("POST", "/v1/search", SearchResponse, json=_body(SearchRequest, query=query, **fields))
+
+
+def _context_call(question: str, **fields: Any) -> _Call[ContextResponse]:
+    body = _body(ContextRequest, question=question, **fields)
+    return _Call("POST", "/v1/context", ContextResponse, json=body)
+
+
+def _kb_call(workspace_id: str, index_id: str, query: Optional[str], **fields: Any) -> _Call[KbResponse]:
+    body = _body(KbRequest, index_id=index_id, query=query, **fields)
+    return _Call("POST", f"/{_seg(workspace_id)}/index/retrieve", KbResponse, json=body)
+
+
+def _document_path(index: str, document_id: str) -> str:
+    return f"/v1/indexes/{_seg(index)}/documents/{_seg(document_id)}"
+
+
+def _put_document_call(index: str, document_id: str, **fields: Any) -> _Call[WriteResponse]:
+    return _Call("PUT", _document_path(index, document_id), WriteResponse, json=_body(DocumentBody, **fields))
+
+
+def _list_documents_call(index: str, limit: Optional[int], cursor: Optional[str]) -> _Call[DocumentPage]:
+    params = {k: v for k, v in (("limit", limit), ("cursor", cursor)) if v is not None}
+    return _Call("GET", f"/v1/indexes/{_seg(index)}/documents", DocumentPage, params=params)
+
+
+def _compact_call(index: str) -> _Call[CompactResponse]:
+    return _Call("POST", f"/v1/indexes/{_seg(index)}/compact", CompactResponse, idempotent=False)
+
+
+# The clients. -----------------------------------------------------------------------------
+
+
+class _BaseClient:
+    def __init__(
+        self,
+        *,
+        api_key: Optional[str],
+        base_url: Optional[str],
+        max_retries: int,
+        max_retry_wait: float,
+    ) -> None:
+        self.api_key = api_key if api_key is not None else os.environ.get("SEXTANT_API_KEY")
+        self.base_url = base_url or os.environ.get("SEXTANT_BASE_URL") or DEFAULT_BASE_URL
+        self.max_retries = max_retries
+        self.max_retry_wait = max_retry_wait
+
+    def _headers(self) -> Dict[str, str]:
+        headers = {"Accept": "application/json", "User-Agent": f"sextant-python/{__version__}"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        return headers
+
+    def _url(self, path: str) -> str:
+        """The URL of ``path`` under the base URL (which may have a path of its own, such as
+        an API Gateway stage)."""
+        return self.base_url.rstrip("/") + path
+
+    def _backoff(self, attempt: int) -> float:
+        """Exponential backoff with jitter, when the server gave no ``Retry-After``."""
+        return min(0.5 * 2**attempt * (0.75 + random.random() / 2), self.max_retry_wait)
+
+    def _wait_after_status(self, response: httpx.Response, attempt: int) -> Optional[float]:
+        """Seconds to wait before retrying this answer, or ``None``: raise it."""
+        if response.status_code not in _RETRY_STATUSES or attempt >= self.max_retries:
+            return None
+        asked = _errors.retry_after_seconds(response)
+        if asked is None:
+            return self._backoff(attempt)
+        if asked > self.max_retry_wait:
+            return None
+        # Never earlier than asked; a little later, so that clients shed together do not
+        # all come back at the same instant.
+        return min(asked + random.uniform(0, min(0.25, asked / 4)), self.max_retry_wait)
+
+    def _wait_after_error(self, exc: httpx.TransportError, call: _Call[Any], attempt: int) -> Optional[float]:
+        """Seconds to wait before retrying after a transport error, or ``None``. A request
+        that never reached the server is always retried; one that may have, only when it is
+        idempotent."""
+        if attempt >= self.max_retries:
+            return None
+        unsent = isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout))
+        return self._backoff(attempt) if unsent or call.idempotent else None
+
+    @staticmethod
+    def _connection_error(exc: httpx.TransportError, request: httpx.Request) -> _errors.APIConnectionError:
+        if isinstance(exc, httpx.TimeoutException):
+            return _errors.APITimeoutError(f"request timed out: {exc}", request=request)
+        return _errors.APIConnectionError(f"connection error: {exc}", request=request)
+
+    @staticmethod
+    def _error(response: httpx.Response) -> _errors.APIError:
+        try:
+            body: Any = response.json()
+        except ValueError:
+            body = response.text
+        return _errors.error_for(response, body)
+
+    @staticmethod
+    def _parse(call: _Call[T], response: httpx.Response) -> T:
+        try:
+            body = response.json()
+        except ValueError as exc:
+            raise _errors.APIResponseValidationError(
+                f"{call.method} {call.path}: the answer is not JSON", response=response, body=response.text
+            ) from exc
+        try:
+            return call.cast_to.model_validate(body)
+        except pydantic.ValidationError as exc:
+            raise _errors.APIResponseValidationError(
+                f"{call.method} {call.path}: unexpected answer: {exc}", response=response, body=body
+            ) from exc
+
+
+class Sextant(_BaseClient):
+    """A client of a Sextant server.
+
+    ``api_key`` and ``base_url`` default to ``$SEXTANT_API_KEY`` and ``$SEXTANT_BASE_URL``
+    (then ``http://127.0.0.1:8080``). 429 and 503 answers are retried up to ``max_retries``
+    times, after the ``Retry-After`` the server sends (at most ``max_retry_wait`` seconds;
+    longer is raised at once); so are connection errors of idempotent requests.
+
+    >>> client = Sextant(api_key="sx_dev")
+    >>> for chunk in client.retrieve("Where is Mastercard headquartered?", top_k=3).chunks:
+    ...     print(chunk.source.document_id, chunk.source.char_start, chunk.evidence_text)
+    """
+
+    def __init__(
+        self,
+        *,
+        api_key: Optional[str] = None,
+        base_url: Optional[str] = None,
+        timeout: Union[float, httpx.Timeout] = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        max_retry_wait: float = DEFAULT_MAX_RETRY_WAIT,
+        http_client: Optional[httpx.Client] = None,
+    ) -> None:
+        super().__init__(api_key=api_key, base_url=base_url, max_retries=max_retries, max_retry_wait=max_retry_wait)
+        self._owns_client = http_client is None
+        self._client = http_client or httpx.Client(timeout=timeout)
+
+    def close(self) -> None:
+        """Close the connections (only those of an ``http_client`` this client made)."""
+        if self._owns_client:
+            self._client.close()
+
+    def __enter__(self) -> "Sextant":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _send(self, call: _Call[T]) -> T:
+        request = self._client.build_request(
+            call.method, self._url(call.path), json=call.json, params=call.params, headers=self._headers()
+        )
+        attempt = 0
+        while True:
+            try:
+                response = self._client.send(request)
+            except httpx.TransportError as exc:
+                wait = self._wait_after_error(exc, call, attempt)
+                if wait is None:
+                    raise self._connection_error(exc, request) from exc
+            else:
+                if response.is_success:
+                    return self._parse(call, response)
+                wait = self._wait_after_status(response, attempt)
+                if wait is None:
+                    raise self._error(response)
+            attempt += 1
+            time.sleep(wait)
+
+    def retrieve(
+        self,
+        query: str,
+        *,
+        filters: Union[RetrieveFilters, Mapping[str, Any], None] = None,
+        top_k: Optional[int] = None,
+        rerank: Optional[bool] = None,
+        include_segments: Optional[bool] = None,
+    ) -> RetrieveResponse:
+        """``POST /v1/retrieve``: cited chunks (``tickers``, ``year``, ``quarter``,
+        ``source_types`` and ``metadata`` filters; ``top_k`` 1-50, clamped to the plan)."""
+        return self._send(_retrieve_call(query, filters, top_k, rerank, include_segments))
+
+    def search(
+        self,
+        query: str,
+        *,
+        entity: Union[str, Sequence[str], None] = None,
+        theme: Union[str, Sequence[str], None] = None,
+        published_after: Union[str, date, None] = None,
+        published_before: Union[str, date, None] = None,
+        limit: Optional[int] = None,
+        max_per_document: Optional[int] = None,
+        rerank: Optional[bool] = None,
+        recency_boost: Optional[bool] = None,
+        min_similarity: Optional[float] = None,
+        metadata: Optional[Mapping[str, Any]] = None,
+    ) -> SearchResponse:
+        """``POST /v1/search``: sentence units with document offsets and each one's rank in
+        every retrieval path."""
+        return self._send(
+            _search_call(
+                query,
+                entity=entity,
+                theme=theme,
+                published_after=published_after,
+                published_before=published_before,
+                limit=limit,
+                max_per_document=max_per_document,
+                rerank=rerank,
+                recency_boost=recency_boost,
+                min_similarity=min_similarity,
+                metadata=metadata,
+            )
+        )
+
+    def context(
+        self,
+        question: str,
+        *,
+        tickers: Optional[Sequence[str]] = None,
+        years: Optional[Sequence[int]] = None,
+        quarters: Optional[Sequence[Union[int, str]]] = None,
+        route: Optional[str] = None,
+        top_k: Optional[int] = None,
+    ) -> ContextResponse:
+        """``POST /v1/context``: structured, cited context for a financial question (facts,
+        comparisons, series, statements, passages), never a generated answer."""
+        return self._send(
+            _context_call(question, tickers=tickers, years=years, quarters=quarters, route=route, top_k=top_k)
+        )
+
+    def knowledge_base_retrieve(
+        self,
+        query: Optional[str],
+        *,
+        workspace_id: str,
+        index_id: str,
+        dense_similarity_top_k: Optional[int] = None,
+        sparse_similarity_top_k: Optional[int] = None,
+        enable_reranking: Optional[bool] = None,
+        rerank_min_score: Optional[float] = None,
+        rerank_top_n: Optional[int] = None,
+        enable_rewrite: Optional[bool] = None,
+        history: Optional[Sequence[Union[KbTurn, Mapping[str, Any]]]] = None,
+        query_history: Optional[Sequence[Union[KbHistoryMessage, Mapping[str, Any]]]] = None,
+        search_filters: Optional[Sequence[Mapping[str, Any]]] = None,
+        rerank: Optional[Sequence[Union[KbModelChoice, Mapping[str, Any]]]] = None,
+        rewrite: Optional[Sequence[Union[KbModelChoice, Mapping[str, Any]]]] = None,
+        extra: Union[KbExtra, Mapping[str, Any], None] = None,
+        save_retriever_history: Optional[bool] = None,
+    ) -> KbResponse:
+        """``POST /{WorkspaceId}/index/retrieve``: the knowledge-base ``Retrieve`` API
+        (``Data.Nodes`` with ``Text``, ``Score`` and ``Metadata``)."""
+        return self._send(
+            _kb_call(
+                workspace_id,
+                index_id,
+                query,
+                dense_similarity_top_k=dense_similarity_top_k,
+                sparse_similarity_top_k=sparse_similarity_top_k,
+                enable_reranking=enable_reranking,
+                rerank_min_score=rerank_min_score,
+                rerank_top_n=rerank_top_n,
+                enable_rewrite=enable_rewrite,
+                history=history,
+                query_history=query_history,
+                search_filters=search_filters,
+                rerank=rerank,
+                rewrite=rewrite,
+                extra=extra,
+                save_retriever_history=save_retriever_history,
+            )
+        )
+
+    def put_document(
+        self,
+        index: str,
+        document_id: str,
+        *,
+        text: Optional[str] = None,
+        content_type: Optional[str] = None,
+        segments: Optional[Sequence[str]] = None,
+        title: Optional[str] = None,
+        metadata: Optional[Mapping[str, Any]] = None,
+        document_type: Optional[str] = None,
+        ticker: Optional[str] = None,
+        year: Optional[int] = None,
+        quarter: Optional[str] = None,
+        filing_type: Optional[str] = None,
+        source_url: Optional[str] = None,
+        published_at: Union[str, date, None] = None,
+    ) -> WriteResponse:
+        """``PUT /v1/indexes/{index}/documents/{documentId}``: insert or replace a document
+        (``text`` read as ``content_type`` says: ``text/plain``, ``text/markdown`` or
+        ``text/html``; or ready-made ``segments``). Searchable when it returns (``status``
+        ``live``; ``pending`` on AWS)."""
+        return self._send(
+            _put_document_call(
+                index,
+                document_id,
+                text=text,
+                content_type=content_type,
+                segments=segments,
+                title=title,
+                metadata=metadata,
+                document_type=document_type,
+                ticker=ticker,
+                year=year,
+                quarter=quarter,
+                filing_type=filing_type,
+                source_url=source_url,
+                published_at=published_at,
+            )
+        )
+
+    def get_document(self, index: str, document_id: str) -> Document:
+        """``GET /v1/indexes/{index}/documents/{documentId}``: fields, text and segments."""
+        return self._send(_Call("GET", _document_path(index, document_id), Document))
+
+    def delete_document(self, index: str, document_id: str) -> WriteResponse:
+        """``DELETE /v1/indexes/{index}/documents/{documentId}`` (a 404 when there is none)."""
+        return self._send(_Call("DELETE", _document_path(index, document_id), WriteResponse))
+
+    def list_documents(self, index: str, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> DocumentPage:
+        """``GET /v1/indexes/{index}/documents``: one page, in id order; pass its
+        ``next_cursor`` as ``cursor`` for the next (or use :meth:`iter_documents`)."""
+        return self._send(_list_documents_call(index, limit, cursor))
+
+    def iter_documents(self, index: str, *, page_size: Optional[int] = None) -> Iterator[DocumentSummary]:
+        """Every document of ``index``, page after page."""
+        cursor: Optional[str] = None
+        while True:
+            page = self.list_documents(index, limit=page_size, cursor=cursor)
+            yield from page.documents
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
+
+    def compact(self, index: str) -> CompactResponse:
+        """``POST /v1/indexes/{index}/compact`` (admin scope): fold the writes into a new
+        index version now."""
+        return self._send(_compact_call(index))
+
+    def health(self) -> Health:
+        """``GET /health`` (no key needed): 200 once loaded; a 503 while loading is retried."""
+        return self._send(_Call("GET", "/health", Health))
+
+    def openapi(self) -> Dict[str, Any]:
+        """``GET /openapi.json``: the server's OpenAPI 3.1 document."""
+        response = self._client.get(self._url("/openapi.json"), headers=self._headers())
+        if not response.is_success:
+            raise self._error(response)
+        document: Dict[str, Any] = response.json()
+        return document
+
+
+class AsyncSextant(_BaseClient):
+    """The asyncio twin of :class:`Sextant`: the same methods, awaited.
+
+    >>> async with AsyncSextant(api_key="sx_dev") as client:
+    ...     results = await client.search("cross-border volume growth", entity="MA")
+    """
+
+    def __init__(
+        self,
+        *,
+        api_key: Optional[str] = None,
+        base_url: Optional[str] = None,
+        timeout: Union[float, httpx.Timeout] = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        max_retry_wait: float = DEFAULT_MAX_RETRY_WAIT,
+        http_client: Optional[httpx.AsyncClient] = None,
+    ) -> None:
+        super().__init__(api_key=api_key, base_url=base_url, max_retries=max_retries, max_retry_wait=max_retry_wait)
+        self._owns_client = http_client is None
+        self._client = http_client or httpx.AsyncClient(timeout=timeout)
+
+    async def close(self) -> None:
+        """Close the connections (only those of an ``http_client`` this client made)."""
+        if self._owns_client:
+            await self._client.aclose()
+
+    async def __aenter__(self) -> "AsyncSextant":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _send(self, call: _Call[T]) -> T:
+        request = self._client.build_request(
+            call.method, self._url(call.path), json=call.json, params=call.params, headers=self._headers()
+        )
+        attempt = 0
+        while True:
+            try:
+                response = await self._client.send(request)
+            except httpx.TransportError as exc:
+                wait = self._wait_after_error(exc, call, attempt)
+                if wait is None:
+                    raise self._connection_error(exc, request) from exc
+            else:
+                if response.is_success:
+                    return self._parse(call, response)
+                wait = self._wait_after_status(response, attempt)
+                if wait is None:
+                    raise self._error(response)
+            attempt += 1
+            await asyncio.sleep(wait)
+
+    async def retrieve(
+        self,
+        query: str,
+        *,
+        filters: Union[RetrieveFilters, Mapping[str, Any], None] = None,
+        top_k: Optional[int] = None,
+        rerank: Optional[bool] = None,
+        include_segments: Optional[bool] = None,
+    ) -> RetrieveResponse:
+        """See :meth:`Sextant.retrieve`."""
+        return await self._send(_retrieve_call(query, filters, top_k, rerank, include_segments))
+
+    async def search(
+        self,
+        query: str,
+        *,
+        entity: Union[str, Sequence[str], None] = None,
+        theme: Union[str, Sequence[str], None] = None,
+        published_after: Union[str, date, None] = None,
+        published_before: Union[str, date, None] = None,
+        limit: Optional[int] = None,
+        max_per_document: Optional[int] = None,
+        rerank: Optional[bool] = None,
+        recency_boost: Optional[bool] = None,
+        min_similarity: Optional[float] = None,
+        metadata: Optional[Mapping[str, Any]] = None,
+    ) -> SearchResponse:
+        """See :meth:`Sextant.search`."""
+        return await self._send(
+            _search_call(
+                query,
+                entity=entity,
+                theme=theme,
+                published_after=published_after,
+                published_before=published_before,
+                limit=limit,
+                max_per_document=max_per_document,
+                rerank=rerank,
+                recency_boost=recency_boost,
+                min_similarity=min_similarity,
+                metadata=metadata,
+            )
+        )
+
+    async def context(
+        self,
+        question: str,
+        *,
+        tickers: Optional[Sequence[str]] = None,
+        years: Optional[Sequence[int]] = None,
+        quarters: Optional[Sequence[Union[int, str]]] = None,
+        route: Optional[str] = None,
+        top_k: Optional[int] = None,
+    ) -> ContextResponse:
+        """See :meth:`Sextant.context`."""
+        return await self._send(
+            _context_call(question, tickers=tickers, years=years, quarters=quarters, route=route, top_k=top_k)
+        )
+
+    async def knowledge_base_retrieve(
+        self,
+        query: Optional[str],
+        *,
+        workspace_id: str,
+        index_id: str,
+        dense_similarity_top_k: Optional[int] = None,
+        sparse_similarity_top_k: Optional[int] = None,
+        enable_reranking: Optional[bool] = None,
+        rerank_min_score: Optional[float] = None,
+        rerank_top_n: Optional[int] = None,
+        enable_rewrite: Optional[bool] = None,
+        history: Optional[Sequence[Union[KbTurn, Mapping[str, Any]]]] = None,
+        query_history: Optional[Sequence[Union[KbHistoryMessage, Mapping[str, Any]]]] = None,
+        search_filters: Optional[Sequence[Mapping[str, Any]]] = None,
+        rerank: Optional[Sequence[Union[KbModelChoice, Mapping[str, Any]]]] = None,
+        rewrite: Optional[Sequence[Union[KbModelChoice, Mapping[str, Any]]]] = None,
+        extra: Union[KbExtra, Mapping[str, Any], None] = None,
+        save_retriever_history: Optional[bool] = None,
+    ) -> KbResponse:
+        """See :meth:`Sextant.knowledge_base_retrieve`."""
+        return await self._send(
+            _kb_call(
+                workspace_id,
+                index_id,
+                query,
+                dense_similarity_top_k=dense_similarity_top_k,
+                sparse_similarity_top_k=sparse_similarity_top_k,
+                enable_reranking=enable_reranking,
+                rerank_min_score=rerank_min_score,
+                rerank_top_n=rerank_top_n,
+                enable_rewrite=enable_rewrite,
+                history=history,
+                query_history=query_history,
+                search_filters=search_filters,
+                rerank=rerank,
+                rewrite=rewrite,
+                extra=extra,
+                save_retriever_history=save_retriever_history,
+            )
+        )
+
+    async def put_document(
+        self,
+        index: str,
+        document_id: str,
+        *,
+        text: Optional[str] = None,
+        content_type: Optional[str] = None,
+        segments: Optional[Sequence[str]] = None,
+        title: Optional[str] = None,
+        metadata: Optional[Mapping[str, Any]] = None,
+        document_type: Optional[str] = None,
+        ticker: Optional[str] = None,
+        year: Optional[int] = None,
+        quarter: Optional[str] = None,
+        filing_type: Optional[str] = None,
+        source_url: Optional[str] = None,
+        published_at: Union[str, date, None] = None,
+    ) -> WriteResponse:
+        """See :meth:`Sextant.put_document`."""
+        return await self._send(
+            _put_document_call(
+                index,
+                document_id,
+                text=text,
+                content_type=content_type,
+                segments=segments,
+                title=title,
+                metadata=metadata,
+                document_type=document_type,
+                ticker=ticker,
+                year=year,
+                quarter=quarter,
+                filing_type=filing_type,
+                source_url=source_url,
+                published_at=published_at,
+            )
+        )
+
+    async def get_document(self, index: str, document_id: str) -> Document:
+        """See :meth:`Sextant.get_document`."""
+        return await self._send(_Call("GET", _document_path(index, document_id), Document))
+
+    async def delete_document(self, index: str, document_id: str) -> WriteResponse:
+        """See :meth:`Sextant.delete_document`."""
+        return await self._send(_Call("DELETE", _document_path(index, document_id), WriteResponse))
+
+    async def list_documents(
+        self, index: str, *, limit: Optional[int] = None, cursor: Optional[str] = None
+    ) -> DocumentPage:
+        """See :meth:`Sextant.list_documents`."""
+        return await self._send(_list_documents_call(index, limit, cursor))
+
+    async def iter_documents(self, index: str, *, page_size: Optional[int] = None) -> AsyncIterator[DocumentSummary]:
+        """Every document of ``index``, page after page (``async for``)."""
+        cursor: Optional[str] = None
+        while True:
+            page = await self.list_documents(index, limit=page_size, cursor=cursor)
+            for document in page.documents:
+                yield document
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
+
+    async def compact(self, index: str) -> CompactResponse:
+        """See :meth:`Sextant.compact`."""
+        return await self._send(_compact_call(index))
+
+    async def health(self) -> Health:
+        """See :meth:`Sextant.health`."""
+        return await self._send(_Call("GET", "/health", Health))
+
+    async def openapi(self) -> Dict[str, Any]:
+        """See :meth:`Sextant.openapi`."""
+        response = await self._client.get(self._url("/openapi.json"), headers=self._headers())
+        if not response.is_success:
+            raise self._error(response)
+        document: Dict[str, Any] = response.json()
+        return document
+
