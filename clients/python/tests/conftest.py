@@ -9,13 +9,13 @@ from __future__ import annotations
 import filecmp
 import os
 from pathlib import Path
-from typing import AsyncIterator, Callable, Dict, Iterator, List
+from typing import AsyncIterator, Callable, Dict, Iterator
 
-import httpx
 import pytest
 
 import sextant
 from sextant import AsyncSextant, Sextant
+from support import Recorder
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -69,32 +69,6 @@ def document_text(client: Sextant, index: str) -> Callable[[str], str]:
         return cache[document_id]
 
     return text
-
-
-class Recorder:
-    """The requests a client sent and the statuses it got, from httpx's event hooks."""
-
-    def __init__(self) -> None:
-        self.sent: List[httpx.Request] = []
-        self.statuses: List[int] = []
-
-    def on_request(self, request: httpx.Request) -> None:
-        self.sent.append(request)
-
-    def on_response(self, response: httpx.Response) -> None:
-        self.statuses.append(response.status_code)
-
-    async def aon_request(self, request: httpx.Request) -> None:
-        self.on_request(request)
-
-    async def aon_response(self, response: httpx.Response) -> None:
-        self.on_response(response)
-
-    def http_client(self) -> httpx.Client:
-        return httpx.Client(event_hooks={"request": [self.on_request], "response": [self.on_response]})
-
-    def async_http_client(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(event_hooks={"request": [self.aon_request], "response": [self.aon_response]})
 
 
 @pytest.fixture

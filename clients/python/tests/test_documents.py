@@ -1,0 +1,111 @@
+"""The document routes: put, get, search, list (paged), replace, delete, compact."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Iterator
+
+import pytest
+
+from sextant import NotFoundError, Sextant
+
+NOTE = """# Travel policy
+
+Employees book economy class for flights under six hours.
+
+Cross-border card spend on travel is reimbursed within 14 days of the receipt."""
+
+
+@pytest.fixture
+def document_id(client: Sextant, index: str) -> Iterator[str]:
+    """A fresh id; the document is deleted afterwards if the test left it."""
+    document_id = f"client-test-{uuid.uuid4().hex[:12]}"
+    yield document_id
+    try:
+        client.delete_document(index, document_id)
+    except NotFoundError:
+        pass
+
+
+def test_put_search_get_replace_delete(client: Sextant, index: str, document_id: str) -> None:
+    w = client.put_document(
+        index,
+        document_id,
+        text=NOTE,
+        content_type="text/markdown",
+        title="Travel policy",
+        metadata={"department": "people-ops", "pages": 3, "reviewed": "2024-05-01"},
+        published_at="2024-05-02",
+    )
+    assert (w.document_id, w.index, w.status, w.created) == (document_id, index, "live", True)
+    assert w.chunks and w.chunks >= 1 and w.segments == 3
+
+    doc = client.get_document(index, document_id)
+    assert doc.title == "Travel policy" and doc.status == "live" and doc.published_at == "2024-05-02"
+    assert doc.metadata == {"department": "people-ops", "pages": 3, "reviewed": "2024-05-01"}
+    assert [s.text for s in doc.segments] == [
+        "Travel policy",
+        "Employees book economy class for flights under six hours.",
+        "Cross-border card spend on travel is reimbursed within 14 days of the receipt.",
+    ]
+    assert doc.text == "\n\n".join(s.text for s in doc.segments)
+    for s in doc.segments:
+        assert doc.text[s.char_start : s.char_end] == s.text
+
+    # Searchable at once, filtered by its own metadata, cited by offset.
+    r = client.search("when is travel spend reimbursed", metadata={"department": "people-ops", "pages": {"gte": 2}})
+    assert r.results and all(u.document.document_id == document_id for u in r.results)
+    top = r.results[0]
+    assert doc.text[top.position.char_start : top.position.char_end] == top.text
+    assert "14 days" in top.text and top.document.metadata == doc.metadata
+    chunks = client.retrieve("economy class flights", filters={"metadata": {"department": "people-ops"}}).chunks
+    assert chunks and chunks[0].source.document_id == document_id
+    assert doc.text[chunks[0].source.char_start : chunks[0].source.char_end] == chunks[0].text
+
+    again = client.put_document(index, document_id, segments=["Only one segment now."], title="Travel policy v2")
+    assert again.created is False and again.segments == 1
+    assert client.get_document(index, document_id).text == "Only one segment now."
+
+    gone = client.delete_document(index, document_id)
+    assert gone.deleted is True and gone.document_id == document_id
+    with pytest.raises(NotFoundError) as e:
+        client.get_document(index, document_id)
+    assert e.value.status == 404 and e.value.code == "not_found" and document_id in e.value.message
+    with pytest.raises(NotFoundError):
+        client.delete_document(index, document_id)
+
+
+def test_list_documents_pages_through_every_document(client: Sextant, index: str, document_id: str) -> None:
+    client.put_document(index, document_id, text="A short note about listing.", title="Listing")
+    first = client.list_documents(index, limit=5)
+    assert first.index == index and len(first.documents) == 5 and first.next_cursor
+    second = client.list_documents(index, limit=5, cursor=first.next_cursor)
+    assert second.documents[0].document_id > first.documents[-1].document_id
+    ids = [d.document_id for d in client.iter_documents(index, page_size=7)]
+    assert ids == sorted(set(ids)), "in id order, each once"
+    assert ids[:10] == [d.document_id for d in first.documents + second.documents]
+    assert document_id in ids
+    assert len(ids) == len([d.document_id for d in client.iter_documents(index, page_size=1000)])
+
+
+def test_an_id_with_a_slash_stays_one_path_segment(client: Sextant, index: str) -> None:
+    """The client encodes ids; the server refuses a ``/`` in an id and says so."""
+    from sextant import BadRequestError
+
+    with pytest.raises(BadRequestError) as e:
+        client.put_document(index, "a/b", text="x")
+    assert "a/b" in e.value.message
+
+
+def test_compact_folds_the_writes_into_a_new_version(client: Sextant, index: str, document_id: str) -> None:
+    client.put_document(index, document_id, text="Compaction keeps every vector it already has.")
+    c = client.compact(index)
+    assert c.compacted is True and c.index == index and c.request_id.startswith("req_")
+    assert c.report is not None and c.report["chunks_encoded"] == 0
+    assert client.get_document(index, document_id).compacted is True
+
+
+def test_unknown_index(client: Sextant) -> None:
+    with pytest.raises(NotFoundError) as e:
+        client.list_documents("no-such-index")
+    assert e.value.code == "not_found"
