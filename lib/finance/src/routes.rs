@@ -24,6 +24,8 @@ const DEFAULT_METRICS: [&str; 2] = ["revenue", "net_income"];
 /// A route's result: only the parts the route produces are filled.
 #[derive(Debug, Clone, Default, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+// The parts a route does not fill are left out of the answer, so its schema requires none.
+#[cfg_attr(feature = "schema", schemars(default))]
 #[serde(rename_all = "camelCase")]
 pub struct RouteResult {
     /// Values asked for, with the prior year's beside them.
