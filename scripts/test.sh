@@ -19,6 +19,9 @@ fi
 # The official Alibaba Cloud SDK, in its own venv, for the knowledge-base API test.
 SEXTANT_SDK_PYTHON=$(bash scripts/sdk_venv.sh)
 export SEXTANT_SDK_PYTHON
+# The Python client (clients/python) and its pinned test requirements, for tests/python_client.rs.
+SEXTANT_CLIENT_PYTHON=$(bash scripts/client_venv.sh)
+export SEXTANT_CLIENT_PYTHON
 envfile=$(bash scripts/aws_servers.sh start | tail -n1)
 trap 'bash scripts/aws_servers.sh stop >/dev/null 2>&1 || true' EXIT
 # shellcheck disable=SC1090
