@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import types
 import typing
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, Type
 
 from pydantic import BaseModel
 
@@ -48,7 +48,7 @@ def _resolve(doc: Schema, schema: Schema) -> Tuple[Schema, Optional[str]]:
 def _split_null(schema: Schema) -> Tuple[List[Schema], bool]:
     """The schema's non-null alternatives, and whether ``null`` is allowed."""
     if "anyOf" in schema or "oneOf" in schema:
-        alts = schema.get("anyOf", schema.get("oneOf"))
+        alts: List[Schema] = schema.get("anyOf") or schema.get("oneOf") or []
         rest = [a for a in alts if a.get("type") != "null"]
         return rest, len(rest) < len(alts)
     t = schema.get("type")
@@ -83,7 +83,7 @@ def _is_object(schema: Schema) -> bool:
 
 def _object_variants(schema: Schema) -> Optional[List[Schema]]:
     """An object schema, or a ``oneOf`` of object schemas (a tagged enum): its variants."""
-    alts = schema.get("oneOf") or schema.get("anyOf")
+    alts: List[Schema] = schema.get("oneOf") or schema.get("anyOf") or []
     if alts and all(_is_object(a) and "properties" in a for a in alts):
         return alts
     if _is_object(schema) and "properties" in schema:
@@ -91,7 +91,7 @@ def _object_variants(schema: Schema) -> Optional[List[Schema]]:
     return None
 
 
-def model_problems(model: type, schema: Schema, doc: Schema) -> List[str]:
+def model_problems(model: Type[BaseModel], schema: Schema, doc: Schema) -> List[str]:
     """What differs between ``model`` and ``schema``; empty when they match."""
     schema, _ = _resolve(doc, schema)
     variants = _object_variants(schema)

@@ -54,7 +54,10 @@ def test_search_endpoint_carries_each_path_rank(client: Sextant, document_text: 
 
 def test_it_composes_and_batches(client: Sextant) -> None:
     retriever = SextantRetriever(client=client, top_k=2)
-    titles = retriever | RunnableLambda(lambda docs: [d.metadata["title"] for d in docs])
+    def titles_of(docs: List[Document]) -> List[str]:
+        return [d.metadata["title"] for d in docs]
+
+    titles = retriever | RunnableLambda(titles_of)
     assert all("Oracle" in t for t in titles.invoke("Oracle cloud infrastructure revenue", config={"tags": ["t"]}))
     both = retriever.batch(["Mastercard headquarters", "Exxon upstream production"])
     assert [len(b) for b in both] == [2, 2]

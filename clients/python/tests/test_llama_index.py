@@ -16,8 +16,8 @@ def _assert_cited(nodes: List[NodeWithScore], document_text: Callable[[str], str
     assert nodes
     for n in nodes:
         node = n.node
-        assert isinstance(node, TextNode)
-        text = document_text(node.ref_doc_id or "")
+        assert isinstance(node, TextNode) and node.ref_doc_id
+        text = document_text(node.ref_doc_id)
         assert text[node.start_char_idx : node.end_char_idx] == node.text
         assert (node.metadata["char_start"], node.metadata["char_end"]) == (node.start_char_idx, node.end_char_idx)
         assert n.score == node.metadata["score"]
@@ -30,6 +30,7 @@ def test_retrieve(client: Sextant, document_text: Callable[[str], str]) -> None:
     assert len(nodes) == 3
     _assert_cited(nodes, document_text)
     node = nodes[0].node
+    assert isinstance(node, TextNode) and node.ref_doc_id
     assert node.metadata["ticker"] == "ORCL" and node.node_id.startswith(node.ref_doc_id + "#")
     # What a language model is shown: the text and where it comes from, not the ranks.
     shown = node.get_content(metadata_mode=MetadataMode.LLM)

@@ -13,7 +13,7 @@ A model whose schema this server does not publish yet is skipped, not passed.
 from __future__ import annotations
 
 import uuid
-from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Set, Tuple, Type
 
 import httpx
 import pytest
@@ -26,6 +26,7 @@ from schema_check import model_problems, pointer
 from sextant import Sextant
 from sextant.types import (
     MODELS,
+    _Model,
     CompactResponse,
     ContextResponse,
     Document,
@@ -101,7 +102,7 @@ def _object_schemas(doc: Dict[str, Any], at: str, schema: Any, seen: Set[str]) -
 
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)
-def test_each_model_matches_its_schema(model: type, openapi: Dict[str, Any]) -> None:
+def test_each_model_matches_its_schema(model: Type[_Model], openapi: Dict[str, Any]) -> None:
     schema = pointer(openapi, model.openapi_ref)
     if schema is None:
         pytest.skip(f"this server's /openapi.json has no {model.openapi_ref}")
@@ -163,7 +164,7 @@ class Answers:
         self,
         method: str,
         template: str,
-        model: type,
+        model: Type[BaseModel],
         status: int = 200,
         path: Optional[str] = None,
         body: Optional[Dict[str, Any]] = None,

@@ -197,7 +197,7 @@ class _BaseClient:
 
     def _backoff(self, attempt: int) -> float:
         """Exponential backoff with jitter, when the server gave no ``Retry-After``."""
-        return min(0.5 * 2**attempt * (0.75 + random.random() / 2), self.max_retry_wait)
+        return min(0.5 * 2.0**attempt * (0.75 + random.random() / 2), self.max_retry_wait)
 
     def _wait_after_status(self, response: httpx.Response, attempt: int) -> Optional[float]:
         """Seconds to wait before retrying this answer, or ``None``: raise it."""

@@ -10,7 +10,7 @@ client.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Dict, List, Optional, Union
+from typing import Any, ClassVar, Dict, List, Optional, Type, Union
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel, to_pascal
@@ -658,7 +658,7 @@ class Health(_Camel):
 
 
 #: Every model, for the OpenAPI check.
-MODELS: List[type] = [
+MODELS: List[Type[_Model]] = [
     obj
     for name, obj in sorted(globals().items())
     if isinstance(obj, type) and issubclass(obj, _Model) and not name.startswith("_")
