@@ -68,8 +68,14 @@ pub fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body
 /// ORCL, with their facts), built once and cached, with `extra` arguments; returned once
 /// every retrieval path serves and the documents of index `demo` can be read with `key`.
 pub fn start_demo(key: &str, extra: &[&std::ffi::OsStr]) -> Server {
+    start_demo_with_env(key, extra, &[])
+}
+
+/// [`start_demo`] with these environment variables set for the server (`SEXTANT_LOG`, ...).
+pub fn start_demo_with_env(key: &str, extra: &[&std::ffi::OsStr], env: &[(&str, &str)]) -> Server {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_sextant"));
     cmd.current_dir(repo())
+        .envs(env.iter().copied())
         .args(["serve", "--addr", "127.0.0.1:0", "--docs", "data/demo/documents.jsonl.gz"])
         .args(["--ticker", "MA", "--ticker", "XOM", "--ticker", "ORCL", "--facts", "data/demo/facts.jsonl.gz"])
         .args(extra)

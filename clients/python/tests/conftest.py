@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import filecmp
 import os
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import AsyncIterator, Callable, Dict, Iterator
 
 import pytest
 
 import sextant
 from sextant import AsyncSextant, Sextant
+
 from support import Recorder
 
 
@@ -61,7 +62,7 @@ async def aclient() -> AsyncIterator[AsyncSextant]:
 @pytest.fixture(scope="session")
 def document_text(client: Sextant, index: str) -> Callable[[str], str]:
     """A document's text (what every ``char_start``/``char_end`` indexes), fetched once."""
-    cache: Dict[str, str] = {}
+    cache: dict[str, str] = {}
 
     def text(document_id: str) -> str:
         if document_id not in cache:

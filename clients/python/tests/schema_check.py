@@ -14,16 +14,18 @@ A model matches its schema when:
 
 from __future__ import annotations
 
+import functools
+import operator
 import types
 import typing
-from typing import Any, Dict, List, Optional, Tuple, Type
+from typing import Any
 
 from pydantic import BaseModel
 
-Schema = Dict[str, Any]
+Schema = dict[str, Any]
 
 
-def pointer(doc: Schema, ref: str) -> Optional[Any]:
+def pointer(doc: Schema, ref: str) -> Any | None:
     """The value at a JSON pointer (``#/components/schemas/X``), or ``None``."""
     node: Any = doc
     for part in ref.lstrip("#/").split("/"):
@@ -34,7 +36,7 @@ def pointer(doc: Schema, ref: str) -> Optional[Any]:
     return node
 
 
-def _resolve(doc: Schema, schema: Schema) -> Tuple[Schema, Optional[str]]:
+def _resolve(doc: Schema, schema: Schema) -> tuple[Schema, str | None]:
     ref = None
     while "$ref" in schema:
         ref = schema["$ref"]
@@ -45,10 +47,10 @@ def _resolve(doc: Schema, schema: Schema) -> Tuple[Schema, Optional[str]]:
     return schema, ref
 
 
-def _split_null(schema: Schema) -> Tuple[List[Schema], bool]:
+def _split_null(schema: Schema) -> tuple[list[Schema], bool]:
     """The schema's non-null alternatives, and whether ``null`` is allowed."""
     if "anyOf" in schema or "oneOf" in schema:
-        alts: List[Schema] = schema.get("anyOf") or schema.get("oneOf") or []
+        alts: list[Schema] = schema.get("anyOf") or schema.get("oneOf") or []
         rest = [a for a in alts if a.get("type") != "null"]
         return rest, len(rest) < len(alts)
     t = schema.get("type")
@@ -61,7 +63,7 @@ def _split_null(schema: Schema) -> Tuple[List[Schema], bool]:
     return [schema], False
 
 
-def _split_none(annotation: Any) -> Tuple[List[Any], bool]:
+def _split_none(annotation: Any) -> tuple[list[Any], bool]:
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
         args = typing.get_args(annotation)
         rest = [a for a in args if a is not type(None)]
@@ -81,9 +83,9 @@ def _is_object(schema: Schema) -> bool:
     return schema.get("type") == "object" or "properties" in schema
 
 
-def _object_variants(schema: Schema) -> Optional[List[Schema]]:
+def _object_variants(schema: Schema) -> list[Schema] | None:
     """An object schema, or a ``oneOf`` of object schemas (a tagged enum): its variants."""
-    alts: List[Schema] = schema.get("oneOf") or schema.get("anyOf") or []
+    alts: list[Schema] = schema.get("oneOf") or schema.get("anyOf") or []
     if alts and all(_is_object(a) and "properties" in a for a in alts):
         return alts
     if _is_object(schema) and "properties" in schema:
@@ -91,13 +93,13 @@ def _object_variants(schema: Schema) -> Optional[List[Schema]]:
     return None
 
 
-def model_problems(model: Type[BaseModel], schema: Schema, doc: Schema) -> List[str]:
+def model_problems(model: type[BaseModel], schema: Schema, doc: Schema) -> list[str]:
     """What differs between ``model`` and ``schema``; empty when they match."""
     schema, _ = _resolve(doc, schema)
     variants = _object_variants(schema)
     if variants is None:
         return [f"{model.__name__}: the schema is not an object: {schema}"]
-    properties: Dict[str, Schema] = {}
+    properties: dict[str, Schema] = {}
     for v in variants:
         properties.update(v["properties"])
     # A variant's property is required when every variant requires it.
@@ -111,7 +113,9 @@ def model_problems(model: Type[BaseModel], schema: Schema, doc: Schema) -> List[
         is_required = wire in required
         if info.is_required() != is_required:
             said = "requires" if is_required else "does not require"
-            problems.append(f"{where}.{wire}: the schema {said} it, the model {'does' if info.is_required() else 'does not'}")
+            problems.append(
+                f"{where}.{wire}: the schema {said} it, the model {'does' if info.is_required() else 'does not'}"
+            )
         problems += type_problems(f"{where}.{wire}", info.annotation, prop, doc, optional=not is_required)
     return problems
 
@@ -119,7 +123,7 @@ def model_problems(model: Type[BaseModel], schema: Schema, doc: Schema) -> List[
 _SCALARS = {"string": (str,), "integer": (int,), "number": (float, int), "boolean": (bool,)}
 
 
-def type_problems(where: str, annotation: Any, schema: Schema, doc: Schema, optional: bool = False) -> List[str]:
+def type_problems(where: str, annotation: Any, schema: Schema, doc: Schema, optional: bool = False) -> list[str]:
     """What differs between a Python type and a schema."""
     if _is_any(schema):
         return []  # any JSON value: a narrower Python type is a choice of the client
@@ -183,5 +187,5 @@ def type_problems(where: str, annotation: Any, schema: Schema, doc: Schema, opti
     return problems + [f"{where}: a schema this check does not know: {alt}"]
 
 
-def _one(members: List[Any]) -> Any:
-    return members[0] if len(members) == 1 else typing.Union[tuple(members)]
+def _one(members: list[Any]) -> Any:
+    return functools.reduce(operator.or_, members)

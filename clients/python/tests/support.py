@@ -11,7 +11,6 @@ import threading
 import time
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Deque, Dict, List, Optional, Tuple
 from urllib.parse import urlsplit
 
 import httpx
@@ -20,24 +19,24 @@ import httpx
 class Fault:
     """An answer the proxy gives instead of forwarding."""
 
-    def __init__(self, status: int = 0, headers: Optional[Dict[str, str]] = None, drop: bool = False) -> None:
+    def __init__(self, status: int = 0, headers: dict[str, str] | None = None, drop: bool = False) -> None:
         self.status, self.headers, self.drop = status, headers or {}, drop
 
     @classmethod
-    def status_code(cls, status: int, **headers: str) -> "Fault":
+    def status_code(cls, status: int, **headers: str) -> Fault:
         return cls(status, {k.replace("_", "-"): v for k, v in headers.items()})
 
     @classmethod
-    def dropped(cls) -> "Fault":
+    def dropped(cls) -> Fault:
         return cls(drop=True)
 
 
 class FaultProxy:
     def __init__(self, upstream: str) -> None:
         self.upstream = urlsplit(upstream)
-        self.faults: Deque[Fault] = deque()
+        self.faults: deque[Fault] = deque()
         #: (time received, method, path, status answered; 0 when dropped)
-        self.seen: List[Tuple[float, str, str, int]] = []
+        self.seen: list[tuple[float, str, str, int]] = []
         self._lock = threading.Lock()
         proxy = self
 
@@ -60,7 +59,11 @@ class FaultProxy:
                     payload = json.dumps(
                         {
                             "success": False,
-                            "error": {"code": "injected", "message": f"injected {fault.status}", "requestId": "req_fault"},
+                            "error": {
+                                "code": "injected",
+                                "message": f"injected {fault.status}",
+                                "requestId": "req_fault",
+                            },
                         }
                     ).encode()
                     status, headers = fault.status, {**fault.headers, "Content-Type": "application/json"}
@@ -85,7 +88,9 @@ class FaultProxy:
     def url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_port}"
 
-    def _forward(self, method: str, path: str, headers: Dict[str, str], body: bytes) -> Tuple[int, Dict[str, str], bytes]:
+    def _forward(
+        self, method: str, path: str, headers: dict[str, str], body: bytes
+    ) -> tuple[int, dict[str, str], bytes]:
         conn = http.client.HTTPConnection(self.upstream.hostname or "127.0.0.1", self.upstream.port, timeout=60)
         try:
             headers = {k: v for k, v in headers.items() if k.lower() not in ("host", "connection")}
@@ -95,7 +100,7 @@ class FaultProxy:
         finally:
             conn.close()
 
-    def __enter__(self) -> "FaultProxy":
+    def __enter__(self) -> FaultProxy:
         self._thread.start()
         return self
 
@@ -108,8 +113,8 @@ class Recorder:
     """The requests a client sent and the statuses it got, from httpx's event hooks."""
 
     def __init__(self) -> None:
-        self.sent: List[httpx.Request] = []
-        self.statuses: List[int] = []
+        self.sent: list[httpx.Request] = []
+        self.statuses: list[int] = []
 
     def on_request(self, request: httpx.Request) -> None:
         self.sent.append(request)

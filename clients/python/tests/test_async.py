@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Dict
+from typing import Any
 
 import pytest
 
-from support import Recorder
 from sextant import (
     APIError,
     AuthenticationError,
@@ -16,6 +15,8 @@ from sextant import (
     Sextant,
     SextantError,
 )
+
+from support import Recorder
 
 
 @pytest.mark.parametrize(
@@ -27,7 +28,7 @@ from sextant import (
         ({"filters": {"tikers": ["MA"]}}, "filters.tikers", "is not a known field"),
     ],
 )
-def test_a_bad_field_is_raised_naming_it(recorder: Recorder, kwargs: Dict[str, Any], field: str, says: str) -> None:
+def test_a_bad_field_is_raised_naming_it(recorder: Recorder, kwargs: dict[str, Any], field: str, says: str) -> None:
     with Sextant(http_client=recorder.http_client()) as client:
         with pytest.raises(BadRequestError) as e:
             client.retrieve("share repurchases", **kwargs)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, List
+from collections.abc import Callable
 
 import pytest
 from langchain_core.documents import Document
@@ -13,7 +13,7 @@ from sextant import AsyncSextant, BadRequestError, Sextant
 from sextant.langchain import SextantRetriever
 
 
-def _assert_cited(docs: List[Document], document_text: Callable[[str], str]) -> None:
+def _assert_cited(docs: list[Document], document_text: Callable[[str], str]) -> None:
     assert docs
     for d in docs:
         m = d.metadata
@@ -54,7 +54,8 @@ def test_search_endpoint_carries_each_path_rank(client: Sextant, document_text: 
 
 def test_it_composes_and_batches(client: Sextant) -> None:
     retriever = SextantRetriever(client=client, top_k=2)
-    def titles_of(docs: List[Document]) -> List[str]:
+
+    def titles_of(docs: list[Document]) -> list[str]:
         return [d.metadata["title"] for d in docs]
 
     titles = retriever | RunnableLambda(titles_of)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, List
+from collections.abc import Callable
 
 import pytest
 from llama_index.core.retrievers import BaseRetriever
@@ -12,7 +12,7 @@ from sextant import AsyncSextant, BadRequestError, Sextant
 from sextant.llama_index import SextantRetriever
 
 
-def _assert_cited(nodes: List[NodeWithScore], document_text: Callable[[str], str]) -> None:
+def _assert_cited(nodes: list[NodeWithScore], document_text: Callable[[str], str]) -> None:
     assert nodes
     for n in nodes:
         node = n.node

@@ -13,7 +13,8 @@ A model whose schema this server does not publish yet is skipped, not passed.
 from __future__ import annotations
 
 import uuid
-from typing import Any, Dict, Iterator, List, Optional, Set, Tuple, Type
+from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -21,12 +22,10 @@ from jsonschema import Draft202012Validator
 from pydantic import BaseModel
 from referencing import Registry
 from referencing.jsonschema import DRAFT202012
-from schema_check import model_problems, pointer
 
 from sextant import Sextant
 from sextant.types import (
     MODELS,
-    _Model,
     CompactResponse,
     ContextResponse,
     Document,
@@ -37,11 +36,14 @@ from sextant.types import (
     RetrieveResponse,
     SearchResponse,
     WriteResponse,
+    _Model,
 )
+
+from schema_check import model_problems, pointer
 
 DOCUMENT = "/v1/indexes/{index}/documents/{documentId}"
 #: Each operation of the server, and the client method that calls it.
-OPERATIONS: Dict[Tuple[str, str], str] = {
+OPERATIONS: dict[tuple[str, str], str] = {
     ("post", "/v1/retrieve"): "retrieve",
     ("post", "/v1/search"): "search",
     ("post", "/v1/context"): "context",
@@ -58,7 +60,7 @@ URN = "urn:sextant:openapi"
 
 
 @pytest.fixture(scope="session")
-def openapi(client: Sextant) -> Dict[str, Any]:
+def openapi(client: Sextant) -> dict[str, Any]:
     return client.openapi()
 
 
@@ -66,20 +68,20 @@ def _escape(path: str) -> str:
     return path.replace("~", "~0").replace("/", "~1")
 
 
-def _json_schemas(doc: Dict[str, Any], method: str, path: str) -> Iterator[Tuple[str, Dict[str, Any]]]:
+def _json_schemas(doc: dict[str, Any], method: str, path: str) -> Iterator[tuple[str, dict[str, Any]]]:
     """(JSON pointer, schema) of an operation's JSON request body and answers."""
     op = f"#/paths/{_escape(path)}/{method}"
     body = pointer(doc, f"{op}/requestBody/content/application~1json/schema")
     if body is not None:
         yield f"{op}/requestBody/content/application~1json/schema", body
-    for status in (pointer(doc, f"{op}/responses") or {}):
+    for status in pointer(doc, f"{op}/responses") or {}:
         at = f"{op}/responses/{status}/content/application~1json/schema"
         schema = pointer(doc, at)
         if schema is not None:
             yield at, schema
 
 
-def _object_schemas(doc: Dict[str, Any], at: str, schema: Any, seen: Set[str]) -> Iterator[str]:
+def _object_schemas(doc: dict[str, Any], at: str, schema: Any, seen: set[str]) -> Iterator[str]:
     """The pointers of every object schema reachable from ``schema`` (found at ``at``)."""
     if isinstance(schema, list):
         for i, s in enumerate(schema):
@@ -102,20 +104,20 @@ def _object_schemas(doc: Dict[str, Any], at: str, schema: Any, seen: Set[str]) -
 
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)
-def test_each_model_matches_its_schema(model: Type[_Model], openapi: Dict[str, Any]) -> None:
+def test_each_model_matches_its_schema(model: type[_Model], openapi: dict[str, Any]) -> None:
     schema = pointer(openapi, model.openapi_ref)
     if schema is None:
         pytest.skip(f"this server's /openapi.json has no {model.openapi_ref}")
     assert model_problems(model, schema, openapi) == []
 
 
-def test_each_schema_the_client_meets_has_a_model(openapi: Dict[str, Any]) -> None:
+def test_each_schema_the_client_meets_has_a_model(openapi: dict[str, Any]) -> None:
     modelled = {m.openapi_ref for m in MODELS}
     missing = []
     for method, path in OPERATIONS:
         if path == "/openapi.json":
             continue
-        seen: Set[str] = set()
+        seen: set[str] = set()
         for at, schema in _json_schemas(openapi, method, path):
             for obj in _object_schemas(openapi, at, schema, seen):
                 if obj not in modelled and "/properties/" not in obj.split("/schema", 1)[-1]:
@@ -123,8 +125,10 @@ def test_each_schema_the_client_meets_has_a_model(openapi: Dict[str, Any]) -> No
     assert sorted(set(missing)) == []
 
 
-def test_each_operation_of_the_server_has_a_client_method(openapi: Dict[str, Any]) -> None:
-    served = {(m, p) for p, ops in openapi["paths"].items() for m in ops if m in ("get", "post", "put", "delete", "patch")}
+def test_each_operation_of_the_server_has_a_client_method(openapi: dict[str, Any]) -> None:
+    served = {
+        (m, p) for p, ops in openapi["paths"].items() for m in ops if m in ("get", "post", "put", "delete", "patch")
+    }
     assert sorted(served - set(OPERATIONS)) == [], "operations the client does not call"
     for (method, path), name in OPERATIONS.items():
         assert callable(getattr(Sextant, name))
@@ -137,7 +141,7 @@ def test_each_operation_of_the_server_has_a_client_method(openapi: Dict[str, Any
 # Real answers. ---------------------------------------------------------------------------
 
 
-def _extras(value: Any, where: str = "$") -> List[str]:
+def _extras(value: Any, where: str = "$") -> list[str]:
     """Fields of a parsed answer that no model declares."""
     if isinstance(value, BaseModel):
         out = [f"{where}.{k}" for k in (value.model_extra or {})]
@@ -154,7 +158,7 @@ def _extras(value: Any, where: str = "$") -> List[str]:
 class Answers:
     """Sends requests with plain httpx and checks each answer against the document."""
 
-    def __init__(self, doc: Dict[str, Any], base_url: str, api_key: str) -> None:
+    def __init__(self, doc: dict[str, Any], base_url: str, api_key: str) -> None:
         self.doc = doc
         self.registry = Registry().with_resource(URN, DRAFT202012.create_resource(doc))
         self.http = httpx.Client(base_url=base_url, headers={"Authorization": f"Bearer {api_key}"}, timeout=60)
@@ -164,11 +168,11 @@ class Answers:
         self,
         method: str,
         template: str,
-        model: Type[BaseModel],
+        model: type[BaseModel],
         status: int = 200,
-        path: Optional[str] = None,
-        body: Optional[Dict[str, Any]] = None,
-        headers: Optional[Dict[str, str]] = None,
+        path: str | None = None,
+        body: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
     ) -> Any:
         if pointer(self.doc, f"#/paths/{_escape(template)}/{method}") is None:
             pytest.skip(f"this server's /openapi.json has no {method.upper()} {template}")
@@ -186,7 +190,7 @@ class Answers:
 
 
 @pytest.fixture
-def answers(openapi: Dict[str, Any], client: Sextant) -> Iterator[Answers]:
+def answers(openapi: dict[str, Any], client: Sextant) -> Iterator[Answers]:
     a = Answers(openapi, client.base_url, client.api_key or "")
     yield a
     a.http.close()
@@ -208,8 +212,12 @@ def test_retrieval_answers(answers: Answers, index: str) -> None:
     )
     assert r.meta.period_mismatch is not None
     answers.check("post", "/v1/retrieve", ErrorEnvelope, 400, body={"query": "x", "top_k": 0})
-    answers.check("post", "/v1/retrieve", ErrorEnvelope, 401, body={"query": "x"}, headers={"Authorization": "Bearer no"})
-    answers.check("post", "/v1/search", SearchResponse, body={"query": "cross-border growth", "entity": "MA", "limit": 3})
+    answers.check(
+        "post", "/v1/retrieve", ErrorEnvelope, 401, body={"query": "x"}, headers={"Authorization": "Bearer no"}
+    )
+    answers.check(
+        "post", "/v1/search", SearchResponse, body={"query": "cross-border growth", "entity": "MA", "limit": 3}
+    )
     answers.check("post", "/v1/search", ErrorEnvelope, 400, body={"query": "x", "published_after": "2024-02-31"})
     kb = "/{WorkspaceId}/index/retrieve"
     body = {

@@ -7,24 +7,26 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import itertools
 import os
 import socket
 import threading
 import time
-from typing import Dict, Iterator, List, Tuple
+from collections.abc import Iterator
 
 import httpx
 import pytest
 
-from support import Fault, FaultProxy, Recorder
 from sextant import (
     APIConnectionError,
     AsyncSextant,
     InternalServerError,
     RateLimitError,
-    Sextant,
     ServiceUnavailableError,
+    Sextant,
 )
+
+from support import Fault, FaultProxy, Recorder
 
 QUERY = "Where is Mastercard headquartered?"
 
@@ -35,9 +37,9 @@ def proxy() -> Iterator[FaultProxy]:
         yield p
 
 
-def _gaps(proxy: FaultProxy) -> List[float]:
+def _gaps(proxy: FaultProxy) -> list[float]:
     times = [t for t, *_ in proxy.seen]
-    return [b - a for a, b in zip(times, times[1:])]
+    return [b - a for a, b in itertools.pairwise(times)]
 
 
 def test_a_429_is_retried_after_retry_after(proxy: FaultProxy) -> None:
@@ -148,19 +150,19 @@ SLOW_QUESTION = "What did Exxon and Oracle say about margins in 2015, 2016 and 2
 
 def test_the_server_sheds_load_with_a_503_and_retry_after(max_in_flight: int) -> None:
     n = max_in_flight + 4
+
+    def ask(barrier: threading.Barrier, outcomes: list[object]) -> None:
+        with Sextant(max_retries=0) as client:
+            barrier.wait()
+            try:
+                outcomes.append(client.context(SLOW_QUESTION))
+            except ServiceUnavailableError as e:
+                outcomes.append(e)
+
     for _ in range(5):
         barrier = threading.Barrier(n)
-        outcomes: List[object] = []
-
-        def ask() -> None:
-            with Sextant(max_retries=0) as client:
-                barrier.wait()
-                try:
-                    outcomes.append(client.context(SLOW_QUESTION))
-                except ServiceUnavailableError as e:
-                    outcomes.append(e)
-
-        threads = [threading.Thread(target=ask) for _ in range(n)]
+        outcomes: list[object] = []
+        threads = [threading.Thread(target=ask, args=(barrier, outcomes)) for _ in range(n)]
         for t in threads:
             t.start()
         for t in threads:
@@ -178,7 +180,7 @@ def test_the_server_sheds_load_with_a_503_and_retry_after(max_in_flight: int) ->
 @pytest.mark.anyio
 async def test_shed_requests_are_retried_after_retry_after(max_in_flight: int) -> None:
     n = max_in_flight + 3
-    sends: Dict[int, List[Tuple[float, int]]] = {}
+    sends: dict[int, list[tuple[float, int]]] = {}
 
     async def on_response(response: httpx.Response) -> None:
         sends.setdefault(id(response.request), []).append((time.monotonic(), response.status_code))
@@ -196,5 +198,5 @@ async def test_shed_requests_are_retried_after_retry_after(max_in_flight: int) -
     await http_client.aclose()
     for seq in sends.values():
         assert seq[-1][1] == 200 and all(s == 503 for _, s in seq[:-1])
-        for (t0, _), (t1, _) in zip(seq, seq[1:]):
+        for (t0, _), (t1, _) in itertools.pairwise(seq):
             assert t1 - t0 >= 1.0, "not before the second the server asked for"

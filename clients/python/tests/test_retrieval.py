@@ -4,7 +4,7 @@ citation's ``char_start:char_end`` slice of the document's text is the cited tex
 from __future__ import annotations
 
 import datetime
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 

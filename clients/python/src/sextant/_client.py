@@ -11,20 +11,13 @@ import asyncio
 import os
 import random
 import time
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from typing import (
     Any,
-    AsyncIterator,
-    Dict,
     Generic,
-    Iterator,
-    Mapping,
-    Optional,
-    Sequence,
-    Type,
     TypeVar,
-    Union,
 )
 from urllib.parse import quote
 
@@ -70,7 +63,7 @@ DEFAULT_MAX_RETRY_WAIT = 30.0
 _RETRY_STATUSES = frozenset({429, 503})
 
 T = TypeVar("T", bound=pydantic.BaseModel)
-Json = Dict[str, Any]
+Json = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -79,9 +72,9 @@ class _Call(Generic[T]):
 
     method: str
     path: str
-    cast_to: Type[T]
-    json: Optional[Json] = None
-    params: Optional[Dict[str, Any]] = None
+    cast_to: type[T]
+    json: Json | None = None
+    params: dict[str, Any] | None = None
     #: Safe to send twice (read-only or idempotent): retried on a broken connection too.
     idempotent: bool = True
 
@@ -99,7 +92,7 @@ def _wire(value: Any) -> Any:
     return value
 
 
-def _body(model: Type[pydantic.BaseModel], **fields: Any) -> Json:
+def _body(model: type[pydantic.BaseModel], **fields: Any) -> Json:
     """The JSON body of ``model``'s request from its Python field names; ``None`` is left
     out. Nothing is validated here: the server does, and says which field is wrong."""
     out: Json = {}
@@ -120,10 +113,10 @@ def _seg(part: str) -> str:
 
 def _retrieve_call(
     query: str,
-    filters: Union[RetrieveFilters, Mapping[str, Any], None],
-    top_k: Optional[int],
-    rerank: Optional[bool],
-    include_segments: Optional[bool],
+    filters: RetrieveFilters | Mapping[str, Any] | None,
+    top_k: int | None,
+    rerank: bool | None,
+    include_segments: bool | None,
 ) -> _Call[RetrieveResponse]:
     body = _body(
         RetrieveRequest,
@@ -145,7 +138,7 @@ def _context_call(question: str, **fields: Any) -> _Call[ContextResponse]:
     return _Call("POST", "/v1/context", ContextResponse, json=body)
 
 
-def _kb_call(workspace_id: str, index_id: str, query: Optional[str], **fields: Any) -> _Call[KbResponse]:
+def _kb_call(workspace_id: str, index_id: str, query: str | None, **fields: Any) -> _Call[KbResponse]:
     body = _body(KbRequest, index_id=index_id, query=query, **fields)
     return _Call("POST", f"/{_seg(workspace_id)}/index/retrieve", KbResponse, json=body)
 
@@ -158,7 +151,7 @@ def _put_document_call(index: str, document_id: str, **fields: Any) -> _Call[Wri
     return _Call("PUT", _document_path(index, document_id), WriteResponse, json=_body(DocumentBody, **fields))
 
 
-def _list_documents_call(index: str, limit: Optional[int], cursor: Optional[str]) -> _Call[DocumentPage]:
+def _list_documents_call(index: str, limit: int | None, cursor: str | None) -> _Call[DocumentPage]:
     params = {k: v for k, v in (("limit", limit), ("cursor", cursor)) if v is not None}
     return _Call("GET", f"/v1/indexes/{_seg(index)}/documents", DocumentPage, params=params)
 
@@ -174,8 +167,8 @@ class _BaseClient:
     def __init__(
         self,
         *,
-        api_key: Optional[str],
-        base_url: Optional[str],
+        api_key: str | None,
+        base_url: str | None,
         max_retries: int,
         max_retry_wait: float,
     ) -> None:
@@ -184,7 +177,7 @@ class _BaseClient:
         self.max_retries = max_retries
         self.max_retry_wait = max_retry_wait
 
-    def _headers(self) -> Dict[str, str]:
+    def _headers(self) -> dict[str, str]:
         headers = {"Accept": "application/json", "User-Agent": f"sextant-python/{__version__}"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
@@ -199,7 +192,7 @@ class _BaseClient:
         """Exponential backoff with jitter, when the server gave no ``Retry-After``."""
         return min(0.5 * 2.0**attempt * (0.75 + random.random() / 2), self.max_retry_wait)
 
-    def _wait_after_status(self, response: httpx.Response, attempt: int) -> Optional[float]:
+    def _wait_after_status(self, response: httpx.Response, attempt: int) -> float | None:
         """Seconds to wait before retrying this answer, or ``None``: raise it."""
         if response.status_code not in _RETRY_STATUSES or attempt >= self.max_retries:
             return None
@@ -212,7 +205,7 @@ class _BaseClient:
         # all come back at the same instant.
         return min(asked + random.uniform(0, min(0.25, asked / 4)), self.max_retry_wait)
 
-    def _wait_after_error(self, exc: httpx.TransportError, call: _Call[Any], attempt: int) -> Optional[float]:
+    def _wait_after_error(self, exc: httpx.TransportError, call: _Call[Any], attempt: int) -> float | None:
         """Seconds to wait before retrying after a transport error, or ``None``. A request
         that never reached the server is always retried; one that may have, only when it is
         idempotent."""
@@ -267,12 +260,12 @@ class Sextant(_BaseClient):
     def __init__(
         self,
         *,
-        api_key: Optional[str] = None,
-        base_url: Optional[str] = None,
-        timeout: Union[float, httpx.Timeout] = DEFAULT_TIMEOUT,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
         max_retries: int = DEFAULT_MAX_RETRIES,
         max_retry_wait: float = DEFAULT_MAX_RETRY_WAIT,
-        http_client: Optional[httpx.Client] = None,
+        http_client: httpx.Client | None = None,
     ) -> None:
         super().__init__(api_key=api_key, base_url=base_url, max_retries=max_retries, max_retry_wait=max_retry_wait)
         self._owns_client = http_client is None
@@ -283,7 +276,7 @@ class Sextant(_BaseClient):
         if self._owns_client:
             self._client.close()
 
-    def __enter__(self) -> "Sextant":
+    def __enter__(self) -> Sextant:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -314,10 +307,10 @@ class Sextant(_BaseClient):
         self,
         query: str,
         *,
-        filters: Union[RetrieveFilters, Mapping[str, Any], None] = None,
-        top_k: Optional[int] = None,
-        rerank: Optional[bool] = None,
-        include_segments: Optional[bool] = None,
+        filters: RetrieveFilters | Mapping[str, Any] | None = None,
+        top_k: int | None = None,
+        rerank: bool | None = None,
+        include_segments: bool | None = None,
     ) -> RetrieveResponse:
         """``POST /v1/retrieve``: cited chunks (``tickers``, ``year``, ``quarter``,
         ``source_types`` and ``metadata`` filters; ``top_k`` 1-50, clamped to the plan)."""
@@ -327,16 +320,16 @@ class Sextant(_BaseClient):
         self,
         query: str,
         *,
-        entity: Union[str, Sequence[str], None] = None,
-        theme: Union[str, Sequence[str], None] = None,
-        published_after: Union[str, date, None] = None,
-        published_before: Union[str, date, None] = None,
-        limit: Optional[int] = None,
-        max_per_document: Optional[int] = None,
-        rerank: Optional[bool] = None,
-        recency_boost: Optional[bool] = None,
-        min_similarity: Optional[float] = None,
-        metadata: Optional[Mapping[str, Any]] = None,
+        entity: str | Sequence[str] | None = None,
+        theme: str | Sequence[str] | None = None,
+        published_after: str | date | None = None,
+        published_before: str | date | None = None,
+        limit: int | None = None,
+        max_per_document: int | None = None,
+        rerank: bool | None = None,
+        recency_boost: bool | None = None,
+        min_similarity: float | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> SearchResponse:
         """``POST /v1/search``: sentence units with document offsets and each one's rank in
         every retrieval path."""
@@ -360,11 +353,11 @@ class Sextant(_BaseClient):
         self,
         question: str,
         *,
-        tickers: Optional[Sequence[str]] = None,
-        years: Optional[Sequence[int]] = None,
-        quarters: Optional[Sequence[Union[int, str]]] = None,
-        route: Optional[str] = None,
-        top_k: Optional[int] = None,
+        tickers: Sequence[str] | None = None,
+        years: Sequence[int] | None = None,
+        quarters: Sequence[int | str] | None = None,
+        route: str | None = None,
+        top_k: int | None = None,
     ) -> ContextResponse:
         """``POST /v1/context``: structured, cited context for a financial question (facts,
         comparisons, series, statements, passages), never a generated answer."""
@@ -374,23 +367,23 @@ class Sextant(_BaseClient):
 
     def knowledge_base_retrieve(
         self,
-        query: Optional[str],
+        query: str | None,
         *,
         workspace_id: str,
         index_id: str,
-        dense_similarity_top_k: Optional[int] = None,
-        sparse_similarity_top_k: Optional[int] = None,
-        enable_reranking: Optional[bool] = None,
-        rerank_min_score: Optional[float] = None,
-        rerank_top_n: Optional[int] = None,
-        enable_rewrite: Optional[bool] = None,
-        history: Optional[Sequence[Union[KbTurn, Mapping[str, Any]]]] = None,
-        query_history: Optional[Sequence[Union[KbHistoryMessage, Mapping[str, Any]]]] = None,
-        search_filters: Optional[Sequence[Mapping[str, Any]]] = None,
-        rerank: Optional[Sequence[Union[KbModelChoice, Mapping[str, Any]]]] = None,
-        rewrite: Optional[Sequence[Union[KbModelChoice, Mapping[str, Any]]]] = None,
-        extra: Union[KbExtra, Mapping[str, Any], None] = None,
-        save_retriever_history: Optional[bool] = None,
+        dense_similarity_top_k: int | None = None,
+        sparse_similarity_top_k: int | None = None,
+        enable_reranking: bool | None = None,
+        rerank_min_score: float | None = None,
+        rerank_top_n: int | None = None,
+        enable_rewrite: bool | None = None,
+        history: Sequence[KbTurn | Mapping[str, Any]] | None = None,
+        query_history: Sequence[KbHistoryMessage | Mapping[str, Any]] | None = None,
+        search_filters: Sequence[Mapping[str, Any]] | None = None,
+        rerank: Sequence[KbModelChoice | Mapping[str, Any]] | None = None,
+        rewrite: Sequence[KbModelChoice | Mapping[str, Any]] | None = None,
+        extra: KbExtra | Mapping[str, Any] | None = None,
+        save_retriever_history: bool | None = None,
     ) -> KbResponse:
         """``POST /{WorkspaceId}/index/retrieve``: the knowledge-base ``Retrieve`` API
         (``Data.Nodes`` with ``Text``, ``Score`` and ``Metadata``)."""
@@ -420,18 +413,18 @@ class Sextant(_BaseClient):
         index: str,
         document_id: str,
         *,
-        text: Optional[str] = None,
-        content_type: Optional[str] = None,
-        segments: Optional[Sequence[str]] = None,
-        title: Optional[str] = None,
-        metadata: Optional[Mapping[str, Any]] = None,
-        document_type: Optional[str] = None,
-        ticker: Optional[str] = None,
-        year: Optional[int] = None,
-        quarter: Optional[str] = None,
-        filing_type: Optional[str] = None,
-        source_url: Optional[str] = None,
-        published_at: Union[str, date, None] = None,
+        text: str | None = None,
+        content_type: str | None = None,
+        segments: Sequence[str] | None = None,
+        title: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        document_type: str | None = None,
+        ticker: str | None = None,
+        year: int | None = None,
+        quarter: str | None = None,
+        filing_type: str | None = None,
+        source_url: str | None = None,
+        published_at: str | date | None = None,
     ) -> WriteResponse:
         """``PUT /v1/indexes/{index}/documents/{documentId}``: insert or replace a document
         (``text`` read as ``content_type`` says: ``text/plain``, ``text/markdown`` or
@@ -464,14 +457,14 @@ class Sextant(_BaseClient):
         """``DELETE /v1/indexes/{index}/documents/{documentId}`` (a 404 when there is none)."""
         return self._send(_Call("DELETE", _document_path(index, document_id), WriteResponse))
 
-    def list_documents(self, index: str, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> DocumentPage:
+    def list_documents(self, index: str, *, limit: int | None = None, cursor: str | None = None) -> DocumentPage:
         """``GET /v1/indexes/{index}/documents``: one page, in id order; pass its
         ``next_cursor`` as ``cursor`` for the next (or use :meth:`iter_documents`)."""
         return self._send(_list_documents_call(index, limit, cursor))
 
-    def iter_documents(self, index: str, *, page_size: Optional[int] = None) -> Iterator[DocumentSummary]:
+    def iter_documents(self, index: str, *, page_size: int | None = None) -> Iterator[DocumentSummary]:
         """Every document of ``index``, page after page."""
-        cursor: Optional[str] = None
+        cursor: str | None = None
         while True:
             page = self.list_documents(index, limit=page_size, cursor=cursor)
             yield from page.documents
@@ -488,12 +481,12 @@ class Sextant(_BaseClient):
         """``GET /health`` (no key needed): 200 once loaded; a 503 while loading is retried."""
         return self._send(_Call("GET", "/health", Health))
 
-    def openapi(self) -> Dict[str, Any]:
+    def openapi(self) -> dict[str, Any]:
         """``GET /openapi.json``: the server's OpenAPI 3.1 document."""
         response = self._client.get(self._url("/openapi.json"), headers=self._headers())
         if not response.is_success:
             raise self._error(response)
-        document: Dict[str, Any] = response.json()
+        document: dict[str, Any] = response.json()
         return document
 
 
@@ -507,12 +500,12 @@ class AsyncSextant(_BaseClient):
     def __init__(
         self,
         *,
-        api_key: Optional[str] = None,
-        base_url: Optional[str] = None,
-        timeout: Union[float, httpx.Timeout] = DEFAULT_TIMEOUT,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
         max_retries: int = DEFAULT_MAX_RETRIES,
         max_retry_wait: float = DEFAULT_MAX_RETRY_WAIT,
-        http_client: Optional[httpx.AsyncClient] = None,
+        http_client: httpx.AsyncClient | None = None,
     ) -> None:
         super().__init__(api_key=api_key, base_url=base_url, max_retries=max_retries, max_retry_wait=max_retry_wait)
         self._owns_client = http_client is None
@@ -523,7 +516,7 @@ class AsyncSextant(_BaseClient):
         if self._owns_client:
             await self._client.aclose()
 
-    async def __aenter__(self) -> "AsyncSextant":
+    async def __aenter__(self) -> AsyncSextant:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -554,10 +547,10 @@ class AsyncSextant(_BaseClient):
         self,
         query: str,
         *,
-        filters: Union[RetrieveFilters, Mapping[str, Any], None] = None,
-        top_k: Optional[int] = None,
-        rerank: Optional[bool] = None,
-        include_segments: Optional[bool] = None,
+        filters: RetrieveFilters | Mapping[str, Any] | None = None,
+        top_k: int | None = None,
+        rerank: bool | None = None,
+        include_segments: bool | None = None,
     ) -> RetrieveResponse:
         """See :meth:`Sextant.retrieve`."""
         return await self._send(_retrieve_call(query, filters, top_k, rerank, include_segments))
@@ -566,16 +559,16 @@ class AsyncSextant(_BaseClient):
         self,
         query: str,
         *,
-        entity: Union[str, Sequence[str], None] = None,
-        theme: Union[str, Sequence[str], None] = None,
-        published_after: Union[str, date, None] = None,
-        published_before: Union[str, date, None] = None,
-        limit: Optional[int] = None,
-        max_per_document: Optional[int] = None,
-        rerank: Optional[bool] = None,
-        recency_boost: Optional[bool] = None,
-        min_similarity: Optional[float] = None,
-        metadata: Optional[Mapping[str, Any]] = None,
+        entity: str | Sequence[str] | None = None,
+        theme: str | Sequence[str] | None = None,
+        published_after: str | date | None = None,
+        published_before: str | date | None = None,
+        limit: int | None = None,
+        max_per_document: int | None = None,
+        rerank: bool | None = None,
+        recency_boost: bool | None = None,
+        min_similarity: float | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> SearchResponse:
         """See :meth:`Sextant.search`."""
         return await self._send(
@@ -598,11 +591,11 @@ class AsyncSextant(_BaseClient):
         self,
         question: str,
         *,
-        tickers: Optional[Sequence[str]] = None,
-        years: Optional[Sequence[int]] = None,
-        quarters: Optional[Sequence[Union[int, str]]] = None,
-        route: Optional[str] = None,
-        top_k: Optional[int] = None,
+        tickers: Sequence[str] | None = None,
+        years: Sequence[int] | None = None,
+        quarters: Sequence[int | str] | None = None,
+        route: str | None = None,
+        top_k: int | None = None,
     ) -> ContextResponse:
         """See :meth:`Sextant.context`."""
         return await self._send(
@@ -611,23 +604,23 @@ class AsyncSextant(_BaseClient):
 
     async def knowledge_base_retrieve(
         self,
-        query: Optional[str],
+        query: str | None,
         *,
         workspace_id: str,
         index_id: str,
-        dense_similarity_top_k: Optional[int] = None,
-        sparse_similarity_top_k: Optional[int] = None,
-        enable_reranking: Optional[bool] = None,
-        rerank_min_score: Optional[float] = None,
-        rerank_top_n: Optional[int] = None,
-        enable_rewrite: Optional[bool] = None,
-        history: Optional[Sequence[Union[KbTurn, Mapping[str, Any]]]] = None,
-        query_history: Optional[Sequence[Union[KbHistoryMessage, Mapping[str, Any]]]] = None,
-        search_filters: Optional[Sequence[Mapping[str, Any]]] = None,
-        rerank: Optional[Sequence[Union[KbModelChoice, Mapping[str, Any]]]] = None,
-        rewrite: Optional[Sequence[Union[KbModelChoice, Mapping[str, Any]]]] = None,
-        extra: Union[KbExtra, Mapping[str, Any], None] = None,
-        save_retriever_history: Optional[bool] = None,
+        dense_similarity_top_k: int | None = None,
+        sparse_similarity_top_k: int | None = None,
+        enable_reranking: bool | None = None,
+        rerank_min_score: float | None = None,
+        rerank_top_n: int | None = None,
+        enable_rewrite: bool | None = None,
+        history: Sequence[KbTurn | Mapping[str, Any]] | None = None,
+        query_history: Sequence[KbHistoryMessage | Mapping[str, Any]] | None = None,
+        search_filters: Sequence[Mapping[str, Any]] | None = None,
+        rerank: Sequence[KbModelChoice | Mapping[str, Any]] | None = None,
+        rewrite: Sequence[KbModelChoice | Mapping[str, Any]] | None = None,
+        extra: KbExtra | Mapping[str, Any] | None = None,
+        save_retriever_history: bool | None = None,
     ) -> KbResponse:
         """See :meth:`Sextant.knowledge_base_retrieve`."""
         return await self._send(
@@ -656,18 +649,18 @@ class AsyncSextant(_BaseClient):
         index: str,
         document_id: str,
         *,
-        text: Optional[str] = None,
-        content_type: Optional[str] = None,
-        segments: Optional[Sequence[str]] = None,
-        title: Optional[str] = None,
-        metadata: Optional[Mapping[str, Any]] = None,
-        document_type: Optional[str] = None,
-        ticker: Optional[str] = None,
-        year: Optional[int] = None,
-        quarter: Optional[str] = None,
-        filing_type: Optional[str] = None,
-        source_url: Optional[str] = None,
-        published_at: Union[str, date, None] = None,
+        text: str | None = None,
+        content_type: str | None = None,
+        segments: Sequence[str] | None = None,
+        title: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        document_type: str | None = None,
+        ticker: str | None = None,
+        year: int | None = None,
+        quarter: str | None = None,
+        filing_type: str | None = None,
+        source_url: str | None = None,
+        published_at: str | date | None = None,
     ) -> WriteResponse:
         """See :meth:`Sextant.put_document`."""
         return await self._send(
@@ -697,15 +690,13 @@ class AsyncSextant(_BaseClient):
         """See :meth:`Sextant.delete_document`."""
         return await self._send(_Call("DELETE", _document_path(index, document_id), WriteResponse))
 
-    async def list_documents(
-        self, index: str, *, limit: Optional[int] = None, cursor: Optional[str] = None
-    ) -> DocumentPage:
+    async def list_documents(self, index: str, *, limit: int | None = None, cursor: str | None = None) -> DocumentPage:
         """See :meth:`Sextant.list_documents`."""
         return await self._send(_list_documents_call(index, limit, cursor))
 
-    async def iter_documents(self, index: str, *, page_size: Optional[int] = None) -> AsyncIterator[DocumentSummary]:
+    async def iter_documents(self, index: str, *, page_size: int | None = None) -> AsyncIterator[DocumentSummary]:
         """Every document of ``index``, page after page (``async for``)."""
-        cursor: Optional[str] = None
+        cursor: str | None = None
         while True:
             page = await self.list_documents(index, limit=page_size, cursor=cursor)
             for document in page.documents:
@@ -722,11 +713,10 @@ class AsyncSextant(_BaseClient):
         """See :meth:`Sextant.health`."""
         return await self._send(_Call("GET", "/health", Health))
 
-    async def openapi(self) -> Dict[str, Any]:
+    async def openapi(self) -> dict[str, Any]:
         """See :meth:`Sextant.openapi`."""
         response = await self._client.get(self._url("/openapi.json"), headers=self._headers())
         if not response.is_success:
             raise self._error(response)
-        document: Dict[str, Any] = response.json()
+        document: dict[str, Any] = response.json()
         return document
-

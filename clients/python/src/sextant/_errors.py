@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import email.utils
 import time
-from typing import Any, Dict, Optional, Type
+from typing import Any
 
 import httpx
 
@@ -61,12 +61,12 @@ class APIError(SextantError):
     """
 
     status: int
-    code: Optional[str]
+    code: str | None
     message: str
-    field: Optional[str]
-    request_id: Optional[str]
+    field: str | None
+    request_id: str | None
     #: Seconds the server asked to wait (``Retry-After``), when it said.
-    retry_after: Optional[float]
+    retry_after: float | None
 
     def __init__(self, response: httpx.Response, body: Any) -> None:
         self.response = response
@@ -129,7 +129,7 @@ class ServiceUnavailableError(InternalServerError):
     """503: the server is loading or at capacity; ``retry_after`` says when to come back."""
 
 
-_BY_STATUS: Dict[int, Type[APIError]] = {
+_BY_STATUS: dict[int, type[APIError]] = {
     400: BadRequestError,
     401: AuthenticationError,
     403: PermissionDeniedError,
@@ -149,7 +149,7 @@ def error_for(response: httpx.Response, body: Any) -> APIError:
     return cls(response, body)
 
 
-def retry_after_seconds(response: httpx.Response) -> Optional[float]:
+def retry_after_seconds(response: httpx.Response) -> float | None:
     """``Retry-After`` in seconds: a number of seconds, or an HTTP date."""
     value = response.headers.get("retry-after")
     if value is None:

@@ -7,8 +7,9 @@ scalar values, end exclusive, in the text ``get_document`` returns): the chunk's
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Dict, List, Literal, Mapping, Optional
+from typing import Any, Literal
 
 from ._client import AsyncSextant, Sextant
 from .types import RetrieveResponse, SearchResponse
@@ -45,14 +46,14 @@ class Hit:
     document_id: str
     char_start: int
     char_end: int
-    metadata: Dict[str, Any]
+    metadata: dict[str, Any]
 
 
-def _compact(metadata: Dict[str, Any]) -> Dict[str, Any]:
+def _compact(metadata: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in metadata.items() if v is not None and v != {}}
 
 
-def from_retrieve(response: RetrieveResponse) -> List[Hit]:
+def from_retrieve(response: RetrieveResponse) -> list[Hit]:
     hits = []
     for chunk in response.chunks:
         s = chunk.source
@@ -76,12 +77,20 @@ def from_retrieve(response: RetrieveResponse) -> List[Hit]:
             "request_id": response.meta.request_id,
         }
         hits.append(
-            Hit(f"{s.document_id}#{chunk.id}", chunk.text, chunk.score, s.document_id, s.char_start, s.char_end, _compact(metadata))
+            Hit(
+                f"{s.document_id}#{chunk.id}",
+                chunk.text,
+                chunk.score,
+                s.document_id,
+                s.char_start,
+                s.char_end,
+                _compact(metadata),
+            )
         )
     return hits
 
 
-def from_search(response: SearchResponse) -> List[Hit]:
+def from_search(response: SearchResponse) -> list[Hit]:
     hits = []
     for unit in response.results:
         d, p, g = unit.document, unit.position, unit.diagnostics
@@ -128,9 +137,9 @@ def fetch(
     endpoint: Endpoint,
     query: str,
     top_k: int,
-    filters: Optional[Mapping[str, Any]],
-    rerank: Optional[bool],
-) -> List[Hit]:
+    filters: Mapping[str, Any] | None,
+    rerank: bool | None,
+) -> list[Hit]:
     """Runs the query on ``endpoint``: for ``retrieve``, ``filters`` is the request's
     ``filters`` object; for ``search``, its filter fields (``entity``, ``theme``,
     ``published_after``, ``published_before``, ``metadata``, ...)."""
@@ -145,9 +154,9 @@ async def afetch(
     endpoint: Endpoint,
     query: str,
     top_k: int,
-    filters: Optional[Mapping[str, Any]],
-    rerank: Optional[bool],
-) -> List[Hit]:
+    filters: Mapping[str, Any] | None,
+    rerank: bool | None,
+) -> list[Hit]:
     """The asyncio twin of :func:`fetch`."""
     _check_endpoint(endpoint)
     if endpoint == "retrieve":
@@ -163,4 +172,3 @@ def async_twin(client: Sextant) -> AsyncSextant:
         max_retries=client.max_retries,
         max_retry_wait=client.max_retry_wait,
     )
-

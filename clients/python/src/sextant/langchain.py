@@ -15,7 +15,7 @@ it ranked (``score``; for ``search`` its rank in each path: ``dense_rank``, ``sp
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
@@ -44,14 +44,14 @@ class SextantRetriever(BaseRetriever):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    client: Optional[Sextant] = None
-    async_client: Optional[AsyncSextant] = None
+    client: Sextant | None = None
+    async_client: AsyncSextant | None = None
     endpoint: _hits.Endpoint = "retrieve"
     top_k: int = 5
-    filters: Optional[Dict[str, Any]] = None
-    rerank: Optional[bool] = None
+    filters: dict[str, Any] | None = None
+    rerank: bool | None = None
 
-    _default_client: Optional[Sextant] = PrivateAttr(default=None)
+    _default_client: Sextant | None = PrivateAttr(default=None)
 
     def _sync_client(self) -> Sextant:
         if self.client is not None:
@@ -60,13 +60,13 @@ class SextantRetriever(BaseRetriever):
             self._default_client = Sextant()
         return self._default_client
 
-    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> List[Document]:
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
         hits = _hits.fetch(self._sync_client(), self.endpoint, query, self.top_k, self.filters, self.rerank)
         return [_document(h) for h in hits]
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
-    ) -> List[Document]:
+    ) -> list[Document]:
         if self.async_client is not None:
             hits = await _hits.afetch(self.async_client, self.endpoint, query, self.top_k, self.filters, self.rerank)
         else:

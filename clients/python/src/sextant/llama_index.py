@@ -15,7 +15,7 @@ kept out of the text shown to a language model or an embedder.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.retrievers import BaseRetriever
@@ -34,13 +34,13 @@ class SextantRetriever(BaseRetriever):
     def __init__(
         self,
         *,
-        client: Optional[Sextant] = None,
-        async_client: Optional[AsyncSextant] = None,
+        client: Sextant | None = None,
+        async_client: AsyncSextant | None = None,
         endpoint: _hits.Endpoint = "retrieve",
         top_k: int = 5,
-        filters: Optional[Dict[str, Any]] = None,
-        rerank: Optional[bool] = None,
-        callback_manager: Optional[CallbackManager] = None,
+        filters: dict[str, Any] | None = None,
+        rerank: bool | None = None,
+        callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
         self.client = client or Sextant()
@@ -51,11 +51,11 @@ class SextantRetriever(BaseRetriever):
         self.rerank = rerank
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
-    def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         hits = _hits.fetch(self.client, self.endpoint, query_bundle.query_str, self.top_k, self.filters, self.rerank)
         return [_node(h) for h in hits]
 
-    async def _aretrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query = query_bundle.query_str
         if self.async_client is not None:
             hits = await _hits.afetch(self.async_client, self.endpoint, query, self.top_k, self.filters, self.rerank)

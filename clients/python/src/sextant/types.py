@@ -10,7 +10,7 @@ client.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Dict, List, Optional, Type, Union
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel, to_pascal
@@ -76,9 +76,7 @@ _SCHEMAS = "#/components/schemas/"
 class _Model(BaseModel):
     """Wire names as aliases; a field may also be set by its Python name."""
 
-    model_config = ConfigDict(
-        extra="allow", validate_by_name=True, validate_by_alias=True, serialize_by_alias=True
-    )
+    model_config = ConfigDict(extra="allow", validate_by_name=True, validate_by_alias=True, serialize_by_alias=True)
     #: JSON pointer of the schema this model mirrors in ``/openapi.json``.
     openapi_ref: ClassVar[str]
 
@@ -99,7 +97,7 @@ class ErrorDetail(_Camel):
     code: str
     message: str
     #: The JSON path of the field at fault (``top_k``, ``filters.year``), when one is.
-    field: Optional[str] = None
+    field: str | None = None
     request_id: str
 
 
@@ -114,21 +112,21 @@ class ErrorEnvelope(_Model):
 
 class RetrieveFilters(_Model):
     openapi_ref = _SCHEMAS + "RetrieveFilters"
-    tickers: Optional[List[str]] = None
-    year: Optional[int] = None
-    quarter: Optional[str] = None
-    source_types: Optional[List[str]] = None
+    tickers: list[str] | None = None
+    year: int | None = None
+    quarter: str | None = None
+    source_types: list[str] | None = None
     #: One group of the knowledge-base ``SearchFilters`` grammar over any metadata field.
-    metadata: Optional[Dict[str, Any]] = None
+    metadata: dict[str, Any] | None = None
 
 
 class RetrieveRequest(_Model):
     openapi_ref = _SCHEMAS + "RetrieveRequest"
     query: str
-    filters: Optional[RetrieveFilters] = None
-    top_k: Optional[int] = None
-    rerank: Optional[bool] = None
-    include_segments: Optional[bool] = None
+    filters: RetrieveFilters | None = None
+    top_k: int | None = None
+    rerank: bool | None = None
+    include_segments: bool | None = None
 
 
 class Segment(_Camel):
@@ -148,16 +146,16 @@ class Source(_Camel):
     document_id: str
     document_title: str
     document_type: str
-    ticker: Optional[str] = None
-    year: Optional[int] = None
-    quarter: Optional[str] = None
-    filing_type: Optional[str] = None
-    source_url: Optional[str] = None
+    ticker: str | None = None
+    year: int | None = None
+    quarter: str | None = None
+    filing_type: str | None = None
+    source_url: str | None = None
     char_start: int
     char_end: int
-    page_numbers: Optional[List[int]] = None
-    segments: Optional[List[Segment]] = None
-    metadata: Optional[Dict[str, Any]] = None
+    page_numbers: list[int] | None = None
+    segments: list[Segment] | None = None
+    metadata: dict[str, Any] | None = None
 
 
 class Chunk(_Camel):
@@ -166,7 +164,7 @@ class Chunk(_Camel):
     text: str
     score: float
     #: The chunk's sentences with the query's rarest terms.
-    evidence_text: Optional[str] = None
+    evidence_text: str | None = None
     source: Source
 
 
@@ -175,13 +173,13 @@ class RerankStatus(_Model):
 
     openapi_ref = _SCHEMAS + "RerankStatus"
     status: str
-    reason: Optional[str] = None
+    reason: str | None = None
 
 
 class PeriodMismatch(_Model):
     openapi_ref = _SCHEMAS + "PeriodMismatch"
     requested: str
-    served: List[str]
+    served: list[str]
     message: str
 
 
@@ -192,15 +190,15 @@ class RetrieveMeta(_Camel):
     top_k: int
     query_truncated: bool
     rerank: RerankStatus
-    paths_served: List[str]
+    paths_served: list[str]
     degraded: bool
-    timings: Dict[str, float]
-    period_mismatch: Optional[PeriodMismatch] = None
+    timings: dict[str, float]
+    period_mismatch: PeriodMismatch | None = None
 
 
 class RetrieveResponse(_Model):
     openapi_ref = _SCHEMAS + "RetrieveResponse"
-    chunks: List[Chunk]
+    chunks: list[Chunk]
     meta: RetrieveMeta
 
 
@@ -210,16 +208,16 @@ class RetrieveResponse(_Model):
 class SearchRequest(_Model):
     openapi_ref = _SCHEMAS + "SearchBody"
     query: str
-    entity: Optional[Union[str, List[str]]] = None
-    theme: Optional[Union[str, List[str]]] = None
-    published_after: Optional[str] = None
-    published_before: Optional[str] = None
-    limit: Optional[int] = None
-    max_per_document: Optional[int] = None
-    rerank: Optional[bool] = None
-    recency_boost: Optional[bool] = None
-    min_similarity: Optional[float] = None
-    metadata: Optional[Dict[str, Any]] = None
+    entity: str | list[str] | None = None
+    theme: str | list[str] | None = None
+    published_after: str | None = None
+    published_before: str | None = None
+    limit: int | None = None
+    max_per_document: int | None = None
+    rerank: bool | None = None
+    recency_boost: bool | None = None
+    min_similarity: float | None = None
+    metadata: dict[str, Any] | None = None
 
 
 class DocumentRef(_Model):
@@ -227,12 +225,12 @@ class DocumentRef(_Model):
     document_id: str
     title: str
     document_type: str
-    ticker: Optional[str] = None
-    year: Optional[int] = None
-    quarter: Optional[str] = None
-    published_at: Optional[str] = None
-    source_url: Optional[str] = None
-    metadata: Optional[Dict[str, Any]] = None
+    ticker: str | None = None
+    year: int | None = None
+    quarter: str | None = None
+    published_at: str | None = None
+    source_url: str | None = None
+    metadata: dict[str, Any] | None = None
 
 
 class Position(_Model):
@@ -251,14 +249,14 @@ class UnitDiagnostics(_Model):
     """The unit's rank in each retrieval path (1-based, absent when a path missed it)."""
 
     openapi_ref = _SCHEMAS + "UnitDiagnostics"
-    dense_rank: Optional[int] = None
-    sparse_rank: Optional[int] = None
-    bm25_rank: Optional[int] = None
-    dense_score: Optional[float] = None
+    dense_rank: int | None = None
+    sparse_rank: int | None = None
+    bm25_rank: int | None = None
+    dense_score: float | None = None
     rrf_rank: int
     rrf_score: float
-    rerank_rank: Optional[int] = None
-    rerank_score: Optional[float] = None
+    rerank_rank: int | None = None
+    rerank_score: float | None = None
 
 
 class SearchResult(_Model):
@@ -277,19 +275,19 @@ class SearchMeta(_Model):
     total: int
     candidates: int
     limit: int
-    entities: List[str]
+    entities: list[str]
     rerank: RerankStatus
-    failed_paths: Dict[str, str]
+    failed_paths: dict[str, str]
     query_truncated: bool
-    paths_served: List[str]
+    paths_served: list[str]
     degraded: bool
     request_id: str
-    timings: Dict[str, float]
+    timings: dict[str, float]
 
 
 class SearchResponse(_Model):
     openapi_ref = _SCHEMAS + "SearchResponse"
-    results: List[SearchResult]
+    results: list[SearchResult]
     meta: SearchMeta
 
 
@@ -310,35 +308,35 @@ class KbHistoryMessage(_Model):
 
 class KbModelChoice(_Pascal):
     openapi_ref = _SCHEMAS + "ModelChoice"
-    model_name: Optional[str] = None
-    rerank_instruct: Optional[str] = None
-    rerank_mode: Optional[str] = None
+    model_name: str | None = None
+    rerank_instruct: str | None = None
+    rerank_mode: str | None = None
 
 
 class KbExtra(_Camel):
     openapi_ref = _SCHEMAS + "Extra"
-    unique_id: Optional[str] = None
+    unique_id: str | None = None
 
 
 class KbRequest(_Pascal):
     openapi_ref = _SCHEMAS + "KbRequest"
     index_id: str
-    query: Optional[str] = None
-    dense_similarity_top_k: Optional[int] = None
-    sparse_similarity_top_k: Optional[int] = None
-    enable_reranking: Optional[bool] = None
-    rerank_min_score: Optional[float] = None
-    rerank_top_n: Optional[int] = None
-    enable_rewrite: Optional[bool] = None
-    history: Optional[List[KbTurn]] = None
-    query_history: Optional[List[KbHistoryMessage]] = None
-    rerank: Optional[List[KbModelChoice]] = None
-    rewrite: Optional[List[KbModelChoice]] = None
-    extra: Optional[KbExtra] = None
-    save_retriever_history: Optional[bool] = None
-    images: Optional[List[str]] = None
+    query: str | None = None
+    dense_similarity_top_k: int | None = None
+    sparse_similarity_top_k: int | None = None
+    enable_reranking: bool | None = None
+    rerank_min_score: float | None = None
+    rerank_top_n: int | None = None
+    enable_rewrite: bool | None = None
+    history: list[KbTurn] | None = None
+    query_history: list[KbHistoryMessage] | None = None
+    rerank: list[KbModelChoice] | None = None
+    rewrite: list[KbModelChoice] | None = None
+    extra: KbExtra | None = None
+    save_retriever_history: bool | None = None
+    images: list[str] | None = None
     #: Groups ANDed; see the README's knowledge-base section for the grammar.
-    search_filters: Optional[List[Dict[str, Any]]] = None
+    search_filters: list[dict[str, Any]] | None = None
 
 
 class KbNode(_Pascal):
@@ -346,13 +344,13 @@ class KbNode(_Pascal):
     text: str
     score: float
     #: ``doc_id``, ``title``, ``charStart``/``charEnd``, ``ticker``, ``year``, ... as sent.
-    metadata: Dict[str, Any]
+    metadata: dict[str, Any]
 
 
 class KbData(_Pascal):
     openapi_ref = _SCHEMAS + "KbData"
-    nodes: List[KbNode]
-    rewritten_query: Optional[str] = None
+    nodes: list[KbNode]
+    rewritten_query: str | None = None
 
 
 class KbResponse(_Pascal):
@@ -362,8 +360,8 @@ class KbResponse(_Pascal):
     request_id: str
     status: str
     success: bool
-    data: Optional[KbData] = None
-    rerank_min_score_applied: Optional[bool] = None
+    data: KbData | None = None
+    rerank_min_score_applied: bool | None = None
 
 
 # ---------------------------------------------------------------- POST /v1/context
@@ -372,12 +370,12 @@ class KbResponse(_Pascal):
 class ContextRequest(_Model):
     openapi_ref = _SCHEMAS + "ContextBody"
     question: str
-    tickers: Optional[List[str]] = None
-    years: Optional[List[int]] = None
+    tickers: list[str] | None = None
+    years: list[int] | None = None
     #: 1-4 or ``"Q1"``-``"Q4"``.
-    quarters: Optional[List[Union[int, str]]] = None
-    route: Optional[str] = None
-    top_k: Optional[int] = None
+    quarters: list[int | str] | None = None
+    route: str | None = None
+    top_k: int | None = None
 
 
 class Classification(_Model):
@@ -386,20 +384,20 @@ class Classification(_Model):
     forced: bool
     intent: str
     granularity: str
-    tickers: List[str]
-    years: List[int]
-    quarters: List[int]
-    metrics: List[str]
-    concepts: List[str]
-    statements: List[str]
+    tickers: list[str]
+    years: list[int]
+    quarters: list[int]
+    metrics: list[str]
+    concepts: list[str]
+    statements: list[str]
     explain: bool
-    signals: List[str]
+    signals: list[str]
 
 
 class FiscalPeriod(_Camel):
     openapi_ref = _SCHEMAS + "Period"
     fiscal_year: int
-    quarter: Optional[int] = None
+    quarter: int | None = None
 
 
 class FactSource(_Model):
@@ -407,7 +405,7 @@ class FactSource(_Model):
     form: str
     filing: str
     file: str
-    derived: Optional[str] = None
+    derived: str | None = None
 
 
 class Fact(_Camel):
@@ -420,7 +418,7 @@ class Fact(_Camel):
     concept: str
     period: FiscalPeriod
     period_label: str
-    start: Optional[str] = None
+    start: str | None = None
     end: str
     value: float
     unit: str
@@ -437,7 +435,7 @@ class Comparison(_Camel):
     value: float
     prior_value: float
     delta: float
-    pct_change: Optional[float] = None
+    pct_change: float | None = None
     display: str
 
 
@@ -445,17 +443,17 @@ class Series(_Model):
     openapi_ref = _SCHEMAS + "Series"
     ticker: str
     metric: str
-    points: List[Fact]
-    missing: List[str]
+    points: list[Fact]
+    missing: list[str]
     coverage: float
-    changes: List[Comparison]
+    changes: list[Comparison]
 
 
 class StatementLine(_Model):
     openapi_ref = _SCHEMAS + "StatementLine"
     metric: str
     value: Fact
-    prior: Optional[Fact] = None
+    prior: Fact | None = None
 
 
 class StatementTable(_Model):
@@ -463,8 +461,8 @@ class StatementTable(_Model):
     ticker: str
     statement: str
     period: str
-    lines: List[StatementLine]
-    missing: List[str]
+    lines: list[StatementLine]
+    missing: list[str]
     markdown: str
 
 
@@ -474,12 +472,12 @@ class Passage(_Camel):
     document_id: str
     title: str
     document_type: str
-    ticker: Optional[str] = None
-    year: Optional[int] = None
-    quarter: Optional[str] = None
+    ticker: str | None = None
+    year: int | None = None
+    quarter: str | None = None
     text: str
     similarity: float
-    rerank_score: Optional[float] = None
+    rerank_score: float | None = None
     score: float
 
 
@@ -487,12 +485,12 @@ class RouteResult(_Camel):
     """Only the parts the route produces are sent; the others are empty."""
 
     openapi_ref = _SCHEMAS + "RouteResult"
-    facts: List[Fact] = []
-    comparisons: List[Comparison] = []
-    timeseries: List[Series] = []
-    statements: List[StatementTable] = []
+    facts: list[Fact] = []
+    comparisons: list[Comparison] = []
+    timeseries: list[Series] = []
+    statements: list[StatementTable] = []
     statement_fallback: bool = False
-    passages: List[Passage] = []
+    passages: list[Passage] = []
 
 
 class Claim(_Camel):
@@ -502,7 +500,7 @@ class Claim(_Camel):
     direction: str
     pct: float
     fiscal_year: int
-    quarter: Optional[int] = None
+    quarter: int | None = None
 
 
 class Contradiction(_Camel):
@@ -528,7 +526,7 @@ class Confidence(_Model):
     openapi_ref = _SCHEMAS + "Confidence"
     score: float
     tier: str
-    signals: List[ConfidenceSignal]
+    signals: list[ConfidenceSignal]
 
 
 class ContextMeta(_Camel):
@@ -536,9 +534,9 @@ class ContextMeta(_Camel):
     request_id: str
     index: str
     top_k: int
-    facts_held: List[int]
+    facts_held: list[int]
     took_ms: int
-    paths_served: List[str]
+    paths_served: list[str]
     degraded: bool
 
 
@@ -547,10 +545,10 @@ class ContextResponse(_Model):
     route: str
     classification: Classification
     result: RouteResult
-    guardrails: List[str]
-    contradictions: List[Contradiction]
+    guardrails: list[str]
+    contradictions: list[Contradiction]
     confidence: Confidence
-    warnings: List[str]
+    warnings: list[str]
     meta: ContextMeta
 
 
@@ -562,18 +560,18 @@ class DocumentBody(_Camel):
     ``segments``, with a title, metadata and the financial fields."""
 
     openapi_ref = _SCHEMAS + "DocumentBody"
-    text: Optional[str] = None
-    content_type: Optional[str] = None
-    segments: Optional[List[str]] = None
-    title: Optional[str] = None
-    metadata: Optional[Dict[str, Any]] = None
-    document_type: Optional[str] = None
-    ticker: Optional[str] = None
-    year: Optional[int] = None
-    quarter: Optional[str] = None
-    filing_type: Optional[str] = None
-    source_url: Optional[str] = None
-    published_at: Optional[str] = None
+    text: str | None = None
+    content_type: str | None = None
+    segments: list[str] | None = None
+    title: str | None = None
+    metadata: dict[str, Any] | None = None
+    document_type: str | None = None
+    ticker: str | None = None
+    year: int | None = None
+    quarter: str | None = None
+    filing_type: str | None = None
+    source_url: str | None = None
+    published_at: str | None = None
 
 
 class WriteResponse(_Camel):
@@ -583,11 +581,11 @@ class WriteResponse(_Camel):
     #: ``live`` (searchable now) or ``pending`` (on AWS, until the next build).
     status: str
     request_id: str
-    created: Optional[bool] = None
-    deleted: Optional[bool] = None
-    chunks: Optional[int] = None
-    segments: Optional[int] = None
-    seq: Optional[int] = None
+    created: bool | None = None
+    deleted: bool | None = None
+    chunks: int | None = None
+    segments: int | None = None
+    seq: int | None = None
 
 
 class DocumentSegment(_Camel):
@@ -602,16 +600,16 @@ class DocumentSummary(_Camel):
     document_id: str
     title: str
     document_type: str
-    metadata: Dict[str, Any]
+    metadata: dict[str, Any]
     status: str
-    ticker: Optional[str] = None
-    year: Optional[int] = None
-    quarter: Optional[str] = None
-    filing_type: Optional[str] = None
-    source_url: Optional[str] = None
-    published_at: Optional[str] = None
-    chunks: Optional[int] = None
-    compacted: Optional[bool] = None
+    ticker: str | None = None
+    year: int | None = None
+    quarter: str | None = None
+    filing_type: str | None = None
+    source_url: str | None = None
+    published_at: str | None = None
+    chunks: int | None = None
+    compacted: bool | None = None
 
 
 class Document(DocumentSummary):
@@ -621,15 +619,15 @@ class Document(DocumentSummary):
     openapi_ref = _SCHEMAS + "DocumentResponse"
     index: str
     text: str
-    segments: List[DocumentSegment]
+    segments: list[DocumentSegment]
     request_id: str
 
 
 class DocumentPage(_Camel):
     openapi_ref = _SCHEMAS + "DocumentPage"
     index: str
-    documents: List[DocumentSummary]
-    next_cursor: Optional[str] = None
+    documents: list[DocumentSummary]
+    next_cursor: str | None = None
     request_id: str
 
 
@@ -639,7 +637,7 @@ class CompactResponse(_Camel):
     compacted: bool
     request_id: str
     #: documents, chunks, ``chunks_encoded``, seconds, version, writes.
-    report: Optional[Dict[str, Any]] = None
+    report: dict[str, Any] | None = None
 
 
 # ---------------------------------------------------------------- GET /health
@@ -649,16 +647,18 @@ class Health(_Camel):
     openapi_ref = "#/paths/~1health/get/responses/200/content/application~1json/schema"
     status: str
     #: Chunks served per index.
-    indexes: Dict[str, int]
+    indexes: dict[str, int]
     version: str
-    degraded: Optional[bool] = None
-    index_versions: Optional[Dict[str, str]] = None
+    degraded: bool | None = None
+    index_versions: dict[str, str] | None = None
     #: Per index, each retrieval path's state (``ready`` or ``building``).
-    paths: Optional[Dict[str, Dict[str, str]]] = None
+    paths: dict[str, dict[str, str]] | None = None
+    #: The index ``/v1/retrieve``, ``/v1/search`` and ``/v1/context`` read.
+    default_index: str | None = None
 
 
 #: Every model, for the OpenAPI check.
-MODELS: List[Type[_Model]] = [
+MODELS: list[type[_Model]] = [
     obj
     for name, obj in sorted(globals().items())
     if isinstance(obj, type) and issubclass(obj, _Model) and not name.startswith("_")
