@@ -177,9 +177,15 @@ pub fn win_loss(set: &SetResult, w: &WinLoss) -> Result<String> {
             .axis_desc_style(font(13.0))
             .draw()
             .map_err(err)?;
+        // With more questions than pixels a bar one question wide can round to no width at
+        // all; each is at least a pixel wide, over its right neighbour (sorted, so a sliver of
+        // a taller bar at most), which is drawn after it. The last ones end at the axis' end.
+        let pixels = chart.plotting_area().dim_in_pixel().0.max(1) as f64;
+        let width = (n as f64 / pixels * 1.01).max(1.0);
         let bars = w.deltas.iter().enumerate().filter(|(_, d)| d.delta.abs() > TIE_EPSILON).map(|(i, d)| {
             let color = if d.delta > 0.0 { WIN } else { LOSS };
-            Rectangle::new([(i as f64, 0.0), (i as f64 + 1.0, d.delta)], color.filled())
+            let x = (i as f64).min(n as f64 - width);
+            Rectangle::new([(x, 0.0), (x + width, d.delta)], color.filled())
         });
         chart.draw_series(bars).map_err(err)?;
         chart.draw_series(std::iter::once(PathElement::new([(0.0, 0.0), (n as f64, 0.0)], BLACK))).map_err(err)?;
@@ -387,6 +393,24 @@ mod tests {
         assert!(svg.contains("2 wins · 2 ties · 1 losses of 5 questions"));
         assert!(svg.contains("fin-calls dev: hybrid − bm25 (best single path)"));
         assert!(svg.contains(&format!("{:+.4}", w.mean)));
+    }
+
+    #[test]
+    fn bars_are_a_pixel_wide_at_least_with_more_questions_than_pixels() {
+        let n = 2000;
+        let best: Vec<f64> = vec![0.5; n];
+        let hybrid: Vec<f64> = (0..n).map(|i| if i % 2 == 0 { 0.9 } else { 0.1 }).collect();
+        let s = set("tatqa", &[(ReportMode::Bm25, &best), (ReportMode::Hybrid, &hybrid)]);
+        let w = s.win_loss().unwrap();
+        let svg = win_loss(&s, &w).unwrap();
+        let widths: Vec<i32> = svg
+            .split("<rect ")
+            .skip(1)
+            .filter(|r| r.contains(&format!("fill=\"{}\"", hex(WIN))) || r.contains(&format!("fill=\"{}\"", hex(LOSS))))
+            .map(|r| r.split("width=\"").nth(1).unwrap().split('"').next().unwrap().parse().unwrap())
+            .collect();
+        assert_eq!(widths.len(), n + 2, "every question a bar, and the two swatches");
+        assert!(widths.iter().all(|&px| px >= 1), "{:?}", widths.iter().filter(|&&px| px < 1).count());
     }
 
     fn stage(key: &'static str, name: &str, samples: Vec<f64>) -> StageRow {
