@@ -17,6 +17,11 @@ faster. Usage (from the repository root, after `cargo build --release -p sextant
 
     python3 scripts/peer_bench.py --beir ../shared/data/scifact --scale 100000
 
+`--samples FILE` also writes the peer's raw samples (ms): the query encoders' under
+`stages` (`encode_dense`, `encode_sparse`, named as `sextant bench` names its stages) and,
+per index size in chunks, LanceDB's embed + hybrid query under `search_total` (the faster
+vector setting's). `sextant bench --report DIR --peer FILE` draws them beside Sextant's.
+
 The venv (onnxruntime, lancedb, tokenizers, numpy, pyarrow) is made on first use under
 $SEXTANT_CACHE_DIR/venv-peer.
 """
@@ -181,6 +186,8 @@ def main():
                    default=Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target")) / "release/sextant")
     p.add_argument("--backends", default="onnxruntime,tract")
     p.add_argument("--json", type=Path, help="also write every figure to this file")
+    p.add_argument("--samples", type=Path,
+                   help="also write the peer's raw samples (ms) to this file, for `sextant bench --report DIR --peer FILE`")
     args = p.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="sextant-peer-"))
@@ -246,6 +253,21 @@ def main():
                   + " | ".join(f"{v:.2f}" for v in vals) + f" | {peer_value:.2f} | {vals[0] / peer_value:.2f} |")
     if args.json:
         args.json.write_text(json.dumps(report, indent=1))
+    if args.samples:
+        args.samples.write_text(json.dumps(peer_samples(queries, peer, lance)))
+
+
+def peer_samples(queries, peer, lance):
+    """The peer's raw samples, in the shape `sextant bench --peer FILE` reads."""
+    import lancedb
+    import onnxruntime
+
+    return {
+        "peer": f"ONNX Runtime {onnxruntime.__version__} (Python) + LanceDB {lancedb.__version__}",
+        "queries": len(queries),
+        "stages": {"encode_dense": peer["dense_query_ms"], "encode_sparse": peer["sparse_query_ms"]},
+        "search_total": {str(n): {"vector_search": best, "samples_ms": runs[best]} for n, (best, runs) in lance.items()},
+    }
 
 
 if __name__ == "__main__":

@@ -20,13 +20,19 @@ use sextant_core::pipeline::{rrf_fuse, Engine, Path, SearchRequest};
 use sextant_core::storage::LocalDir;
 
 /// Latency summary of one stage, in milliseconds.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct Stats {
-    p50: f64,
-    p99: f64,
-    mean: f64,
+    /// Median: the sample at rank `round((n − 1) · 0.5)` of the sorted samples.
+    pub p50: f64,
+    /// 99th percentile: the sample at rank `round((n − 1) · 0.99)`.
+    pub p99: f64,
+    /// Mean.
+    pub mean: f64,
 }
 
-fn stats(mut xs: Vec<f64>) -> Stats {
+/// The summary of `xs` (milliseconds), nearest-rank percentiles as [`Stats`] says.
+pub fn stats(xs: &[f64]) -> Stats {
+    let mut xs = xs.to_vec();
     xs.sort_by(|a, b| a.total_cmp(b));
     let at = |q: f64| xs[((xs.len() as f64 - 1.0) * q).round() as usize];
     Stats { p50: at(0.5), p99: at(0.99), mean: xs.iter().sum::<f64>() / xs.len() as f64 }
@@ -204,8 +210,30 @@ pub fn passages(index: &Index, n: usize) -> Vec<String> {
         .collect()
 }
 
-/// One row of a stage table: the stage, its latency, and a baseline to read it beside.
-pub type StageRow = (String, Stats, String);
+/// One row of a stage table: the stage, every sample timed, their summary, and a baseline
+/// to read it beside.
+#[derive(Debug, Clone)]
+pub struct StageRow {
+    /// The stage's name in reports and in a peer's samples (`scripts/peer_bench.py
+    /// --samples`): `encode_dense`, `encode_sparse`, `encode_both`, `path_dense`,
+    /// `path_dense_exact`, `path_bm25`, `path_splade`, `fuse`, `search_rest`,
+    /// `search_total`, `rerank_50`.
+    pub key: &'static str,
+    /// The row's label in the table.
+    pub name: String,
+    /// Every sample, in milliseconds, in the order they were timed.
+    pub samples_ms: Vec<f64>,
+    /// Their summary.
+    pub stats: Stats,
+    /// A figure to read beside it (may be empty).
+    pub baseline: String,
+}
+
+impl StageRow {
+    fn new(key: &'static str, name: &str, samples_ms: Vec<f64>, baseline: String) -> StageRow {
+        StageRow { key, name: name.to_string(), stats: stats(&samples_ms), samples_ms, baseline }
+    }
+}
 
 /// Times every stage over `queries` against `engine`.
 pub fn run(engine: &Engine, queries: &[String], label: &str) -> Result<(Figures, Vec<StageRow>)> {
@@ -258,9 +286,9 @@ pub fn run(engine: &Engine, queries: &[String], label: &str) -> Result<(Figures,
             rest.push(t.total_ms - t.encode_ms - paths - t.fuse_ms - t.rerank_ms);
         }
     }
-    let (sd, ss, sp) = (stats(enc_d), stats(enc_s), stats(prep));
+    let (sd, ss, sp) = (stats(&enc_d), stats(&enc_s), stats(&prep));
     let (dstats, estats, bstats, sstats, fstats, t) =
-        (stats(dense), stats(exact), stats(bm25), stats(splade), stats(fuse), stats(total));
+        (stats(&dense), stats(&exact), stats(&bm25), stats(&splade), stats(&fuse), stats(&total));
     let slower = sd.p50.max(ss.p50);
     let figures = Figures {
         scale: label.to_string(),
@@ -269,7 +297,7 @@ pub fn run(engine: &Engine, queries: &[String], label: &str) -> Result<(Figures,
         backend: engine.dense_encoder().backend().to_string(),
         search_p50_ms: t.p50,
         search_p99_ms: t.p99,
-        tokenize_p50_ms: stats(tok).p50,
+        tokenize_p50_ms: stats(&tok).p50,
         encode_dense_p50_ms: sd.p50,
         encode_dense_p99_ms: sd.p99,
         encode_sparse_p50_ms: ss.p50,
@@ -284,20 +312,31 @@ pub fn run(engine: &Engine, queries: &[String], label: &str) -> Result<(Figures,
         ..Figures::default()
     };
     let rows = vec![
-        ("encode query: dense (MiniLM-L6)".to_string(), sd, String::new()),
-        ("encode query: SPLADE-tiny".into(), ss, String::new()),
-        ("encode query: both (as a search runs them)".into(), sp, format!("slower encoder alone {slower:.3}")),
-        (
-            "path: dense HNSW top-50 (+exact rescoring)".into(),
-            dstats,
+        StageRow::new("encode_dense", "encode query: dense (MiniLM-L6)", enc_d, String::new()),
+        StageRow::new("encode_sparse", "encode query: SPLADE-tiny", enc_s, String::new()),
+        StageRow::new(
+            "encode_both",
+            "encode query: both (as a search runs them)",
+            prep,
+            format!("slower encoder alone {slower:.3}"),
+        ),
+        StageRow::new(
+            "path_dense",
+            "path: dense HNSW top-50 (+exact rescoring)",
+            dense,
             format!("exact scan top-10 p50 {:.3}", estats.p50),
         ),
-        ("path: dense exact scan top-10".into(), estats, String::new()),
-        ("path: BM25 top-50".into(), bstats, String::new()),
-        ("path: SPLADE top-50".into(), sstats, String::new()),
-        ("fusion: RRF of 3×50".into(), fstats, String::new()),
-        ("search: outside encoders, paths and fusion".into(), stats(rest), String::new()),
-        ("search total (no cross-encoder)".into(), t, format!("target ≤ 1.3 × {slower:.3} = {:.3}", 1.3 * slower)),
+        StageRow::new("path_dense_exact", "path: dense exact scan top-10", exact, String::new()),
+        StageRow::new("path_bm25", "path: BM25 top-50", bm25, String::new()),
+        StageRow::new("path_splade", "path: SPLADE top-50", splade, String::new()),
+        StageRow::new("fuse", "fusion: RRF of 3×50", fuse, String::new()),
+        StageRow::new("search_rest", "search: outside encoders, paths and fusion", rest, String::new()),
+        StageRow::new(
+            "search_total",
+            "search total (no cross-encoder)",
+            total,
+            format!("target ≤ 1.3 × {slower:.3} = {:.3}", 1.3 * slower),
+        ),
     ];
     Ok((figures, rows))
 }
@@ -310,8 +349,8 @@ pub fn print_table(figures: &Figures, rows: &[StageRow]) {
     );
     println!("| stage | p50 ms | p99 ms | mean ms | baseline |");
     println!("|---|---:|---:|---:|---|");
-    for (name, s, baseline) in rows {
-        row(name, s, baseline);
+    for r in rows {
+        print_row(r);
     }
     println!("\nHNSW recall@10 against exact search: {:.4} (target ≥ 0.98)", figures.hnsw_recall_at_10);
     if figures.build_passages > 0 {
@@ -352,14 +391,14 @@ pub fn export_index(dir: &std::path::Path, index: &Index) -> Result<()> {
     Ok(())
 }
 
-/// Times a reranker over 50 passages; the row names the model (`model`: its directory's
-/// name), and says when it is the untrained stand-in.
+/// Times a reranker over 50 passages (10 queries); the row names the model (`model`: its
+/// directory's name), and says when it is the untrained stand-in.
 pub fn rerank50(
     engine: &Engine,
     queries: &[String],
     reranker: &sextant_core::pipeline::CrossEncoderReranker,
     model: &str,
-) -> Result<()> {
+) -> Result<StageRow> {
     let index = engine.index();
     let passages: Vec<&str> = index.chunks.iter().take(50).map(|c| c.text.as_str()).collect();
     let times: Vec<f64> = queries.iter().take(10).map(|q| time(|| reranker.score(q, &passages)).1).collect();
@@ -367,8 +406,12 @@ pub fn rerank50(
         true => format!("the stand-in cross-encoder {model}: untrained, timing only"),
         false => format!("cross-encoder {model}"),
     };
-    row(&format!("rerank 50 passages ({what})"), &stats(times), "");
-    Ok(())
+    Ok(StageRow::new("rerank_50", &format!("rerank 50 passages ({what})"), times, String::new()))
+}
+
+/// Prints one stage row, as [`print_table`] prints its rows.
+pub fn print_row(r: &StageRow) {
+    row(&r.name, &r.stats, &r.baseline);
 }
 
 /// Measures saving and loading `index` (verification included) in a temporary directory.

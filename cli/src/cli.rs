@@ -122,12 +122,19 @@ pub enum Command {
     },
     /// Evaluate on a BEIR directory (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv).
     Eval {
-        /// The BEIR directory.
-        #[arg(long)]
-        beir: PathBuf,
-        /// The qrels split to evaluate.
+        /// The BEIR directory (with `--report`, repeatable: one set each).
+        #[arg(long, required = true)]
+        beir: Vec<PathBuf>,
+        /// The qrels split to evaluate (with `--report`: once for every set, or once per
+        /// `--beir`, in the same order).
         #[arg(long, default_value = "test")]
-        split: String,
+        split: Vec<String>,
+        /// Write a plotted report to this directory instead: every mode (dense, bm25,
+        /// splade, plain RRF, the default hybrid) on every set, `index.html` with SVG charts
+        /// (nDCG@10 per mode and set; per question, hybrid against the best single path),
+        /// the charts as `.svg` files, and `report.json`.
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["mode", "paths", "fusion", "dump_runs", "late_interaction"])]
+        report: Option<PathBuf>,
         #[arg(long, value_enum, default_value_t = Mode::Hybrid)]
         mode: Mode,
         /// Print one JSON object.
@@ -180,6 +187,15 @@ pub enum Command {
         /// queries.jsonl, passages.jsonl and, per scale, its chunks' texts and dense vectors.
         #[arg(long, value_name = "DIR")]
         export: Option<PathBuf>,
+        /// Also write a plotted report to this directory: `index.html` with each scale's
+        /// latency distribution per stage (SVG box plots, beside the peer's with `--peer`),
+        /// the charts as `.svg` files, and `report.json` with every sample.
+        #[arg(long, value_name = "DIR")]
+        report: Option<PathBuf>,
+        /// A peer's samples on the same queries (`scripts/peer_bench.py --samples FILE`),
+        /// drawn beside Sextant's stages in the report.
+        #[arg(long, value_name = "FILE", requires = "report")]
+        peer: Option<PathBuf>,
         #[command(flatten)]
         build: BuildArgs,
     },

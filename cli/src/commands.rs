@@ -1,6 +1,6 @@
 //! What each sub-command does.
 
-use std::path::Path as FsPath;
+use std::path::{Path as FsPath, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -10,10 +10,11 @@ use sextant_core::encode::{choose_backend, default_model_dir, BackendChoice, Cro
 use sextant_core::index::Filter;
 use sextant_core::pipeline::{open_engine, CrossEncoderReranker, Engine, Path, SearchOutcome, SearchRequest};
 use sextant_finance::{FactStore, Financials};
-use sextant_kit::eval::{evaluate, Metrics};
+use sextant_kit::eval::{evaluate, evaluate_per_query, Metrics};
 
-use crate::cli::{Cli, Command};
+use crate::cli::{BuildArgs, Cli, Command, FusionChoice};
 use crate::indexes::{beir_index, build_options, cache_dir, load_engine, load_with_financials};
+use crate::report::{BenchReport, EvalReport, ModeResult, PeerSamples, ReportMode, ScaleResult, SetResult};
 
 /// Runs the command `cli` names.
 pub fn run(cli: Cli) -> Result<()> {
@@ -109,7 +110,9 @@ pub fn run(cli: Cli) -> Result<()> {
             let out = engine.search(&req)?;
             print_hits(&engine, &out, json)
         }
-        Command::Bench { beir, queries, scale, passages, json, export, build } => {
+        Command::Bench { beir, queries, scale, passages, json, export, report, peer, build } => {
+            // Read first: a bad samples file should not cost a benchmark run.
+            let peer = peer.as_deref().map(PeerSamples::read).transpose()?;
             let set = load_beir(&beir, "test")?;
             let engine = open_engine(Arc::new(beir_index(&beir, &set, &models, &build)?), &models)?;
             let qs: Vec<String> = set.queries.iter().take(queries).map(|q| q.1.clone()).collect();
@@ -119,7 +122,7 @@ pub fn run(cli: Cli) -> Result<()> {
             if let Some(dir) = &export {
                 crate::bench::export_common(dir, &qs, &texts)?;
             }
-            let report = |engine: &Engine, label: &str| -> Result<()> {
+            let measure = |engine: &Engine, label: &str| -> Result<ScaleResult> {
                 let (mut figures, rows) = crate::bench::run(engine, &qs, label)?;
                 if let Some((both, dense, sparse)) = throughput {
                     figures.build_chunks_per_s = both;
@@ -134,23 +137,36 @@ pub fn run(cli: Cli) -> Result<()> {
                     true => println!("{}", serde_json::to_string(&figures)?),
                     false => crate::bench::print_table(&figures, &rows),
                 }
-                Ok(())
+                Ok(ScaleResult { figures, stages: rows })
             };
-            report(&engine, "real index")?;
-            if !json {
+            let mut scales = vec![measure(&engine, "real index")?];
+            // The cross-encoder is timed for the table, and for a report's chart.
+            if !json || report.is_some() {
                 if let Some(dir) = &models.reranker {
                     let rr = CrossEncoderReranker::new(CrossEncoder::load(dir)?, "reranker");
                     let model = dir.file_name().and_then(|n| n.to_str()).unwrap_or("(unnamed)");
-                    crate::bench::rerank50(&engine, &qs, &rr, model)?;
+                    let row = crate::bench::rerank50(&engine, &qs, &rr, model)?;
+                    if !json {
+                        crate::bench::print_row(&row);
+                    }
+                    scales[0].stages.push(row);
                 }
+            }
+            if !json {
                 crate::bench::load_time(engine.index())?;
             }
             for n in scale {
                 let big = crate::bench::scaled(&engine, n, &cache_dir().join("bench"))?;
-                report(&big, &format!("synthetic {n}"))?;
+                scales.push(measure(&big, &format!("synthetic {n}"))?);
                 if !json {
                     crate::bench::load_time(big.index())?;
                 }
+            }
+            if let Some(dir) = report {
+                let set = beir.file_name().and_then(|n| n.to_str()).unwrap_or("beir").to_string();
+                let report = BenchReport { set, scales, peer, command: command_line() };
+                let page = crate::report::write_bench(&dir, &report)?;
+                eprintln!("report written to {}", page.display());
             }
             Ok(())
         }
@@ -202,9 +218,13 @@ pub fn run(cli: Cli) -> Result<()> {
             }
             crate::admin::index_build(event, fields, &models)
         }
+        Command::Eval { beir, split, report: Some(dir), json, keep_instructions, build, .. } => {
+            eval_report(&models, &beir, &split, &dir, json, keep_instructions, &build)
+        }
         Command::Eval {
             beir,
             split,
+            report: None,
             mode,
             json,
             dump_runs,
@@ -214,6 +234,9 @@ pub fn run(cli: Cli) -> Result<()> {
             late_interaction,
             build,
         } => {
+            let (Ok([beir]), Ok([split])) = (<[_; 1]>::try_from(beir), <[_; 1]>::try_from(split)) else {
+                bail!("--beir and --split more than once need --report");
+            };
             let set = load_beir(&beir, &split)?;
             let name = beir.file_name().and_then(|n| n.to_str()).unwrap_or("beir").to_string();
             let docs = set.documents.len();
@@ -225,14 +248,8 @@ pub fn run(cli: Cli) -> Result<()> {
             if let Some(path) = dump_runs {
                 dump_path_runs(&engine, &set, &path, !keep_instructions)?;
             }
-            let mut req = SearchRequest::new("", 100);
-            req.paths = if paths.is_empty() { mode.paths() } else { paths.clone() };
-            req.fusion = fusion.config();
-            // About 100 documents from each path (a document is 1 to 3 chunks in these
-            // sets), so that Recall@100 measures the fusion, not the depth.
-            req.per_path_k = 300;
-            req.rerank = models.reranker.is_some();
-            req.strip_instructions = !keep_instructions;
+            let paths = if paths.is_empty() { mode.paths() } else { paths.clone() };
+            let req = eval_request(paths, fusion, models.reranker.is_some(), keep_instructions);
             let t = Instant::now();
             let m: Metrics = evaluate(&engine, &set, &req)?;
             let secs = t.elapsed().as_secs_f64();
@@ -266,6 +283,89 @@ pub fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// The request `eval` runs every query with (the query and `top_k` are set per query).
+fn eval_request(paths: Vec<Path>, fusion: FusionChoice, rerank: bool, keep_instructions: bool) -> SearchRequest {
+    let mut req = SearchRequest::new("", 100);
+    req.paths = paths;
+    req.fusion = fusion.config();
+    // About 100 documents from each path (a document is 1 to 3 chunks in these
+    // sets), so that Recall@100 measures the fusion, not the depth.
+    req.per_path_k = 300;
+    req.rerank = rerank;
+    req.strip_instructions = !keep_instructions;
+    req
+}
+
+/// `sextant eval --report DIR`: every [`ReportMode`] on every set (`splits`: one for all
+/// sets, or one per set), each query's metrics kept; writes the report and prints, with
+/// `json`, one [`ModeResult::summary`] a line as each mode finishes.
+fn eval_report(
+    models: &ModelSet,
+    beir: &[PathBuf],
+    splits: &[String],
+    dir: &FsPath,
+    json: bool,
+    keep_instructions: bool,
+    build: &BuildArgs,
+) -> Result<()> {
+    if splits.len() != 1 && splits.len() != beir.len() {
+        bail!("--split: give it once, or once per --beir ({} sets, {} splits)", beir.len(), splits.len());
+    }
+    let mut report = EvalReport { sets: Vec::new(), command: command_line() };
+    for (i, path) in beir.iter().enumerate() {
+        let split = &splits[if splits.len() == 1 { 0 } else { i }];
+        let set = load_beir(path, split)?;
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("beir").to_string();
+        let engine = open_engine(Arc::new(beir_index(path, &set, models, build)?), models)?;
+        let mut result = SetResult { name, split: split.clone(), docs: set.documents.len(), modes: Vec::new() };
+        for mode in ReportMode::ALL {
+            let req = eval_request(mode.mode().paths(), mode.fusion(), models.reranker.is_some(), keep_instructions);
+            let t = Instant::now();
+            let per_query = evaluate_per_query(&engine, &set, &req)?;
+            let ran: Vec<&str> = req.paths.iter().map(|p| p.name()).collect();
+            let r = ModeResult { mode, paths: ran.join("+"), metrics: Metrics::mean(&per_query), per_query };
+            match json {
+                true => println!("{}", r.summary(&result)),
+                false => println!(
+                    "{} {}: nDCG@10 {:.4}  Recall@100 {:.4}  ({} queries, {:.1}s)",
+                    result.title(),
+                    mode.label(),
+                    r.metrics.ndcg_at_10,
+                    r.metrics.recall_at_100,
+                    r.metrics.queries,
+                    t.elapsed().as_secs_f64()
+                ),
+            }
+            result.modes.push(r);
+        }
+        if let (Some(w), false) = (result.win_loss(), json) {
+            println!(
+                "{}: hybrid against {} per question: {} wins, {} ties, {} losses (mean Δ nDCG@10 {:+.4})",
+                result.title(),
+                w.best_single.label(),
+                w.wins,
+                w.ties,
+                w.losses,
+                w.mean
+            );
+        }
+        report.sets.push(result);
+    }
+    let page = crate::report::write_eval(dir, &report)?;
+    eprintln!("report written to {}", page.display());
+    Ok(())
+}
+
+/// This process's command line as a user would type it: `sextant` and the arguments,
+/// any with a space or a quote in single quotes.
+fn command_line() -> String {
+    let args = std::env::args().skip(1).map(|a| match a.contains([' ', '\'', '"']) || a.is_empty() {
+        true => format!("'{}'", a.replace('\'', "'\\''")),
+        false => a,
+    });
+    std::iter::once("sextant".to_string()).chain(args).collect::<Vec<_>>().join(" ")
 }
 
 fn print_hits(engine: &Engine, out: &SearchOutcome, json: bool) -> Result<()> {

@@ -2,7 +2,7 @@
 //!
 //! Modules, from the entry point down: [`cli`] (arguments) → [`commands`] (what each
 //! sub-command does) → [`build`], [`serve`], [`bench`] ([`capacity`]), [`admin`] → [`indexes`] (building,
-//! caching and opening indexes).
+//! caching and opening indexes); [`report`] draws `eval`'s and `bench`'s figures as a page of charts.
 
 mod admin;
 mod bench;
@@ -11,6 +11,7 @@ mod capacity;
 mod cli;
 mod commands;
 mod indexes;
+mod report;
 mod serve;
 
 use clap::Parser;

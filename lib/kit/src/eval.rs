@@ -30,7 +30,50 @@ pub struct Metrics {
     pub queries: usize,
 }
 
-/// nDCG@k of a ranked list of document ids.
+/// The metrics of one query: what [`Metrics`] averages.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct QueryMetrics {
+    /// The query's id.
+    pub qid: String,
+    /// nDCG@10 ([`ndcg_at`]).
+    pub ndcg_at_10: f64,
+    /// Recall@10 ([`recall_at`]).
+    pub recall_at_10: f64,
+    /// Recall@100.
+    pub recall_at_100: f64,
+    /// MRR@10 ([`mrr_at`]).
+    pub mrr_at_10: f64,
+}
+
+impl Metrics {
+    /// The mean of per-query metrics, in their order (the sums are the ones
+    /// [`score_runs`] always took, so the means are bit for bit the same).
+    pub fn mean(per_query: &[QueryMetrics]) -> Metrics {
+        let mut m = Metrics::default();
+        for q in per_query {
+            m.ndcg_at_10 += q.ndcg_at_10;
+            m.recall_at_10 += q.recall_at_10;
+            m.recall_at_100 += q.recall_at_100;
+            m.mrr_at_10 += q.mrr_at_10;
+            m.queries += 1;
+        }
+        let n = m.queries.max(1) as f64;
+        m.ndcg_at_10 /= n;
+        m.recall_at_10 /= n;
+        m.recall_at_100 /= n;
+        m.mrr_at_10 /= n;
+        m
+    }
+}
+
+/// nDCG@k of a ranked list of document ids:
+///
+/// ```text
+/// DCG@k  = Σ_{i=1..k} g(d_i) / log2(i + 1)     (g: the judged grade, 0 when unjudged or negative)
+/// nDCG@k = DCG@k / IDCG@k                       (IDCG: the DCG of the judged grades sorted down)
+/// ```
+///
+/// 0 when no judged grade is positive.
 pub fn ndcg_at(ranked: &[String], judged: &HashMap<String, i32>, k: usize) -> f64 {
     let dcg: f64 = ranked
         .iter()
@@ -65,29 +108,40 @@ pub fn mrr_at(ranked: &[String], judged: &HashMap<String, i32>, k: usize) -> f64
 
 /// Averages the metrics of per-query rankings.
 pub fn score_runs(runs: &[(String, Vec<String>)], qrels: &HashMap<String, HashMap<String, i32>>) -> Metrics {
-    let mut m = Metrics::default();
+    Metrics::mean(&score_runs_per_query(runs, qrels))
+}
+
+/// The metrics of each query's ranking, in the order of `runs`; queries without judgements,
+/// or without a positive one, are left out.
+pub fn score_runs_per_query(
+    runs: &[(String, Vec<String>)],
+    qrels: &HashMap<String, HashMap<String, i32>>,
+) -> Vec<QueryMetrics> {
+    let mut out = Vec::with_capacity(runs.len());
     for (qid, ranked) in runs {
         let Some(j) = qrels.get(qid) else { continue };
         if !j.values().any(|&g| g > 0) {
             continue;
         }
-        m.ndcg_at_10 += ndcg_at(ranked, j, 10);
-        m.recall_at_10 += recall_at(ranked, j, 10);
-        m.recall_at_100 += recall_at(ranked, j, 100);
-        m.mrr_at_10 += mrr_at(ranked, j, 10);
-        m.queries += 1;
+        out.push(QueryMetrics {
+            qid: qid.clone(),
+            ndcg_at_10: ndcg_at(ranked, j, 10),
+            recall_at_10: recall_at(ranked, j, 10),
+            recall_at_100: recall_at(ranked, j, 100),
+            mrr_at_10: mrr_at(ranked, j, 10),
+        });
     }
-    let n = m.queries.max(1) as f64;
-    m.ndcg_at_10 /= n;
-    m.recall_at_10 /= n;
-    m.recall_at_100 /= n;
-    m.mrr_at_10 /= n;
-    m
+    out
 }
 
 /// Runs every query of `set` through `engine` (document-level: one chunk per document,
 /// 100 documents per query) with `template`'s settings, and scores the rankings.
 pub fn evaluate(engine: &Engine, set: &BeirSet, template: &SearchRequest) -> Result<Metrics> {
+    Ok(Metrics::mean(&evaluate_per_query(engine, set, template)?))
+}
+
+/// [`evaluate`], query by query: each evaluated query's metrics, in `set`'s query order.
+pub fn evaluate_per_query(engine: &Engine, set: &BeirSet, template: &SearchRequest) -> Result<Vec<QueryMetrics>> {
     let runs: Vec<(String, Vec<String>)> = set
         .queries
         .par_iter()
@@ -101,7 +155,7 @@ pub fn evaluate(engine: &Engine, set: &BeirSet, template: &SearchRequest) -> Res
             Ok((qid.clone(), docs))
         })
         .collect::<Result<_>>()?;
-    Ok(score_runs(&runs, &set.qrels))
+    Ok(score_runs_per_query(&runs, &set.qrels))
 }
 
 /// Runs every query of `set` through a library [`Retriever`] and scores the document
@@ -167,5 +221,26 @@ mod tests {
         let m = score_runs(&[("q1".into(), ranked(&["a"])), ("q2".into(), ranked(&["a"]))], &q);
         assert_eq!(m.queries, 1);
         assert_eq!(m.ndcg_at_10, 1.0);
+    }
+
+    #[test]
+    fn per_query_metrics_average_to_the_set_metrics() {
+        let mut q = HashMap::new();
+        q.insert("q1".to_string(), judged(&[("a", 1), ("b", 2)]));
+        q.insert("q2".to_string(), judged(&[("c", 1)]));
+        q.insert("q3".to_string(), judged(&[("a", 0)]));
+        let runs = [
+            ("q1".to_string(), ranked(&["x", "b", "a"])),
+            ("q2".to_string(), ranked(&["y", "z"])),
+            ("q3".to_string(), ranked(&["a"])),
+        ];
+        let per = score_runs_per_query(&runs, &q);
+        assert_eq!(per.iter().map(|m| m.qid.as_str()).collect::<Vec<_>>(), ["q1", "q2"]);
+        assert_eq!(per[1].ndcg_at_10, 0.0);
+        assert!((per[0].ndcg_at_10 - ndcg_at(&runs[0].1, &q["q1"], 10)).abs() < 1e-15);
+        let m = score_runs(&runs, &q);
+        assert_eq!(m.queries, 2);
+        assert_eq!(m.ndcg_at_10, (per[0].ndcg_at_10 + per[1].ndcg_at_10) / 2.0);
+        assert_eq!(m.mrr_at_10, 0.5 / 2.0);
     }
 }
