@@ -17,7 +17,7 @@ pub const MAX_DOCUMENT_ID_CHARS: usize = 256;
 pub use sextant_core::corpus::LONG_BLOCK_CHARS;
 
 /// A write as the store took it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Written {
     /// `live`: durable and searchable now; `pending`: stored, searchable once the index

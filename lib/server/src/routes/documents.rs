@@ -27,7 +27,7 @@ use sextant_core::corpus::{Date, Document, DocumentType, Quarter};
 use sextant_keys::Scope;
 
 use crate::auth::RawCall;
-use crate::documents::{check_document_id, metadata_of, segments_of, DocumentStore, StoredDocument};
+use crate::documents::{check_document_id, metadata_of, segments_of, DocumentStore, StoredDocument, Written};
 use crate::envelope::ApiError;
 use crate::state::{AppState, Caller};
 
@@ -102,17 +102,10 @@ pub struct WriteResponse {
     /// `true` (a `DELETE`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deleted: Option<bool>,
-    /// `live` or `pending`.
-    pub status: String,
-    /// Whether the document is new (false: it replaced one), when the store knows.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub created: Option<bool>,
-    /// The chunks it was cut into, when it is live.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub chunks: Option<usize>,
-    /// The write's sequence number in the index's log, when it has one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub seq: Option<u64>,
+    /// What the store did: `status` (`live` or `pending`), and where known `created`,
+    /// `chunks` and `seq`.
+    #[serde(flatten)]
+    pub written: Written,
     /// The request's id.
     pub request_id: String,
 }
@@ -424,23 +417,13 @@ fn no_document(index: &str, id: &str) -> ApiError {
 /// The answer to a write of document `id`: what the store did, `202` when the write is
 /// pending (stored, not yet indexed), else `200`.
 fn written_answer(
-    written: &crate::documents::Written,
+    written: &Written,
     (index, id, request_id): (String, String, String),
     segments: Option<usize>,
     deleted: Option<bool>,
 ) -> Response {
     let status = if written.status == "pending" { StatusCode::ACCEPTED } else { StatusCode::OK };
-    let body = WriteResponse {
-        document_id: id,
-        index,
-        segments,
-        deleted,
-        status: written.status.to_string(),
-        created: written.created,
-        chunks: written.chunks,
-        seq: written.seq,
-        request_id,
-    };
+    let body = WriteResponse { document_id: id, index, segments, deleted, written: written.clone(), request_id };
     (status, Json(body)).into_response()
 }
 
