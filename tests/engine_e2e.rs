@@ -1,30 +1,15 @@
 //! End-to-end: the real `sextant` binary builds an index from real filings, searches it
 //! with filters, refuses a corrupted index, and reaches its quality bar on SciFact.
 
+mod support;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use serde_json::Value;
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn shared() -> PathBuf {
-    std::env::var_os("SEXTANT_SHARED_DIR").map(PathBuf::from).unwrap_or_else(|| repo().join("../shared"))
-}
-
-fn sextant(args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_sextant")).args(args).output().expect("run sextant");
-    out
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = sextant(args);
-    assert!(out.status.success(), "sextant {args:?} failed:\n{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
-}
+use support::cli::{ok, sextant, shared};
+use support::local_server::repo;
 
 /// Filing sections of two companies from the bundled demo corpus.
 fn write_filings(dir: &Path) -> PathBuf {

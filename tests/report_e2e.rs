@@ -3,25 +3,14 @@
 //! chart and each mode's name, every chart is well-formed SVG, and `report.json` holds the
 //! very numbers the same run printed with `--json`.
 
-use std::path::{Path, PathBuf};
+mod support;
+
+use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn shared() -> PathBuf {
-    std::env::var_os("SEXTANT_SHARED_DIR").map(PathBuf::from).unwrap_or_else(|| repo().join("../shared"))
-}
-
-/// Runs `sextant` and returns its stdout; fails the test when it fails.
-fn ok(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_sextant")).args(args).output().expect("run sextant");
-    assert!(out.status.success(), "sextant {args:?} failed:\n{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
-}
+use support::cli::{ok, shared};
+use support::local_server::repo;
 
 fn json_lines(stdout: &str) -> Vec<Value> {
     stdout.lines().filter(|l| l.starts_with('{')).map(|l| serde_json::from_str(l).unwrap()).collect()

@@ -2,6 +2,7 @@
 //! and a browser.
 #![allow(dead_code)]
 
+pub mod cli;
 pub mod local_server;
 pub mod runtime_api;
 pub mod servers;
