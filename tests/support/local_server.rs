@@ -50,13 +50,44 @@ pub fn try_http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], 
     req.push_str("\r\n");
     s.write_all(req.as_bytes()).ok()?;
     s.write_all(body).ok()?;
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).ok()?;
+    let raw = read_answer(&mut s)?;
     let text = String::from_utf8_lossy(&raw).to_string();
     let (head, payload) = text.split_once("\r\n\r\n")?;
     let status: u16 = head.lines().next()?.split(' ').nth(1)?.parse().ok()?;
     let body = serde_json::from_str(payload).unwrap_or(Value::Null);
     Some(Resp { status, body })
+}
+
+/// An answer's bytes: up to the end of its `Content-Length` body, or to the end of the
+/// connection, whichever comes first (chromedriver says `Connection: close` but keeps the
+/// connection open; a server killed mid-answer leaves what it sent). `None` on a read
+/// error or timeout.
+fn read_answer(s: &mut TcpStream) -> Option<Vec<u8>> {
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 64 * 1024];
+    let mut want: Option<usize> = None;
+    loop {
+        if want.is_none() {
+            if let Some(i) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+                let head = String::from_utf8_lossy(&raw[..i]).to_string();
+                // Written with or without a space after the colon, in any case.
+                let length = head
+                    .lines()
+                    .filter_map(|l| l.split_once(':'))
+                    .find(|(k, _)| k.trim().eq_ignore_ascii_case("content-length"))
+                    .and_then(|(_, v)| v.trim().parse::<usize>().ok());
+                want = Some(length.map_or(usize::MAX, |n| i + 4 + n));
+            }
+        }
+        if want.is_some_and(|w| raw.len() >= w) {
+            return Some(raw);
+        }
+        match s.read(&mut buf) {
+            Ok(0) => return Some(raw),
+            Ok(n) => raw.extend_from_slice(&buf[..n]),
+            Err(_) => return None,
+        }
+    }
 }
 
 /// [`try_http`], panicking when there is no answer.

@@ -2,13 +2,14 @@
 //! over HTTP on loopback, a dozen calls in all. A client crate (fantoccini, thirtyfour)
 //! would bring an async HTTP stack with TLS to the test build for the same few calls.
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+
+use super::local_server::try_http;
 
 /// The element reference key of the WebDriver protocol.
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
@@ -31,45 +32,9 @@ fn free_port() -> u16 {
 
 /// One HTTP/1.1 exchange with chromedriver: the status and the JSON body.
 fn exchange(port: u16, method: &str, path: &str, body: Option<&Value>) -> Option<(u16, Value)> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(120))).ok()?;
     let payload = body.map(Value::to_string).unwrap_or_default();
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n",
-        payload.len()
-    );
-    s.write_all(head.as_bytes()).ok()?;
-    s.write_all(payload.as_bytes()).ok()?;
-    // chromedriver says `Connection: close` but keeps the connection open: the answer is
-    // read by its `Content-Length` (written without a space after the colon).
-    let mut raw = Vec::new();
-    let mut buf = [0u8; 64 * 1024];
-    let body_start = loop {
-        if let Some(i) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
-        }
-        let n = s.read(&mut buf).ok()?;
-        if n == 0 {
-            return None;
-        }
-        raw.extend_from_slice(&buf[..n]);
-    };
-    let head = String::from_utf8_lossy(&raw[..body_start]).to_string();
-    let status = head.lines().next()?.split(' ').nth(1)?.parse().ok()?;
-    let length: usize = head
-        .lines()
-        .filter_map(|l| l.split_once(':'))
-        .find(|(k, _)| k.trim().eq_ignore_ascii_case("content-length"))
-        .and_then(|(_, v)| v.trim().parse().ok())?;
-    while raw.len() < body_start + length {
-        let n = s.read(&mut buf).ok()?;
-        if n == 0 {
-            return None;
-        }
-        raw.extend_from_slice(&buf[..n]);
-    }
-    Some((status, serde_json::from_slice(&raw[body_start..body_start + length]).unwrap_or(Value::Null)))
+    let headers = [("Content-Type", "application/json")];
+    try_http(&format!("127.0.0.1:{port}"), method, path, &headers, payload.as_bytes()).map(|r| (r.status, r.body))
 }
 
 impl Browser {
