@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
-use support::cli::{ok, sextant, shared};
+use support::cli::{build_devsets, ok, sextant, shared};
 use support::local_server::repo;
 
 /// Filing sections of two companies from the bundled demo corpus.
@@ -244,12 +244,7 @@ fn eval_with(dir: &Path, split: &str, args: &[&str]) -> (f64, f64) {
 #[test]
 fn the_default_fusion_holds_up_on_financial_questions() {
     let tmp = tempfile::tempdir().unwrap();
-    let made = Command::new("python3")
-        .arg(repo().join("scripts/build_devsets.py"))
-        .args(["--data", shared().join("data").to_str().unwrap(), "--out", tmp.path().to_str().unwrap()])
-        .output()
-        .expect("run python3");
-    assert!(made.status.success(), "build_devsets.py failed:\n{}", String::from_utf8_lossy(&made.stderr));
+    build_devsets(tmp.path());
     let set = tmp.path().join("fin-filings");
     let (default, recall) = eval_with(&set, "dev", &["--fusion", "default"]);
     let mut best_recall: f64 = 0.0;

@@ -6,11 +6,9 @@
 mod support;
 
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::Value;
-use support::cli::{ok, shared};
-use support::local_server::repo;
+use support::cli::{build_devsets, ok, shared};
 
 fn json_lines(stdout: &str) -> Vec<Value> {
     stdout.lines().filter(|l| l.starts_with('{')).map(|l| serde_json::from_str(l).unwrap()).collect()
@@ -65,12 +63,7 @@ fn without(v: &Value, key: &str) -> Value {
 #[test]
 fn eval_report_on_two_sets_matches_its_json_lines() {
     let tmp = tempfile::tempdir().unwrap();
-    let made = Command::new("python3")
-        .arg(repo().join("scripts/build_devsets.py"))
-        .args(["--data", shared().join("data").to_str().unwrap(), "--out", tmp.path().to_str().unwrap()])
-        .output()
-        .expect("run python3");
-    assert!(made.status.success(), "build_devsets.py failed:\n{}", String::from_utf8_lossy(&made.stderr));
+    build_devsets(tmp.path());
     let scifact = shared().join("data/scifact");
     let filings = tmp.path().join("fin-filings");
     let dir = tmp.path().join("report");

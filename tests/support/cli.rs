@@ -1,7 +1,7 @@
 //! The `sextant` binary as a command, and the shared data beside the repository: the
 //! end-to-end tests of the command line share these.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use super::local_server::repo;
@@ -21,4 +21,15 @@ pub fn ok(args: &[&str]) -> String {
     let out = sextant(args);
     assert!(out.status.success(), "sextant {args:?} failed:\n{}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap()
+}
+
+/// Makes the financial dev sets (`scripts/build_devsets.py`, from the shared data) in `out`:
+/// `out/fin-filings`, `out/fin-calls`.
+pub fn build_devsets(out: &Path) {
+    let made = Command::new("python3")
+        .arg(repo().join("scripts/build_devsets.py"))
+        .args(["--data", shared().join("data").to_str().unwrap(), "--out", out.to_str().unwrap()])
+        .output()
+        .expect("run python3");
+    assert!(made.status.success(), "build_devsets.py failed:\n{}", String::from_utf8_lossy(&made.stderr));
 }
