@@ -2,6 +2,8 @@
 //! HTTP over TCP, a real index (three companies of the bundled demo corpus, built once and
 //! cached), a key store file with keys on every plan.
 
+mod support;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -11,66 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use sextant_core::corpus::{load_documents, Document};
 use sextant_keys::LocalKeyStore;
-
-/// The server process, killed when dropped (also on a failed assertion).
-struct Server {
-    child: Child,
-    addr: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// A response: status, lower-case headers, JSON body.
-struct Resp {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Value,
-}
-
-impl Resp {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
-    }
-}
-
-/// One HTTP/1.1 request over a fresh connection.
-fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Resp {
-    let mut s = TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
-    let mut req =
-        format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    req.push_str("\r\n");
-    s.write_all(req.as_bytes()).unwrap();
-    s.write_all(body).unwrap();
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).expect("read response");
-    let text = String::from_utf8_lossy(&raw).to_string();
-    let (head, payload) = text.split_once("\r\n\r\n").expect("a complete response");
-    let mut lines = head.lines();
-    let status: u16 = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
-        .collect();
-    let body = if payload.trim().is_empty() {
-        Value::Null
-    } else {
-        serde_json::from_str(payload).unwrap_or(Value::String(payload.to_string()))
-    };
-    Resp { status, headers, body }
-}
+use support::local_server::{http, repo, Resp, Server};
 
 fn post(addr: &str, path: &str, key: Option<&str>, body: &Value) -> Resp {
     let auth = key.map(|k| format!("Bearer {k}"));

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use sextant_keys::LocalKeyStore;
-use support::local_server::{http, start_demo, try_http, Resp, Server};
+use support::local_server::{http, parse_answer, start_demo, try_http, Resp, Server};
 
 const ADMIN: &str = "sx_docs_admin_key";
 const WRITER: &str = "sx_docs_writer_key";
@@ -65,12 +65,7 @@ fn put_declaring(a: &str, id: &str, len: usize) -> Resp {
     s.write_all(head.as_bytes()).unwrap();
     let mut raw = Vec::new();
     let _ = s.read_to_end(&mut raw);
-    let text = String::from_utf8_lossy(&raw).to_string();
-    let (head, payload) = text.split_once("\r\n\r\n").expect("an answer");
-    Resp {
-        status: head.split(' ').nth(1).unwrap().parse().unwrap(),
-        body: serde_json::from_str(payload).unwrap_or(Value::Null),
-    }
+    parse_answer(&raw).expect("an answer")
 }
 
 fn put_json(a: &str, key: &str, id: &str, body: &Value) -> Resp {

@@ -29,13 +29,41 @@ pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// An answer: its status and its body as JSON (`null` when it is not JSON).
+/// An answer: its status, its headers (names in lower case) and its body as JSON (`null`
+/// when empty, a string when it is not JSON).
 #[derive(Debug)]
 pub struct Resp {
     /// The HTTP status.
     pub status: u16,
+    /// The headers, names in lower case.
+    pub headers: Vec<(String, String)>,
     /// The body.
     pub body: Value,
+}
+
+impl Resp {
+    /// Header `name` (lower case), when the answer has it.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+}
+
+/// Reads an answer's bytes into a [`Resp`]; `None` when they hold no status line.
+pub fn parse_answer(raw: &[u8]) -> Option<Resp> {
+    let text = String::from_utf8_lossy(raw).to_string();
+    let (head, payload) = text.split_once("\r\n\r\n")?;
+    let mut lines = head.lines();
+    let status: u16 = lines.next()?.split(' ').nth(1)?.parse().ok()?;
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    let body = if payload.trim().is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(payload).unwrap_or(Value::String(payload.to_string()))
+    };
+    Some(Resp { status, headers, body })
 }
 
 /// One HTTP/1.1 request over a fresh connection; `None` when the server is gone.
@@ -50,12 +78,7 @@ pub fn try_http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], 
     req.push_str("\r\n");
     s.write_all(req.as_bytes()).ok()?;
     s.write_all(body).ok()?;
-    let raw = read_answer(&mut s)?;
-    let text = String::from_utf8_lossy(&raw).to_string();
-    let (head, payload) = text.split_once("\r\n\r\n")?;
-    let status: u16 = head.lines().next()?.split(' ').nth(1)?.parse().ok()?;
-    let body = serde_json::from_str(payload).unwrap_or(Value::Null);
-    Some(Resp { status, body })
+    parse_answer(&read_answer(&mut s)?)
 }
 
 /// An answer's bytes: up to the end of its `Content-Length` body, or to the end of the
