@@ -25,6 +25,18 @@ struct Operation {
     ok: (u16, Value),
     error: Value,
     statuses: &'static [u16],
+    more: More,
+}
+
+/// What a few operations add to the common shape.
+#[derive(Default)]
+struct More {
+    /// Media types taken besides JSON, as a plain string body.
+    raw_bodies: &'static [&'static str],
+    /// The meaning of a `202`, for an operation that may answer before its work is done.
+    accepted: Option<&'static str>,
+    /// Header and query parameters (path parameters come from the path).
+    parameters: Vec<Value>,
 }
 
 /// The tags, in the order a reader meets them.
@@ -64,6 +76,7 @@ pub fn document() -> Value {
             ok: (200, schema(of::<RetrieveResponse>)),
             error: error.clone(),
             statuses: v1_errors,
+            more: More::default(),
         },
         Operation {
             method: "post",
@@ -79,6 +92,7 @@ pub fn document() -> Value {
             ok: (200, schema(of::<SearchResponse>)),
             error: error.clone(),
             statuses: v1_errors,
+            more: More::default(),
         },
         Operation {
             method: "post",
@@ -95,6 +109,7 @@ pub fn document() -> Value {
             ok: (200, schema(of::<ContextResponse>)),
             error: error.clone(),
             statuses: v1_errors,
+            more: More::default(),
         },
         Operation {
             method: "post",
@@ -110,6 +125,7 @@ pub fn document() -> Value {
             ok: (200, schema(of::<KbResponse>)),
             error: schema(of::<KbResponse>),
             statuses: v1_errors,
+            more: More::default(),
         },
         Operation {
             method: "put",
@@ -126,6 +142,17 @@ pub fn document() -> Value {
             ok: (200, schema(of::<WriteResponse>)),
             error: error.clone(),
             statuses: v1_errors,
+            more: More {
+                raw_bodies: &["text/plain", "text/markdown", "text/html"],
+                accepted: Some("Stored, searchable once the build it started is published"),
+                parameters: vec![
+                    json!({"name": "Sextant-Title", "in": "header", "required": false,
+                        "description": "The title of a raw body (ASCII)", "schema": {"type": "string"}}),
+                    json!({"name": "Sextant-Metadata", "in": "header", "required": false,
+                        "description": "The metadata of a raw body: a JSON object (ASCII; escape others as \\u)",
+                        "schema": {"type": "string"}}),
+                ],
+            },
         },
         Operation {
             method: "get",
@@ -137,6 +164,7 @@ pub fn document() -> Value {
             ok: (200, schema(of::<DocumentResponse>)),
             error: error.clone(),
             statuses: read_errors,
+            more: More::default(),
         },
         Operation {
             method: "delete",
@@ -148,6 +176,7 @@ pub fn document() -> Value {
             ok: (200, schema(of::<WriteResponse>)),
             error: error.clone(),
             statuses: read_errors,
+            more: More::default(),
         },
         Operation {
             method: "get",
@@ -159,6 +188,15 @@ pub fn document() -> Value {
             ok: (200, schema(of::<DocumentPage>)),
             error: error.clone(),
             statuses: read_errors,
+            more: More {
+                parameters: vec![
+                    json!({"name": "limit", "in": "query", "required": false,
+                        "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}}),
+                    json!({"name": "cursor", "in": "query", "required": false,
+                        "description": "The nextCursor of the page before", "schema": {"type": "string"}}),
+                ],
+                ..More::default()
+            },
         },
         Operation {
             method: "post",
@@ -170,6 +208,7 @@ pub fn document() -> Value {
             ok: (200, schema(of::<CompactResponse>)),
             error: error.clone(),
             statuses: read_errors,
+            more: More::default(),
         },
     ];
     let mut paths = Map::new();
@@ -178,13 +217,12 @@ pub fn document() -> Value {
         let (ok_status, ok_schema) = op.ok;
         responses.insert(
             ok_status.to_string(),
-            json!({"description": "Success", "content": {"application/json": {"schema": ok_schema}}}),
+            json!({"description": "Success", "content": {"application/json": {"schema": ok_schema.clone()}}}),
         );
-        if op.id == "putDocument" {
+        if let Some(description) = op.more.accepted {
             responses.insert(
                 "202".into(),
-                json!({"description": "Stored, searchable once the build it started is published",
-                       "content": {"application/json": {"schema": {"$ref": "#/components/schemas/WriteResponse"}}}}),
+                json!({"description": description, "content": {"application/json": {"schema": ok_schema.clone()}}}),
             );
         }
         for s in op.statuses {
@@ -203,10 +241,8 @@ pub fn document() -> Value {
         if let Some((body, example)) = op.request {
             let mut content = Map::new();
             content.insert("application/json".into(), json!({"schema": body, "example": example}));
-            if op.id == "putDocument" {
-                for raw in ["text/plain", "text/markdown", "text/html"] {
-                    content.insert(raw.into(), json!({"schema": {"type": "string"}}));
-                }
+            for raw in op.more.raw_bodies {
+                content.insert(raw.to_string(), json!({"schema": {"type": "string"}}));
             }
             operation["requestBody"] = json!({"required": true, "content": content});
         }
@@ -216,19 +252,7 @@ pub fn document() -> Value {
                 parameters.push(json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}));
             }
         }
-        if op.id == "putDocument" {
-            parameters.push(json!({"name": "Sextant-Title", "in": "header", "required": false,
-                "description": "The title of a raw body (ASCII)", "schema": {"type": "string"}}));
-            parameters.push(json!({"name": "Sextant-Metadata", "in": "header", "required": false,
-                "description": "The metadata of a raw body: a JSON object (ASCII; escape others as \\u)",
-                "schema": {"type": "string"}}));
-        }
-        if op.id == "listDocuments" {
-            parameters.push(json!({"name": "limit", "in": "query", "required": false,
-                "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}}));
-            parameters.push(json!({"name": "cursor", "in": "query", "required": false,
-                "description": "The nextCursor of the page before", "schema": {"type": "string"}}));
-        }
+        parameters.extend(op.more.parameters);
         if !parameters.is_empty() {
             operation["parameters"] = Value::Array(parameters);
         }
