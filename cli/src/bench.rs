@@ -329,7 +329,7 @@ pub fn run(engine: &Engine, queries: &[String], label: &str) -> Result<(Figures,
         StageRow::new("path_dense_exact", "path: dense exact scan top-10", exact, String::new()),
         StageRow::new("path_bm25", "path: BM25 top-50", bm25, String::new()),
         StageRow::new("path_splade", "path: SPLADE top-50", splade, String::new()),
-        StageRow::new("fuse", "fusion: RRF of 3×50", fuse, String::new()),
+        StageRow::new("fuse", "fusion of 3×50", fuse, String::new()),
         StageRow::new("search_rest", "search: outside encoders, paths and fusion", rest, String::new()),
         StageRow::new(
             "search_total",

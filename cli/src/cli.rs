@@ -152,8 +152,8 @@ pub enum Command {
         /// Only these paths (comma-separated: dense,bm25,splade), instead of the mode's.
         #[arg(long, value_delimiter = ',')]
         paths: Vec<Path>,
-        /// The fusion: the default, plain RRF (chunks, k = 60, equal weights), or the
-        /// previous release's default.
+        /// The fusion: the default (z-scores of documents), plain RRF (chunks, k = 60, equal
+        /// weights), or an earlier release's default, for comparisons.
         #[arg(long, value_enum, default_value_t = FusionChoice::Default)]
         fusion: FusionChoice,
         /// Instead, compare the mode's ranking (no cross-encoder) with MaxSim late
@@ -442,8 +442,10 @@ pub enum FusionChoice {
     Default,
     /// Plain RRF of chunks: k = 60, equal weights.
     Plain,
-    /// The previous release's default.
+    /// The first releases' default: chunks' ranks, k = 5, BM25 weighted 1.5, confidence weights
     Previous,
+    /// The last release's default: documents' ranks, k = 10, agreement weights (the default, fused by rank instead of by score)
+    Ranks,
 }
 
 impl FusionChoice {
@@ -453,6 +455,7 @@ impl FusionChoice {
             FusionChoice::Default => FusionConfig::default(),
             FusionChoice::Plain => FusionConfig::plain(),
             FusionChoice::Previous => FusionConfig::previous_default(),
+            FusionChoice::Ranks => FusionConfig::rank_default(),
         }
     }
 }

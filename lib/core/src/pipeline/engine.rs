@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::adaptive::{adaptive_weights, agreement, confidence};
 use super::cancel::CancelFlag;
-use super::fusion::{rrf_fuse, rrf_fuse_grouped, DEFAULT_RRF_K};
+use super::fusion::{groups_in_order, rrf_fuse, rrf_fuse_grouped, zscore_fuse_grouped, DEFAULT_RRF_K};
 use super::instructions::lexical_query;
 use super::paths::{Bm25Path, DensePath, Path, PathHit, PathRetriever, PreparedQuery, SpladePath};
 use super::rerank::{Candidate, CrossEncoderReranker, Reranker};
@@ -17,18 +17,42 @@ use crate::encode::{encoders_take_turns, join_encoders, DenseEncoder, SparseEnco
 use crate::error::{Error, Result, Stage};
 use crate::index::{Bitset, Filter, Index};
 
-/// How the paths' lists are fused: weighted RRF over documents (each chunk also counting
-/// for itself, see [`rrf_fuse_grouped`]), with weights that adapt per query to each
-/// path's confidence and to its agreement with the other paths (see
-/// [`adaptive_weights`](super::adaptive_weights)):
+/// How the paths' lists are fused (see [`FusionConfig`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FusionMethod {
+    /// The z-scores of each path's own scores ([`zscore_fuse_grouped`]).
+    Scores,
+    /// Reciprocal Rank Fusion of each path's ranks ([`rrf_fuse_grouped`], [`rrf_fuse`]). A
+    /// configuration written before score fusion existed names no method, and means this.
+    #[default]
+    Ranks,
+}
+
+/// How the paths' lists are fused. Each path's list is read as a list of units: documents
+/// (`by_document`, each at its best chunk) or chunks. Per query, each path gets a weight
+/// from its agreement with the other paths and its confidence (see
+/// [`adaptive_weights`](super::adaptive_weights)), then the units are fused by the
+/// z-scores of the paths' own scores (the default) or by their ranks:
 ///
 /// ```text
 /// w_i      = base_i · exp(α · (c_i − mean c) + β · (a_i − mean a))
-/// score(c) = Σ_i w_i / (k + docrank_i(doc(c)))  +  λ · Σ_i w_i / (k + rank_i(c))
+/// scores:  score(c) = Σ_i w_i · z_i(u(c)),   z_i(u) = (s_i(u) − μ_i) / σ_i
+///          (u missing from path i: the lowest z_i of its list)
+/// ranks:   score(c) = Σ_i w_i / (k + urank_i(u(c)))  +  λ · Σ_i w_i / (k + rank_i(c))
 /// ```
+///
+/// `a_i` is the share of path `i`'s top units that another path also has among its top
+/// units, `c_i` how far its top score stands above its next ones, `s_i(u)` the path's score
+/// of unit `u` (cosine, BM25, SPLADE dot product), `μ_i` and `σ_i` their mean and standard
+/// deviation over the path's list, and `urank_i` a unit's 1-based rank in path `i`. A chunk
+/// scores as its document; the chunks of one document keep the order of their own ranks.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FusionConfig {
-    /// RRF's `k`.
+    /// Scores (z-scores of each path's scores) or ranks (RRF).
+    #[serde(default)]
+    pub method: FusionMethod,
+    /// RRF's `k` (ranks only).
     pub k: f32,
     /// Base weight of each path (absent: 1).
     pub weights: BTreeMap<Path, f32>,
@@ -38,40 +62,35 @@ pub struct FusionConfig {
     pub confidence_depth: usize,
     /// How strongly weights follow a path's agreement with the others, `β` (0: ignored).
     pub agreement: f32,
-    /// How many top documents of each path agreement compares.
+    /// How many top units of each path agreement compares.
     pub agreement_depth: usize,
-    /// Fuse documents' ranks (true) or chunks' ranks alone (false).
+    /// Fuse documents (true) or chunks alone (false).
     pub by_document: bool,
-    /// With `by_document`, the weight `λ` of a chunk's own ranks beside its document's.
+    /// Ranks by document only: the weight `λ` of a chunk's own ranks beside its document's.
     pub chunk_share: f32,
 }
 
-/// The default fusion, chosen for its worst dev set (SciFact train, TAT-QA dev and the two
-/// financial sets of `scripts/build_devsets.py`) with `scripts/study_fusion.py`; README,
-/// "How the default fusion was chosen".
-pub const DEFAULT_FUSION_K: f32 = 10.0;
-/// Default strength of the confidence term, `α`: 0, as it gained nothing across the dev
-/// sets at this `k` (README).
-pub const DEFAULT_ALPHA: f32 = 0.0;
-/// Default strength of the agreement term, `β`.
+/// Default strength of the agreement term, `β`. The default fusion (z-scores by document,
+/// equal base weights, `α` = 0, `β` = 3 over the top 10 documents) was chosen for its worst
+/// dev set (SciFact train, TAT-QA dev and the two financial sets of
+/// `scripts/build_devsets.py`) with `scripts/study_fusion.py`; README, "How the default
+/// fusion was chosen".
 pub const DEFAULT_AGREEMENT: f32 = 3.0;
-/// Default weight of a chunk's own ranks beside its document's, `λ`.
-pub const DEFAULT_CHUNK_SHARE: f32 = 0.0;
 
 impl Default for FusionConfig {
-    /// Equal base weights, `k` = 10, `α` = 0, `β` = 3 over the top 10,
-    /// by document with `λ` = 0 (a chunk scores as its document; the chunks of one
-    /// document keep the order of their own ranks).
+    /// z-scores of documents at their best chunk, equal base weights, `α` = 0, `β` = 3
+    /// over the top 10 documents.
     fn default() -> Self {
         FusionConfig {
-            k: DEFAULT_FUSION_K,
+            method: FusionMethod::Scores,
+            k: DEFAULT_RRF_K,
             weights: BTreeMap::new(),
-            alpha: DEFAULT_ALPHA,
+            alpha: 0.0,
             confidence_depth: 10,
             agreement: DEFAULT_AGREEMENT,
             agreement_depth: 10,
             by_document: true,
-            chunk_share: DEFAULT_CHUNK_SHARE,
+            chunk_share: 0.0,
         }
     }
 }
@@ -80,6 +99,7 @@ impl FusionConfig {
     /// Plain RRF of chunks with equal weights and `k` = 60.
     pub fn plain() -> Self {
         FusionConfig {
+            method: FusionMethod::Ranks,
             k: DEFAULT_RRF_K,
             weights: BTreeMap::new(),
             alpha: 0.0,
@@ -91,12 +111,19 @@ impl FusionConfig {
         }
     }
 
-    /// The default of earlier releases, kept for comparisons (`sextant eval --fusion
+    /// The default of the first releases, kept for comparisons (`sextant eval --fusion
     /// previous`): chunks' ranks, `k` = 5, BM25 weighted 1.5, `α` = 0.2, no agreement. It was
     /// chosen on SciFact train and TAT-QA dev, where BM25 is the strongest path, and did
     /// not transfer to financial questions.
     pub fn previous_default() -> Self {
         FusionConfig { k: 5.0, weights: BTreeMap::from([(Path::Bm25, 1.5)]), alpha: 0.2, ..Self::plain() }
+    }
+
+    /// The default of the release before score fusion, kept for comparisons (`sextant eval
+    /// --fusion ranks`): the default's documents and agreement weights, fused by rank with
+    /// `k` = 10.
+    pub fn rank_default() -> Self {
+        FusionConfig { method: FusionMethod::Ranks, k: 10.0, ..Self::default() }
     }
 
     /// The weight of a path.
@@ -504,28 +531,24 @@ impl Engine {
     }
 
     /// The per-query weight of each path's list (see [`FusionConfig`]): the base weights,
-    /// adapted to each path's confidence and agreement on this query, then rescaled to the
-    /// base weights' total (one common factor: the fused order is unchanged, and fused
-    /// scores stay on the scale of plain weighted RRF).
-    fn fusion_weights(&self, fusion: &FusionConfig, paths: &[Path], lists: &[Vec<PathHit>]) -> Vec<f32> {
+    /// adapted to each path's confidence and agreement on this query over its `units`
+    /// (documents or chunks, as the fusion reads them), then rescaled to the base weights'
+    /// total (one common factor: the fused order is unchanged, and fused scores stay on the
+    /// scale of the base weights).
+    fn fusion_weights(fusion: &FusionConfig, paths: &[Path], units: &[Vec<(u32, f32)>]) -> Vec<f32> {
         let base: Vec<f32> = paths.iter().map(|&p| fusion.weight(p)).collect();
-        if (fusion.alpha == 0.0 && fusion.agreement == 0.0) || lists.len() < 2 {
+        if (fusion.alpha == 0.0 && fusion.agreement == 0.0) || units.len() < 2 {
             return base;
         }
-        // Each path's documents at their best chunk, in order.
-        let docs: Vec<Vec<(u32, f32)>> = lists
-            .iter()
-            .map(|l| {
-                let mut seen = std::collections::HashSet::new();
-                l.iter().map(|h| (self.index.chunks[h.0 as usize].doc, h.1)).filter(|(d, _)| seen.insert(*d)).collect()
-            })
-            .collect();
-        let conf: Vec<f32> = docs
-            .iter()
-            .map(|l| confidence(&l.iter().map(|h| h.1).collect::<Vec<_>>(), fusion.confidence_depth))
-            .collect();
-        let doc_ids: Vec<Vec<u32>> = docs.iter().map(|l| l.iter().map(|h| h.0).collect()).collect();
-        let views: Vec<&[u32]> = doc_ids.iter().map(Vec::as_slice).collect();
+        let conf: Vec<f32> = match fusion.alpha {
+            0.0 => vec![0.0; units.len()],
+            _ => units
+                .iter()
+                .map(|l| confidence(&l.iter().map(|u| u.1).collect::<Vec<_>>(), fusion.confidence_depth))
+                .collect(),
+        };
+        let ids: Vec<Vec<u32>> = units.iter().map(|l| l.iter().map(|u| u.0).collect()).collect();
+        let views: Vec<&[u32]> = ids.iter().map(Vec::as_slice).collect();
         let agree: Vec<f32> = (0..views.len()).map(|i| agreement(&views, i, fusion.agreement_depth)).collect();
         let w = adaptive_weights(&base, &conf, fusion.alpha, &agree, fusion.agreement);
         let (sum_base, sum_w) = (base.iter().sum::<f32>(), w.iter().sum::<f32>());
@@ -639,11 +662,18 @@ impl Engine {
         checkpoint(Stage::Fusion)?;
         let t = Instant::now();
         let ids: Vec<Vec<u32>> = lists.iter().map(|l| l.iter().map(|h| h.0).collect()).collect();
-        let doc_of = |c: &u32| self.index.chunks[*c as usize].doc;
-        let weights = self.fusion_weights(&req.fusion, &used_paths, &lists);
-        let fused = match req.fusion.by_document {
-            true => rrf_fuse_grouped(&ids, doc_of, Some(&weights), req.fusion.k, req.fusion.chunk_share, usize::MAX)?,
-            false => rrf_fuse(&ids, Some(&weights), req.fusion.k, usize::MAX)?,
+        // What the fusion reads: each path's documents at their best chunk, or its chunks.
+        let by_document = req.fusion.by_document;
+        let unit = |c: &u32| if by_document { self.index.chunks[*c as usize].doc } else { *c };
+        let units: Vec<Vec<(u32, f32)>> = lists.iter().map(|l| groups_in_order(l, unit)).collect();
+        let weights = Self::fusion_weights(&req.fusion, &used_paths, &units);
+        let (w, k) = (Some(weights.as_slice()), req.fusion.k);
+        let fused = match (req.fusion.method, by_document) {
+            (FusionMethod::Scores, _) => zscore_fuse_grouped(&ids, &units, unit, w, usize::MAX)?,
+            (FusionMethod::Ranks, true) => {
+                rrf_fuse_grouped(&ids, &units, unit, w, k, req.fusion.chunk_share, usize::MAX)?
+            }
+            (FusionMethod::Ranks, false) => rrf_fuse(&ids, w, k, usize::MAX)?,
         };
         let mut hits: Vec<Hit> = fused
             .into_iter()

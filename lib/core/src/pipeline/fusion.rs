@@ -1,7 +1,8 @@
-//! Reciprocal Rank Fusion (Cormack, Clarke & Büttcher, SIGIR 2009,
-//! <https://plg.uwaterloo.ca/~gvcormac/cormacksigir09-rrf.pdf>).
+//! Fusion of the paths' ranked lists: Reciprocal Rank Fusion (Cormack, Clarke & Büttcher,
+//! SIGIR 2009, <https://plg.uwaterloo.ca/~gvcormac/cormacksigir09-rrf.pdf>) and z-score
+//! fusion of the paths' own scores.
 //!
-//! For ranked lists `L_1..L_m` with weights `w_1..w_m`, an item `d` scores
+//! **RRF.** For ranked lists `L_1..L_m` with weights `w_1..w_m`, an item `d` scores
 //!
 //! ```text
 //! rrf(d) = Σ_i  w_i / (k + rank_i(d))        (only over lists that contain d)
@@ -21,8 +22,25 @@
 //! ```
 //!
 //! where `grank_i(g)` is the 1-based rank of group `g` in list `i` (groups ranked at their
-//! first item, each counted once) and `λ` weighs the item's own evidence, which orders the
-//! items of one group and lets a strong item of a lower group pass a weak one of a higher.
+//! first item, each counted once; [`groups_in_order`]) and `λ` weighs the item's own
+//! evidence, which orders the items of one group and lets a strong item of a lower group
+//! pass a weak one of a higher.
+//!
+//! **z-score fusion** ([`zscore_fuse_grouped`]) keeps what ranks throw away: how far a
+//! path's hit stands above the rest of its list. Each list's groups carry the score of
+//! their first (best) item, `s_i(g)`; over the `n_i` groups of list `i`
+//!
+//! ```text
+//! μ_i = mean_g s_i(g),   σ_i = sqrt(mean_g (s_i(g) − μ_i)²)
+//! z_i(g) = (s_i(g) − μ_i) / σ_i                  g in list i
+//! z_i(g) = min_{g' in list i} z_i(g')            g not in list i (no better than its last)
+//! score(c) = Σ_i w_i · z_i(g(c))
+//! ```
+//!
+//! The paths' scales (cosine, BM25, SPLADE dot product) drop out, and a path whose top hit
+//! stands far above its others gives that hit more than one whose scores are flat. A list
+//! whose scores are all equal (one group, or ties) has no spread: its groups get 0 and the
+//! groups it lacks −1. Scores can be negative.
 
 use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
@@ -90,12 +108,22 @@ pub fn rrf_fuse<T: Clone + Eq + Hash>(
     Ok(order.into_iter().map(|i| taken[i].take().expect("each index once")).collect())
 }
 
+/// Each group of a list once, in the order of its first item, with that item's score: a
+/// list sorted best first gives each group its best score.
+pub fn groups_in_order<T, G: Eq + Hash + Clone>(list: &[(T, f32)], group: impl Fn(&T) -> G) -> Vec<(G, f32)> {
+    let mut seen = HashSet::new();
+    list.iter().map(|(x, s)| (group(x), *s)).filter(|(g, _)| seen.insert(g.clone())).collect()
+}
+
 /// Fuses ranked lists of items that belong to groups (see the module documentation): each
-/// item's score adds its group's RRF score to `item_share` (λ) times its own. Items are
+/// item's score adds its group's RRF score to `item_share` (λ) times its own. `groups[i]`
+/// is list `i`'s groups in order ([`groups_in_order`]; the scores are not read). Items are
 /// returned best first; ties keep the order of [`rrf_fuse`] on the items. `ranks` are the
-/// items' own ranks. Errors as [`rrf_fuse`], and for a negative or non-finite `item_share`.
+/// items' own ranks. Errors as [`rrf_fuse`], for a negative or non-finite `item_share`, and
+/// for a `groups` of another length than `lists`.
 pub fn rrf_fuse_grouped<T: Clone + Eq + Hash, G: Eq + Hash>(
     lists: &[Vec<T>],
+    groups: &[Vec<(G, f32)>],
     group: impl Fn(&T) -> G,
     weights: Option<&[f32]>,
     k: f32,
@@ -105,19 +133,13 @@ pub fn rrf_fuse_grouped<T: Clone + Eq + Hash, G: Eq + Hash>(
     if !item_share.is_finite() || item_share < 0.0 {
         return Err(Error::invalid("item_share", format!("{item_share} is not a finite non-negative number")));
     }
+    check_groups(groups, lists.len())?;
     let mut fused = rrf_fuse(lists, weights, k, usize::MAX)?;
-    let mut group_score: HashMap<G, f32> = HashMap::new();
-    for (li, list) in lists.iter().enumerate() {
+    let mut group_score: HashMap<&G, f32> = HashMap::new();
+    for (li, list) in groups.iter().enumerate() {
         let w = weights.map_or(1.0, |w| w[li]);
-        let mut seen = HashSet::new();
-        for item in list {
-            let g = group(item);
-            if seen.contains(&g) {
-                continue;
-            }
-            let rank = seen.len() + 1;
-            *group_score.entry(g).or_insert(0.0) += w / (k + rank as f32);
-            seen.insert(group(item));
+        for (pos, (g, _)) in list.iter().enumerate() {
+            *group_score.entry(g).or_insert(0.0) += w / (k + (pos + 1) as f32);
         }
     }
     for f in &mut fused {
@@ -127,6 +149,62 @@ pub fn rrf_fuse_grouped<T: Clone + Eq + Hash, G: Eq + Hash>(
     fused.sort_by(|a, b| b.score.total_cmp(&a.score));
     fused.truncate(top_k);
     Ok(fused)
+}
+
+/// Fuses lists of items that belong to groups by the z-scores of their groups' scores (see
+/// the module documentation): an item scores `Σ_i w_i · z_i(g(c))`. `groups[i]` is list
+/// `i`'s groups with their scores ([`groups_in_order`]). Items are returned best first;
+/// the items of one group, and ties, keep the order of [`rrf_fuse`] (`k` = 60) on the
+/// items. `ranks` are the items' own ranks. Errors as [`rrf_fuse`], and for a `groups` of
+/// another length than `lists`.
+pub fn zscore_fuse_grouped<T: Clone + Eq + Hash, G: Eq + Hash>(
+    lists: &[Vec<T>],
+    groups: &[Vec<(G, f32)>],
+    group: impl Fn(&T) -> G,
+    weights: Option<&[f32]>,
+    top_k: usize,
+) -> Result<Vec<Fused<T>>> {
+    check_groups(groups, lists.len())?;
+    let mut fused = rrf_fuse(lists, weights, DEFAULT_RRF_K, usize::MAX)?;
+    let mut total: HashMap<&G, f32> = HashMap::new();
+    for list in groups {
+        for (g, _) in list {
+            total.insert(g, 0.0);
+        }
+    }
+    for (li, list) in groups.iter().enumerate() {
+        if list.is_empty() {
+            continue;
+        }
+        let w = weights.map_or(1.0, |w| w[li]);
+        let n = list.len() as f32;
+        let mean = list.iter().map(|(_, s)| s).sum::<f32>() / n;
+        let sd = (list.iter().map(|(_, s)| (s - mean) * (s - mean)).sum::<f32>() / n).sqrt();
+        let spread = sd.is_finite() && sd > f32::EPSILON * mean.abs().max(1.0);
+        let z = |s: f32| if spread { (s - mean) / sd } else { 0.0 };
+        let floor = match spread {
+            true => list.iter().map(|(_, s)| z(*s)).fold(f32::INFINITY, f32::min),
+            false => -1.0,
+        };
+        let own: HashMap<&G, f32> = list.iter().map(|(g, s)| (g, z(*s))).collect();
+        for (g, t) in total.iter_mut() {
+            *t += w * own.get(g).copied().unwrap_or(floor);
+        }
+    }
+    for f in &mut fused {
+        f.score = total.get(&group(&f.item)).copied().unwrap_or(0.0);
+    }
+    // Stable: equal scores keep rrf_fuse's order.
+    fused.sort_by(|a, b| b.score.total_cmp(&a.score));
+    fused.truncate(top_k);
+    Ok(fused)
+}
+
+fn check_groups<G>(groups: &[Vec<(G, f32)>], lists: usize) -> Result<()> {
+    if groups.len() != lists {
+        return Err(Error::invalid("groups", format!("{} group lists for {} lists", groups.len(), lists)));
+    }
+    Ok(())
 }
 
 /// Checks RRF parameters for `lists` lists: as many weights as lists, each finite and
@@ -153,6 +231,17 @@ mod tests {
 
     fn ids<T: Clone>(f: &[Fused<T>]) -> Vec<T> {
         f.iter().map(|x| x.item.clone()).collect()
+    }
+
+    /// The groups of each list in order, scored by position (the first 0, then −1, −2, …).
+    fn groups<T: Clone, G: Eq + Hash + Clone>(lists: &[Vec<T>], group: impl Fn(&T) -> G) -> Vec<Vec<(G, f32)>> {
+        lists
+            .iter()
+            .map(|l| {
+                let scored: Vec<(T, f32)> = l.iter().enumerate().map(|(i, x)| (x.clone(), -(i as f32))).collect();
+                groups_in_order(&scored, &group)
+            })
+            .collect()
     }
 
     #[test]
@@ -239,7 +328,8 @@ mod tests {
         let b = vec![(1, 1), (8, 0), (2, 0)];
         let items = rrf_fuse(&[a.clone(), b.clone()], None, 5.0, 10).unwrap();
         assert_eq!(items[0].item, (2, 0));
-        let g = rrf_fuse_grouped(&[a, b], |x: &(u32, u32)| x.0, None, 5.0, 0.5, 10).unwrap();
+        let lists = [a, b];
+        let g = rrf_fuse_grouped(&lists, &groups(&lists, |x| x.0), |x: &(u32, u32)| x.0, None, 5.0, 0.5, 10).unwrap();
         assert_eq!(g.iter().map(|f| f.item).collect::<Vec<_>>()[..3], [(1, 0), (1, 1), (2, 0)]);
         // score = group (1/6 + 1/6) + 0.5 · item (1/6).
         assert!((g[0].score - (2.0 / 6.0 + 0.5 / 6.0)).abs() < 1e-6, "{}", g[0].score);
@@ -250,14 +340,18 @@ mod tests {
     #[test]
     fn grouped_fusion_ranks_a_group_at_its_first_item_and_counts_it_once() {
         let l = vec![(1, 0), (1, 1), (2, 0)];
-        let g = rrf_fuse_grouped(&[l], |x: &(u32, u32)| x.0, None, 0.0, 0.0, 10).unwrap();
+        let lists = [l];
+        let g = rrf_fuse_grouped(&lists, &groups(&lists, |x| x.0), |x: &(u32, u32)| x.0, None, 0.0, 0.0, 10).unwrap();
         // Document 2 is the second document of the list: 1/2, not 1/3.
         assert_eq!(g[2].score, 0.5);
         assert_eq!(g[0].score, 1.0);
         assert_eq!(g[1].score, 1.0, "both chunks of document 1 carry its score");
         assert_eq!(g[0].item, (1, 0), "ties keep the item order");
-        assert!(rrf_fuse_grouped(&[vec![1]], |x: &u32| *x, None, 1.0, -1.0, 10).is_err());
-        assert!(rrf_fuse_grouped(&[vec![1]], |x: &u32| *x, None, 1.0, f32::NAN, 10).is_err());
+        let one = [vec![1u32]];
+        let g1 = groups(&one, |x| *x);
+        assert!(rrf_fuse_grouped(&one, &g1, |x: &u32| *x, None, 1.0, -1.0, 10).is_err());
+        assert!(rrf_fuse_grouped(&one, &g1, |x: &u32| *x, None, 1.0, f32::NAN, 10).is_err());
+        assert!(rrf_fuse_grouped(&one, &[], |x: &u32| *x, None, 1.0, 0.0, 10).is_err(), "one group list per list");
     }
 
     #[test]
@@ -265,11 +359,108 @@ mod tests {
         let lists = vec![vec![1u32, 2, 3], vec![3, 1], vec![4]];
         let w = [1.0, 2.0, 0.5];
         let items = rrf_fuse(&lists, Some(&w), 5.0, 10).unwrap();
-        let g = rrf_fuse_grouped(&lists, |x: &u32| *x, Some(&w), 5.0, 0.5, 10).unwrap();
+        let g = rrf_fuse_grouped(&lists, &groups(&lists, |x| *x), |x: &u32| *x, Some(&w), 5.0, 0.5, 10).unwrap();
         assert_eq!(items.iter().map(|f| f.item).collect::<Vec<_>>(), g.iter().map(|f| f.item).collect::<Vec<_>>());
         for (a, b) in items.iter().zip(&g) {
             assert!((b.score - 1.5 * a.score).abs() < 1e-6);
         }
+    }
+
+    #[test]
+    fn groups_come_once_each_at_their_first_item() {
+        let l = [((1, 0), 9.0), ((2, 0), 7.0), ((1, 1), 5.0), ((3, 0), 4.0)];
+        assert_eq!(groups_in_order(&l, |x: &(u32, u32)| x.0), vec![(1, 9.0), (2, 7.0), (3, 4.0)]);
+        assert!(groups_in_order(&[] as &[(u32, f32)], |x| *x).is_empty());
+    }
+
+    #[test]
+    fn zscore_fusion_scores_are_the_formula() {
+        // List a: documents 1, 2, 3 with scores 3, 2, 1 (mean 2, sd √(2/3)); list b: 4, 1
+        // with 10, 0 (mean 5, sd 5). Weights 1 and 2.
+        let a = vec![(1u32, 0u32), (2, 0), (3, 0)];
+        let b = vec![(4u32, 0u32), (1, 1)];
+        let ga = vec![(1u32, 3.0f32), (2, 2.0), (3, 1.0)];
+        let gb = vec![(4u32, 10.0f32), (1, 0.0)];
+        let f = zscore_fuse_grouped(&[a, b], &[ga, gb], |x: &(u32, u32)| x.0, Some(&[1.0, 2.0]), 10).unwrap();
+        let sd = (2.0f32 / 3.0).sqrt();
+        let score = |d: u32| f.iter().find(|h| h.item.0 == d).unwrap().score;
+        // Document 1: z_a = 1/sd, z_b = −1. Document 4: z_a = floor −1/sd, z_b = 1.
+        assert!((score(1) - (1.0 / sd - 2.0)).abs() < 1e-5, "{f:?}");
+        assert!((score(4) - (-1.0 / sd + 2.0)).abs() < 1e-5);
+        // Document 3 is list a's last (its floor) and missing from b (b's floor, −1).
+        assert!((score(3) - (-1.0 / sd - 2.0)).abs() < 1e-5);
+        assert!((score(2) - (0.0 - 2.0)).abs() < 1e-5);
+        assert_eq!(ids(&f).iter().map(|x| x.0).collect::<Vec<_>>(), vec![4, 1, 1, 2, 3]);
+        // Both chunks of document 1 carry its score, in the order of item-level RRF: (1, 1)
+        // is second in the list weighted 2 (2/62), (1, 0) first in the list weighted 1 (1/61).
+        assert_eq!((f[1].item, f[2].item), ((1, 1), (1, 0)));
+        assert_eq!(f[1].score, f[2].score);
+        assert_eq!(f[1].ranks, vec![None, Some(2)]);
+        assert_eq!(f[2].ranks, vec![Some(1), None]);
+    }
+
+    #[test]
+    fn zscore_fusion_follows_how_far_a_hit_stands_out_not_its_rank() {
+        // Both lists rank x first and y second. In list a, x stands far above the rest;
+        // in list b, y is nearly level with x. RRF ties x and y's rank sums; z-scores do not.
+        let a = vec!['x', 'y', 'p', 'q'];
+        let b = vec!['y', 'x', 'r', 's'];
+        let ga = vec![('x', 10.0), ('y', 2.0), ('p', 1.9), ('q', 1.8)];
+        let gb = vec![('y', 5.0), ('x', 4.99), ('r', 1.0), ('s', 0.9)];
+        let f = zscore_fuse_grouped(&[a.clone(), b.clone()], &[ga, gb], |c: &char| *c, None, 10).unwrap();
+        assert_eq!(f[0].item, 'x', "{f:?}");
+        let r = rrf_fuse(&[a, b], None, 60.0, 10).unwrap();
+        assert_eq!(r[0].score, r[1].score, "rank fusion cannot tell them apart");
+        // Scale-free: multiplying one path's scores changes nothing.
+        let scaled = |m: f32| {
+            let gb = vec![('y', 5.0 * m), ('x', 4.99 * m), ('r', 1.0 * m), ('s', 0.9 * m)];
+            let ga = vec![('x', 10.0), ('y', 2.0), ('p', 1.9), ('q', 1.8)];
+            let lists = [vec!['x', 'y', 'p', 'q'], vec!['y', 'x', 'r', 's']];
+            zscore_fuse_grouped(&lists, &[ga, gb], |c: &char| *c, None, 10).unwrap()
+        };
+        for (u, v) in scaled(1.0).iter().zip(&scaled(1000.0)) {
+            assert_eq!(u.item, v.item);
+            assert!((u.score - v.score).abs() < 1e-4);
+        }
+    }
+
+    #[test]
+    fn zscore_fusion_of_flat_empty_and_missing_lists() {
+        // A list with one group (no spread): its group 0, the groups it lacks −1.
+        let f = zscore_fuse_grouped(
+            &[vec![1u32], vec![2u32, 3]],
+            &[vec![(1, 5.0)], vec![(2, 2.0), (3, 1.0)]],
+            |x| *x,
+            None,
+            10,
+        )
+        .unwrap();
+        let score = |d: u32| f.iter().find(|h| h.item == d).unwrap().score;
+        assert!((score(1) - (0.0 - 1.0)).abs() < 1e-6, "{f:?}");
+        assert!((score(2) - (-1.0 + 1.0)).abs() < 1e-6);
+        assert!((score(3) - (-1.0 - 1.0)).abs() < 1e-6);
+        // Equal scores are flat too, whatever their size.
+        let g = zscore_fuse_grouped(&[vec![1u32, 2]], &[vec![(1, 1e6), (2, 1e6)]], |x| *x, None, 10).unwrap();
+        assert_eq!((g[0].score, g[1].score), (0.0, 0.0));
+        assert_eq!(ids(&g), vec![1, 2], "ties keep the list's order");
+        // An empty list changes no score; a zero weight removes a list.
+        let with_empty =
+            zscore_fuse_grouped(&[vec![2u32, 3], vec![]], &[vec![(2, 2.0), (3, 1.0)], vec![]], |x| *x, None, 10)
+                .unwrap();
+        assert_eq!(ids(&with_empty), vec![2, 3]);
+        assert!((with_empty[0].score - 1.0).abs() < 1e-6);
+        let zero = zscore_fuse_grouped(
+            &[vec![2u32, 3], vec![3u32, 2]],
+            &[vec![(2, 2.0), (3, 1.0)], vec![(3, 9.0), (2, 1.0)]],
+            |x| *x,
+            Some(&[1.0, 0.0]),
+            10,
+        )
+        .unwrap();
+        assert_eq!(ids(&zero), vec![2, 3]);
+        assert!(zscore_fuse_grouped(&[vec![1u32]], &[], |x| *x, None, 10).is_err(), "one group list per list");
+        assert!(zscore_fuse_grouped(&[vec![1u32]], &[vec![(1, 1.0)]], |x| *x, Some(&[-1.0]), 10).is_err());
+        assert!(zscore_fuse_grouped::<u32, u32>(&[], &[], |x| *x, None, 10).unwrap().is_empty());
     }
 
     /// Properties of [`rrf_fuse`] over random lists (replayable: fixed seeds).

@@ -1,5 +1,6 @@
-//! The ranking pipeline: plan, retrieve on every path with filters pre-applied, fuse with
-//! RRF, rerank, boost recent documents, diversify.
+//! The ranking pipeline: plan, retrieve on every path with filters pre-applied, fuse (the
+//! z-scores of the paths' scores, or RRF of their ranks), rerank, boost recent documents,
+//! diversify.
 
 mod adaptive;
 mod cancel;
@@ -13,10 +14,12 @@ mod shared_models;
 pub use adaptive::{adaptive_weights, agreement, confidence};
 pub use cancel::{CancelFlag, CancelOnDrop};
 pub use engine::{
-    open_engine, Diagnostics, Engine, FusionConfig, Hit, LoadedModels, PathRank, Recency, RerankStatus, SearchOutcome,
-    SearchRequest, StageTimings,
+    open_engine, Diagnostics, Engine, FusionConfig, FusionMethod, Hit, LoadedModels, PathRank, Recency, RerankStatus,
+    SearchOutcome, SearchRequest, StageTimings,
 };
-pub use fusion::{check_rrf_params, rrf_fuse, rrf_fuse_grouped, Fused, DEFAULT_RRF_K};
+pub use fusion::{
+    check_rrf_params, groups_in_order, rrf_fuse, rrf_fuse_grouped, zscore_fuse_grouped, Fused, DEFAULT_RRF_K,
+};
 pub use instructions::lexical_query;
 pub use paths::{Bm25Path, DensePath, Path, PathHit, PathRetriever, PreparedQuery, SpladePath};
 pub use rerank::{Candidate, CrossEncoderReranker, Reranked, Reranker};
