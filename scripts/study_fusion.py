@@ -11,9 +11,13 @@ single path's on a set is not eligible. Leave-one-set-out validation then asks w
 choice carries to a set it did not see: for each set, the candidate chosen on the others
 is scored on it.
 
-The candidates: document-level RRF with `k`, base weights, and per-query weights
+The candidates fuse each path's documents (at their best chunk) in one of two ways, with
+base weights and per-query weights
 
     w_i = base_i · exp(α · (c_i − mean c) + β · (a_i − mean a)) · exp(−δ · ids(q))^[i = dense]
+    ranks:  score(d) = Σ_i w_i / (k + rank_i(d))                       (RRF, with its `k`)
+    scores: score(d) = Σ_i w_i · z_i(d),  z_i(d) = (s_i(d) − μ_i) / σ_i  (the path's own
+            scores, standardised over its list; a document it lacks gets its lowest z)
 
 (c: confidence, the z-score of the path's top score against its next nine; a: agreement,
 the share of its top-10 documents in another path's top 10; ids(q): the share of the
@@ -93,16 +97,44 @@ def identifier_share(query):
 # ---------------------------------------------------------------- the weights grid (numpy)
 
 
+def zscores(scores):
+    """Each score's z against its list, and the list's lowest z for documents it lacks
+    (a list without spread: 0, and −1 for the documents it lacks)."""
+    s = np.array(scores, dtype=float)
+    sd = s.std() if len(s) else 0.0
+    if sd <= 1e-9 * max(1.0, abs(s.mean())):
+        return np.zeros(len(s)), -1.0
+    z = (s - s.mean()) / sd
+    return z, z.min()
+
+
+def documents(chunks):
+    """A path's documents at their best (first) chunk, with its score, from its chunk list."""
+    seen, out = set(), []
+    for d, x, _ in chunks:
+        if d not in seen:
+            seen.add(d)
+            out.append((d, x))
+    return out
+
+
 def prepare(runs, qrels):
+    """Per question: the rank (inf: absent) and z-score of every document in every path,
+    over each path's whole list (the engine's: its top 300 chunks, each document once)."""
     out = []
     for r in runs:
-        lists = [[d for d, _ in r["paths"][p]][:DEPTH] for p in PATHS]
+        scored = [documents(r["chunks"][p]) for p in PATHS]
+        lists = [[d for d, _ in l] for l in scored]
         docs = sorted(set().union(*lists))
         at = {d: i for i, d in enumerate(docs)}
         ranks = np.full((3, len(docs)), np.inf)
-        for i, l in enumerate(lists):
+        z = np.zeros((3, len(docs)))
+        for i, (l, sl) in enumerate(zip(lists, scored)):
+            zi, floor = zscores([x for _, x in sl])
+            z[i, :] = floor if l else 0.0
             for rank, d in enumerate(l):
                 ranks[i, at[d]] = rank + 1
+                z[i, at[d]] = zi[rank]
         conf = np.array([confidence([s for _, s in r["paths"][p]]) for p in PATHS])
         agr = np.array([agreement([r["paths"][p] for p in PATHS], i) for i in range(3)])
         judged = qrels[r["qid"]]
@@ -110,7 +142,7 @@ def prepare(runs, qrels):
         ideal = sorted((g for g in judged.values() if g > 0), reverse=True)[:10]
         idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
         relevant = sum(1 for g in judged.values() if g > 0)
-        out.append((ranks, conf, agr, identifier_share(r["query"]), gains, idcg, relevant))
+        out.append((ranks, z, conf, agr, identifier_share(r["query"]), gains, idcg, relevant))
     return out
 
 
@@ -118,12 +150,16 @@ DISCOUNT = 1 / np.log2(np.arange(2, 12))
 
 
 def grid_scores(data, k, weights_of):
-    """Mean nDCG@10 and Recall@100 of every candidate (rows of weights_of's result)."""
+    """Mean nDCG@10 and Recall@100 of every candidate (rows of weights_of's result); `k`
+    None fuses z-scores, a number RRF with that `k`."""
     nd = rc = 0.0
-    for ranks, conf, agr, ids, gains, idcg, relevant in data:
+    for ranks, z, conf, agr, ids, gains, idcg, relevant in data:
         w = weights_of(conf, agr, ids)
-        inv = np.where(np.isinf(ranks), 0.0, 1.0 / (k + np.where(np.isinf(ranks), 1.0, ranks)))
-        order = np.argsort(-(w @ inv), axis=1, kind="stable")
+        if k is None:
+            fused = w @ z
+        else:
+            fused = w @ np.where(np.isinf(ranks), 0.0, 1.0 / (k + np.where(np.isinf(ranks), 1.0, ranks)))
+        order = np.argsort(-fused, axis=1, kind="stable")
         top10 = gains[order[:, :10]]
         nd = nd + ((top10 * DISCOUNT[: top10.shape[1]]).sum(1) / idcg if idcg else 0.0)
         rc = rc + ((gains[order[:, :100]] > 0).sum(1) / relevant if relevant else 0.0)
@@ -133,9 +169,10 @@ def grid_scores(data, k, weights_of):
 def weights_grid():
     # Dense fixed at 1 (weights are relative); BM25 and SPLADE at half, equal, one and a half.
     bases = [(1.0, b, s) for b in (0.5, 1.0, 1.5) for s in (0.5, 1.0, 1.5)]
+    # k: RRF's; None: z-scores.
     return [
         (k, base, alpha, beta, delta)
-        for k in [3, 5, 10, 20, 60]
+        for k in [None, 3, 5, 10, 20, 60]
         for base in bases
         for alpha in [0.0, 0.05, 0.1, 0.2]
         for beta in [0.0, 1.0, 2.0, 3.0, 5.0]
@@ -166,6 +203,8 @@ class Fusion:
         w = self.weights(r)
         chunks = [r["chunks"][p] for p in PATHS]
         score = defaultdict(float)
+        if self.k is None:
+            return self.zscore_fusion(r, w, chunks)
         if self.chunk_share is not None:
             # score(c) = [by document: Σ w/(k + docrank)] + λ · Σ w/(k + rank(c)); None λ = chunks only.
             own, doc_of = defaultdict(float), {}
@@ -200,6 +239,47 @@ class Fusion:
         return sorted(score, key=lambda d: -score[d])[:100]
 
 
+    def zscore_fusion(self, r, w, chunks):
+        """z-scores of documents (at their best chunk) or, with chunk_share "chunks", of
+        chunks, over each path's first `depth` documents (or 3 · depth chunks)."""
+        if self.chunk_share == "chunks":
+            lists = [[(c, x) for _, x, c in l[: 3 * self.depth]] for l in chunks]
+            doc_of = {c: d for l in chunks for d, _, c in l}
+        else:
+            lists = [documents(l)[: self.depth] for l in chunks]
+        units = set(u for l in lists for u, _ in l)
+        score = dict.fromkeys(units, 0.0)
+        for wi, l in zip(w, lists):
+            if not l:
+                continue
+            z, floor = zscores([x for _, x in l])
+            own = {u: z[i] for i, (u, _) in enumerate(l)}
+            for u in units:
+                score[u] += wi * own.get(u, floor)
+        ranked = sorted(score, key=lambda u: -score[u])
+        if self.chunk_share == "chunks":
+            ranked = list(dict.fromkeys(doc_of[c] for c in ranked))
+        return ranked[:100]
+
+
+def plain_rrf(paths, k=60):
+    """Plain RRF of the paths' chunk lists (k = 60, equal weights), documents at their best chunk."""
+
+    def fuse(r):
+        score, doc = defaultdict(float), {}
+        for p in paths:
+            for rank, (d, _, c) in enumerate(r["chunks"][p]):
+                score[c] += 1 / (k + rank + 1)
+                doc[c] = d
+        return list(dict.fromkeys(doc[c] for c in sorted(score, key=lambda c: -score[c])))[:100]
+
+    return fuse
+
+
+def label_of(c):
+    return ("scores" if c[0] is None else f"ranks k={c[0]}") + f" w={c[1]} a={c[2]} b={c[3]} d={c[4]}"
+
+
 def evaluate(runs, qrels, fuse):
     nd = rc = 0.0
     for r in runs:
@@ -221,7 +301,7 @@ def main():
     grid = weights_grid()
     results = {}
     data = {n: prepare(*sets[n]) for n in names}
-    for k in sorted({c[0] for c in grid}):
+    for k in list(dict.fromkeys(c[0] for c in grid)):
         rows = [c for c in grid if c[0] == k]
         base = np.array([c[1] for c in rows])
         alpha = np.array([c[2] for c in rows])[:, None]
@@ -261,19 +341,22 @@ def main():
     ranked = sorted((c for c in results if recall_kept(c, everywhere)), key=lambda c: -worst(c, everywhere))
     print("-- best by worst set (Recall@100 >= the best single path's on every set):")
     for c in ranked[:12]:
-        show(f"k={c[0]} w={c[1]} a={c[2]} b={c[3]} d={c[4]}", results[c], worst(c, everywhere))
-    equal = [c for c in ranked if c[1] == (1.0, 1.0, 1.0)]
-    print("-- equal base weights (no path trusted more because it won on these sets):")
+        show(label_of(c), results[c], worst(c, everywhere))
+    # The choice is made among candidates with equal base weights (no path trusted more
+    # because it won on these sets) and δ = 0 (no prior against the dense path on
+    # identifier-heavy wording; δ is reported as a lever).
+    equal = [c for c in ranked if c[1] == (1.0, 1.0, 1.0) and c[4] == 0.0]
+    print("-- equal base weights, δ = 0:")
     for c in equal[:8]:
         mean = sum(results[c][j][0] / best[j] for j in everywhere) / len(names)
-        show(f"k={c[0]} a={c[2]} b={c[3]} d={c[4]} (mean {mean:.3f})", results[c], worst(c, everywhere))
-    print("-- leave one set out, equal base weights (chosen on the others -> the left-out set):")
+        show(f"{label_of(c)} (mean {mean:.3f})", results[c], worst(c, everywhere))
+    print("-- leave one set out, equal base weights, δ = 0 (chosen on the others -> the left-out set):")
     for j, n in enumerate(names):
         others = [i for i in everywhere if i != j]
-        eligible = [c for c in results if c[1] == (1.0, 1.0, 1.0) and recall_kept(c, others)]
+        eligible = [c for c in results if c[1] == (1.0, 1.0, 1.0) and c[4] == 0.0 and recall_kept(c, others)]
         pick = max(eligible, key=lambda c: worst(c, others))
         nd, rc = results[pick][j]
-        print(f"  {n}: k={pick[0]} a={pick[2]} b={pick[3]} d={pick[4]} -> {nd:.4f}/{rc:.3f} (ratio {nd / best[j]:.3f})")
+        print(f"  {n}: {label_of(pick)} -> {nd:.4f}/{rc:.3f} (ratio {nd / best[j]:.3f})")
 
     # The choice: among equal-base candidates whose worst ratio is within 0.005 of the best
     # one (a paired standard error on the financial sets is about 0.01), the best mean ratio.
@@ -281,9 +364,42 @@ def main():
     near = [c for c in equal if worst(c, everywhere) >= top - 0.005]
     chosen = max(near, key=lambda c: sum(results[c][j][0] / best[j] for j in everywhere))
     print(f"-- chosen (worst within 0.005 of {top:.3f}, best mean ratio among {len(near)}):")
-    show(f"k={chosen[0]} a={chosen[2]} b={chosen[3]} d={chosen[4]}", results[chosen], worst(chosen, everywhere))
+    show(label_of(chosen), results[chosen], worst(chosen, everywhere))
     k, base, alpha, beta, delta = chosen
-    print(f"-- levers, with k={k} a={alpha} b={beta} d={delta}:")
+    print("-- paired differences over the questions, chosen minus (mean ± one standard error):")
+    chosen_fusion = Fusion(*chosen, depth=10**6)
+    for label, other in [
+        ("plain RRF of chunks, all three", plain_rrf(PATHS)),
+        ("plain RRF of chunks, BM25 + SPLADE", plain_rrf(["bm25", "splade"])),
+        ("plain RRF of chunks, dense + BM25", plain_rrf(["dense", "bm25"])),
+        ("plain RRF of chunks, dense + SPLADE", plain_rrf(["dense", "splade"])),
+        ("ranks, k=10 (the same weights)", Fusion(10, *chosen[1:], depth=10**6)),
+    ]:
+        cells = []
+        for n in names:
+            runs, qrels = sets[n]
+            d = [ndcg10(chosen_fusion(r), qrels[r["qid"]]) - ndcg10(other(r), qrels[r["qid"]]) for r in runs]
+            m = sum(d) / len(d)
+            se = math.sqrt(sum((x - m) ** 2 for x in d) / (len(d) - 1) / len(d))
+            cells.append(f"{m:+.4f} ± {se:.4f}")
+        print(f"  {label:40s} " + "  ".join(cells))
+    print(f"-- levers, with {label_of(chosen)}:")
+    for lever, same in [("δ", lambda c: c[4] != 0.0), ("α", lambda c: c[2] != 0.0 and c[4] == 0.0)]:
+        alike = [c for c in ranked if c[0] == k and c[1] == base and same(c)]
+        if alike:
+            show(f"best with {lever} > 0: {label_of(alike[0])}", results[alike[0]], worst(alike[0], everywhere))
+    if k is None:
+        levers = [
+            ("by document", Fusion(k, base, alpha, beta, delta, depth=10**6)),
+            ("chunks only", Fusion(k, base, alpha, beta, delta, depth=10**6, chunk_share="chunks")),
+            ("depth 30", Fusion(k, base, alpha, beta, delta, depth=30)),
+            ("depth 50", Fusion(k, base, alpha, beta, delta, depth=50)),
+            ("depth 100", Fusion(k, base, alpha, beta, delta, depth=100)),
+            ("ranks instead, k=10", Fusion(10, base, alpha, beta, delta)),
+        ]
+        for label, f in levers:
+            show(label, [evaluate(*sets[n], f) for n in names])
+        return
     levers = [
         ("by document", Fusion(k, base, alpha, beta, delta)),
         ("chunks only", Fusion(k, base, alpha, beta, delta, chunk_share="chunks")),
