@@ -246,7 +246,7 @@ function ranks(d) {
   const cell = (v, digits) => (v === null || v === undefined ? "—" : digits ? Number(v).toFixed(digits) : String(v));
   const t = el("table", "ranks");
   t.append(
-    el("tr", null, ...["dense", "SPLADE", "BM25", "fused (RRF)", "reranker", "reranker score"].map((h) => el("th", null, h))),
+    el("tr", null, ...["dense", "SPLADE", "BM25", "fused", "reranker", "reranker score"].map((h) => el("th", null, h))),
     el(
       "tr",
       null,

@@ -1,5 +1,5 @@
 //! `POST /v1/search`: compact, citable units (the best sentence span of each chunk) from
-//! dense + SPLADE + BM25 retrieval with filters pre-applied, RRF, rerank of the fused top
+//! dense + SPLADE + BM25 retrieval with filters pre-applied, fusion, rerank of the fused top
 //! candidates where a reranker is configured, recency boost and per-document
 //! diversification. Every result carries its diagnostics.
 
@@ -177,9 +177,11 @@ pub struct UnitDiagnostics {
     pub bm25_rank: Option<usize>,
     /// Dense cosine similarity, when found by the dense path.
     pub dense_score: Option<f32>,
-    /// Rank after fusion.
+    /// Rank after fusion (the name is the API's; the default fusion adds the z-scores of
+    /// each path's own scores).
     pub rrf_rank: usize,
-    /// Fused score.
+    /// Fused score: a weighted sum of z-scores by default, so it can be negative; only its
+    /// order means something.
     pub rrf_score: f32,
     /// Rank after reranking.
     pub rerank_rank: Option<usize>,
