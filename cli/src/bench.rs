@@ -16,7 +16,9 @@ use sextant_core::build::{encode_inputs, encoder_input};
 use sextant_core::corpus::Chunk;
 use sextant_core::encode::SparseVector;
 use sextant_core::index::{Bm25Index, DenseIndex, Index, SpladeIndex};
-use sextant_core::pipeline::{rrf_fuse, Engine, Path, SearchRequest};
+use sextant_core::pipeline::{
+    groups_in_order, rrf_fuse, zscore_fuse_grouped, Engine, Path, SearchRequest, DEFAULT_PER_PATH_K,
+};
 use sextant_core::storage::LocalDir;
 
 /// Latency summary of one stage, in milliseconds.
@@ -170,8 +172,11 @@ pub struct Figures {
     pub bm25_path_p50_ms: f64,
     /// SPLADE top-50.
     pub splade_path_p50_ms: f64,
-    /// RRF of three lists of 50.
+    /// The default fusion (z-scores by document) of three lists of 50.
     pub fuse_p50_ms: f64,
+    /// The same search with 50 candidates per path (the earlier default) instead of
+    /// `DEFAULT_PER_PATH_K`, timed query by query beside it.
+    pub search_50_p50_ms: f64,
     /// HNSW recall@10 against exact search.
     pub hnsw_recall_at_10: f64,
     /// Passages encoded per second by both encoders, as a build encodes them.
@@ -217,7 +222,7 @@ pub struct StageRow {
     /// The stage's name in reports and in a peer's samples (`scripts/peer_bench.py
     /// --samples`): `encode_dense`, `encode_sparse`, `encode_both`, `path_dense`,
     /// `path_dense_exact`, `path_bm25`, `path_splade`, `fuse`, `search_rest`,
-    /// `search_total`, `rerank_50`.
+    /// `search_total`, `search_total_50`, `rerank_50`.
     pub key: &'static str,
     /// The row's label in the table.
     pub name: String,
@@ -241,6 +246,7 @@ pub fn run(engine: &Engine, queries: &[String], label: &str) -> Result<(Figures,
     let (mut tok, mut rest) = (vec![], vec![]);
     let (mut enc_d, mut enc_s, mut prep, mut dense, mut bm25, mut splade, mut exact, mut fuse, mut total) =
         (vec![], vec![], vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
+    let (mut rrf, mut total50) = (vec![], vec![]);
     let mut hit = 0usize;
     let mut want = 0usize;
     // Each encoder over every query in turn (as a peer times its model), then the stages of
@@ -270,14 +276,34 @@ pub fn run(engine: &Engine, queries: &[String], label: &str) -> Result<(Figures,
         let (e, t) = time(|| index.dense.exact(&qv, None, 10));
         exact.push(t);
         let lists: Vec<Vec<u32>> = [&d, &b, &s].iter().map(|l| l.iter().map(|h| h.0).collect()).collect();
-        fuse.push(time(|| rrf_fuse(&lists, None, 60.0, 50)).1);
+        // What the engine's default fusion does with them: each path's documents at their
+        // best chunk, then z-scores; plain RRF of the same lists beside it.
+        let doc_of = |c: &u32| index.chunks[*c as usize].doc;
+        fuse.push(
+            time(|| {
+                let groups: Vec<Vec<(u32, f32)>> = [&d, &b, &s].iter().map(|l| groups_in_order(l, doc_of)).collect();
+                zscore_fuse_grouped(&lists, &groups, doc_of, None, usize::MAX)
+            })
+            .1,
+        );
+        rrf.push(time(|| rrf_fuse(&lists, None, 60.0, usize::MAX)).1);
         let exact10: Vec<u32> = e.iter().map(|h| h.0).collect();
         hit += d.iter().take(10).filter(|h| exact10.contains(&h.0)).count();
         want += exact10.len();
         let mut req = SearchRequest::new(q.clone(), 10);
         req.rerank = false;
+        let mut shallow = req.clone();
+        shallow.per_path_k = 50;
+        // The shallower search first on every other query, so neither always runs warm.
+        let shallow_first = total.len() % 2 == 0;
+        if shallow_first {
+            total50.push(time(|| engine.search(&shallow)).1);
+        }
         let (out, ms) = time(|| engine.search(&req));
         total.push(ms);
+        if !shallow_first {
+            total50.push(time(|| engine.search(&shallow)).1);
+        }
         if let Ok(out) = out {
             // What the stages the engine times leave over: filters, hits, provenance.
             let t = &out.timings;
@@ -289,6 +315,7 @@ pub fn run(engine: &Engine, queries: &[String], label: &str) -> Result<(Figures,
     let (sd, ss, sp) = (stats(&enc_d), stats(&enc_s), stats(&prep));
     let (dstats, estats, bstats, sstats, fstats, t) =
         (stats(&dense), stats(&exact), stats(&bm25), stats(&splade), stats(&fuse), stats(&total));
+    let (rstats, t50) = (stats(&rrf), stats(&total50));
     let slower = sd.p50.max(ss.p50);
     let figures = Figures {
         scale: label.to_string(),
@@ -308,6 +335,7 @@ pub fn run(engine: &Engine, queries: &[String], label: &str) -> Result<(Figures,
         bm25_path_p50_ms: bstats.p50,
         splade_path_p50_ms: sstats.p50,
         fuse_p50_ms: fstats.p50,
+        search_50_p50_ms: t50.p50,
         hnsw_recall_at_10: hit as f64 / want.max(1) as f64,
         ..Figures::default()
     };
@@ -329,13 +357,24 @@ pub fn run(engine: &Engine, queries: &[String], label: &str) -> Result<(Figures,
         StageRow::new("path_dense_exact", "path: dense exact scan top-10", exact, String::new()),
         StageRow::new("path_bm25", "path: BM25 top-50", bm25, String::new()),
         StageRow::new("path_splade", "path: SPLADE top-50", splade, String::new()),
-        StageRow::new("fuse", "fusion of 3×50", fuse, String::new()),
+        StageRow::new(
+            "fuse",
+            "fusion of 3×50 (z-scores by document)",
+            fuse,
+            format!("RRF of the same chunks p50 {:.3}", rstats.p50),
+        ),
         StageRow::new("search_rest", "search: outside encoders, paths and fusion", rest, String::new()),
         StageRow::new(
             "search_total",
             "search total (no cross-encoder)",
             total,
             format!("target ≤ 1.3 × {slower:.3} = {:.3}", 1.3 * slower),
+        ),
+        StageRow::new(
+            "search_total_50",
+            "search total, 50 candidates per path (the earlier depth)",
+            total50,
+            format!("the default's {DEFAULT_PER_PATH_K} take {:.2} × as long (p50)", t.p50 / t50.p50.max(1e-9)),
         ),
     ];
     Ok((figures, rows))

@@ -15,7 +15,7 @@ pub use adaptive::{adaptive_weights, agreement, confidence};
 pub use cancel::{CancelFlag, CancelOnDrop};
 pub use engine::{
     open_engine, Diagnostics, Engine, FusionConfig, FusionMethod, Hit, LoadedModels, PathRank, Recency, RerankStatus,
-    SearchOutcome, SearchRequest, StageTimings,
+    SearchOutcome, SearchRequest, StageTimings, DEFAULT_PER_PATH_K,
 };
 pub use fusion::{
     check_rrf_params, groups_in_order, rrf_fuse, rrf_fuse_grouped, zscore_fuse_grouped, Fused, DEFAULT_RRF_K,
