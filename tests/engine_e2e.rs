@@ -213,11 +213,12 @@ fn eval(set: &str, split: &str, mode: &str) -> f64 {
 }
 
 /// The default hybrid beats every single path on both test splits, and keeps a floor: 0.72
-/// on SciFact and 0.535 on TAT-QA, above the rank fusion it replaced (0.713 and 0.533) and
-/// the peers' best figures (0.715 and 0.524: README, "Retrieval quality").
+/// on SciFact (the rank fusion it replaced gave 0.713, the peers' best 0.715) and 0.545 on
+/// TAT-QA (with a stemmed BM25 the default gave 0.541, the peers' best 0.524: README,
+/// "Retrieval quality").
 #[test]
 fn hybrid_beats_every_single_path_on_scifact_and_tatqa() {
-    for (set, split, floor) in [("scifact", "test", 0.72), ("tatqa", "test", 0.535)] {
+    for (set, split, floor) in [("scifact", "test", 0.72), ("tatqa", "test", 0.545)] {
         let hybrid = eval(set, split, "hybrid");
         for mode in ["dense", "bm25", "splade"] {
             let single = eval(set, split, mode);

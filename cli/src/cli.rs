@@ -3,11 +3,12 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use sextant_core::index::{Bm25Params, Stemming};
 use sextant_core::pipeline::{FusionConfig, Path};
 
 use crate::admin::{KeysCommand, PlansCommand};
 
-/// Sextant: hybrid retrieval (dense + BM25 + SPLADE, RRF, rerank).
+/// Sextant: hybrid retrieval (dense + BM25 + SPLADE, fused, reranked).
 #[derive(Parser)]
 #[command(version, about)]
 pub struct Cli {
@@ -398,6 +399,32 @@ impl BuildArgs {
             o => format!("c{}-o{o}", self.chunk_tokens),
         }
     }
+
+    /// The BM25 parameters asked for.
+    pub fn bm25(&self) -> Bm25Params {
+        let stemming = match self.bm25_stemming {
+            StemmingArg::None => Stemming::None,
+            StemmingArg::English => Stemming::English,
+        };
+        Bm25Params { k1: self.k1, b: self.b, stemming }
+    }
+
+    /// The part of a cache key BM25 adds: `k{k1}-b{b}`, and `-english` when it stems.
+    pub fn bm25_key(&self) -> String {
+        match self.bm25_stemming {
+            StemmingArg::None => format!("k{}-b{}", self.k1, self.b),
+            StemmingArg::English => format!("k{}-b{}-english", self.k1, self.b),
+        }
+    }
+}
+
+/// How BM25 reduces words to terms.
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq, Debug)]
+pub enum StemmingArg {
+    /// Words as written, lowercased (the default)
+    None,
+    /// Snowball English stemming (every index before format 5)
+    English,
 }
 
 impl HostedRerankArgs {
@@ -433,6 +460,9 @@ pub struct BuildArgs {
     /// BM25 b.
     #[arg(long, default_value_t = 0.4)]
     pub b: f32,
+    /// How BM25 reduces words to terms.
+    #[arg(long, value_enum, default_value_t = StemmingArg::None)]
+    pub bm25_stemming: StemmingArg,
 }
 
 /// A fusion to evaluate.

@@ -11,7 +11,7 @@ use sextant_core::build::{BuildOptions, DEFAULT_SHARD_CHUNKS};
 use sextant_core::corpus::{BeirSet, Document};
 use sextant_core::encode::{DenseEncoder, ModelSet, SparseEncoder};
 use sextant_core::index::format::{read_manifest, sha256_hex, Manifest, ModelRef, FORMAT_VERSION, MANIFEST};
-use sextant_core::index::{Bm25Params, Index};
+use sextant_core::index::Index;
 use sextant_core::pipeline::{open_engine, Engine};
 use sextant_core::storage::{LocalDir, MemStore, Storage};
 use sextant_finance::Financials;
@@ -23,13 +23,8 @@ use crate::cli::BuildArgs;
 pub fn beir_index(beir: &FsPath, set: &BeirSet, models: &ModelSet, build: &BuildArgs) -> Result<Index> {
     let name = beir.file_name().and_then(|n| n.to_str()).unwrap_or("beir").to_string();
     let corpus_sum = sha256_hex(&std::fs::read(beir.join("corpus.jsonl"))?);
-    let key = format!(
-        "beir-{name}-{}-f{FORMAT_VERSION}-{}-k{}-b{}",
-        &corpus_sum[..12],
-        build.chunking_key(),
-        build.k1,
-        build.b
-    );
+    let key =
+        format!("beir-{name}-{}-f{FORMAT_VERSION}-{}-{}", &corpus_sum[..12], build.chunking_key(), build.bm25_key());
     let dir = cache_dir().join("indexes").join(key);
     Ok(cached_index(&dir, || build_index(set.documents.clone(), models, &name, build))?.0)
 }
@@ -73,7 +68,7 @@ pub fn build_options(models: &ModelSet, id: &str, args: &BuildArgs) -> Result<Bu
         index_id: id.to_string(),
         chunk_tokens: args.chunk_tokens,
         chunk_overlap: args.chunk_overlap,
-        bm25: Bm25Params { k1: args.k1, b: args.b },
+        bm25: args.bm25(),
         dense_model: ModelRef::read(&models.dense)?,
         sparse_model: ModelRef::read(&models.sparse)?,
         shard_chunks: DEFAULT_SHARD_CHUNKS,

@@ -73,7 +73,7 @@ fn default_shard_chunks() -> usize {
     DEFAULT_SHARD_CHUNKS
 }
 fn default_bm25() -> Bm25Params {
-    Bm25Params { k1: 0.9, b: 0.4 }
+    Bm25Params::default()
 }
 
 impl BuildJob {

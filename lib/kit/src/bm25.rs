@@ -8,8 +8,8 @@ use super::traits::Retriever;
 use super::vector::{admitted, hits_to_items};
 
 /// BM25 retrieval over a set of items, with the engine's analyser (lower-casing, stop words,
-/// English stemming) and its impact-ordered postings: the same [`Bm25Index`] the engine's
-/// BM25 path searches.
+/// and the stemming of [`Bm25Params`]: none by default) and its impact-ordered postings: the
+/// same [`Bm25Index`] the engine's BM25 path searches.
 ///
 /// Scores are divided by the best score of the query, so they lie in `(0, 1]` (the best hit
 /// scores 1) and can be read beside a dense retriever's cosines; the order is BM25's.

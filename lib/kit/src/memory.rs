@@ -15,7 +15,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sextant_core::error::{Error, Result};
-use sextant_core::index::{dot, Analyzer};
+use sextant_core::index::{dot, Analyzer, Stemming};
 
 use super::item::{ContextItem, Metadata, Query, Source};
 use super::traits::Retriever;
@@ -342,7 +342,7 @@ impl MemoryDecay {
 /// ```
 ///
 /// Terms are the engine's analysed terms ([`sextant_core::index::Analyzer`]: lower-cased, stop
-/// words dropped, stemmed). Relevance is the cosine of the query's and the entry's embeddings (clamped to `[0, 1]`)
+/// words dropped, stemmed in English). Relevance is the cosine of the query's and the entry's embeddings (clamped to `[0, 1]`)
 /// when the retriever has an embedding function ([`ScoredMemoryRetriever::with_embed`]) and
 /// the entry has an embedding; otherwise the share of the query's distinct terms found in
 /// the entry. A query with no terms (empty, or stop words only) has relevance 0 everywhere.
@@ -408,7 +408,7 @@ impl ScoredMemoryRetriever {
             beta: 0.5,
             gamma: 0.2,
             touch: true,
-            analyzer: Analyzer::default(),
+            analyzer: Analyzer::new(Stemming::English),
         }
     }
 

@@ -6,7 +6,7 @@
 //! most; ties go to the earlier sentence. Deterministic and cheap: no model runs.
 
 use sextant_core::corpus::split_sentences;
-use sextant_core::index::{Analyzer, Bm25Index};
+use sextant_core::index::Bm25Index;
 
 /// A span of a chunk's text, offsets in characters (Unicode scalar values), end exclusive.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,7 +45,7 @@ pub fn best_span(text: &str, query: &str, bm25: &Bm25Index, max_words: usize) ->
     if sents.is_empty() {
         return None;
     }
-    let analyzer = Analyzer::default();
+    let analyzer = bm25.analyzer();
     let n = bm25.inverted.num_chunks.max(1) as f32;
     let mut query_terms = analyzer.terms(query);
     query_terms.sort();

@@ -1,6 +1,8 @@
-//! The BM25 text analyzer: Unicode word split, lowercasing, stop words, Snowball stemming.
+//! The BM25 text analyzer: Unicode word split, lowercasing, stop words, and optionally
+//! Snowball English stemming.
 
 use rust_stemmers::{Algorithm, Stemmer};
+use serde::{Deserialize, Serialize};
 
 /// English stop words removed before indexing (Lucene's classic list plus common
 /// function words).
@@ -12,18 +14,43 @@ pub const STOP_WORDS: &[&str] = &[
     "very", "can", "would", "should", "could", "about", "also", "us", "am", "how", "when", "where", "why",
 ];
 
+/// How the analyzer reduces a word to its index term.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stemming {
+    /// The word as written, lowercased: the default of new indexes. On the financial dev
+    /// sets BM25 finds more with words as written ("operating" is not "operations"); on
+    /// SciFact, whose claims want "inhibits" to match "inhibition", stemming finds more
+    /// (README, "How the default fusion was chosen").
+    #[default]
+    None,
+    /// Snowball English stemming: every index before format 5.
+    English,
+}
+
 /// Turns text into index terms.
 pub struct Analyzer {
-    stemmer: Stemmer,
+    stemmer: Option<Stemmer>,
 }
 
 impl Default for Analyzer {
+    /// The analyzer of new indexes ([`Stemming::default`]).
     fn default() -> Self {
-        Analyzer { stemmer: Stemmer::create(Algorithm::English) }
+        Analyzer::new(Stemming::default())
     }
 }
 
 impl Analyzer {
+    /// An analyzer that stems (or not) as `stemming` says.
+    pub fn new(stemming: Stemming) -> Self {
+        Analyzer {
+            stemmer: match stemming {
+                Stemming::None => None,
+                Stemming::English => Some(Stemmer::create(Algorithm::English)),
+            },
+        }
+    }
+
     /// The terms of `text`, in order, with repeats.
     pub fn terms(&self, text: &str) -> Vec<String> {
         let mut out = Vec::new();
@@ -35,7 +62,10 @@ impl Analyzer {
             if STOP_WORDS.contains(&lower.as_str()) {
                 continue;
             }
-            out.push(self.stemmer.stem(&lower).into_owned());
+            out.push(match &self.stemmer {
+                Some(stemmer) => stemmer.stem(&lower).into_owned(),
+                None => lower,
+            });
         }
         out
     }
@@ -47,7 +77,7 @@ mod tests {
 
     #[test]
     fn lowercases_stems_and_drops_stop_words() {
-        let a = Analyzer::default();
+        let a = Analyzer::new(Stemming::English);
         assert_eq!(a.terms("The Revenues of Apple increased in 2023!"), vec!["revenu", "appl", "increas", "2023"]);
         assert_eq!(a.terms("running runs ran"), vec!["run", "run", "ran"]);
         assert!(a.terms("the of and").is_empty());
@@ -56,8 +86,18 @@ mod tests {
 
     #[test]
     fn keeps_numbers_and_non_ascii_words() {
-        let a = Analyzer::default();
-        assert_eq!(a.terms("Q3 EBITDA: €4.5bn"), vec!["q3", "ebitda", "4", "5bn"]);
-        assert_eq!(a.terms("Müller café"), vec!["müller", "café"]);
+        for a in [Analyzer::new(Stemming::English), Analyzer::default()] {
+            assert_eq!(a.terms("Q3 EBITDA: €4.5bn"), vec!["q3", "ebitda", "4", "5bn"]);
+            assert_eq!(a.terms("Müller café"), vec!["müller", "café"]);
+        }
+    }
+
+    #[test]
+    fn without_stemming_words_stay_as_written() {
+        let a = Analyzer::new(Stemming::None);
+        assert_eq!(a.terms("The Revenues of Apple increased in 2023!"), vec!["revenues", "apple", "increased", "2023"]);
+        assert_eq!(a.terms("operating operations"), vec!["operating", "operations"]);
+        assert!(a.terms("the of and").is_empty());
+        assert_eq!(Analyzer::default().terms("Operating"), vec!["operating"], "new indexes do not stem");
     }
 }

@@ -3,13 +3,13 @@
 //! `score(q, d) = Σ_{t ∈ q} idf(t) · tf(t,d) / (tf(t,d) + k1 · (1 − b + b · |d| / avgdl))`
 //! with `idf(t) = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))`. A query term repeated `n`
 //! times counts `n` times. The per-posting impacts are precomputed at build time, so
-//! changing `k1`/`b` means rebuilding the index.
+//! changing `k1`, `b` or the analyzer's stemming means rebuilding the index.
 
 use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::analyzer::Analyzer;
+use super::analyzer::{Analyzer, Stemming};
 use super::bitset::Bitset;
 use super::inverted::InvertedIndex;
 
@@ -20,20 +20,36 @@ pub struct Bm25Params {
     pub k1: f32,
     /// Length normalisation.
     pub b: f32,
+    /// How the analyzer reduces words to terms (absent in a request: the default, no
+    /// stemming; an index manifest before format 5 is read as English stemming).
+    #[serde(default)]
+    pub stemming: Stemming,
 }
 
 impl Default for Bm25Params {
-    /// Anserini's BEIR defaults, `k1 = 0.9`, `b = 0.4`.
+    /// Anserini's BEIR defaults, `k1 = 0.9`, `b = 0.4`, and no stemming.
     fn default() -> Self {
-        Bm25Params { k1: 0.9, b: 0.4 }
+        Bm25Params { k1: 0.9, b: 0.4, stemming: Stemming::default() }
+    }
+}
+
+/// BM25 parameters as formats 1 to 4 wrote them: always English stemming.
+#[derive(Deserialize)]
+pub(crate) struct Bm25ParamsV4 {
+    k1: f32,
+    b: f32,
+}
+
+impl From<Bm25ParamsV4> for Bm25Params {
+    fn from(v4: Bm25ParamsV4) -> Self {
+        Bm25Params { k1: v4.k1, b: v4.b, stemming: Stemming::English }
     }
 }
 
 /// Each text's term counts (by term id, sorted) and length in terms, with the vocabulary.
 type TermCounts = (HashMap<String, u32>, Vec<(Vec<(u32, u32)>, usize)>);
 
-fn term_counts<'a>(texts: impl IntoIterator<Item = &'a str>) -> TermCounts {
-    let analyzer = Analyzer::default();
+fn term_counts<'a>(texts: impl IntoIterator<Item = &'a str>, analyzer: &Analyzer) -> TermCounts {
     let mut vocab: HashMap<String, u32> = HashMap::new();
     let mut docs = Vec::new();
     for text in texts {
@@ -82,21 +98,36 @@ fn sorted_by_key<S: serde::Serializer>(map: &HashMap<String, u32>, s: S) -> Resu
 /// Format 1's BM25 file. Read for compatibility.
 #[derive(Deserialize)]
 pub(crate) struct Bm25IndexV1 {
-    params: Bm25Params,
+    params: Bm25ParamsV4,
     vocab: HashMap<String, u32>,
     inverted: super::inverted::InvertedIndexV1,
 }
 
 impl From<Bm25IndexV1> for Bm25Index {
     fn from(v1: Bm25IndexV1) -> Self {
-        Bm25Index { params: v1.params, vocab: v1.vocab, inverted: v1.inverted.into() }
+        Bm25Index { params: v1.params.into(), vocab: v1.vocab, inverted: v1.inverted.into() }
+    }
+}
+
+/// Formats 2 to 4's BM25 file (stemmed, without the stemming in its parameters). Read for
+/// compatibility.
+#[derive(Deserialize)]
+pub(crate) struct Bm25IndexV4 {
+    params: Bm25ParamsV4,
+    vocab: HashMap<String, u32>,
+    inverted: InvertedIndex,
+}
+
+impl From<Bm25IndexV4> for Bm25Index {
+    fn from(v4: Bm25IndexV4) -> Self {
+        Bm25Index { params: v4.params.into(), vocab: v4.vocab, inverted: v4.inverted }
     }
 }
 
 impl Bm25Index {
     /// Indexes texts (one per chunk).
     pub fn build<'a>(texts: impl IntoIterator<Item = &'a str>, params: Bm25Params) -> Self {
-        let (vocab, docs) = term_counts(texts);
+        let (vocab, docs) = term_counts(texts, &Analyzer::new(params.stemming));
         let n = docs.len() as f32;
         let avgdl = (docs.iter().map(|d| d.1).sum::<usize>() as f32 / n.max(1.0)).max(1.0);
         let df = document_frequencies(&docs, vocab.len());
@@ -109,7 +140,7 @@ impl Bm25Index {
     /// build of `main` with it (up to the change of those statistics, which a rebuild
     /// applies to every chunk).
     pub fn build_beside<'a>(texts: impl IntoIterator<Item = &'a str>, main: &Bm25Index, main_avgdl: f32) -> Self {
-        let (vocab, docs) = term_counts(texts);
+        let (vocab, docs) = term_counts(texts, &main.analyzer());
         let n = (main.inverted.num_chunks as usize + docs.len()) as f32;
         let own = document_frequencies(&docs, vocab.len());
         let mut main_df = vec![0u32; vocab.len()];
@@ -132,7 +163,7 @@ impl Bm25Index {
     ) -> Self {
         let idf: Vec<f32> =
             (0..vocab.len() as u32).map(|t| df(t) as f32).map(|d| (1.0 + (n - d + 0.5) / (d + 0.5)).ln()).collect();
-        let Bm25Params { k1, b } = params;
+        let Bm25Params { k1, b, .. } = params;
         let impacts = docs.into_iter().map(|(tf, len)| {
             let norm = k1 * (1.0 - b + b * len as f32 / avgdl);
             tf.into_iter().map(|(t, f)| (t, idf[t as usize] * f as f32 / (f as f32 + norm))).collect()
@@ -141,9 +172,15 @@ impl Bm25Index {
         Bm25Index { params, vocab, inverted }
     }
 
-    /// The average length of `texts` in analysed terms (BM25's `avgdl`), at least 1.
-    pub fn average_length<'a>(texts: impl IntoIterator<Item = &'a str>) -> f32 {
-        let analyzer = Analyzer::default();
+    /// The analyzer this index's terms come from: a query must be read with it.
+    pub fn analyzer(&self) -> Analyzer {
+        Analyzer::new(self.params.stemming)
+    }
+
+    /// The average length of `texts` in this index's analysed terms (BM25's `avgdl`), at
+    /// least 1.
+    pub fn average_length<'a>(&self, texts: impl IntoIterator<Item = &'a str>) -> f32 {
+        let analyzer = self.analyzer();
         let (mut total, mut n) = (0usize, 0usize);
         for t in texts {
             total += analyzer.terms(t).len();
@@ -155,7 +192,7 @@ impl Bm25Index {
     /// The query's known terms with their repeat counts.
     pub fn query_terms(&self, query: &str) -> Vec<(u32, f32)> {
         let mut out: Vec<(u32, f32)> = Vec::new();
-        for t in Analyzer::default().terms(query) {
+        for t in self.analyzer().terms(query) {
             if let Some(&id) = self.vocab.get(&t) {
                 match out.iter_mut().find(|p| p.0 == id) {
                     Some(p) => p.1 += 1.0,
@@ -179,7 +216,7 @@ mod tests {
     #[test]
     fn matches_the_lucene_formula() {
         let texts = ["apple revenue grew", "apple apple pie", "banana split"];
-        let idx = Bm25Index::build(texts, Bm25Params { k1: 1.2, b: 0.75 });
+        let idx = Bm25Index::build(texts, Bm25Params { k1: 1.2, b: 0.75, ..Default::default() });
         let hits = idx.search("apple", None, 10);
         // df(apple) = 2, N = 3: idf = ln(1 + 1.5/2.5); avgdl = 8/3.
         let idf = (1.0f32 + 1.5 / 2.5).ln();
@@ -207,13 +244,13 @@ mod tests {
     fn a_delta_built_beside_its_index_scores_as_a_build_of_both() {
         let main = ["apple revenue grew", "apple pie", "banana split", "cherry tart"];
         let delta = ["apple banana smoothie", "kiwi"];
-        let params = Bm25Params { k1: 1.2, b: 0.75 };
+        let params = Bm25Params { k1: 1.2, b: 0.75, stemming: Stemming::English };
         let both = Bm25Index::build(main.iter().chain(&delta).copied(), params);
         let main_index = Bm25Index::build(main, params);
         // With the whole corpus's average length, the delta's scores are a build of both's.
-        let avgdl = Bm25Index::average_length(main.iter().chain(&delta).copied());
+        let avgdl = main_index.average_length(main.iter().chain(&delta).copied());
         let beside = Bm25Index::build_beside(delta, &main_index, avgdl);
-        for q in ["apple", "banana smoothie", "kiwi", "apple kiwi"] {
+        for q in ["apple", "banana smoothie", "kiwi", "apple kiwi", "smoothies"] {
             let whole: Vec<(u32, f32)> = both.search(q, None, 10).into_iter().filter(|h| h.0 >= 4).collect();
             let part: Vec<(u32, f32)> = beside.search(q, None, 10).into_iter().map(|(c, s)| (c + 4, s)).collect();
             assert_eq!(whole.len(), part.len(), "{q}");
@@ -222,6 +259,36 @@ mod tests {
                 assert!((a.1 - b.1).abs() < 1e-5, "{q}: {a:?} vs {b:?}");
             }
         }
+    }
+
+    #[test]
+    fn queries_are_read_with_the_index_analyzer() {
+        let texts = ["operating income rose", "operations were sold"];
+        let plain = Bm25Index::build(texts, Bm25Params::default());
+        let stemmed = Bm25Index::build(texts, Bm25Params { stemming: Stemming::English, ..Default::default() });
+        // Stemmed, "operating" and "operations" are one term; as written they are two.
+        assert_eq!(stemmed.search("operating", None, 10).len(), 2);
+        assert_eq!(plain.search("operating", None, 10).iter().map(|h| h.0).collect::<Vec<_>>(), vec![0]);
+        assert_eq!(plain.search("OPERATIONS", None, 10).iter().map(|h| h.0).collect::<Vec<_>>(), vec![1]);
+    }
+
+    #[test]
+    fn a_format_4_file_reads_as_a_stemmed_index() {
+        // Format 4 wrote the parameters without the stemming: k1, b, then the rest.
+        #[derive(Serialize)]
+        struct V4<'a> {
+            params: (f32, f32),
+            vocab: &'a HashMap<String, u32>,
+            inverted: &'a InvertedIndex,
+        }
+        let stemmed = Bm25Index::build(["operating income rose", "operations were sold"], {
+            Bm25Params { k1: 1.2, b: 0.75, stemming: Stemming::English }
+        });
+        let bytes = bincode::serialize(&V4 { params: (1.2, 0.75), vocab: &stemmed.vocab, inverted: &stemmed.inverted })
+            .unwrap();
+        let back: Bm25Index = bincode::deserialize::<Bm25IndexV4>(&bytes).unwrap().into();
+        assert_eq!(back, stemmed);
+        assert_eq!(back.search("operations", None, 10).len(), 2, "queries are stemmed as the terms were");
     }
 
     #[test]

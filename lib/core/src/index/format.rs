@@ -15,10 +15,11 @@ use crate::storage::{Blob, Storage};
 pub const FORMAT_NAME: &str = "sextant-index";
 /// The format version this build writes.
 ///
-/// Version 4 stores each document's own metadata; version 3 gives each chunk its character range in its document (chunks may cut a
+/// Version 5 stores BM25's stemming in its parameters (earlier versions always stemmed, and
+/// are read so); version 4 stores each document's own metadata; version 3 gives each chunk its character range in its document (chunks may cut a
 /// segment); version 2 stores postings as flat little-endian arrays; version 1 (a list per
 /// term) is still read, and so is version 2.
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 /// The oldest format version this build reads.
 pub const OLDEST_READABLE_VERSION: u32 = 1;
 /// The manifest's object key.
@@ -138,11 +139,16 @@ pub fn read_manifest(storage: &dyn Storage) -> Result<Manifest> {
     if !(OLDEST_READABLE_VERSION..=FORMAT_VERSION).contains(&version) {
         return Err(Error::UnsupportedFormat { expected: FORMAT_VERSION, found: version });
     }
-    serde_json::from_value(value).map_err(|e| Error::IndexCorrupted {
+    let mut manifest: Manifest = serde_json::from_value(value).map_err(|e| Error::IndexCorrupted {
         file: format!("{}/{MANIFEST}", storage.location()),
         expected: "a complete manifest".into(),
         found: e.to_string(),
-    })
+    })?;
+    if version < 5 {
+        // Before format 5 BM25 always stemmed, and its parameters did not say so.
+        manifest.bm25.stemming = super::Stemming::English;
+    }
+    Ok(manifest)
 }
 
 /// Reads one file of the manifest, verifying its size and checksum.

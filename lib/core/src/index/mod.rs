@@ -18,7 +18,7 @@ mod vector_store;
 use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 
-pub use analyzer::{Analyzer, STOP_WORDS};
+pub use analyzer::{Analyzer, Stemming, STOP_WORDS};
 pub use bitset::Bitset;
 pub use bm25::{Bm25Index, Bm25Params};
 pub use filter::Filter;
@@ -292,7 +292,7 @@ impl Index {
         }
         let avgdl = *self
             .base_avgdl
-            .get_or_init(|| Bm25Index::average_length(self.chunks.base().iter().map(|c| c.text.as_str())));
+            .get_or_init(|| self.bm25.average_length(self.chunks.base().iter().map(|c| c.text.as_str())));
         let bm25 = Bm25Index::build_beside(chunks.iter().map(|c| c.text.as_str()), &self.bm25, avgdl);
         let splade = SpladeIndex::build(self.splade.inverted.num_terms(), &sparse);
         let chunks: Vec<Chunk> = chunks.into_iter().map(|c| Chunk { doc: c.doc + base_docs as u32, ..c }).collect();
@@ -519,6 +519,7 @@ impl Index {
             DENSE_VECTORS => Part::Vectors(decode_f32s(loc, &blob)?),
             DENSE_GRAPH => Part::Graph(decode_file(loc, DENSE_GRAPH, bytes)?),
             BM25 if manifest.version == 1 => Part::Bm25(decode_file::<bm25::Bm25IndexV1>(loc, BM25, bytes)?.into()),
+            BM25 if manifest.version < 5 => Part::Bm25(decode_file::<bm25::Bm25IndexV4>(loc, BM25, bytes)?.into()),
             BM25 => Part::Bm25(decode_file(loc, BM25, bytes)?),
             SPLADE if manifest.version == 1 => {
                 Part::Splade(decode_file::<splade::SpladeIndexV1>(loc, SPLADE, bytes)?.into())
@@ -575,6 +576,10 @@ impl Index {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashMap;
+
+    use serde::Serialize;
+
     use super::*;
     use crate::storage::MemStore;
     use crate::testutil::small_engine;
@@ -594,5 +599,48 @@ mod tests {
         // An attachment may not replace a file of the index.
         let err = index.save_with(&MemStore::new("mem://clash"), vec![(BM25.into(), Vec::new())]).unwrap_err();
         assert!(err.to_string().contains("bm25.bin"), "{err}");
+    }
+
+    #[test]
+    fn a_format_4_index_loads_as_stemmed_and_stems_its_queries() {
+        let index = small_engine().index();
+        assert_eq!(index.bm25.params.stemming, Stemming::None, "new indexes do not stem");
+        let store = MemStore::new("mem://format-4");
+        index.save(&store).unwrap();
+        // Rewrite the BM25 file as format 4 wrote it (stemmed, parameters without the
+        // stemming) and the manifest as format 4's, checksums included.
+        let texts: Vec<&str> = (0..index.chunks.len()).map(|i| index.chunks[i].text.as_str()).collect();
+        let stemmed = Bm25Index::build(texts, Bm25Params { stemming: Stemming::English, ..Default::default() });
+        #[derive(Serialize)]
+        struct Bm25V4<'a> {
+            params: (f32, f32),
+            vocab: &'a HashMap<String, u32>,
+            inverted: &'a InvertedIndex,
+        }
+        let (k1, b) = (stemmed.params.k1, stemmed.params.b);
+        let bytes = bincode::serialize(&Bm25V4 { params: (k1, b), vocab: &stemmed.vocab, inverted: &stemmed.inverted })
+            .unwrap();
+        store.write(BM25, &bytes).unwrap();
+        let mut manifest: serde_json::Value = serde_json::from_slice(&store.read(format::MANIFEST).unwrap()).unwrap();
+        manifest["version"] = 4.into();
+        manifest["bm25"] = serde_json::json!({"k1": k1, "b": b});
+        for f in manifest["files"].as_array_mut().unwrap() {
+            if f["name"] == BM25 {
+                f["bytes"] = bytes.len().into();
+                f["sha256"] = format::sha256_hex(&bytes).into();
+            }
+        }
+        store.write(format::MANIFEST, &serde_json::to_vec(&manifest).unwrap()).unwrap();
+
+        let loaded = Index::load(&store).unwrap();
+        assert_eq!(loaded.manifest.bm25.stemming, Stemming::English);
+        assert_eq!(*loaded.bm25, stemmed);
+        // Queries are read with the index's analyzer: stemmed, "sale" finds what "sales"
+        // finds; in the new, unstemmed index it finds nothing.
+        let ids = |q: &str| loaded.bm25_search(q, None, 50).into_iter().map(|h| h.0).collect::<Vec<_>>();
+        assert!(!ids("sales").is_empty());
+        assert_eq!(ids("sale"), ids("sales"));
+        assert!(index.bm25_search("sale", None, 50).is_empty());
+        assert!(!index.bm25_search("sales", None, 50).is_empty());
     }
 }
