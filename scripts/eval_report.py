@@ -39,6 +39,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bin", default=os.path.join(target, "release", "sextant"))
     ap.add_argument("--json", help="also write every figure here")
+    ap.add_argument("--extra", action="append", default=[], help="an argument for every `sextant eval` (repeatable)")
     ap.add_argument("sets", nargs="+", metavar="SET_DIR:SPLIT")
     a = ap.parse_args()
     out = {}
@@ -47,7 +48,7 @@ def main():
         name = f"{os.path.basename(os.path.normpath(path))} {split}"
         rows = {}
         for label, args in METHODS:
-            cmd = [a.bin, "eval", "--beir", path, "--split", split, "--json", *args]
+            cmd = [a.bin, "eval", "--beir", path, "--split", split, "--json", *args, *a.extra]
             done = subprocess.run(cmd, capture_output=True, text=True)
             if done.returncode != 0:
                 sys.exit(f"{' '.join(cmd)} failed:\n{done.stderr}")
