@@ -2,7 +2,8 @@
 //!
 //! Sextant's retrieval engine. Documents are cut into chunks (no text left out), encoded,
 //! indexed by three paths (dense HNSW, BM25, SPLADE), retrieved with filters applied before
-//! ranking, fused with Reciprocal Rank Fusion and optionally reranked.
+//! ranking, fused (by the z-scores of each path's own scores by default, or by Reciprocal Rank
+//! Fusion) and optionally reranked.
 //!
 //! The modules follow the pipeline, and each uses only those before it:
 //! [`corpus`] (documents, chunks, sentences) → [`encode`] (the ONNX models) → [`index`]
