@@ -134,7 +134,7 @@ pub fn rrf_fuse_grouped<T: Clone + Eq + Hash, G: Eq + Hash>(
         return Err(Error::invalid("item_share", format!("{item_share} is not a finite non-negative number")));
     }
     check_groups(groups, lists.len())?;
-    let mut fused = rrf_fuse(lists, weights, k, usize::MAX)?;
+    let fused = rrf_fuse(lists, weights, k, usize::MAX)?;
     let mut group_score: HashMap<&G, f32> = HashMap::new();
     for (li, list) in groups.iter().enumerate() {
         let w = weights.map_or(1.0, |w| w[li]);
@@ -142,13 +142,8 @@ pub fn rrf_fuse_grouped<T: Clone + Eq + Hash, G: Eq + Hash>(
             *group_score.entry(g).or_insert(0.0) += w / (k + (pos + 1) as f32);
         }
     }
-    for f in &mut fused {
-        f.score = group_score.get(&group(&f.item)).copied().unwrap_or(0.0) + item_share * f.score;
-    }
-    // Stable: equal scores keep rrf_fuse's order.
-    fused.sort_by(|a, b| b.score.total_cmp(&a.score));
-    fused.truncate(top_k);
-    Ok(fused)
+    let group_of = |f: &Fused<T>| group_score.get(&group(&f.item)).copied().unwrap_or(0.0);
+    Ok(rescored(fused, top_k, |f| group_of(f) + item_share * f.score))
 }
 
 /// Fuses lists of items that belong to groups by the z-scores of their groups' scores (see
@@ -165,7 +160,7 @@ pub fn zscore_fuse_grouped<T: Clone + Eq + Hash, G: Eq + Hash>(
     top_k: usize,
 ) -> Result<Vec<Fused<T>>> {
     check_groups(groups, lists.len())?;
-    let mut fused = rrf_fuse(lists, weights, DEFAULT_RRF_K, usize::MAX)?;
+    let fused = rrf_fuse(lists, weights, DEFAULT_RRF_K, usize::MAX)?;
     let mut total: HashMap<&G, f32> = HashMap::new();
     for list in groups {
         for (g, _) in list {
@@ -191,13 +186,18 @@ pub fn zscore_fuse_grouped<T: Clone + Eq + Hash, G: Eq + Hash>(
             *t += w * own.get(g).copied().unwrap_or(floor);
         }
     }
+    Ok(rescored(fused, top_k, |f| total.get(&group(&f.item)).copied().unwrap_or(0.0)))
+}
+
+/// `fused` (in [`rrf_fuse`]'s order) with each item's score replaced by `score`, best
+/// first, the first `top_k`. The sort is stable: equal scores keep [`rrf_fuse`]'s order.
+fn rescored<T>(mut fused: Vec<Fused<T>>, top_k: usize, score: impl Fn(&Fused<T>) -> f32) -> Vec<Fused<T>> {
     for f in &mut fused {
-        f.score = total.get(&group(&f.item)).copied().unwrap_or(0.0);
+        f.score = score(f);
     }
-    // Stable: equal scores keep rrf_fuse's order.
     fused.sort_by(|a, b| b.score.total_cmp(&a.score));
     fused.truncate(top_k);
-    Ok(fused)
+    fused
 }
 
 fn check_groups<G>(groups: &[Vec<(G, f32)>], lists: usize) -> Result<()> {
