@@ -16,9 +16,7 @@ use sextant_core::build::{encode_inputs, encoder_input};
 use sextant_core::corpus::Chunk;
 use sextant_core::encode::SparseVector;
 use sextant_core::index::{Bm25Index, DenseIndex, Index, SpladeIndex};
-use sextant_core::pipeline::{
-    groups_in_order, rrf_fuse, zscore_fuse_grouped, Engine, Path, SearchRequest, DEFAULT_PER_PATH_K,
-};
+use sextant_core::pipeline::{rrf_fuse, Engine, FusionConfig, Path, SearchRequest, DEFAULT_PER_PATH_K};
 use sextant_core::storage::LocalDir;
 
 /// Latency summary of one stage, in milliseconds.
@@ -172,7 +170,8 @@ pub struct Figures {
     pub bm25_path_p50_ms: f64,
     /// SPLADE top-50.
     pub splade_path_p50_ms: f64,
-    /// The default fusion (z-scores by document) of three lists of 50.
+    /// The engine's default fusion (z-scores by document, agreement weights) of three
+    /// lists of 50.
     pub fuse_p50_ms: f64,
     /// The same search with 50 candidates per path (the earlier default) instead of
     /// `DEFAULT_PER_PATH_K`, timed query by query beside it.
@@ -275,20 +274,14 @@ pub fn run(engine: &Engine, queries: &[String], label: &str) -> Result<(Figures,
         splade.push(t);
         let (e, t) = time(|| index.dense.exact(&qv, None, 10));
         exact.push(t);
-        let lists: Vec<Vec<u32>> = [&d, &b, &s].iter().map(|l| l.iter().map(|h| h.0).collect()).collect();
-        // What the engine's default fusion does with them: each path's documents at their
-        // best chunk, then z-scores; plain RRF of the same lists beside it.
-        let doc_of = |c: &u32| index.chunks[*c as usize].doc;
-        fuse.push(
-            time(|| {
-                let groups: Vec<Vec<(u32, f32)>> = [&d, &b, &s].iter().map(|l| groups_in_order(l, doc_of)).collect();
-                zscore_fuse_grouped(&lists, &groups, doc_of, None, usize::MAX)
-            })
-            .1,
-        );
-        rrf.push(time(|| rrf_fuse(&lists, None, 60.0, usize::MAX)).1);
+        // The engine's own fusion of the three lists (its default: z-scores by document,
+        // agreement weights), and plain RRF of the same chunks beside it.
         let exact10: Vec<u32> = e.iter().map(|h| h.0).collect();
         hit += d.iter().take(10).filter(|h| exact10.contains(&h.0)).count();
+        let scored = [d, b, s];
+        fuse.push(time(|| engine.fuse(&FusionConfig::default(), &Path::ALL, &scored)).1);
+        let lists: Vec<Vec<u32>> = scored.iter().map(|l| l.iter().map(|h| h.0).collect()).collect();
+        rrf.push(time(|| rrf_fuse(&lists, None, 60.0, usize::MAX)).1);
         want += exact10.len();
         let mut req = SearchRequest::new(q.clone(), 10);
         req.rerank = false;
@@ -359,7 +352,7 @@ pub fn run(engine: &Engine, queries: &[String], label: &str) -> Result<(Figures,
         StageRow::new("path_splade", "path: SPLADE top-50", splade, String::new()),
         StageRow::new(
             "fuse",
-            "fusion of 3×50 (z-scores by document)",
+            "fusion of 3×50 (the engine's: z-scores by document, agreement weights)",
             fuse,
             format!("RRF of the same chunks p50 {:.3}", rstats.p50),
         ),

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::adaptive::{adaptive_weights, agreement, confidence};
 use super::cancel::CancelFlag;
-use super::fusion::{groups_in_order, rrf_fuse, rrf_fuse_grouped, zscore_fuse_grouped, DEFAULT_RRF_K};
+use super::fusion::{groups_in_order, rrf_fuse, rrf_fuse_grouped, zscore_fuse_grouped, Fused, DEFAULT_RRF_K};
 use super::instructions::lexical_query;
 use super::paths::{Bm25Path, DensePath, Path, PathHit, PathRetriever, PreparedQuery, SpladePath};
 use super::rerank::{Candidate, CrossEncoderReranker, Reranker};
@@ -567,6 +567,24 @@ impl Engine {
         }
     }
 
+    /// Fuses the paths' lists (`paths[i]` gave `lists[i]`, best first) as `fusion` says:
+    /// each list read as units (documents at their best chunk, or chunks), per-query
+    /// weights over those units ([`FusionConfig`]), then z-scores or RRF. Every chunk of
+    /// the lists comes back, best first, with its rank in each list.
+    pub fn fuse(&self, fusion: &FusionConfig, paths: &[Path], lists: &[Vec<PathHit>]) -> Result<Vec<Fused<u32>>> {
+        let ids: Vec<Vec<u32>> = lists.iter().map(|l| l.iter().map(|h| h.0).collect()).collect();
+        let by_document = fusion.by_document;
+        let unit = |c: &u32| if by_document { self.index.chunks[*c as usize].doc } else { *c };
+        let units: Vec<Vec<(u32, f32)>> = lists.iter().map(|l| groups_in_order(l, unit)).collect();
+        let weights = Self::fusion_weights(fusion, paths, &units);
+        let (w, k) = (Some(weights.as_slice()), fusion.k);
+        match (fusion.method, by_document) {
+            (FusionMethod::Scores, _) => zscore_fuse_grouped(&ids, &units, unit, w, usize::MAX),
+            (FusionMethod::Ranks, true) => rrf_fuse_grouped(&ids, &units, unit, w, k, fusion.chunk_share, usize::MAX),
+            (FusionMethod::Ranks, false) => rrf_fuse(&ids, w, k, usize::MAX),
+        }
+    }
+
     /// Runs a search.
     pub fn search(&self, req: &SearchRequest) -> Result<SearchOutcome> {
         let start = Instant::now();
@@ -669,20 +687,7 @@ impl Engine {
 
         checkpoint(Stage::Fusion)?;
         let t = Instant::now();
-        let ids: Vec<Vec<u32>> = lists.iter().map(|l| l.iter().map(|h| h.0).collect()).collect();
-        // What the fusion reads: each path's documents at their best chunk, or its chunks.
-        let by_document = req.fusion.by_document;
-        let unit = |c: &u32| if by_document { self.index.chunks[*c as usize].doc } else { *c };
-        let units: Vec<Vec<(u32, f32)>> = lists.iter().map(|l| groups_in_order(l, unit)).collect();
-        let weights = Self::fusion_weights(&req.fusion, &used_paths, &units);
-        let (w, k) = (Some(weights.as_slice()), req.fusion.k);
-        let fused = match (req.fusion.method, by_document) {
-            (FusionMethod::Scores, _) => zscore_fuse_grouped(&ids, &units, unit, w, usize::MAX)?,
-            (FusionMethod::Ranks, true) => {
-                rrf_fuse_grouped(&ids, &units, unit, w, k, req.fusion.chunk_share, usize::MAX)?
-            }
-            (FusionMethod::Ranks, false) => rrf_fuse(&ids, w, k, usize::MAX)?,
-        };
+        let fused = self.fuse(&req.fusion, &used_paths, &lists)?;
         let mut hits: Vec<Hit> = fused
             .into_iter()
             .enumerate()
