@@ -87,19 +87,9 @@ class Bm25:
 
 
 def fuse(lists, beta=3.0):
-    """The engine's default fusion of document lists (see lib/core/src/pipeline/fusion.rs)."""
+    """The engine's default fusion of document lists: agreement weights, then z-scores."""
     agr = np.array([sf.agreement(lists, i) for i in range(len(lists))])
-    w = np.exp(beta * (agr - agr.mean()))
-    units = {d for l in lists for d, _ in l}
-    score = dict.fromkeys(units, 0.0)
-    for wi, l in zip(w, lists):
-        if not l:
-            continue
-        z, floor = sf.zscores([x for _, x in l])
-        own = {d: z[i] for i, (d, _) in enumerate(l)}
-        for d in units:
-            score[d] += wi * own.get(d, floor)
-    return sorted(score, key=lambda d: -score[d])[:100]
+    return sf.zscore_fuse(lists, np.exp(beta * (agr - agr.mean())))[:100]
 
 
 def main():

@@ -247,19 +247,25 @@ class Fusion:
             doc_of = {c: d for l in chunks for d, _, c in l}
         else:
             lists = [documents(l)[: self.depth] for l in chunks]
-        units = set(u for l in lists for u, _ in l)
-        score = dict.fromkeys(units, 0.0)
-        for wi, l in zip(w, lists):
-            if not l:
-                continue
-            z, floor = zscores([x for _, x in l])
-            own = {u: z[i] for i, (u, _) in enumerate(l)}
-            for u in units:
-                score[u] += wi * own.get(u, floor)
-        ranked = sorted(score, key=lambda u: -score[u])
+        ranked = zscore_fuse(lists, w)
         if self.chunk_share == "chunks":
             ranked = list(dict.fromkeys(doc_of[c] for c in ranked))
         return ranked[:100]
+
+
+def zscore_fuse(lists, w):
+    """Units best first by Σ_i w_i · z_i(u) over lists of (unit, score), a unit a list lacks
+    at that list's lowest z (lib/core/src/pipeline/fusion.rs, zscore_fuse_grouped)."""
+    units = set(u for l in lists for u, _ in l)
+    score = dict.fromkeys(units, 0.0)
+    for wi, l in zip(w, lists):
+        if not l:
+            continue
+        z, floor = zscores([x for _, x in l])
+        own = {u: z[i] for i, (u, _) in enumerate(l)}
+        for u in units:
+            score[u] += wi * own.get(u, floor)
+    return sorted(score, key=lambda u: -score[u])
 
 
 def plain_rrf(paths, k=60):
