@@ -474,8 +474,10 @@ pub enum FusionChoice {
     Plain,
     /// The first releases' default: chunks' ranks, k = 5, BM25 weighted 1.5, confidence weights
     Previous,
-    /// The last release's default: documents' ranks, k = 10, agreement weights (the default, fused by rank instead of by score)
+    /// The default before score fusion: documents' ranks, k = 10, agreement weights (β = 3)
     Ranks,
+    /// The last release's default: z-scores of documents with agreement weights (β = 3), without the identifier term on the dense weight
+    Agreement,
 }
 
 impl FusionChoice {
@@ -486,6 +488,7 @@ impl FusionChoice {
             FusionChoice::Plain => FusionConfig::plain(),
             FusionChoice::Previous => FusionConfig::previous_default(),
             FusionChoice::Ranks => FusionConfig::rank_default(),
+            FusionChoice::Agreement => FusionConfig::agreement_default(),
         }
     }
 }

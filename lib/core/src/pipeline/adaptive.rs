@@ -19,14 +19,23 @@
 //!   a_i = |{d ∈ top_n(i) : d ∈ top_n(j) for some j ≠ i}| / |top_n(i)|
 //!   ```
 //!
-//! The weight RRF uses for path `i` is
+//! - **Identifiers in the query** (its wording, not the paths): the share of the query's
+//!   words that are tickers, dates, codes or figures. A sentence encoder reads "MRCY",
+//!   "January 26, 2016" or "FY2019" as little more than noise, while BM25 and SPLADE match
+//!   them exactly, so the dense path's weight falls as that share grows:
+//!
+//!   ```text
+//!   ids(q) = |{w ∈ words(q) : w has a digit, or is two or more capitals}| / |words(q)|
+//!   ```
+//!
+//! The fusion's weight for path `i` is
 //!
 //! ```text
-//! w_i = base_i · exp(α · (c_i − mean_j c_j) + β · (a_i − mean_j a_j))
+//! w_i = base_i · exp(α · (c_i − mean_j c_j) + β · (a_i − mean_j a_j)) · exp(−δ · ids(q))^[i = dense]
 //! ```
 //!
-//! `α = β = 0` gives plain weighted RRF. A path with fewer than two hits has confidence 0;
-//! one with none has agreement 0.
+//! `α = β = δ = 0` gives the base weights. A path with fewer than two hits has confidence
+//! 0; one with none has agreement 0.
 
 /// Confidence of a score list (best first): see the module documentation.
 pub fn confidence(scores: &[f32], depth: usize) -> f32 {
@@ -73,6 +82,35 @@ pub fn adaptive_weights(base: &[f32], confidences: &[f32], alpha: f32, agreement
             b * (alpha * c + beta * a).exp()
         })
         .collect()
+}
+
+/// The share of `query`'s words that are identifiers, `ids(q)` in the module
+/// documentation: a word is a run that starts with an ASCII letter or digit and goes on
+/// with letters, digits, `.`, `-` and `'` ("Acme's", "U.S.", "10-K"); it is an identifier
+/// when it holds a digit ("FY2019", "26,", "Q3") or has two or more characters and no
+/// lowercase letter ("MRCY", "USD", "EBITDA"). 0 for a query without words.
+pub fn identifier_share(query: &str) -> f32 {
+    let (mut words, mut identifiers) = (0usize, 0usize);
+    let mut rest = query;
+    while let Some(start) = rest.find(|c: char| c.is_ascii_alphanumeric()) {
+        let word = &rest[start..];
+        let len =
+            word.find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '\''))).unwrap_or(word.len());
+        let word = &word[..len];
+        words += 1;
+        let capitals = word.len() >= 2 && !word.bytes().any(|b| b.is_ascii_lowercase());
+        if capitals || word.bytes().any(|b| b.is_ascii_digit()) {
+            identifiers += 1;
+        }
+        rest = &rest[start + len..];
+    }
+    identifiers as f32 / words.max(1) as f32
+}
+
+/// The factor on the dense path's weight for a query whose identifier share is `share`:
+/// `exp(−δ · share)` (module documentation).
+pub fn identifier_damping(share: f32, delta: f32) -> f32 {
+    (-delta * share).exp()
 }
 
 #[cfg(test)]
@@ -124,5 +162,30 @@ mod tests {
         let w = adaptive_weights(&[1.0; 3], &[0.0; 3], 0.0, &a, 3.0);
         // exp(3 · (0 − 0.5)) against exp(3 · (0.75 − 0.5)).
         assert!((w[0] - (-1.5f32).exp()).abs() < 1e-6 && (w[1] - 0.75f32.exp()).abs() < 1e-6, "{w:?}");
+    }
+
+    #[test]
+    fn tickers_dates_and_codes_are_identifiers_and_plain_words_are_not() {
+        // You are an equity analyst. Based on MRCY's earnings call of January 26, 2016, what
+        // was the company's adjusted EBITDA? -> 20 words; MRCY's is not all capitals, 26,
+        // 2016 and EBITDA are identifiers.
+        let q = "You are an equity analyst. Based on MRCY's earnings call of January 26, 2016, what was the company's adjusted EBITDA?";
+        assert!((identifier_share(q) - 3.0 / 20.0).abs() < 1e-6, "{}", identifier_share(q));
+        assert_eq!(identifier_share("EXTN bookings earnings call May 3, 2018"), 3.0 / 7.0);
+        assert_eq!(identifier_share("what was the capital expenditure in FY2019, in USD millions"), 2.0 / 10.0);
+        assert_eq!(identifier_share("Does vitamin D deficiency cause depression?"), 0.0, "D: one capital");
+        assert_eq!(identifier_share("10-K U.S. Q3"), 1.0);
+        assert_eq!(identifier_share("I am A"), 0.0, "a single capital letter is a word");
+        assert_eq!(identifier_share(""), 0.0);
+        assert_eq!(identifier_share("¿—?"), 0.0);
+        assert_eq!(identifier_share("Müller 2024"), 1.0 / 3.0, "non-ASCII letters split words: M, ller, 2024");
+    }
+
+    #[test]
+    fn the_dense_weight_falls_with_the_identifier_share() {
+        assert_eq!(identifier_damping(0.0, 2.0), 1.0);
+        assert_eq!(identifier_damping(0.5, 0.0), 1.0, "δ = 0 ignores the wording");
+        assert!((identifier_damping(0.25, 2.0) - (-0.5f32).exp()).abs() < 1e-6);
+        assert!(identifier_damping(1.0, 2.0) < identifier_damping(0.1, 2.0));
     }
 }

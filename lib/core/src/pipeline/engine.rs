@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use super::adaptive::{adaptive_weights, agreement, confidence};
+use super::adaptive::{adaptive_weights, agreement, confidence, identifier_damping, identifier_share};
 use super::cancel::CancelFlag;
 use super::fusion::{groups_in_order, rrf_fuse, rrf_fuse_grouped, zscore_fuse_grouped, Fused, DEFAULT_RRF_K};
 use super::instructions::lexical_query;
@@ -36,14 +36,16 @@ pub enum FusionMethod {
 /// z-scores of the paths' own scores (the default) or by their ranks:
 ///
 /// ```text
-/// w_i      = base_i · exp(α · (c_i − mean c) + β · (a_i − mean a))
+/// w_i      = base_i · exp(α · (c_i − mean c) + β · (a_i − mean a)) · exp(−δ · ids(q))^[i = dense]
 /// scores:  score(c) = Σ_i w_i · z_i(u(c)),   z_i(u) = (s_i(u) − μ_i) / σ_i
 ///          (u missing from path i: the lowest z_i of its list)
 /// ranks:   score(c) = Σ_i w_i / (k + urank_i(u(c)))  +  λ · Σ_i w_i / (k + rank_i(c))
 /// ```
 ///
 /// `a_i` is the share of path `i`'s top units that another path also has among its top
-/// units, `c_i` how far its top score stands above its next ones, `s_i(u)` the path's score
+/// units, `c_i` how far its top score stands above its next ones, `ids(q)` the share of the
+/// query's words that are identifiers (tickers, dates, codes; [`identifier_share`]),
+/// `s_i(u)` the path's score
 /// of unit `u` (cosine, BM25, SPLADE dot product), `μ_i` and `σ_i` their mean and standard
 /// deviation over the path's list, and `urank_i` a unit's 1-based rank in path `i`. A chunk
 /// scores as its document; the chunks of one document keep the order of their own ranks.
@@ -64,6 +66,10 @@ pub struct FusionConfig {
     pub agreement: f32,
     /// How many top units of each path agreement compares.
     pub agreement_depth: usize,
+    /// How strongly the dense path's weight falls with the share of identifiers among the
+    /// query's words, `δ` (0: ignored). Absent from a configuration written before it: 0.
+    #[serde(default)]
+    pub identifiers: f32,
     /// Fuse documents (true) or chunks alone (false).
     pub by_document: bool,
     /// Ranks by document only: the weight `λ` of a chunk's own ranks beside its document's.
@@ -71,11 +77,17 @@ pub struct FusionConfig {
 }
 
 /// Default strength of the agreement term, `β`. The default fusion (z-scores by document,
-/// equal base weights, `α` = 0, `β` = 3 over the top 10 documents) was chosen for its worst
-/// dev set (SciFact train, TAT-QA dev and the two financial sets of
+/// equal base weights, `α` = 0, `β` = 2 over the top 10 documents, `δ` = 2) was chosen for
+/// its worst dev set (SciFact train, TAT-QA dev and the two financial sets of
 /// `scripts/build_devsets.py`) with `scripts/study_fusion.py`; README, "How the default
 /// fusion was chosen".
-pub const DEFAULT_AGREEMENT: f32 = 3.0;
+pub const DEFAULT_AGREEMENT: f32 = 2.0;
+
+/// Default strength of the identifier term, `δ`: a query whose words are one in five
+/// identifiers ("Based on MRCY's earnings call of January 26, 2016, …") gives the dense
+/// path `exp(−2 · 0.2)` ≈ 0.67 of its weight before the weights are normalised; chosen with
+/// [`DEFAULT_AGREEMENT`].
+pub const DEFAULT_IDENTIFIERS: f32 = 2.0;
 
 /// Candidates each path gives the fusion by default. Below HNSW's beam
 /// ([`EF_SEARCH`](crate::index::EF_SEARCH) = 256), so the dense path stays on the graph.
@@ -86,8 +98,8 @@ pub const DEFAULT_AGREEMENT: f32 = 3.0;
 pub const DEFAULT_PER_PATH_K: usize = 200;
 
 impl Default for FusionConfig {
-    /// z-scores of documents at their best chunk, equal base weights, `α` = 0, `β` = 3
-    /// over the top 10 documents.
+    /// z-scores of documents at their best chunk, equal base weights, `α` = 0, `β` = 2
+    /// over the top 10 documents, `δ` = 2.
     fn default() -> Self {
         FusionConfig {
             method: FusionMethod::Scores,
@@ -97,6 +109,7 @@ impl Default for FusionConfig {
             confidence_depth: 10,
             agreement: DEFAULT_AGREEMENT,
             agreement_depth: 10,
+            identifiers: DEFAULT_IDENTIFIERS,
             by_document: true,
             chunk_share: 0.0,
         }
@@ -114,6 +127,7 @@ impl FusionConfig {
             confidence_depth: 10,
             agreement: 0.0,
             agreement_depth: 10,
+            identifiers: 0.0,
             by_document: false,
             chunk_share: 1.0,
         }
@@ -128,10 +142,17 @@ impl FusionConfig {
     }
 
     /// The default of the release before score fusion, kept for comparisons (`sextant eval
-    /// --fusion ranks`): the default's documents and agreement weights, fused by rank with
-    /// `k` = 10.
+    /// --fusion ranks`): documents with agreement weights (`β` = 3, no identifier term),
+    /// fused by rank with `k` = 10.
     pub fn rank_default() -> Self {
-        FusionConfig { method: FusionMethod::Ranks, k: 10.0, ..Self::default() }
+        FusionConfig { method: FusionMethod::Ranks, k: 10.0, agreement: 3.0, identifiers: 0.0, ..Self::default() }
+    }
+
+    /// The default of the release before the identifier term, kept for comparisons
+    /// (`sextant eval --fusion agreement`): z-scores of documents with agreement weights
+    /// alone, `β` = 3.
+    pub fn agreement_default() -> Self {
+        FusionConfig { agreement: 3.0, identifiers: 0.0, ..Self::default() }
     }
 
     /// The weight of a path.
@@ -543,9 +564,9 @@ impl Engine {
     /// (documents or chunks, as the fusion reads them), then rescaled to the base weights'
     /// total (one common factor: the fused order is unchanged, and fused scores stay on the
     /// scale of the base weights).
-    fn fusion_weights(fusion: &FusionConfig, paths: &[Path], units: &[Vec<(u32, f32)>]) -> Vec<f32> {
+    fn fusion_weights(fusion: &FusionConfig, query: &str, paths: &[Path], units: &[Vec<(u32, f32)>]) -> Vec<f32> {
         let base: Vec<f32> = paths.iter().map(|&p| fusion.weight(p)).collect();
-        if (fusion.alpha == 0.0 && fusion.agreement == 0.0) || units.len() < 2 {
+        if (fusion.alpha == 0.0 && fusion.agreement == 0.0 && fusion.identifiers == 0.0) || units.len() < 2 {
             return base;
         }
         let conf: Vec<f32> = match fusion.alpha {
@@ -558,7 +579,11 @@ impl Engine {
         let ids: Vec<Vec<u32>> = units.iter().map(|l| l.iter().map(|u| u.0).collect()).collect();
         let views: Vec<&[u32]> = ids.iter().map(Vec::as_slice).collect();
         let agree: Vec<f32> = (0..views.len()).map(|i| agreement(&views, i, fusion.agreement_depth)).collect();
-        let w = adaptive_weights(&base, &conf, fusion.alpha, &agree, fusion.agreement);
+        let mut w = adaptive_weights(&base, &conf, fusion.alpha, &agree, fusion.agreement);
+        if fusion.identifiers != 0.0 {
+            let damping = identifier_damping(identifier_share(query), fusion.identifiers);
+            w.iter_mut().zip(paths).filter(|(_, &p)| p == Path::Dense).for_each(|(x, _)| *x *= damping);
+        }
         let (sum_base, sum_w) = (base.iter().sum::<f32>(), w.iter().sum::<f32>());
         if sum_w > 0.0 && sum_w.is_finite() {
             w.iter().map(|x| x * sum_base / sum_w).collect()
@@ -567,16 +592,23 @@ impl Engine {
         }
     }
 
-    /// Fuses the paths' lists (`paths[i]` gave `lists[i]`, best first) as `fusion` says:
-    /// each list read as units (documents at their best chunk, or chunks), per-query
-    /// weights over those units ([`FusionConfig`]), then z-scores or RRF. Every chunk of
-    /// the lists comes back, best first, with its rank in each list.
-    pub fn fuse(&self, fusion: &FusionConfig, paths: &[Path], lists: &[Vec<PathHit>]) -> Result<Vec<Fused<u32>>> {
+    /// Fuses the paths' lists for `query` (`paths[i]` gave `lists[i]`, best first) as
+    /// `fusion` says: each list read as units (documents at their best chunk, or chunks),
+    /// per-query weights over those units and the query's wording ([`FusionConfig`]), then
+    /// z-scores or RRF. Every chunk of the lists comes back, best first, with its rank in
+    /// each list.
+    pub fn fuse(
+        &self,
+        fusion: &FusionConfig,
+        query: &str,
+        paths: &[Path],
+        lists: &[Vec<PathHit>],
+    ) -> Result<Vec<Fused<u32>>> {
         let ids: Vec<Vec<u32>> = lists.iter().map(|l| l.iter().map(|h| h.0).collect()).collect();
         let by_document = fusion.by_document;
         let unit = |c: &u32| if by_document { self.index.chunks[*c as usize].doc } else { *c };
         let units: Vec<Vec<(u32, f32)>> = lists.iter().map(|l| groups_in_order(l, unit)).collect();
-        let weights = Self::fusion_weights(fusion, paths, &units);
+        let weights = Self::fusion_weights(fusion, query, paths, &units);
         let (w, k) = (Some(weights.as_slice()), fusion.k);
         match (fusion.method, by_document) {
             (FusionMethod::Scores, _) => zscore_fuse_grouped(&ids, &units, unit, w, usize::MAX),
@@ -687,7 +719,7 @@ impl Engine {
 
         checkpoint(Stage::Fusion)?;
         let t = Instant::now();
-        let fused = self.fuse(&req.fusion, &used_paths, &lists)?;
+        let fused = self.fuse(&req.fusion, &req.query, &used_paths, &lists)?;
         let mut hits: Vec<Hit> = fused
             .into_iter()
             .enumerate()

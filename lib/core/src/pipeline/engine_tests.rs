@@ -282,3 +282,22 @@ fn rerank_status_names_are_the_serde_tags() {
         assert_eq!(serde_json::to_value(&s).unwrap()["status"], s.name());
     }
 }
+
+#[test]
+fn a_query_of_tickers_and_dates_trusts_the_dense_path_less() {
+    // Four documents, each through its first chunk. Dense puts X far ahead; BM25 and
+    // SPLADE put Y first and X second. All three lists hold the same documents, so
+    // agreement is equal and only the query's wording moves the weights.
+    let e = engine();
+    let firsts: Vec<u32> = (0..4).map(|d| e.index().chunks.iter().position(|c| c.doc == d).unwrap() as u32).collect();
+    let [x, y, z, w] = [firsts[0], firsts[1], firsts[2], firsts[3]];
+    let dense = vec![(x, 1.0), (y, 0.0), (z, 0.0), (w, 0.0)];
+    let lexical = vec![(y, 1.0), (x, 0.7), (z, 0.0), (w, 0.0)];
+    let lists = [dense, lexical.clone(), lexical];
+    let first = |fusion: &FusionConfig, query: &str| e.fuse(fusion, query, &Path::ALL, &lists).unwrap()[0].item;
+    let default = FusionConfig::default();
+    assert_eq!(first(&default, "what did management say about margins"), x, "plain words: dense's document wins");
+    assert_eq!(first(&default, "MRCY Q3 2016 EBITDA"), y, "identifiers: the lexical paths' document wins");
+    let without = FusionConfig { identifiers: 0.0, ..FusionConfig::default() };
+    assert_eq!(first(&without, "MRCY Q3 2016 EBITDA"), x, "δ = 0: the wording changes nothing");
+}

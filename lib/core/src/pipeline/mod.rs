@@ -11,7 +11,7 @@ mod paths;
 mod rerank;
 mod shared_models;
 
-pub use adaptive::{adaptive_weights, agreement, confidence};
+pub use adaptive::{adaptive_weights, agreement, confidence, identifier_damping, identifier_share};
 pub use cancel::{CancelFlag, CancelOnDrop};
 pub use engine::{
     open_engine, Diagnostics, Engine, FusionConfig, FusionMethod, Hit, LoadedModels, PathRank, Recency, RerankStatus,
