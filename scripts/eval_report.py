@@ -27,7 +27,8 @@ METHODS = [
     ("plain RRF, dense + BM25", ["--fusion", "plain", "--paths", "dense,bm25"]),
     ("plain RRF, dense + SPLADE", ["--fusion", "plain", "--paths", "dense,splade"]),
     ("plain RRF, BM25 + SPLADE", ["--fusion", "plain", "--paths", "bm25,splade"]),
-    ("rank fusion (last default)", ["--fusion", "ranks"]),
+    ("the last release: agreement weights alone (`--fusion agreement`)", ["--fusion", "agreement"]),
+    ("rank fusion (`--fusion ranks`)", ["--fusion", "ranks"]),
     ("previous default", ["--fusion", "previous"]),
 ]
 FIGURES = ["nDCG@10", "Recall@10", "Recall@100", "MRR@10"]
