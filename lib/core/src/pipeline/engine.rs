@@ -92,9 +92,9 @@ pub const DEFAULT_IDENTIFIERS: f32 = 2.0;
 /// Candidates each path gives the fusion by default. Below HNSW's beam
 /// ([`EF_SEARCH`](crate::index::EF_SEARCH) = 256), so the dense path stays on the graph.
 /// The z-scores of the default fusion need a path's list to be long enough for its mean and
-/// spread: at 50 chunks (about 23 documents on the fin-filings dev set) the default fell
-/// 0.021 behind the rank fusion there; at 200 it is ahead on every dev set, and a search
-/// takes 1.03 to 1.06 times as long (README, "How the default fusion was chosen").
+/// spread: at 50 chunks (about 23 documents on the fin-filings dev set) the default falls
+/// 0.040 behind the rank fusion there; at 200 it is ahead on every dev set, and a search
+/// takes 1.02 to 1.06 times as long (README, "How the default fusion was chosen").
 pub const DEFAULT_PER_PATH_K: usize = 200;
 
 impl Default for FusionConfig {
