@@ -228,6 +228,15 @@ fn hybrid_beats_every_single_path_on_scifact_and_tatqa() {
     }
 }
 
+/// The dev set `name` of `scripts/build_devsets.py`, made in a temporary directory (kept
+/// while the first value lives).
+fn devset(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    build_devsets(tmp.path());
+    let set = tmp.path().join(name);
+    (tmp, set)
+}
+
 /// `sextant eval --json` on a BEIR directory with extra arguments: (nDCG@10, Recall@100).
 fn eval_with(dir: &Path, split: &str, args: &[&str]) -> (f64, f64) {
     let mut all = vec!["eval", "--beir", dir.to_str().unwrap(), "--split", split, "--json"];
@@ -244,9 +253,7 @@ fn eval_with(dir: &Path, split: &str, args: &[&str]) -> (f64, f64) {
 /// questions: README.)
 #[test]
 fn the_default_fusion_holds_up_on_financial_questions() {
-    let tmp = tempfile::tempdir().unwrap();
-    build_devsets(tmp.path());
-    let set = tmp.path().join("fin-filings");
+    let (_tmp, set) = devset("fin-filings");
     let (default, recall) = eval_with(&set, "dev", &["--fusion", "default"]);
     let mut best_recall: f64 = 0.0;
     for mode in ["dense", "bm25", "splade"] {
@@ -275,9 +282,7 @@ fn the_default_fusion_holds_up_on_financial_questions() {
 /// every single path.
 #[test]
 fn questions_of_tickers_and_dates_lean_on_the_lexical_paths() {
-    let tmp = tempfile::tempdir().unwrap();
-    build_devsets(tmp.path());
-    let set = tmp.path().join("fin-calls");
+    let (_tmp, set) = devset("fin-calls");
     let (default, _) = eval_with(&set, "dev", &["--fusion", "default"]);
     let (last, _) = eval_with(&set, "dev", &["--fusion", "agreement"]);
     assert!(default > last, "fin-calls dev: default {default:.4} <= the last release's {last:.4}");
