@@ -7,9 +7,10 @@ once at its best chunk, and `chunks` {name: [[doc, score, chunk], ...]}: the pat
 Chooses the engine's default fusion for robustness, not for one set's peak: every
 candidate is scored on every dev set by its ratio to the best method on that set
 (nDCG@10), and judged by its WORST set; a candidate whose Recall@100 falls below the best
-single path's on a set is not eligible. Leave-one-set-out validation then asks whether the
-choice carries to a set it did not see: for each set, the candidate chosen on the others
-is scored on it.
+single path's on a set is not eligible. The choice is made among equal base weights (no
+path trusted more because it won on these sets), with the per-query terms α, β and δ
+free. Leave-one-set-out validation then asks whether the choice carries to a set it did
+not see: for each set, the candidate chosen on the others is scored on it.
 
 The candidates fuse each path's documents (at their best chunk) in one of two ways, with
 base weights and per-query weights
