@@ -142,10 +142,10 @@ impl FusionConfig {
     }
 
     /// The default of the release before score fusion, kept for comparisons (`sextant eval
-    /// --fusion ranks`): documents with agreement weights (`β` = 3, no identifier term),
-    /// fused by rank with `k` = 10.
+    /// --fusion ranks`): [`agreement_default`](Self::agreement_default)'s documents and
+    /// weights, fused by rank with `k` = 10.
     pub fn rank_default() -> Self {
-        FusionConfig { method: FusionMethod::Ranks, k: 10.0, agreement: 3.0, identifiers: 0.0, ..Self::default() }
+        FusionConfig { method: FusionMethod::Ranks, k: 10.0, ..Self::agreement_default() }
     }
 
     /// The default of the release before the identifier term, kept for comparisons
@@ -561,7 +561,8 @@ impl Engine {
 
     /// The per-query weight of each path's list (see [`FusionConfig`]): the base weights,
     /// adapted to each path's confidence and agreement on this query over its `units`
-    /// (documents or chunks, as the fusion reads them), then rescaled to the base weights'
+    /// (documents or chunks, as the fusion reads them), the dense path's damped by the
+    /// share of identifiers in `query`, then rescaled to the base weights'
     /// total (one common factor: the fused order is unchanged, and fused scores stay on the
     /// scale of the base weights).
     fn fusion_weights(fusion: &FusionConfig, query: &str, paths: &[Path], units: &[Vec<(u32, f32)>]) -> Vec<f32> {
