@@ -203,6 +203,21 @@ impl Bm25Index {
         out
     }
 
+    /// This index's BM25 file as formats 2 to 4 wrote it: the parameters without the
+    /// stemming (`k1`, `b`), then the vocabulary and the postings. For tests of reading old
+    /// indexes.
+    #[cfg(test)]
+    pub(crate) fn format_4_bytes(&self) -> Vec<u8> {
+        #[derive(Serialize)]
+        struct V4<'a> {
+            params: (f32, f32),
+            vocab: &'a HashMap<String, u32>,
+            inverted: &'a InvertedIndex,
+        }
+        let params = (self.params.k1, self.params.b);
+        bincode::serialize(&V4 { params, vocab: &self.vocab, inverted: &self.inverted }).expect("in memory")
+    }
+
     /// The best `k` chunks for `query` among `allowed`.
     pub fn search(&self, query: &str, allowed: Option<&Bitset>, k: usize) -> Vec<(u32, f32)> {
         self.inverted.search(&self.query_terms(query), allowed, k)
@@ -275,18 +290,10 @@ mod tests {
     #[test]
     fn a_format_4_file_reads_as_a_stemmed_index() {
         // Format 4 wrote the parameters without the stemming: k1, b, then the rest.
-        #[derive(Serialize)]
-        struct V4<'a> {
-            params: (f32, f32),
-            vocab: &'a HashMap<String, u32>,
-            inverted: &'a InvertedIndex,
-        }
         let stemmed = Bm25Index::build(["operating income rose", "operations were sold"], {
             Bm25Params { k1: 1.2, b: 0.75, stemming: Stemming::English }
         });
-        let bytes = bincode::serialize(&V4 { params: (1.2, 0.75), vocab: &stemmed.vocab, inverted: &stemmed.inverted })
-            .unwrap();
-        let back: Bm25Index = bincode::deserialize::<Bm25IndexV4>(&bytes).unwrap().into();
+        let back: Bm25Index = bincode::deserialize::<Bm25IndexV4>(&stemmed.format_4_bytes()).unwrap().into();
         assert_eq!(back, stemmed);
         assert_eq!(back.search("operations", None, 10).len(), 2, "queries are stemmed as the terms were");
     }

@@ -576,10 +576,6 @@ impl Index {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
-
-    use serde::Serialize;
-
     use super::*;
     use crate::storage::MemStore;
     use crate::testutil::small_engine;
@@ -611,15 +607,8 @@ mod tests {
         // stemming) and the manifest as format 4's, checksums included.
         let texts: Vec<&str> = (0..index.chunks.len()).map(|i| index.chunks[i].text.as_str()).collect();
         let stemmed = Bm25Index::build(texts, Bm25Params { stemming: Stemming::English, ..Default::default() });
-        #[derive(Serialize)]
-        struct Bm25V4<'a> {
-            params: (f32, f32),
-            vocab: &'a HashMap<String, u32>,
-            inverted: &'a InvertedIndex,
-        }
         let (k1, b) = (stemmed.params.k1, stemmed.params.b);
-        let bytes = bincode::serialize(&Bm25V4 { params: (k1, b), vocab: &stemmed.vocab, inverted: &stemmed.inverted })
-            .unwrap();
+        let bytes = stemmed.format_4_bytes();
         store.write(BM25, &bytes).unwrap();
         let mut manifest: serde_json::Value = serde_json::from_slice(&store.read(format::MANIFEST).unwrap()).unwrap();
         manifest["version"] = 4.into();
