@@ -352,7 +352,7 @@ pub fn run(engine: &Engine, queries: &[String], label: &str) -> Result<(Figures,
         StageRow::new("path_splade", "path: SPLADE top-50", splade, String::new()),
         StageRow::new(
             "fuse",
-            "fusion of 3×50 (Engine::fuse: z-scores by document, agreement weights)",
+            "fusion of 3×50 (Engine::fuse: z-scores by document, agreement and identifier weights)",
             fuse,
             format!("RRF of the same chunks p50 {:.3}", rstats.p50),
         ),
