@@ -66,3 +66,24 @@ pub struct BuildReport {
     /// Seconds per phase.
     pub phases: Phases,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_report_read_back_is_the_report_written_to_the_last_digit() {
+        // serde_json's default float parser can be one unit in the last place off: it read
+        // this value, written as "1.3241551280000001", back as 1.324155128 (a CI run's
+        // failure of the build tests). The workspace enables `float_roundtrip`.
+        let report = BuildReport {
+            index_id: "t".into(),
+            seconds: 1.380400559,
+            phases: Phases { plan: 0.051776243, encode: 1.3241551280000001, merge: 0.000822081, ..Phases::default() },
+            ..BuildReport::default()
+        };
+        let written = serde_json::to_vec_pretty(&report).unwrap();
+        let read: BuildReport = serde_json::from_slice(&written).unwrap();
+        assert_eq!(read, report);
+    }
+}
