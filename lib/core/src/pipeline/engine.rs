@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::adaptive::{adaptive_weights, agreement, confidence, identifier_damping, identifier_share};
 use super::cancel::CancelFlag;
+use super::feedback::{feedback_query, feedback_weight};
 use super::fusion::{groups_in_order, rrf_fuse, rrf_fuse_grouped, zscore_fuse_grouped, Fused, DEFAULT_RRF_K};
 use super::instructions::lexical_query;
 use super::paths::{Bm25Path, DensePath, Path, PathHit, PathRetriever, PreparedQuery, SpladePath};
@@ -49,6 +50,11 @@ pub enum FusionMethod {
 /// `σ_i` their mean and standard deviation over the path's list, and `urank_i` a unit's
 /// 1-based rank in path `i`. A chunk scores as its document; the chunks of one document
 /// keep the order of their own ranks.
+///
+/// With dense feedback (`feedback` = `c` > 0), the dense path then searches again for its
+/// query moved towards the vectors of the fused top `m` documents' best chunks, by
+/// `γ(q) = min(1, c · ids(q))`, and the lists are fused again with the new dense list in
+/// place of the first ([`feedback_query`](super::feedback_query)).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FusionConfig {
     /// Scores (z-scores of each path's scores) or ranks (RRF).
@@ -74,6 +80,33 @@ pub struct FusionConfig {
     pub by_document: bool,
     /// Ranks by document only: the weight `λ` of a chunk's own ranks beside its document's.
     pub chunk_share: f32,
+    /// Strength `c` of dense feedback, whose weight is `γ(q) = min(1, c · ids(q))` (0: no
+    /// feedback, and no second dense search). Only when another path ran beside the dense
+    /// one: dense alone has no other path's finds to read. The dense list fused, and the dense rank and
+    /// score of each hit, are then the second search's: cosines with the moved query.
+    /// Absent from a configuration written before it: 0.
+    #[serde(default)]
+    pub feedback: f32,
+    /// How many of the first fusion's top documents dense feedback reads, `m`. Absent from a
+    /// configuration written before it: [`DEFAULT_FEEDBACK_DOCUMENTS`].
+    #[serde(default = "default_feedback_documents")]
+    pub feedback_documents: usize,
+}
+
+/// Default strength of dense feedback, `c`: a question whose words are a sixth identifiers
+/// or more ("EXTN bookings earnings call May 3, 2018", 3 in 7) moves the dense query by the
+/// full mean of the fused top's vectors; "Based on MRCY's earnings call of January 26, 2016,
+/// …" (3 in 20) by 0.9 of it; the analyst style of question ("… capital expenditure in
+/// FY2019, in USD millions?", 2 in 20) by 0.6; a question without identifiers not at all.
+/// Chosen with [`DEFAULT_FEEDBACK_DOCUMENTS`] by the worst dev set, with leave-one-set-out
+/// (`scripts/study_feedback.py`; README, "How the default fusion was chosen").
+pub const DEFAULT_FEEDBACK: f32 = 6.0;
+
+/// Default number of the first fusion's top documents dense feedback reads, `m`.
+pub const DEFAULT_FEEDBACK_DOCUMENTS: usize = 2;
+
+fn default_feedback_documents() -> usize {
+    DEFAULT_FEEDBACK_DOCUMENTS
 }
 
 /// Default strength of the agreement term, `β`. The default fusion (z-scores by document,
@@ -100,7 +133,8 @@ pub const DEFAULT_PER_PATH_K: usize = 200;
 
 impl Default for FusionConfig {
     /// z-scores of documents at their best chunk, equal base weights, `α` = 0, `β` = 2
-    /// over the top 10 documents, `δ` = 2.
+    /// over the top 10 documents, `δ` = 2, dense feedback with `c` = 6 from the top 2
+    /// documents.
     fn default() -> Self {
         FusionConfig {
             method: FusionMethod::Scores,
@@ -113,6 +147,8 @@ impl Default for FusionConfig {
             identifiers: DEFAULT_IDENTIFIERS,
             by_document: true,
             chunk_share: 0.0,
+            feedback: DEFAULT_FEEDBACK,
+            feedback_documents: DEFAULT_FEEDBACK_DOCUMENTS,
         }
     }
 }
@@ -131,6 +167,8 @@ impl FusionConfig {
             identifiers: 0.0,
             by_document: false,
             chunk_share: 1.0,
+            feedback: 0.0,
+            feedback_documents: DEFAULT_FEEDBACK_DOCUMENTS,
         }
     }
 
@@ -153,7 +191,13 @@ impl FusionConfig {
     /// (`sextant eval --fusion agreement`): z-scores of documents with agreement weights
     /// alone, `β` = 3.
     pub fn agreement_default() -> Self {
-        FusionConfig { agreement: 3.0, identifiers: 0.0, ..Self::default() }
+        FusionConfig { agreement: 3.0, identifiers: 0.0, ..Self::identifier_default() }
+    }
+
+    /// The default of the release before dense feedback, kept for comparisons (`sextant
+    /// eval --fusion identifiers`): the default's fusion, without feedback.
+    pub fn identifier_default() -> Self {
+        FusionConfig { feedback: 0.0, ..Self::default() }
     }
 
     /// The weight of a path.
@@ -338,6 +382,8 @@ struct Encoding {
 struct Branch {
     encode_ms: f64,
     truncated: Option<bool>,
+    /// The query's dense vector, when the branch encoded it (or was given it).
+    dense_query: Option<Vec<f32>>,
     results: Vec<(Path, Result<Vec<PathHit>>, f64)>,
 }
 
@@ -557,6 +603,7 @@ impl Engine {
             };
             branch.results.push((p, result, ms(t)));
         }
+        branch.dense_query = query.dense;
         branch
     }
 
@@ -693,6 +740,7 @@ impl Engine {
             false => dense_branch.encode_ms.max(sparse_branch.encode_ms),
         };
         let query_truncated = self.query_truncated(&req.query, dense_branch.truncated);
+        let dense_query = dense_branch.dense_query;
         let mut results: Vec<(Path, Result<Vec<PathHit>>, f64)> =
             dense_branch.results.into_iter().chain(sparse_branch.results).collect();
         // Report paths in the order the request named them.
@@ -721,7 +769,18 @@ impl Engine {
 
         checkpoint(Stage::Fusion)?;
         let t = Instant::now();
-        let fused = self.fuse(&req.fusion, &req.query, &used_paths, &lists)?;
+        let mut fused = self.fuse(&req.fusion, &req.query, &used_paths, &lists)?;
+        // Feedback lets the dense path read what the other paths found: with dense alone
+        // there is nothing to read.
+        let dense_at = used_paths.iter().position(|&p| p == Path::Dense).filter(|_| used_paths.len() > 1);
+        if let (Some(i), Some(q)) = (dense_at, &dense_query) {
+            let t = Instant::now();
+            if let Some(list) = self.dense_feedback(req, q, &fused, allowed.as_ref(), k(Path::Dense)) {
+                lists[i] = list;
+                *timings.paths_ms.entry(Path::Dense).or_default() += ms(t);
+                fused = self.fuse(&req.fusion, &req.query, &used_paths, &lists)?;
+            }
+        }
         let mut hits: Vec<Hit> = fused
             .into_iter()
             .enumerate()
@@ -759,6 +818,51 @@ impl Engine {
             paths_pending,
             timings,
         })
+    }
+
+    /// Dense feedback ([`FusionConfig`], [`feedback_query`]): the dense list searched again
+    /// for the query vector `q` moved towards the vectors of the best chunks of `fused`'s
+    /// top `m` documents, among `allowed`. `None` when the request's fusion has no feedback
+    /// or this query's weight `γ(q)` is 0, and when the second search fails (the first
+    /// list stays). It runs through the dense path's retriever, as the first. Hits whose cosine with `q` itself is under the
+    /// request's `min_dense_similarity` are dropped, as from the first dense list.
+    fn dense_feedback(
+        &self,
+        req: &SearchRequest,
+        q: &[f32],
+        fused: &[Fused<u32>],
+        allowed: Option<&Bitset>,
+        k: usize,
+    ) -> Option<Vec<PathHit>> {
+        let gamma = feedback_weight(identifier_share(&req.query), req.fusion.feedback);
+        if gamma == 0.0 || req.fusion.feedback_documents == 0 {
+            return None;
+        }
+        let mut seen = std::collections::HashSet::new();
+        let top: Vec<u32> = fused
+            .iter()
+            .map(|f| f.item)
+            .filter(|&c| seen.insert(self.index.chunks[c as usize].doc))
+            .take(req.fusion.feedback_documents)
+            .collect();
+        if top.is_empty() {
+            return None;
+        }
+        let moved = feedback_query(q, top.iter().map(|&c| self.index.dense_vector(c)), gamma);
+        let retriever = self.retrievers.iter().find(|r| r.path() == Path::Dense)?;
+        let query = PreparedQuery { text: String::new(), dense: Some(moved), sparse: None };
+        let mut hits = match retriever.retrieve(&query, allowed, k) {
+            Ok(hits) => hits,
+            Err(e) => {
+                tracing::warn!(error = %e, "dense feedback search failed; the first dense list kept");
+                return None;
+            }
+        };
+        if let Some(min) = req.min_dense_similarity {
+            let cosine = |c: u32| self.index.dense_vector(c).iter().zip(q).map(|(a, b)| a * b).sum::<f32>();
+            hits.retain(|h| cosine(h.0) >= min);
+        }
+        Some(hits)
     }
 
     /// Reranks the fused top `rerank_depth` in place when asked and possible; candidates

@@ -301,3 +301,85 @@ fn a_query_of_tickers_and_dates_trusts_the_dense_path_less() {
     let without = FusionConfig { identifiers: 0.0, ..FusionConfig::default() };
     assert_eq!(first(&without, "MRCY Q3 2016 EBITDA"), x, "δ = 0: the wording changes nothing");
 }
+
+/// The dense path's rank and score of each hit, by chunk.
+fn dense_scores(out: &SearchOutcome) -> Vec<(u32, Option<PathRank>)> {
+    out.hits.iter().map(|h| (h.chunk, h.diagnostics.paths.get(&Path::Dense).copied())).collect()
+}
+
+#[test]
+fn dense_feedback_moves_the_dense_query_towards_the_fused_top_on_a_question_of_identifiers() {
+    let e = engine();
+    let search = |query: &str, feedback: f32| {
+        let mut req = SearchRequest::new(query, 10);
+        req.fusion = FusionConfig { feedback, feedback_documents: 1, ..FusionConfig::default() };
+        e.search(&req).unwrap()
+    };
+    // "AAPL" and "FY2024" are 2 identifiers in 6 words: γ = min(1, 8 · 1/3) = 1.
+    let query = "AAPL FY2024 iPhone net sales growth";
+    let (with, without) = (search(query, 8.0), search(query, 0.0));
+    let top = without.hits[0].chunk;
+    let dense_of = |out: &SearchOutcome, chunk: u32| {
+        out.hits.iter().find(|h| h.chunk == chunk).and_then(|h| h.diagnostics.paths.get(&Path::Dense)).map(|r| r.score)
+    };
+    // q' = (q + v) / ‖q + v‖ for the top's vector v: its cosine with v is √((1 + q·v) / 2),
+    // above q·v itself.
+    let (before, after) = (dense_of(&without, top).unwrap(), dense_of(&with, top).unwrap());
+    let want = ((1.0 + before) / 2.0).sqrt();
+    assert!((after - want).abs() < 1e-3, "cosine with the fused top: {before} -> {after}, want {want}");
+    assert_ne!(dense_scores(&with), dense_scores(&without));
+    // Dense alone has no other path's finds to read: its list stays its own.
+    let alone = |feedback: f32| {
+        let mut req = SearchRequest::new(query, 10);
+        req.paths = vec![Path::Dense];
+        req.fusion = FusionConfig { feedback, ..FusionConfig::default() };
+        dense_scores(&e.search(&req).unwrap())
+    };
+    assert_eq!(alone(8.0), alone(0.0));
+    // The default fusion has feedback; the last release's has none.
+    assert_eq!(FusionConfig::default().feedback, DEFAULT_FEEDBACK);
+    assert_eq!(FusionConfig::identifier_default().feedback, 0.0);
+}
+
+#[test]
+fn a_question_without_identifiers_gets_no_feedback_search() {
+    let e = engine();
+    let search = |feedback: f32| {
+        let mut req = SearchRequest::new("which products had higher net sales", 10);
+        req.fusion = FusionConfig { feedback, ..FusionConfig::default() };
+        e.search(&req).unwrap()
+    };
+    let (with, without) = (search(8.0), search(0.0));
+    assert_eq!(dense_scores(&with), dense_scores(&without));
+    assert_eq!(
+        with.hits.iter().map(|h| h.score).collect::<Vec<_>>(),
+        without.hits.iter().map(|h| h.score).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn dense_feedback_keeps_the_filter_and_the_minimum_similarity_to_the_question() {
+    let e = engine();
+    let query = "KO 2024 concentrate sales to bottlers";
+    let mut req = SearchRequest::new(query, 10);
+    req.filter = Filter { tickers: vec!["AAPL".into()], ..Default::default() };
+    let out = e.search(&req).unwrap();
+    assert!(!out.hits.is_empty());
+    assert!(out.hits.iter().all(|h| e.index().document_of(h.chunk).ticker.as_deref() == Some("AAPL")));
+
+    // The minimum is the cosine with the question as asked, not with the moved query.
+    let (q, _) = e.dense_encoder().embed_query(query).unwrap();
+    let cosine = |c: u32| e.index().dense_vector(c).iter().zip(&q).map(|(a, b)| a * b).sum::<f32>();
+    let mut all = SearchRequest::new(query, 10);
+    all.paths = vec![Path::Dense];
+    let mut cosines: Vec<f32> = e.search(&all).unwrap().hits.iter().map(|h| cosine(h.chunk)).collect();
+    cosines.sort_by(f32::total_cmp);
+    let min = cosines[cosines.len() / 2];
+    let mut req = SearchRequest::new(query, 10);
+    req.min_dense_similarity = Some(min);
+    let out = e.search(&req).unwrap();
+    let dense: Vec<u32> =
+        out.hits.iter().filter(|h| h.diagnostics.paths.contains_key(&Path::Dense)).map(|h| h.chunk).collect();
+    assert!(!dense.is_empty());
+    assert!(dense.iter().all(|&c| cosine(c) >= min - 1e-6), "every dense hit at least {min}");
+}

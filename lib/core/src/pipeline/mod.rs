@@ -5,6 +5,7 @@
 mod adaptive;
 mod cancel;
 mod engine;
+mod feedback;
 mod fusion;
 mod instructions;
 mod paths;
@@ -15,8 +16,9 @@ pub use adaptive::{adaptive_weights, agreement, confidence, identifier_damping, 
 pub use cancel::{CancelFlag, CancelOnDrop};
 pub use engine::{
     open_engine, Diagnostics, Engine, FusionConfig, FusionMethod, Hit, LoadedModels, PathRank, Recency, RerankStatus,
-    SearchOutcome, SearchRequest, StageTimings, DEFAULT_PER_PATH_K,
+    SearchOutcome, SearchRequest, StageTimings, DEFAULT_FEEDBACK, DEFAULT_FEEDBACK_DOCUMENTS, DEFAULT_PER_PATH_K,
 };
+pub use feedback::{feedback_query, feedback_weight};
 pub use fusion::{
     check_rrf_params, groups_in_order, rrf_fuse, rrf_fuse_grouped, zscore_fuse_grouped, Fused, DEFAULT_RRF_K,
 };
