@@ -217,6 +217,7 @@ fn bench_report_draws_every_stage_beside_the_peers() {
         assert_eq!(stage("path_bm25")["p50_ms"], line["bm25_path_p50_ms"]);
         assert_eq!(stage("fuse")["p50_ms"], line["fuse_p50_ms"]);
         assert_eq!(stage("search_total_50")["p50_ms"], line["search_50_p50_ms"]);
+        assert_eq!(stage("search_total_no_feedback")["p50_ms"], line["search_no_feedback_p50_ms"]);
         let peer_keys: Vec<&str> =
             scale["peer_stages"].as_array().unwrap().iter().map(|p| p["key"].as_str().unwrap()).collect();
         let chunks = line["chunks"].as_u64().unwrap();

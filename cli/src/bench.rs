@@ -176,6 +176,9 @@ pub struct Figures {
     /// The same search with 50 candidates per path (the earlier default) instead of
     /// `DEFAULT_PER_PATH_K`, timed query by query beside it.
     pub search_50_p50_ms: f64,
+    /// The same search without dense feedback (the last release's fusion), timed query by
+    /// query beside it.
+    pub search_no_feedback_p50_ms: f64,
     /// HNSW recall@10 against exact search.
     pub hnsw_recall_at_10: f64,
     /// Passages encoded per second by both encoders, as a build encodes them.
@@ -221,7 +224,7 @@ pub struct StageRow {
     /// The stage's name in reports and in a peer's samples (`scripts/peer_bench.py
     /// --samples`): `encode_dense`, `encode_sparse`, `encode_both`, `path_dense`,
     /// `path_dense_exact`, `path_bm25`, `path_splade`, `fuse`, `search_rest`,
-    /// `search_total`, `search_total_50`, `rerank_50`.
+    /// `search_total`, `search_total_50`, `search_total_no_feedback`, `rerank_50`.
     pub key: &'static str,
     /// The row's label in the table.
     pub name: String,
@@ -245,7 +248,7 @@ pub fn run(engine: &Engine, queries: &[String], label: &str) -> Result<(Figures,
     let (mut tok, mut rest) = (vec![], vec![]);
     let (mut enc_d, mut enc_s, mut prep, mut dense, mut bm25, mut splade, mut exact, mut fuse, mut total) =
         (vec![], vec![], vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
-    let (mut rrf, mut total50) = (vec![], vec![]);
+    let (mut rrf, mut total50, mut plain) = (vec![], vec![], vec![]);
     let mut hit = 0usize;
     let mut want = 0usize;
     // Each encoder over every query in turn (as a peer times its model), then the stages of
@@ -287,15 +290,19 @@ pub fn run(engine: &Engine, queries: &[String], label: &str) -> Result<(Figures,
         req.rerank = false;
         let mut shallow = req.clone();
         shallow.per_path_k = 50;
-        // The shallower search first on every other query, so neither always runs warm.
-        let shallow_first = total.len() % 2 == 0;
-        if shallow_first {
+        let mut no_feedback = req.clone();
+        no_feedback.fusion = FusionConfig::identifier_default();
+        // The baselines first on every other query, so neither side always runs warm.
+        let baselines_first = total.len() % 2 == 0;
+        if baselines_first {
             total50.push(time(|| engine.search(&shallow)).1);
+            plain.push(time(|| engine.search(&no_feedback)).1);
         }
         let (out, ms) = time(|| engine.search(&req));
         total.push(ms);
-        if !shallow_first {
+        if !baselines_first {
             total50.push(time(|| engine.search(&shallow)).1);
+            plain.push(time(|| engine.search(&no_feedback)).1);
         }
         if let Ok(out) = out {
             // What the stages the engine times leave over: filters, hits, provenance.
@@ -308,7 +315,7 @@ pub fn run(engine: &Engine, queries: &[String], label: &str) -> Result<(Figures,
     let (sd, ss, sp) = (stats(&enc_d), stats(&enc_s), stats(&prep));
     let (dstats, estats, bstats, sstats, fstats, t) =
         (stats(&dense), stats(&exact), stats(&bm25), stats(&splade), stats(&fuse), stats(&total));
-    let (rstats, t50) = (stats(&rrf), stats(&total50));
+    let (rstats, t50, tplain) = (stats(&rrf), stats(&total50), stats(&plain));
     let slower = sd.p50.max(ss.p50);
     let figures = Figures {
         scale: label.to_string(),
@@ -329,6 +336,7 @@ pub fn run(engine: &Engine, queries: &[String], label: &str) -> Result<(Figures,
         splade_path_p50_ms: sstats.p50,
         fuse_p50_ms: fstats.p50,
         search_50_p50_ms: t50.p50,
+        search_no_feedback_p50_ms: tplain.p50,
         hnsw_recall_at_10: hit as f64 / want.max(1) as f64,
         ..Figures::default()
     };
@@ -368,6 +376,12 @@ pub fn run(engine: &Engine, queries: &[String], label: &str) -> Result<(Figures,
             "search total, 50 candidates per path (the earlier depth)",
             total50,
             format!("the default's {DEFAULT_PER_PATH_K} take {:.2} × as long (p50)", t.p50 / t50.p50.max(1e-9)),
+        ),
+        StageRow::new(
+            "search_total_no_feedback",
+            "search total without dense feedback (the last release's fusion)",
+            plain,
+            format!("the default takes {:.2} × as long (p50)", t.p50 / tplain.p50.max(1e-9)),
         ),
     ];
     Ok((figures, rows))

@@ -134,7 +134,7 @@ pub enum Command {
         /// splade, plain RRF, the default hybrid) on every set, `index.html` with SVG charts
         /// (nDCG@10 per mode and set; per question, hybrid against the best single path),
         /// the charts as `.svg` files, and `report.json`.
-        #[arg(long, value_name = "DIR", conflicts_with_all = ["mode", "paths", "fusion", "dump_runs", "late_interaction"])]
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["mode", "paths", "fusion", "feedback", "feedback_documents", "dump_runs", "per_query", "late_interaction"])]
         report: Option<PathBuf>,
         #[arg(long, value_enum, default_value_t = Mode::Hybrid)]
         mode: Mode,
@@ -146,6 +146,11 @@ pub enum Command {
         /// (at their best chunk), `chunks` its top 300 chunks as [document, score, chunk].
         #[arg(long, hide = true)]
         dump_runs: Option<PathBuf>,
+        /// Also write each question's metrics (JSONL: qid, ndcg_at_10, recall_at_10,
+        /// recall_at_100, mrr_at_10) to this file, for paired comparisons of two runs
+        /// (`scripts/paired.py`).
+        #[arg(long, value_name = "FILE")]
+        per_query: Option<PathBuf>,
         /// Let the lexical paths read each question whole, a role in front of it included
         /// (by default BM25 and SPLADE read it without: "You are an analyst." and the like).
         #[arg(long)]
@@ -157,6 +162,15 @@ pub enum Command {
         /// weights), or an earlier release's default, for comparisons.
         #[arg(long, value_enum, default_value_t = FusionChoice::Default)]
         fusion: FusionChoice,
+        /// Dense feedback's strength `c` in the fusion, instead of its own: after a first
+        /// fusion the dense path searches again, its query moved towards the fused top
+        /// documents by `min(1, c · ids(q))` (0: none).
+        #[arg(long, value_name = "C")]
+        feedback: Option<f32>,
+        /// How many of the first fusion's top documents dense feedback reads, instead of the
+        /// fusion's own.
+        #[arg(long, value_name = "M")]
+        feedback_documents: Option<usize>,
         /// Instead, compare the mode's ranking (no cross-encoder) with MaxSim late
         /// interaction over the dense model's token vectors re-scoring its top N, alone and
         /// fused with it by RRF.
@@ -476,8 +490,10 @@ pub enum FusionChoice {
     Previous,
     /// The default before score fusion: documents' ranks, k = 10, agreement weights (β = 3)
     Ranks,
-    /// The last release's default: z-scores of documents with agreement weights (β = 3), without the identifier term on the dense weight
+    /// The default before the identifier term: z-scores of documents with agreement weights (β = 3), without the identifier term on the dense weight or dense feedback
     Agreement,
+    /// The last release's default: the default without dense feedback
+    Identifiers,
 }
 
 impl FusionChoice {
@@ -489,6 +505,7 @@ impl FusionChoice {
             FusionChoice::Previous => FusionConfig::previous_default(),
             FusionChoice::Ranks => FusionConfig::rank_default(),
             FusionChoice::Agreement => FusionConfig::agreement_default(),
+            FusionChoice::Identifiers => FusionConfig::identifier_default(),
         }
     }
 }

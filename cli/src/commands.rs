@@ -10,7 +10,7 @@ use sextant_core::encode::{choose_backend, default_model_dir, BackendChoice, Cro
 use sextant_core::index::Filter;
 use sextant_core::pipeline::{open_engine, CrossEncoderReranker, Engine, Path, SearchOutcome, SearchRequest};
 use sextant_finance::{FactStore, Financials};
-use sextant_kit::eval::{evaluate, evaluate_per_query, Metrics};
+use sextant_kit::eval::{evaluate_per_query, Metrics};
 
 use crate::cli::{BuildArgs, Cli, Command, FusionChoice};
 use crate::indexes::{beir_index, build_options, cache_dir, load_engine, load_with_financials};
@@ -228,9 +228,12 @@ pub fn run(cli: Cli) -> Result<()> {
             mode,
             json,
             dump_runs,
+            per_query,
             keep_instructions,
             paths,
             fusion,
+            feedback,
+            feedback_documents,
             late_interaction,
             build,
         } => {
@@ -249,9 +252,24 @@ pub fn run(cli: Cli) -> Result<()> {
                 dump_path_runs(&engine, &set, &path, !keep_instructions)?;
             }
             let paths = if paths.is_empty() { mode.paths() } else { paths.clone() };
-            let req = eval_request(paths, fusion, models.reranker.is_some(), keep_instructions);
+            let mut req = eval_request(paths, fusion, models.reranker.is_some(), keep_instructions);
+            if let Some(c) = feedback {
+                req.fusion.feedback = c;
+            }
+            if let Some(m) = feedback_documents {
+                req.fusion.feedback_documents = m;
+            }
             let t = Instant::now();
-            let m: Metrics = evaluate(&engine, &set, &req)?;
+            let each = evaluate_per_query(&engine, &set, &req)?;
+            if let Some(path) = &per_query {
+                let mut out = String::new();
+                for q in &each {
+                    out.push_str(&serde_json::to_string(q)?);
+                    out.push('\n');
+                }
+                std::fs::write(path, out).with_context(|| format!("writing {}", path.display()))?;
+            }
+            let m = Metrics::mean(&each);
             let secs = t.elapsed().as_secs_f64();
             let ran: Vec<&str> = req.paths.iter().map(|p| p.name()).collect();
             let ran = ran.join("+");
@@ -261,6 +279,8 @@ pub fn run(cli: Cli) -> Result<()> {
                     "mode": mode.name(),
                     "paths": ran,
                     "fusion": fusion_name,
+                    "feedback": req.fusion.feedback,
+                    "feedback_documents": req.fusion.feedback_documents,
                     "split": split,
                     "queries": m.queries,
                     "docs": docs,
