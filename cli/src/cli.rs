@@ -163,7 +163,7 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = FusionChoice::Default)]
         fusion: FusionChoice,
         /// Dense feedback's strength `c` in the fusion, instead of its own: after a first
-        /// fusion the dense path searches again, its query moved towards the fused top
+        /// fusion the dense path rescores every candidate for its query moved towards the fused top
         /// documents by `min(1, c · ids(q))` (0: none).
         #[arg(long, value_name = "C")]
         feedback: Option<f32>,

@@ -2,9 +2,10 @@
 //!
 //! A sentence encoder reads "MRCY", "January 26, 2016" or "FY2019" as little more than noise,
 //! so on a question of tickers and dates its list misses the document BM25 and SPLADE put
-//! first. After a first fusion, the dense path searches once more, for the query moved
-//! towards the vectors of the fused top documents (Rocchio's relevance feedback, with the
-//! fused top taken as relevant), and the lists are fused again:
+//! first. After a first fusion, the query's vector moves towards the vectors of the fused
+//! top documents (Rocchio's relevance feedback, with the fused top taken as relevant), every
+//! chunk a path found is scored by its cosine with the moved query as the dense path's new
+//! list, and the lists are fused again:
 //!
 //! ```text
 //! γ(q)  = min(1, c · ids(q))                 ids(q): the share of identifiers, [`identifier_share`]
