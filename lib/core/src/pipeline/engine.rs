@@ -678,6 +678,9 @@ impl Engine {
         if req.paths.is_empty() {
             return Err(Error::invalid("paths", "at least one retrieval path is needed"));
         }
+        if !(req.fusion.feedback.is_finite() && req.fusion.feedback >= 0.0) {
+            return Err(Error::invalid("fusion.feedback", "must be a number of at least 0 (0: no dense feedback)"));
+        }
         let checkpoint = |stage: Stage| req.cancel.as_ref().map_or(Ok(()), |c| c.check(stage));
         checkpoint(Stage::Retrieval)?;
         let mut timings = StageTimings::default();
@@ -823,9 +826,9 @@ impl Engine {
     /// documents. Every chunk a path found (`lists`, each already within the request's
     /// filter) is scored by its cosine with the moved query, and the best `k` make the new
     /// list. This is an exact product per candidate, not a second graph search: on the dev
-    /// sets the two were within noise of each other, and the search cost 1.08 to 1.19 times
-    /// the search without feedback against 1.02 to 1.04 (README, "How the default fusion
-    /// was chosen"). `None` when the request's fusion has no feedback or this query's
+    /// sets the two were at most 0.003 apart, and with the graph search a search took 1.08
+    /// to 1.19 times as long as without feedback, against 1.02 to 1.05 (README, "How the
+    /// default fusion was chosen"). `None` when the request's fusion has no feedback or this query's
     /// weight `γ(q)` is 0. Chunks whose cosine with `q` itself is under the request's
     /// `min_dense_similarity` are left out, as from the first dense list.
     fn dense_feedback(

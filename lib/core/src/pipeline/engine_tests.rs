@@ -159,6 +159,20 @@ fn invalid_requests_name_the_field() {
         (SearchRequest::new("  ", 5), "query"),
         (SearchRequest::new("margin", 0), "top_k"),
         (SearchRequest { paths: vec![], ..SearchRequest::new("margin", 5) }, "paths"),
+        (
+            SearchRequest {
+                fusion: FusionConfig { feedback: -1.0, ..FusionConfig::default() },
+                ..SearchRequest::new("margin", 5)
+            },
+            "fusion.feedback",
+        ),
+        (
+            SearchRequest {
+                fusion: FusionConfig { feedback: f32::NAN, ..FusionConfig::default() },
+                ..SearchRequest::new("margin", 5)
+            },
+            "fusion.feedback",
+        ),
     ] {
         match e.search(&req) {
             Err(Error::InvalidArgument { field: f, .. }) => assert_eq!(f, field),
