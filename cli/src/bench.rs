@@ -379,7 +379,7 @@ pub fn run(engine: &Engine, queries: &[String], label: &str) -> Result<(Figures,
         ),
         StageRow::new(
             "search_total_no_feedback",
-            "search total without dense feedback (the last release's fusion)",
+            "search total without dense feedback (as the last release)",
             plain,
             format!("the default takes {:.2} × as long (p50)", t.p50 / tplain.p50.max(1e-9)),
         ),
