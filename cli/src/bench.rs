@@ -19,6 +19,8 @@ use sextant_core::index::{Bm25Index, DenseIndex, Index, SpladeIndex};
 use sextant_core::pipeline::{rrf_fuse, Engine, FusionConfig, Path, SearchRequest, DEFAULT_PER_PATH_K};
 use sextant_core::storage::LocalDir;
 
+use crate::jsonl::write_jsonl;
+
 /// Latency summary of one stage, in milliseconds.
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct Stats {
@@ -411,9 +413,7 @@ pub fn print_table(figures: &Figures, rows: &[StageRow]) {
 pub fn export_common(dir: &std::path::Path, queries: &[String], passages: &[String]) -> Result<()> {
     std::fs::create_dir_all(dir)?;
     for (name, lines) in [("queries.jsonl", queries), ("passages.jsonl", passages)] {
-        let text: String =
-            lines.iter().map(|l| serde_json::to_string(l).map(|j| j + "\n")).collect::<Result<_, _>>()?;
-        std::fs::write(dir.join(name), text)?;
+        write_jsonl(&dir.join(name), lines)?;
     }
     Ok(())
 }
@@ -424,13 +424,9 @@ pub fn export_common(dir: &std::path::Path, queries: &[String], passages: &[Stri
 pub fn export_index(dir: &std::path::Path, index: &Index) -> Result<()> {
     let out = dir.join(format!("chunks-{}", index.chunks.len()));
     std::fs::create_dir_all(&out)?;
-    let mut texts = String::new();
-    for (i, c) in index.chunks.iter().enumerate() {
-        let title = &index.document_of(i as u32).title;
-        texts.push_str(&serde_json::to_string(&format!("{title}\n{}", c.text))?);
-        texts.push('\n');
-    }
-    std::fs::write(out.join("texts.jsonl"), texts)?;
+    let texts =
+        index.chunks.iter().enumerate().map(|(i, c)| format!("{}\n{}", index.document_of(i as u32).title, c.text));
+    write_jsonl(&out.join("texts.jsonl"), texts)?;
     let bytes: Vec<u8> = index.dense.vectors.iter().flat_map(|x| x.to_le_bytes()).collect();
     std::fs::write(out.join("vectors.f32"), bytes)?;
     std::fs::write(out.join("dim.txt"), index.dense.dim.to_string())?;

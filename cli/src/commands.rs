@@ -14,6 +14,7 @@ use sextant_kit::eval::{evaluate_per_query, Metrics};
 
 use crate::cli::{BuildArgs, Cli, Command, FusionChoice};
 use crate::indexes::{beir_index, build_options, cache_dir, load_engine, load_with_financials};
+use crate::jsonl::write_jsonl;
 use crate::report::{BenchReport, EvalReport, ModeResult, PeerSamples, ReportMode, ScaleResult, SetResult};
 
 /// Runs the command `cli` names.
@@ -262,12 +263,7 @@ pub fn run(cli: Cli) -> Result<()> {
             let t = Instant::now();
             let each = evaluate_per_query(&engine, &set, &req)?;
             if let Some(path) = &per_query {
-                let mut out = String::new();
-                for q in &each {
-                    out.push_str(&serde_json::to_string(q)?);
-                    out.push('\n');
-                }
-                std::fs::write(path, out).with_context(|| format!("writing {}", path.display()))?;
+                write_jsonl(path, &each)?;
             }
             let m = Metrics::mean(&each);
             let secs = t.elapsed().as_secs_f64();
@@ -416,10 +412,10 @@ fn print_hits(engine: &Engine, out: &SearchOutcome, json: bool) -> Result<()> {
 /// Writes, per query, each path's top-100 documents (best chunk per document) with scores.
 fn dump_path_runs(engine: &Engine, set: &BeirSet, out: &FsPath, strip_instructions: bool) -> Result<()> {
     use rayon::prelude::*;
-    let lines: Vec<String> = set
+    let lines: Vec<serde_json::Value> = set
         .queries
         .par_iter()
-        .map(|(qid, text)| -> Result<String> {
+        .map(|(qid, text)| -> Result<serde_json::Value> {
             let mut paths = serde_json::Map::new();
             let mut chunks = serde_json::Map::new();
             for p in Path::ALL {
@@ -443,11 +439,10 @@ fn dump_path_runs(engine: &Engine, set: &BeirSet, out: &FsPath, strip_instructio
                 paths.insert(p.name().to_string(), serde_json::json!(docs));
                 chunks.insert(p.name().to_string(), serde_json::json!(list));
             }
-            Ok(serde_json::json!({"qid": qid, "query": text, "paths": paths, "chunks": chunks}).to_string())
+            Ok(serde_json::json!({"qid": qid, "query": text, "paths": paths, "chunks": chunks}))
         })
         .collect::<Result<_>>()?;
-    std::fs::write(out, lines.join("\n") + "\n")?;
-    Ok(())
+    write_jsonl(out, lines)
 }
 
 /// Fixes the process's inference backend from `--backend`. Also exported to the

@@ -11,6 +11,7 @@ mod capacity;
 mod cli;
 mod commands;
 mod indexes;
+mod jsonl;
 mod report;
 mod serve;
 
