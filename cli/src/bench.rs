@@ -250,7 +250,7 @@ pub fn run(engine: &Engine, queries: &[String], label: &str) -> Result<(Figures,
     let (mut tok, mut rest) = (vec![], vec![]);
     let (mut enc_d, mut enc_s, mut prep, mut dense, mut bm25, mut splade, mut exact, mut fuse, mut total) =
         (vec![], vec![], vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
-    let (mut rrf, mut total50, mut plain) = (vec![], vec![], vec![]);
+    let (mut rrf, mut total50, mut total_no_feedback) = (vec![], vec![], vec![]);
     let mut hit = 0usize;
     let mut want = 0usize;
     // Each encoder over every query in turn (as a peer times its model), then the stages of
@@ -298,13 +298,13 @@ pub fn run(engine: &Engine, queries: &[String], label: &str) -> Result<(Figures,
         let baselines_first = total.len() % 2 == 0;
         if baselines_first {
             total50.push(time(|| engine.search(&shallow)).1);
-            plain.push(time(|| engine.search(&no_feedback)).1);
+            total_no_feedback.push(time(|| engine.search(&no_feedback)).1);
         }
         let (out, ms) = time(|| engine.search(&req));
         total.push(ms);
         if !baselines_first {
             total50.push(time(|| engine.search(&shallow)).1);
-            plain.push(time(|| engine.search(&no_feedback)).1);
+            total_no_feedback.push(time(|| engine.search(&no_feedback)).1);
         }
         if let Ok(out) = out {
             // What the stages the engine times leave over: filters, hits, provenance.
@@ -317,7 +317,7 @@ pub fn run(engine: &Engine, queries: &[String], label: &str) -> Result<(Figures,
     let (sd, ss, sp) = (stats(&enc_d), stats(&enc_s), stats(&prep));
     let (dstats, estats, bstats, sstats, fstats, t) =
         (stats(&dense), stats(&exact), stats(&bm25), stats(&splade), stats(&fuse), stats(&total));
-    let (rstats, t50, tplain) = (stats(&rrf), stats(&total50), stats(&plain));
+    let (rstats, t50, t_no_feedback) = (stats(&rrf), stats(&total50), stats(&total_no_feedback));
     let slower = sd.p50.max(ss.p50);
     let figures = Figures {
         scale: label.to_string(),
@@ -338,7 +338,7 @@ pub fn run(engine: &Engine, queries: &[String], label: &str) -> Result<(Figures,
         splade_path_p50_ms: sstats.p50,
         fuse_p50_ms: fstats.p50,
         search_50_p50_ms: t50.p50,
-        search_no_feedback_p50_ms: tplain.p50,
+        search_no_feedback_p50_ms: t_no_feedback.p50,
         hnsw_recall_at_10: hit as f64 / want.max(1) as f64,
         ..Figures::default()
     };
@@ -382,8 +382,8 @@ pub fn run(engine: &Engine, queries: &[String], label: &str) -> Result<(Figures,
         StageRow::new(
             "search_total_no_feedback",
             "search total without dense feedback (as the last release)",
-            plain,
-            format!("the default takes {:.2} × as long (p50)", t.p50 / tplain.p50.max(1e-9)),
+            total_no_feedback,
+            format!("the default takes {:.2} × as long (p50)", t.p50 / t_no_feedback.p50.max(1e-9)),
         ),
     ];
     Ok((figures, rows))
