@@ -308,3 +308,92 @@ fn questions_of_tickers_and_dates_lean_on_the_lexical_paths() {
         assert!(default > other, "fin-calls dev: default {default:.4} <= {label} {other:.4}");
     }
 }
+
+/// A small BEIR set in `dir`: SciFact's first `docs` documents and the train claims whose
+/// evidence is among them.
+fn write_small_scifact(dir: &Path, docs: usize) {
+    let scifact = shared().join("data/scifact");
+    std::fs::create_dir_all(dir.join("qrels")).unwrap();
+    let corpus: Vec<String> =
+        std::fs::read_to_string(scifact.join("corpus.jsonl")).unwrap().lines().take(docs).map(String::from).collect();
+    let ids: std::collections::HashSet<String> =
+        corpus.iter().map(|l| serde_json::from_str::<Value>(l).unwrap()["_id"].as_str().unwrap().to_string()).collect();
+    let qrels = std::fs::read_to_string(scifact.join("qrels/train.tsv")).unwrap();
+    let kept: Vec<&str> = qrels.lines().skip(1).filter(|l| ids.contains(l.split('\t').nth(1).unwrap())).collect();
+    let queries: std::collections::HashSet<&str> = kept.iter().map(|l| l.split('\t').next().unwrap()).collect();
+    assert!(queries.len() >= 3, "{} claims", queries.len());
+    std::fs::write(dir.join("corpus.jsonl"), corpus.join("\n") + "\n").unwrap();
+    std::fs::write(dir.join("qrels/train.tsv"), format!("query-id\tcorpus-id\tscore\n{}\n", kept.join("\n"))).unwrap();
+    let claims: Vec<String> = std::fs::read_to_string(scifact.join("queries.jsonl"))
+        .unwrap()
+        .lines()
+        .filter(|l| queries.contains(serde_json::from_str::<Value>(l).unwrap()["_id"].as_str().unwrap()))
+        .map(String::from)
+        .collect();
+    std::fs::write(dir.join("queries.jsonl"), claims.join("\n") + "\n").unwrap();
+}
+
+/// `sextant eval --json` on `beir` with `cache` as the cache directory: the output, and the
+/// build report of the index it cached there, whose directory name ends with `bm25_key`
+/// (`k{k1}-b{b}`).
+fn eval_cached(beir: &Path, cache: &Path, args: &[&str], bm25_key: &str) -> (Value, Value) {
+    let mut all = vec!["eval", "--beir", beir.to_str().unwrap(), "--split", "train", "--json"];
+    all.extend_from_slice(args);
+    let out = Command::new(env!("CARGO_BIN_EXE_sextant"))
+        .args(&all)
+        .env("SEXTANT_CACHE_DIR", cache)
+        .env("SEXTANT_MODEL_DIR", sextant_core::encode::default_model_dir())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(out.stdout.split(|&b| b == b'\n').rfind(|l| !l.is_empty()).unwrap()).unwrap();
+    let dir = std::fs::read_dir(cache.join("indexes"))
+        .unwrap()
+        .flatten()
+        .find(|e| e.file_name().to_str().unwrap().ends_with(bm25_key))
+        .unwrap_or_else(|| panic!("no cached index ending with {bm25_key}"));
+    let report = std::fs::read(dir.path().join("build_report.json")).unwrap();
+    (v, serde_json::from_slice(&report).unwrap())
+}
+
+/// An evaluation whose index differs from a cached one only in BM25's settings encodes no
+/// chunk again: it reuses the cached index's vectors, and scores exactly as an index built
+/// from nothing with those settings. A damaged cached vector file is only vectors less to
+/// reuse: the chunks are encoded again and the scores are still exact.
+#[test]
+fn an_eval_with_other_bm25_settings_reuses_the_cached_vectors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let beir = tmp.path().join("small-scifact");
+    write_small_scifact(&beir, 60);
+    let (cache, fresh) = (tmp.path().join("cache"), tmp.path().join("fresh"));
+
+    let (_, first) = eval_cached(&beir, &cache, &[], "k0.9-b0.4");
+    let chunks = first["chunks"].as_u64().unwrap();
+    assert!(chunks >= 60 && first["chunks_encoded"].as_u64() == Some(chunks), "{first}");
+
+    let other = ["--k1", "1.5", "--b", "0.75"];
+    let (reused, report) = eval_cached(&beir, &cache, &other, "k1.5-b0.75");
+    assert_eq!((report["chunks_encoded"].as_u64(), report["chunks_reused"].as_u64()), (Some(0), Some(chunks)));
+    let (built, report) = eval_cached(&beir, &fresh, &other, "k1.5-b0.75");
+    assert_eq!(report["chunks_encoded"].as_u64(), Some(chunks));
+    assert_eq!(reused, built, "reusing the vectors changed the results");
+
+    // Damage every vector file of the cache: a third setting encodes again, and still scores
+    // as a build from nothing.
+    for dir in std::fs::read_dir(cache.join("indexes")).unwrap().flatten() {
+        for file in std::fs::read_dir(dir.path()).unwrap().flatten() {
+            if file.file_name().to_str().unwrap().starts_with("encoded-") {
+                let mut bytes = std::fs::read(file.path()).unwrap();
+                let mid = bytes.len() / 2;
+                bytes.truncate(mid);
+                std::fs::write(file.path(), bytes).unwrap();
+            }
+        }
+    }
+    let third = ["--k1", "1.2"];
+    let (damaged, report) = eval_cached(&beir, &cache, &third, "k1.2-b0.4");
+    assert_eq!(report["chunks_encoded"].as_u64(), Some(chunks), "{report}");
+    assert!(report["cache_rejected"].as_u64().unwrap() > 0, "{report}");
+    let (built, _) = eval_cached(&beir, &tmp.path().join("fresh-again"), &third, "k1.2-b0.4");
+    assert_eq!(damaged, built);
+}

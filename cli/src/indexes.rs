@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
-use sextant_core::build::{BuildOptions, DEFAULT_SHARD_CHUNKS};
+use sextant_core::build::{BuildOptions, Built, InProcess, Previous, DEFAULT_SHARD_CHUNKS};
 use sextant_core::corpus::{BeirSet, Document};
 use sextant_core::encode::{DenseEncoder, ModelSet, SparseEncoder};
 use sextant_core::index::format::{read_manifest, sha256_hex, Manifest, ModelRef, FORMAT_VERSION, MANIFEST};
@@ -19,14 +19,50 @@ use sextant_finance::Financials;
 use crate::cli::BuildArgs;
 
 /// The index of a BEIR corpus, built once and cached under the cache directory (keyed
-/// by the corpus checksum and the build settings).
+/// by the corpus checksum and the build settings). A build saves its encoded vectors
+/// beside the index and reuses those the corpus's other cached indexes saved: an index
+/// that differs from one of them only in BM25's settings (`--k1`, `--b`,
+/// `--bm25-stemming`) takes seconds, because no chunk is encoded again.
 pub fn beir_index(beir: &FsPath, set: &BeirSet, models: &ModelSet, build: &BuildArgs) -> Result<Index> {
     let name = beir.file_name().and_then(|n| n.to_str()).unwrap_or("beir").to_string();
     let corpus_sum = sha256_hex(&std::fs::read(beir.join("corpus.jsonl"))?);
-    let key =
-        format!("beir-{name}-{}-f{FORMAT_VERSION}-{}-{}", &corpus_sum[..12], build.chunking_key(), build.bm25_key());
-    let dir = cache_dir().join("indexes").join(key);
-    Ok(cached_index(&dir, || build_index(set.documents.clone(), models, &name, build))?.0)
+    let corpus_key = format!("beir-{name}-{}-f{FORMAT_VERSION}-", &corpus_sum[..12]);
+    let root = cache_dir().join("indexes");
+    let dir = root.join(format!("{corpus_key}{}-{}", build.chunking_key(), build.bm25_key()));
+    if let Ok(index) = Index::load(&LocalDir::new(&dir)) {
+        return Ok(index);
+    }
+    let previous = cached_vectors(&root, &corpus_key);
+    let built = build_with(set.documents.clone(), models, &name, build, &previous)?;
+    let report = built.save(&LocalDir::new(&dir), &Previous::none())?;
+    tracing::info!(
+        "cached {}: {} chunks encoded, {} reused",
+        dir.display(),
+        report.chunks_encoded,
+        report.chunks_reused
+    );
+    Ok(Index::load(&LocalDir::new(&dir))?)
+}
+
+/// The encoded vectors saved beside the cached indexes in `root` whose directory names
+/// start with `prefix` (one corpus's). A missing or damaged file is only a vector less to
+/// reuse: the build encodes that chunk again.
+fn cached_vectors(root: &FsPath, prefix: &str) -> Previous {
+    let mut previous = Previous::none();
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return previous;
+    };
+    for entry in entries.flatten().filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with(prefix))) {
+        let local = LocalDir::new(entry.path());
+        let Ok(manifest) = read_manifest(&local) else { continue };
+        for name in manifest.build.iter().flat_map(|b| &b.encoded) {
+            match local.read(name) {
+                Ok(bytes) => previous.cache.add_file(&bytes),
+                Err(_) => previous.cache.rejected += 1,
+            }
+        }
+    }
+    previous
 }
 
 /// The index cached in `dir` when one loads from there; else the one `build` makes, saved
@@ -77,6 +113,19 @@ pub fn build_options(models: &ModelSet, id: &str, args: &BuildArgs) -> Result<Bu
 
 /// Builds an index with a progress bar that shows chunks/s.
 pub fn build_index(documents: Vec<Document>, models: &ModelSet, id: &str, args: &BuildArgs) -> Result<Index> {
+    let built = build_with(documents, models, id, args, &Previous::none())?;
+    built.index.context("a build without a previous version is never unchanged")
+}
+
+/// Builds an index with a progress bar that shows chunks/s, reusing the vectors `previous`
+/// holds.
+fn build_with(
+    documents: Vec<Document>,
+    models: &ModelSet,
+    id: &str,
+    args: &BuildArgs,
+    previous: &Previous,
+) -> Result<Built> {
     if documents.is_empty() {
         bail!("no documents to index");
     }
@@ -91,23 +140,26 @@ pub fn build_index(documents: Vec<Document>, models: &ModelSet, id: &str, args: 
     let ndocs = documents.len();
     let t = Instant::now();
     let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let index = Index::build(documents, &dense, &sparse, &options, &|stage, done, total| {
-        if !tty && (done % 2048 == 0 || done == total) && total > 1 {
+    let progress = |stage: &str, done: usize, total: usize| {
+        if !tty && (done.is_multiple_of(2048) || done == total) && total > 1 {
             tracing::info!("{stage}: {done}/{total} chunks ({:.1}/s)", done as f64 / t.elapsed().as_secs_f64());
         }
         bar.set_message(stage.to_string());
         bar.set_length(total as u64);
         bar.set_position(done as u64);
-    })?;
+    };
+    let runner = InProcess { dense: &dense, sparse: &sparse };
+    let tokenizers = (dense.tokenizer(), sparse.tokenizer());
+    let built = sextant_core::build::build(documents, Vec::new(), &options, tokenizers, previous, &runner, &progress)?;
     bar.finish_and_clear();
     let secs = t.elapsed().as_secs_f64();
-    let nchunks = index.chunks.len();
+    let nchunks = built.report.chunks;
     tracing::info!(
         "built {ndocs} documents, {nchunks} chunks in {secs:.1}s ({:.1} docs/s, {:.1} chunks/s)",
         ndocs as f64 / secs,
         nchunks as f64 / secs
     );
-    Ok(index)
+    Ok(built)
 }
 
 pub fn load_engine(dir: &FsPath, models: &ModelSet) -> Result<Engine> {
