@@ -196,7 +196,7 @@ pub fn run(models: &ModelSet, cmd: BuildCommand) -> Result<BuildReport> {
         eprintln!();
     }
     built.report.phases.read = cmd.read_seconds;
-    let report = built.save(&storage, &previous)?;
+    let report = built.save(&storage, &previous)?.report;
     if report.tokens_beyond_window > 0 {
         eprintln!("warning: {} tokens beyond the encoders' window (a title fills it)", report.tokens_beyond_window);
     }

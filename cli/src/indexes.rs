@@ -32,16 +32,7 @@ pub fn beir_index(beir: &FsPath, set: &BeirSet, models: &ModelSet, build: &Build
     if let Ok(index) = Index::load(&LocalDir::new(&dir)) {
         return Ok(index);
     }
-    let previous = cached_vectors(&root, &corpus_key);
-    let built = build_with(set.documents.clone(), models, &name, build, &previous)?;
-    let report = built.save(&LocalDir::new(&dir), &Previous::none())?;
-    tracing::info!(
-        "cached {}: {} chunks encoded, {} reused",
-        dir.display(),
-        report.chunks_encoded,
-        report.chunks_reused
-    );
-    Ok(Index::load(&LocalDir::new(&dir))?)
+    build_into(&dir, set.documents.clone(), models, &name, build, &cached_vectors(&root, &corpus_key))
 }
 
 /// The encoded vectors saved beside the cached indexes in `root` whose directory names
@@ -111,10 +102,26 @@ pub fn build_options(models: &ModelSet, id: &str, args: &BuildArgs) -> Result<Bu
     })
 }
 
-/// Builds an index with a progress bar that shows chunks/s.
-pub fn build_index(documents: Vec<Document>, models: &ModelSet, id: &str, args: &BuildArgs) -> Result<Index> {
-    let built = build_with(documents, models, id, args, &Previous::none())?;
-    built.index.context("a build without a previous version is never unchanged")
+/// Builds the index of `documents` into `dir`, reusing the vectors `previous` holds, and
+/// returns it: the index with its encoded shards (which later builds of the same corpus
+/// reuse, see [`beir_index`]) and `build_report.json`, written by [`Built::save`].
+pub fn build_into(
+    dir: &FsPath,
+    documents: Vec<Document>,
+    models: &ModelSet,
+    id: &str,
+    args: &BuildArgs,
+    previous: &Previous,
+) -> Result<Index> {
+    let built = build_with(documents, models, id, args, previous)?;
+    let saved = built.save(&LocalDir::new(dir), &Previous::none())?;
+    tracing::info!(
+        "saved {}: {} chunks encoded, {} reused",
+        dir.display(),
+        saved.report.chunks_encoded,
+        saved.report.chunks_reused
+    );
+    saved.index.context("a build without a previous manifest is never unchanged")
 }
 
 /// Builds an index with a progress bar that shows chunks/s, reusing the vectors `previous`

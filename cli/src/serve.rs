@@ -19,7 +19,7 @@ use sextant_keys::{new_key, LocalKeyStore};
 use sextant_server::{router, ApiConfig, AppState, Indexes, ServedIndex};
 
 use crate::cli::{BuildArgs, ServeArgs};
-use crate::indexes::{build_index, build_options, cache_dir};
+use crate::indexes::{build_into, build_options, cache_dir};
 
 /// The demo corpus, compiled into the binary so a fresh clone needs no data path.
 const DEMO_CORPUS: &[u8] = include_bytes!("../../data/demo/documents.jsonl.gz");
@@ -224,8 +224,7 @@ fn load_indexes(args: &ServeArgs, shared: SharedModels, state: &Arc<AppState>) -
             );
             // A failed build leaves the BM25 index serving (still `degraded`), not nothing.
             // `corpus_index` found no index in `dir`: build, then save there for the next start.
-            let built = build_index(documents, models, &args.id, &args.build)
-                .and_then(|index| index.save(&LocalDir::new(&dir)).map(|_| index).map_err(Into::into));
+            let built = build_into(&dir, documents, models, &args.id, &args.build, &Previous::none());
             match built {
                 Ok(index) => serve(vec![(index, facts()?, dir)], &Path::ALL),
                 Err(e) => {

@@ -185,7 +185,7 @@ pub async fn run(job: &BuildJob, models: &ModelSet, config: &aws_config::SdkConf
         let mut built = build(documents, attachments, &models2, &job2, &previous)?;
         built.report.phases.read = read_seconds;
         let files = MemStore::new(format!("build of {}", job2.index_id));
-        let report = built.save(&files, &Previous::none())?;
+        let report = built.save(&files, &Previous::none())?.report;
         Ok((files, report))
     })
     .await

@@ -227,7 +227,7 @@ pub async fn merge_step(
         report.phases.merge = t.elapsed().as_secs_f64();
         let built = Built { report, index: Some(index), shards: assembled, attachments };
         let files = MemStore::new("merged build");
-        let report = built.save(&files, &Previous::none())?;
+        let report = built.save(&files, &Previous::none())?.report;
         Ok((files, report))
     })
     .await

@@ -264,12 +264,14 @@ impl Built {
     /// Writes the build to `storage`: the encoded shards, then the index and attachments
     /// (the manifest last, the commit point), then `build_report.json`. An unchanged build
     /// writes nothing. Shard files of the previous version that this one no longer has
-    /// are removed after the commit. Returns the report with the write phase filled in.
-    pub fn save(self, storage: &dyn Storage, previous: &Previous) -> Result<BuildReport> {
+    /// are removed after the commit. Returns the report with the write phase filled in and
+    /// the index as saved (its manifest lists the shards), so a caller that serves it need
+    /// not read it back.
+    pub fn save(self, storage: &dyn Storage, previous: &Previous) -> Result<Saved> {
         use rayon::prelude::*;
         let mut report = self.report;
         let Some(mut index) = self.index else {
-            return Ok(report);
+            return Ok(Saved { report, index: None });
         };
         let t = Instant::now();
         let names: Vec<String> = (0..self.shards.len()).map(shard_file).collect();
@@ -290,8 +292,16 @@ impl Built {
         report.phases.write = t.elapsed().as_secs_f64();
         report.seconds = report.phases.total();
         storage.write(REPORT_FILE, &serde_json::to_vec_pretty(&report)?)?;
-        Ok(report)
+        Ok(Saved { report, index: Some(index) })
     }
+}
+
+/// A build written to storage by [`Built::save`].
+pub struct Saved {
+    /// What the build did, the write phase included.
+    pub report: BuildReport,
+    /// The index as saved; `None` when the build was unchanged (nothing was written).
+    pub index: Option<Index>,
 }
 
 /// One document cut and encoded as a build of `options` would (the unit a delta holds):

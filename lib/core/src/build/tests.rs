@@ -106,7 +106,7 @@ fn a_rebuild_reuses_every_vector_and_an_unchanged_build_writes_nothing() {
     let first = run(corpus(3), 4, &Previous::none());
     let chunks = first.report.chunks;
     assert_eq!((first.report.chunks_encoded, first.report.chunks_reused), (chunks, 0));
-    let report = first.save(&store, &Previous::none()).unwrap();
+    let report = first.save(&store, &Previous::none()).unwrap().report;
     let mut saved: BuildReport = serde_json::from_slice(&store.read(REPORT_FILE).unwrap()).unwrap();
     assert!((saved.seconds - report.seconds).abs() < 1e-9);
     saved.seconds = report.seconds;
