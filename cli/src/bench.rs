@@ -487,10 +487,12 @@ pub fn load_time(index: &Index) -> Result<()> {
 pub fn scaled(engine: &Engine, target: usize, cache: &std::path::Path) -> Result<Engine> {
     let key = sextant_core::index::format::sha256_hex(&serde_json::to_vec(&engine.index().manifest.files)?);
     let dir = cache.join(format!("synthetic-{target}-{}", &key[..12]));
-    let (index, reused) = crate::indexes::cached_index(&dir, || {
+    let (index, reused) = crate::indexes::cached_index(&dir, |dir| {
         let (idx, ms) = time(|| synthesize(engine.index(), target));
         eprintln!("synthesised {target} chunks in {:.1}s", ms / 1e3);
-        idx
+        let idx = idx?;
+        idx.save(&LocalDir::new(dir))?;
+        Ok(idx)
     })?;
     if reused {
         eprintln!("reusing the synthetic {target}-chunk index in {}", dir.display());

@@ -29,10 +29,10 @@ pub fn beir_index(beir: &FsPath, set: &BeirSet, models: &ModelSet, build: &Build
     let corpus_key = format!("beir-{name}-{}-f{FORMAT_VERSION}-", &corpus_sum[..12]);
     let root = cache_dir().join("indexes");
     let dir = root.join(format!("{corpus_key}{}-{}", build.chunking_key(), build.bm25_key()));
-    if let Ok(index) = Index::load(&LocalDir::new(&dir)) {
-        return Ok(index);
-    }
-    build_into(&dir, set.documents.clone(), models, &name, build, &cached_vectors(&root, &corpus_key))
+    let (index, _) = cached_index(&dir, |dir| {
+        build_into(dir, set.documents.clone(), models, &name, build, &cached_vectors(&root, &corpus_key))
+    })?;
+    Ok(index)
 }
 
 /// The encoded vectors saved beside the cached indexes in `root` whose directory names
@@ -56,15 +56,14 @@ fn cached_vectors(root: &FsPath, prefix: &str) -> Previous {
     previous
 }
 
-/// The index cached in `dir` when one loads from there; else the one `build` makes, saved
-/// in `dir` for the next run. Tells whether the cached one was reused.
-pub fn cached_index(dir: &FsPath, build: impl FnOnce() -> Result<Index>) -> Result<(Index, bool)> {
+/// The index cached in `dir` when one loads from there; else the one `build` makes and
+/// saves in `dir` (with whatever else it keeps there) for the next run. Tells whether the
+/// cached one was reused.
+pub fn cached_index(dir: &FsPath, build: impl FnOnce(&FsPath) -> Result<Index>) -> Result<(Index, bool)> {
     if let Ok(index) = Index::load(&LocalDir::new(dir)) {
         return Ok((index, true));
     }
-    let index = build()?;
-    index.save(&LocalDir::new(dir))?;
-    Ok((index, false))
+    Ok((build(dir)?, false))
 }
 
 /// The manifest of the index in `dir` and, in memory, the manifest and every file it
