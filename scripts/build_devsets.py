@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Builds two financial retrieval sets (BEIR layout) from `../shared/data`, for choosing
+"""Builds three financial retrieval sets (BEIR layout) from `../shared/data`, for choosing
 the fusion default on more than SciFact and TAT-QA. Deterministic: the same data gives the
 same files. Each set has a `dev` split (for tuning) and a `test` split (reported only).
 
@@ -20,6 +20,16 @@ fin-calls: questions about a figure management gave, over earnings-call transcri
   sentence of a call that states a known metric (revenue, EBITDA, EPS, ...) with a figure
   ("$18.7 million", "15%"). Relevant: every passage of that call holding a sentence with
   the same metric and the same figure.
+
+fin-ratios: questions over fin-filings' passages (the same corpus and index, as its splits
+  `ratios-dev` and `ratios-test`) whose answer an analyst computes from two or three of a
+  filing's reported figures, in the long, definition-laden wording of FinanceBench ("What
+  is the FY2024 fixed asset turnover ratio for Home Depot, Inc.? Fixed asset turnover
+  ratio is defined as: total revenue divided by property, plant and equipment, net. Round
+  your answer to two decimal places. Base your judgments on the information provided
+  primarily in the income statement and the balance sheet."). Relevant: every passage of
+  that filing printing one of the figures, each found as for fin-filings (one to four
+  passages). At most six questions per filing, one per measure.
 
 Questions are phrased by several templates, from a bare question to the long
 instruction-laden wording analysts use with assistants ("You are an equity analyst. Using
@@ -139,7 +149,8 @@ def nice_company(name):
     return name
 
 
-def fin_filings(data, rng):
+def load_filings(data):
+    """The passages of `sec_filings_sections` grouped by filing, and each filing's record."""
     passages = [json.loads(l) for l in open(os.path.join(data, "sec_filings_sections", "corpus.jsonl"))]
     by_filing = defaultdict(list)
     for p in passages:
@@ -147,8 +158,15 @@ def fin_filings(data, rng):
         by_filing[(m["ticker"], m["form"], str(m["fiscal_year"]), m["fiscal_period"])].append(p)
     filings = {(f["ticker"], f["form"], str(f["fiscal_year"]), f["fiscal_period"]): f
                for f in json.load(open(os.path.join(data, "sec_filings_sections", "filings.json")))}
-    seen = set()
-    candidates = []
+    return passages, by_filing, filings
+
+
+def filing_facts(data, by_filing, filings):
+    """The consolidated facts of a well-known concept (`CONCEPTS`) that a filing reports for
+    its own period (or, in a 10-K, its prior fiscal year), in file order, each as
+    `(filing key, concept, figure as printed, scale, period end, the ways to say the
+    period)`. A balance-sheet fact is the filing's period end; a flow is a 10-K's fiscal
+    year or a 10-Q's quarter."""
     with gzip.open(os.path.join(data, "xbrl_facts", "facts_ixbrl_10k10q_2024_2025.jsonl.gz"), "rt") as f:
         for line in f:
             fact = json.loads(line)
@@ -168,7 +186,7 @@ def fin_filings(data, rng):
             if fact["instant"]:
                 if end != period_end:
                     continue
-                period = f"as of {end.strftime('%B')} {end.day}, {end.year}"
+                periods = [f"as of {end.strftime('%B')} {end.day}, {end.year}"]
             else:
                 start = parse_date(fact["start"])
                 days = (end - start).days
@@ -176,21 +194,30 @@ def fin_filings(data, rng):
                     fy = int(fact["fiscal_year"]) - (0 if end == period_end else 1)
                     if end != period_end and abs((period_end - end).days - 365) > 10:
                         continue
-                    period = rng.choice([f"in fiscal {fy}", f"in FY{fy}", f"for fiscal year {fy}"])
+                    periods = [f"in fiscal {fy}", f"in FY{fy}", f"for fiscal year {fy}"]
                 elif fact["form"] == "10-Q" and 80 <= days <= 100 and end == period_end:
-                    period = f"for the quarter ended {end.strftime('%B')} {end.day}, {end.year}"
+                    periods = [f"for the quarter ended {end.strftime('%B')} {end.day}, {end.year}"]
                 else:
                     continue
-            dedup = (key, concept, period.split()[-1], text)
-            if dedup in seen:
-                continue
-            seen.add(dedup)
-            pattern = number_pattern(text)
-            relevant = [p["_id"] for p in by_filing[key] if pattern.search(p["text"])]
-            if not 1 <= len(relevant) <= 4:
-                continue
-            label, statement = CONCEPTS[concept]
-            candidates.append((key, concept, label, statement, period, scale, relevant))
+            yield key, concept, text, scale, end, periods
+
+
+def fin_filings(data, rng):
+    passages, by_filing, filings = load_filings(data)
+    seen = set()
+    candidates = []
+    for key, concept, text, scale, end, periods in filing_facts(data, by_filing, filings):
+        period = rng.choice(periods) if len(periods) > 1 else periods[0]
+        dedup = (key, concept, period.split()[-1], text)
+        if dedup in seen:
+            continue
+        seen.add(dedup)
+        pattern = number_pattern(text)
+        relevant = [p["_id"] for p in by_filing[key] if pattern.search(p["text"])]
+        if not 1 <= len(relevant) <= 4:
+            continue
+        label, statement = CONCEPTS[concept]
+        candidates.append((key, concept, label, statement, period, scale, relevant))
     rng.shuffle(candidates)
     # At most two questions per filing and concept, so no single table dominates.
     per = defaultdict(int)
@@ -215,6 +242,118 @@ def fin_filings(data, rng):
         for p in passages
     ]
     return corpus, queries, qrels
+
+
+REVENUE = ["Revenues", "RevenueFromContractWithCustomerExcludingAssessedTax"]
+COST_OF_SALES = ["CostOfRevenue", "CostOfGoodsAndServicesSold"]
+
+# Measures an analyst computes from two or three reported figures, in FinanceBench's manner:
+# (name, components as lists of alternative concepts, definition, statements, answer unit).
+RATIOS = [
+    ("gross margin", [["GrossProfit"], REVENUE], "gross profit divided by total revenue", "income statement", "%"),
+    ("operating margin", [["OperatingIncomeLoss"], REVENUE], "operating income divided by total revenue",
+     "income statement", "%"),
+    ("net profit margin", [["NetIncomeLoss"], REVENUE], "net income divided by total revenue", "income statement", "%"),
+    ("R&D intensity", [["ResearchAndDevelopmentExpense"], REVENUE],
+     "research and development expense divided by total revenue", "income statement", "%"),
+    ("SG&A to revenue ratio", [["SellingGeneralAndAdministrativeExpense"], REVENUE],
+     "selling, general and administrative expense divided by total revenue", "income statement", "%"),
+    ("capital expenditure to revenue ratio", [["PaymentsToAcquirePropertyPlantAndEquipment"], REVENUE],
+     "capital expenditure (purchases of property, plant and equipment) divided by total revenue",
+     "cash flow statement and the income statement", "%"),
+    ("free cash flow", [["NetCashProvidedByUsedInOperatingActivities"], ["PaymentsToAcquirePropertyPlantAndEquipment"]],
+     "cash from operations minus capital expenditure", "cash flow statement", "$"),
+    ("current ratio", [["AssetsCurrent"], ["LiabilitiesCurrent"]],
+     "total current assets divided by total current liabilities", "balance sheet", "x"),
+    ("quick ratio", [["AssetsCurrent"], ["InventoryNet"], ["LiabilitiesCurrent"]],
+     "(total current assets minus inventories) divided by total current liabilities", "balance sheet", "x"),
+    ("dividend payout ratio", [["PaymentsOfDividends"], ["NetIncomeLoss"]],
+     "cash dividends paid divided by net income", "cash flow statement and the income statement", "%"),
+    ("return on assets", [["NetIncomeLoss"], ["Assets"]], "net income divided by total assets",
+     "income statement and the balance sheet", "%"),
+    ("fixed asset turnover ratio", [REVENUE, ["PropertyPlantAndEquipmentNet"]],
+     "total revenue divided by property, plant and equipment, net", "income statement and the balance sheet", "x"),
+    ("cash conversion ratio", [["NetCashProvidedByUsedInOperatingActivities"], ["NetIncomeLoss"]],
+     "cash from operations divided by net income", "cash flow statement and the income statement", "x"),
+    ("inventory turnover ratio", [COST_OF_SALES, ["InventoryNet"]], "cost of sales divided by inventories",
+     "income statement and the balance sheet", "x"),
+    ("cash returned to shareholders", [["PaymentsForRepurchaseOfCommonStock"], ["PaymentsOfDividends"]],
+     "share repurchases plus dividends paid", "cash flow statement", "$"),
+]
+
+RATIO_TEMPLATES = [
+    "{what}? {Ratio} is defined as: {definition}. {round} Base your judgments on the information provided "
+    "primarily in the {statements}.",
+    "You are an equity analyst. Using the {statements}, calculate {company}'s {ratio} {period}, where {ratio} "
+    "is {definition}. {round}",
+    "{company} {ratio} {period}",
+    "Acting as a credit analyst reviewing {company}'s {form}, compute the {ratio} {period} ({definition}) and "
+    "state the reported figures you used.",
+    "Please answer using only the company's SEC filings. What was {company}'s {ratio} {period}? Use {definition}.",
+]
+ROUNDING = {
+    "%": "Answer as a percentage rounded to one decimal place.",
+    "x": "Round your answer to two decimal places.",
+    "$": "Answer in USD {scale}.",
+}
+
+
+def fin_ratios(data, rng):
+    """Questions over fin-filings' passages whose answer is computed from two or three of a
+    filing's reported figures ("What is Apple Inc.'s FY2024 operating margin? Operating
+    margin is defined as: ..."): the long, definition-laden style of question that dilutes
+    the lexical paths. Relevant: every passage of that filing that prints one of the
+    figures, each figure found in one to four of the filing's passages (as in fin-filings).
+    All figures of a question share the period end; the question says the flow's period
+    where there is one."""
+    _, by_filing, filings = load_filings(data)
+    facts = {}  # (filing, concept, end) -> (figure, scale, periods, passages); None: ambiguous
+    for key, concept, text, scale, end, periods in filing_facts(data, by_filing, filings):
+        k = (key, concept, end)
+        if k in facts:
+            if facts[k] is not None and facts[k][0] != text:
+                facts[k] = None
+            continue
+        pattern = number_pattern(text)
+        relevant = [p["_id"] for p in by_filing[key] if pattern.search(p["text"])]
+        facts[k] = (text, scale, periods, relevant) if 1 <= len(relevant) <= 4 else None
+    ends = sorted({(key, end) for key, _, end in facts})
+    candidates = []
+    for key, end in ends:
+        for name, components, definition, statements, unit in RATIOS:
+            found = []
+            for alternatives in components:
+                f = next((facts[(key, c, end)] for c in alternatives if facts.get((key, c, end))), None)
+                if f is None:
+                    break
+                found.append(f)
+            if len(found) != len(components):
+                continue
+            flows = [f[2] for f in found if len(f[2]) > 1 or not f[2][0].startswith("as of")]
+            periods = flows[0] if flows else found[0][2]
+            relevant = sorted({p for f in found for p in f[3]})
+            candidates.append((key, name, definition, statements, unit, found[0][1], periods, relevant))
+    rng.shuffle(candidates)
+    per = defaultdict(int)
+    queries, qrels = [], []
+    for key, name, definition, statements, unit, scale, periods, relevant in candidates:
+        if per[(key, name)] >= 1 or per[key] >= 6:
+            continue
+        per[(key, name)] += 1
+        per[key] += 1
+        period = rng.choice(periods)
+        company = nice_company(filings[key]["company"])
+        fy = next((p[3:] for p in periods if p.startswith("in FY")), None)
+        # FinanceBench's own order where the period is a fiscal year: "What is the FY2019 ... for 3M".
+        what = f"What is the {fy} {name} for {company}" if fy else f"What is {company}'s {name} {period}"
+        q = rng.choice(RATIO_TEMPLATES).format(
+            company=company, ratio=name, Ratio=name[0].upper() + name[1:], what=what, definition=definition,
+            statements=statements, period=period, round=ROUNDING[unit].format(scale=scale), form=key[1],
+        )
+        qid = "fr" + hashlib.sha1(q.encode()).hexdigest()[:10]
+        queries.append({"_id": qid, "text": q})
+        qrels.extend((qid, r) for r in relevant)
+    return queries, qrels
 
 
 def fin_calls(data, rng, calls_wanted=600, window=8):
@@ -270,18 +409,26 @@ def write(out, name, corpus, queries, qrels, rng):
         for doc in corpus:
             f.write(json.dumps(doc) + "\n")
     with open(os.path.join(d, "queries.jsonl"), "w") as f:
+        pass
+    add_questions(d, "", queries, qrels, rng)
+    print(f"{name}: {len(corpus)} passages, {len(queries)} questions ({len(queries) // 2} dev), {len(qrels)} qrels -> {d}")
+
+
+def add_questions(d, prefix, queries, qrels, rng):
+    """Appends `queries` to the set in `d` and writes their qrels, split in halves with
+    `rng`, as `qrels/{prefix}dev.tsv` and `qrels/{prefix}test.tsv`."""
+    with open(os.path.join(d, "queries.jsonl"), "a") as f:
         for q in queries:
             f.write(json.dumps(q) + "\n")
     ids = [q["_id"] for q in queries]
     rng.shuffle(ids)
     dev = set(ids[: len(ids) // 2])
     for split in ("dev", "test"):
-        with open(os.path.join(d, "qrels", f"{split}.tsv"), "w") as f:
+        with open(os.path.join(d, "qrels", f"{prefix}{split}.tsv"), "w") as f:
             f.write("query-id\tcorpus-id\tscore\n")
             for qid, pid in qrels:
                 if (qid in dev) == (split == "dev"):
                     f.write(f"{qid}\t{pid}\t1\n")
-    print(f"{name}: {len(corpus)} passages, {len(queries)} questions ({len(dev)} dev), {len(qrels)} qrels -> {d}")
 
 
 def main():
@@ -292,6 +439,12 @@ def main():
     ap.add_argument("--out", default=os.path.join(cache, "devsets"))
     a = ap.parse_args()
     write(a.out, "fin-filings", *fin_filings(a.data, random.Random(17)), random.Random(18))
+    # fin-ratios: other questions over the same passages (one corpus, one index), as the
+    # splits ratios-dev and ratios-test of fin-filings.
+    ratios, ratio_qrels = fin_ratios(a.data, random.Random(21))
+    add_questions(os.path.join(a.out, "fin-filings"), "ratios-", ratios, ratio_qrels, random.Random(22))
+    print(f"fin-ratios: {len(ratios)} questions ({len(ratios) // 2} dev), {len(ratio_qrels)} qrels"
+          " -> fin-filings, splits ratios-dev and ratios-test")
     write(a.out, "fin-calls", *fin_calls(a.data, random.Random(19)), random.Random(20))
 
 
