@@ -492,8 +492,10 @@ pub enum FusionChoice {
     Ranks,
     /// The default before the identifier term: z-scores of documents with agreement weights (β = 3), without the identifier term on the dense weight or dense feedback
     Agreement,
-    /// The last release's default: the default without dense feedback
+    /// The default before dense feedback: the default without dense feedback, every query fused by scores
     Identifiers,
+    /// The last release's default: the default with every query fused by scores, long ones too
+    Feedback,
 }
 
 impl FusionChoice {
@@ -506,6 +508,7 @@ impl FusionChoice {
             FusionChoice::Ranks => FusionConfig::rank_default(),
             FusionChoice::Agreement => FusionConfig::agreement_default(),
             FusionChoice::Identifiers => FusionConfig::identifier_default(),
+            FusionChoice::Feedback => FusionConfig::feedback_default(),
         }
     }
 }

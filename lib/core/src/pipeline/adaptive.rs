@@ -34,6 +34,13 @@
 //! w_i = base_i · exp(α · (c_i − mean_j c_j) + β · (a_i − mean_j a_j)) · exp(−δ · ids(q))^[i = dense]
 //! ```
 //!
+//! - **The query's length** (its wording again): `len(q)`, the number of its words. A long
+//!   question ("What is the FY2024 fixed asset turnover ratio for Home Depot, Inc.? Fixed
+//!   asset turnover ratio is defined as: … Round your answer to two decimal places.") gives
+//!   the lexical paths many terms to match besides its subject, so a passage can stand far
+//!   above the rest of a path's list for words that are not what is asked. The fusion then
+//!   reads the paths' ranks instead of their scores ([`FusionConfig`](super::FusionConfig)).
+//!
 //! `α = β = δ = 0` gives the base weights. A path with fewer than two hits has confidence
 //! 0; one with none has agreement 0.
 
@@ -91,20 +98,34 @@ pub fn adaptive_weights(base: &[f32], confidences: &[f32], alpha: f32, agreement
 /// lowercase letter ("MRCY", "USD", "EBITDA"). 0 for a query without words.
 pub fn identifier_share(query: &str) -> f32 {
     let (mut words, mut identifiers) = (0usize, 0usize);
-    let mut rest = query;
-    while let Some(start) = rest.find(|c: char| c.is_ascii_alphanumeric()) {
-        let word = &rest[start..];
-        let len =
-            word.find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '\''))).unwrap_or(word.len());
-        let word = &word[..len];
+    for word in words_of(query) {
         words += 1;
         let capitals = word.len() >= 2 && !word.bytes().any(|b| b.is_ascii_lowercase());
         if capitals || word.bytes().any(|b| b.is_ascii_digit()) {
             identifiers += 1;
         }
-        rest = &rest[start + len..];
     }
     identifiers as f32 / words.max(1) as f32
+}
+
+/// The number of `query`'s words, `len(q)` in the module documentation (words as
+/// [`identifier_share`] reads them).
+pub fn word_count(query: &str) -> usize {
+    words_of(query).count()
+}
+
+/// The words of `query`: runs that start with an ASCII letter or digit and go on with
+/// letters, digits, `.`, `-` and `'`.
+fn words_of(query: &str) -> impl Iterator<Item = &str> {
+    let mut rest = query;
+    std::iter::from_fn(move || {
+        let start = rest.find(|c: char| c.is_ascii_alphanumeric())?;
+        let word = &rest[start..];
+        let len =
+            word.find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '\''))).unwrap_or(word.len());
+        rest = &word[len..];
+        Some(&word[..len])
+    })
 }
 
 /// The factor on the dense path's weight for a query whose identifier share is `share`:

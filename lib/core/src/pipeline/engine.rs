@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use super::adaptive::{adaptive_weights, agreement, confidence, identifier_damping, identifier_share};
+use super::adaptive::{adaptive_weights, agreement, confidence, identifier_damping, identifier_share, word_count};
 use super::cancel::CancelFlag;
 use super::feedback::{feedback_query, feedback_weight};
 use super::fusion::{groups_in_order, rrf_fuse, rrf_fuse_grouped, zscore_fuse_grouped, Fused, DEFAULT_RRF_K};
@@ -41,6 +41,7 @@ pub enum FusionMethod {
 /// scores:  score(c) = Σ_i w_i · z_i(u(c)),   z_i(u) = (s_i(u) − μ_i) / σ_i
 ///          (u missing from path i: the lowest z_i of its list)
 /// ranks:   score(c) = Σ_i w_i / (k + urank_i(u(c)))  +  λ · Σ_i w_i / (k + rank_i(c))
+/// method(q) = ranks when len(q) > L (`long_query_words`, 0: never), else `method`
 /// ```
 ///
 /// `a_i` is the share of path `i`'s top units that another path also has among its top
@@ -48,8 +49,9 @@ pub enum FusionMethod {
 /// query's words that are identifiers (tickers, dates, codes; [`identifier_share`]),
 /// `s_i(u)` the path's score of unit `u` (cosine, BM25, SPLADE dot product), `μ_i` and
 /// `σ_i` their mean and standard deviation over the path's list, and `urank_i` a unit's
-/// 1-based rank in path `i`. A chunk scores as its document; the chunks of one document
-/// keep the order of their own ranks.
+/// 1-based rank in path `i`, `len(q)` the number of the query's words ([`word_count`]). A
+/// chunk scores as its document; the chunks of one document keep the order of their own
+/// ranks.
 ///
 /// With dense feedback (`feedback` = `c` > 0), the dense path's query then moves towards
 /// the vectors of the fused top `m` documents' best chunks, by `γ(q) = min(1, c · ids(q))`;
@@ -91,6 +93,10 @@ pub struct FusionConfig {
     /// configuration written before it: [`DEFAULT_FEEDBACK_DOCUMENTS`].
     #[serde(default = "default_feedback_documents")]
     pub feedback_documents: usize,
+    /// A query of more words than this, `L`, is fused by ranks (RRF with `k`) whatever
+    /// `method` says (0: never). Absent from a configuration written before it: 0.
+    #[serde(default)]
+    pub long_query_words: usize,
 }
 
 /// Default strength of dense feedback, `c`: a question whose words are a sixth identifiers
@@ -123,6 +129,18 @@ pub const DEFAULT_AGREEMENT: f32 = 2.0;
 /// [`DEFAULT_AGREEMENT`].
 pub const DEFAULT_IDENTIFIERS: f32 = 2.0;
 
+/// Default length, in words, above which a query is fused by ranks instead of scores, `L`:
+/// a long question's lexical lists can put a passage far above the rest for words that
+/// are not its subject (definitions, answer instructions), and a path's rank caps what one
+/// list can give a passage. "What is the FY2024 fixed asset turnover ratio for Home Depot,
+/// Inc.? Fixed asset turnover ratio is defined as: total revenue divided by property,
+/// plant and equipment, net. Round your answer to two decimal places." (33 words) is
+/// fused by ranks with `k` = 60; "You are an equity analyst. Using the cash flow statement,
+/// what was Acme's capital expenditure in FY2019, in USD millions?" (20) by scores.
+/// Chosen by the worst dev set with leave-one-set-out over the five dev sets, fin-ratios
+/// among them (`scripts/study_length.py`; README, "How the default fusion was chosen").
+pub const DEFAULT_LONG_QUERY_WORDS: usize = 22;
+
 /// Candidates each path gives the fusion by default. Below HNSW's beam
 /// ([`EF_SEARCH`](crate::index::EF_SEARCH) = 256), so the dense path stays on the graph.
 /// The z-scores of the default fusion need a path's list to be long enough for its mean and
@@ -132,9 +150,9 @@ pub const DEFAULT_IDENTIFIERS: f32 = 2.0;
 pub const DEFAULT_PER_PATH_K: usize = 200;
 
 impl Default for FusionConfig {
-    /// z-scores of documents at their best chunk, equal base weights, `α` = 0, `β` = 2
-    /// over the top 10 documents, `δ` = 2, dense feedback with `c` = 6 from the top 2
-    /// documents.
+    /// z-scores of documents at their best chunk (ranks with `k` = 60 for a query of more
+    /// than 22 words), equal base weights, `α` = 0, `β` = 2 over the top 10 documents,
+    /// `δ` = 2, dense feedback with `c` = 6 from the top 2 documents.
     fn default() -> Self {
         FusionConfig {
             method: FusionMethod::Scores,
@@ -149,6 +167,7 @@ impl Default for FusionConfig {
             chunk_share: 0.0,
             feedback: DEFAULT_FEEDBACK,
             feedback_documents: DEFAULT_FEEDBACK_DOCUMENTS,
+            long_query_words: DEFAULT_LONG_QUERY_WORDS,
         }
     }
 }
@@ -169,6 +188,7 @@ impl FusionConfig {
             chunk_share: 1.0,
             feedback: 0.0,
             feedback_documents: DEFAULT_FEEDBACK_DOCUMENTS,
+            long_query_words: 0,
         }
     }
 
@@ -195,9 +215,32 @@ impl FusionConfig {
     }
 
     /// The default of the release before dense feedback, kept for comparisons (`sextant
-    /// eval --fusion identifiers`): the default's fusion, without feedback.
+    /// eval --fusion identifiers`): [`feedback_default`](Self::feedback_default) without
+    /// feedback.
     pub fn identifier_default() -> Self {
-        FusionConfig { feedback: 0.0, ..Self::default() }
+        FusionConfig { feedback: 0.0, ..Self::feedback_default() }
+    }
+
+    /// The default of the release before long queries were fused by ranks, kept for
+    /// comparisons (`sextant eval --fusion feedback`): the default, every query fused by
+    /// scores.
+    pub fn feedback_default() -> Self {
+        FusionConfig { long_query_words: 0, ..Self::default() }
+    }
+
+    /// Whether `query` is long: more than `long_query_words` words (never when that is 0).
+    pub fn is_long(&self, query: &str) -> bool {
+        self.long_query_words > 0 && word_count(query) > self.long_query_words
+    }
+
+    /// The method that fuses `query`: ranks for a long query ([`is_long`](Self::is_long)),
+    /// else `method`.
+    pub fn method_for(&self, query: &str) -> FusionMethod {
+        if self.is_long(query) {
+            FusionMethod::Ranks
+        } else {
+            self.method
+        }
     }
 
     /// The weight of a path.
@@ -659,7 +702,7 @@ impl Engine {
         let units: Vec<Vec<(u32, f32)>> = lists.iter().map(|l| groups_in_order(l, unit)).collect();
         let weights = Self::fusion_weights(fusion, query, paths, &units);
         let (w, k) = (Some(weights.as_slice()), fusion.k);
-        match (fusion.method, by_document) {
+        match (fusion.method_for(query), by_document) {
             (FusionMethod::Scores, _) => zscore_fuse_grouped(&ids, &units, unit, w, usize::MAX),
             (FusionMethod::Ranks, true) => rrf_fuse_grouped(&ids, &units, unit, w, k, fusion.chunk_share, usize::MAX),
             (FusionMethod::Ranks, false) => rrf_fuse(&ids, w, k, usize::MAX),

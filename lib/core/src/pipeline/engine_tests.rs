@@ -316,6 +316,31 @@ fn a_query_of_tickers_and_dates_trusts_the_dense_path_less() {
     assert_eq!(first(&without, "MRCY Q3 2016 EBITDA"), x, "δ = 0: the wording changes nothing");
 }
 
+#[test]
+fn a_long_question_is_fused_by_ranks_so_one_lists_outlier_does_not_decide() {
+    // Dense and SPLADE put X first and Y second, close together; BM25 puts Y first, far
+    // above everything else (the outlier a long question's incidental words can make).
+    // By scores Y wins on BM25's z-score; by ranks X wins on two lists' first place.
+    let e = engine();
+    let firsts: Vec<u32> = (0..4).map(|d| e.index().chunks.iter().position(|c| c.doc == d).unwrap() as u32).collect();
+    let [x, y, z, w] = [firsts[0], firsts[1], firsts[2], firsts[3]];
+    let close = vec![(x, 0.80), (y, 0.79), (z, 0.2), (w, 0.1)];
+    let outlier = vec![(y, 30.0), (x, 1.0), (z, 0.9), (w, 0.8)];
+    let lists = [close.clone(), outlier, close];
+    let first = |fusion: &FusionConfig, query: &str| e.fuse(fusion, query, &Path::ALL, &lists).unwrap()[0].item;
+    let short = "what was the company's fixed asset turnover ratio last year";
+    let long = "What is the fixed asset turnover ratio for the company in its last fiscal year? Fixed asset \
+                turnover ratio is defined as: total revenue divided by property, plant and equipment, net. \
+                Round your answer to two decimal places.";
+    assert!(word_count(short) <= DEFAULT_LONG_QUERY_WORDS && word_count(long) > DEFAULT_LONG_QUERY_WORDS);
+    let default = FusionConfig::default();
+    assert_eq!(first(&default, short), y, "a short question: fused by scores, BM25's outlier wins");
+    assert_eq!(first(&default, long), x, "a long question: fused by ranks, two lists' first place wins");
+    assert_eq!(first(&FusionConfig::feedback_default(), long), y, "the last release fused it by scores");
+    assert_eq!(default.method_for(long), FusionMethod::Ranks);
+    assert_eq!(default.method_for(short), FusionMethod::Scores);
+}
+
 /// The dense path's rank and score of each hit, by chunk.
 fn dense_scores(out: &SearchOutcome) -> Vec<(u32, Option<PathRank>)> {
     out.hits.iter().map(|h| (h.chunk, h.diagnostics.paths.get(&Path::Dense).copied())).collect()
