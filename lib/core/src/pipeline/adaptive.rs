@@ -199,6 +199,10 @@ mod tests {
         assert_eq!(identifier_share("I am A"), 0.0, "a single capital letter is a word");
         assert_eq!(identifier_share(""), 0.0);
         assert_eq!(identifier_share("¿—?"), 0.0);
+        // The same words are what the length switch counts.
+        assert_eq!(word_count(q), 20);
+        assert_eq!(word_count("Acme's U.S. 10-K, FY2019 — capex?"), 5);
+        assert_eq!(word_count("¿—?"), 0);
         assert_eq!(identifier_share("Müller 2024"), 1.0 / 3.0, "non-ASCII letters split words: M, ller, 2024");
     }
 

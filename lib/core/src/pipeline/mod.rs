@@ -12,11 +12,12 @@ mod paths;
 mod rerank;
 mod shared_models;
 
-pub use adaptive::{adaptive_weights, agreement, confidence, identifier_damping, identifier_share};
+pub use adaptive::{adaptive_weights, agreement, confidence, identifier_damping, identifier_share, word_count};
 pub use cancel::{CancelFlag, CancelOnDrop};
 pub use engine::{
     open_engine, Diagnostics, Engine, FusionConfig, FusionMethod, Hit, LoadedModels, PathRank, Recency, RerankStatus,
-    SearchOutcome, SearchRequest, StageTimings, DEFAULT_FEEDBACK, DEFAULT_FEEDBACK_DOCUMENTS, DEFAULT_PER_PATH_K,
+    SearchOutcome, SearchRequest, StageTimings, DEFAULT_FEEDBACK, DEFAULT_FEEDBACK_DOCUMENTS, DEFAULT_LONG_QUERY_WORDS,
+    DEFAULT_PER_PATH_K,
 };
 pub use feedback::{feedback_query, feedback_weight};
 pub use fusion::{
