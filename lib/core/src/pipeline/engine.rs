@@ -134,7 +134,7 @@ pub const DEFAULT_IDENTIFIERS: f32 = 2.0;
 /// are not its subject (definitions, answer instructions), and a path's rank caps what one
 /// list can give a passage. "What is the FY2024 fixed asset turnover ratio for Home Depot,
 /// Inc.? Fixed asset turnover ratio is defined as: total revenue divided by property,
-/// plant and equipment, net. Round your answer to two decimal places." (33 words) is
+/// plant and equipment, net. Round your answer to two decimal places." (35 words) is
 /// fused by ranks with `k` = 60; "You are an equity analyst. Using the cash flow statement,
 /// what was Acme's capital expenditure in FY2019, in USD millions?" (20) by scores.
 /// Chosen by the worst dev set with leave-one-set-out over the five dev sets, fin-ratios
