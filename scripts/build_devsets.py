@@ -202,6 +202,15 @@ def filing_facts(data, by_filing, filings):
             yield key, concept, text, scale, end, periods
 
 
+def passages_printing(passages, text):
+    """The ids of the `passages` (one filing's) that print the figure `text`, or None when
+    it is in none of them (not answerable) or in more than four (not a judgement worth
+    defending)."""
+    pattern = number_pattern(text)
+    relevant = [p["_id"] for p in passages if pattern.search(p["text"])]
+    return relevant if 1 <= len(relevant) <= 4 else None
+
+
 def fin_filings(data, rng):
     passages, by_filing, filings = load_filings(data)
     seen = set()
@@ -212,9 +221,8 @@ def fin_filings(data, rng):
         if dedup in seen:
             continue
         seen.add(dedup)
-        pattern = number_pattern(text)
-        relevant = [p["_id"] for p in by_filing[key] if pattern.search(p["text"])]
-        if not 1 <= len(relevant) <= 4:
+        relevant = passages_printing(by_filing[key], text)
+        if relevant is None:
             continue
         label, statement = CONCEPTS[concept]
         candidates.append((key, concept, label, statement, period, scale, relevant))
@@ -314,9 +322,8 @@ def fin_ratios(data, rng):
             if facts[k] is not None and facts[k][0] != text:
                 facts[k] = None
             continue
-        pattern = number_pattern(text)
-        relevant = [p["_id"] for p in by_filing[key] if pattern.search(p["text"])]
-        facts[k] = (text, scale, periods, relevant) if 1 <= len(relevant) <= 4 else None
+        relevant = passages_printing(by_filing[key], text)
+        facts[k] = None if relevant is None else (text, scale, periods, relevant)
     ends = sorted({(key, end) for key, _, end in facts})
     candidates = []
     for key, end in ends:

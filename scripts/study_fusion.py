@@ -89,8 +89,13 @@ def agreement(lists, i, n=10):
     return sum(1 for d in top if d in others) / len(top)
 
 
+def words_of(query):
+    """The question's words, as the engine splits them (`pipeline::adaptive`)."""
+    return re.findall(r"[A-Za-z0-9][A-Za-z0-9.\-']*", query)
+
+
 def identifier_share(query):
-    words = re.findall(r"[A-Za-z0-9][A-Za-z0-9.\-']*", query)
+    words = words_of(query)
     ids = [w for w in words if any(c.isdigit() for c in w) or (len(w) >= 2 and w.isupper())]
     return len(ids) / max(1, len(words))
 
@@ -256,8 +261,10 @@ class Fusion:
 
 def zscore_fuse(lists, w):
     """Units best first by Σ_i w_i · z_i(u) over lists of (unit, score), a unit a list lacks
-    at that list's lowest z (lib/core/src/pipeline/fusion.rs, zscore_fuse_grouped)."""
-    units = set(u for l in lists for u, _ in l)
+    at that list's lowest z (lib/core/src/pipeline/fusion.rs, zscore_fuse_grouped). Ties
+    keep the order in which the lists first hold the units (a set's order would change with
+    Python's string hashing from run to run)."""
+    units = list(dict.fromkeys(u for l in lists for u, _ in l))
     score = dict.fromkeys(units, 0.0)
     for wi, l in zip(w, lists):
         if not l:

@@ -17,20 +17,14 @@ Leave-one-set-out then asks whether the choice carries to a set it did not see.
 
 Needs numpy (see scripts/study_fusion.py). Only dev and training splits go in here.
 """
-import re
 import sys
 
 import numpy as np
 
-from study_fusion import PATHS, Fusion, load, ndcg10
+from study_fusion import Fusion, load, ndcg10, words_of
 
 KS = (20, 40, 60, 100)
 LENGTHS = (14, 16, 18, 20, 22, 24, 26, 28, 30, None)  # None: never by ranks
-
-
-def words(query):
-    """The question's words, as the engine counts them (`pipeline::adaptive::word_count`)."""
-    return len(re.findall(r"[A-Za-z0-9][A-Za-z0-9.\-']*", query))
 
 
 def main():
@@ -45,7 +39,7 @@ def main():
     per = {}
     for n, (runs, qrels) in sets.items():
         per[n] = [
-            (words(r["query"]), ndcg10(by_scores(r), qrels[r["qid"]]),
+            (len(words_of(r["query"])), ndcg10(by_scores(r), qrels[r["qid"]]),
              {k: ndcg10(f(r), qrels[r["qid"]]) for k, f in by_ranks.items()})
             for r in runs
         ]
