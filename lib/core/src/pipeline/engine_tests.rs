@@ -297,14 +297,19 @@ fn rerank_status_names_are_the_serde_tags() {
     }
 }
 
+/// The first chunk of each of the engine's first four documents, for fusing hand-made lists
+/// in which each document comes through one chunk.
+fn first_chunks_of_four_documents(e: &Engine) -> [u32; 4] {
+    [0, 1, 2, 3].map(|d| e.index().chunks.iter().position(|c| c.doc == d).unwrap() as u32)
+}
+
 #[test]
 fn a_query_of_tickers_and_dates_trusts_the_dense_path_less() {
     // Four documents, each through its first chunk. Dense puts X far ahead; BM25 and
     // SPLADE put Y first and X second. All three lists hold the same documents, so
     // agreement is equal and only the query's wording moves the weights.
     let e = engine();
-    let firsts: Vec<u32> = (0..4).map(|d| e.index().chunks.iter().position(|c| c.doc == d).unwrap() as u32).collect();
-    let [x, y, z, w] = [firsts[0], firsts[1], firsts[2], firsts[3]];
+    let [x, y, z, w] = first_chunks_of_four_documents(e);
     let dense = vec![(x, 1.0), (y, 0.0), (z, 0.0), (w, 0.0)];
     let lexical = vec![(y, 1.0), (x, 0.7), (z, 0.0), (w, 0.0)];
     let lists = [dense, lexical.clone(), lexical];
@@ -322,8 +327,7 @@ fn a_long_question_is_fused_by_ranks_so_one_lists_outlier_does_not_decide() {
     // above everything else (the outlier a long question's incidental words can make).
     // By scores Y wins on BM25's z-score; by ranks X wins on two lists' first place.
     let e = engine();
-    let firsts: Vec<u32> = (0..4).map(|d| e.index().chunks.iter().position(|c| c.doc == d).unwrap() as u32).collect();
-    let [x, y, z, w] = [firsts[0], firsts[1], firsts[2], firsts[3]];
+    let [x, y, z, w] = first_chunks_of_four_documents(e);
     let close = vec![(x, 0.80), (y, 0.79), (z, 0.2), (w, 0.1)];
     let outlier = vec![(y, 30.0), (x, 1.0), (z, 0.9), (w, 0.8)];
     let lists = [close.clone(), outlier, close];
