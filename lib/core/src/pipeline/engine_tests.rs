@@ -345,6 +345,51 @@ fn a_long_question_is_fused_by_ranks_so_one_lists_outlier_does_not_decide() {
     assert_eq!(default.method_for(short), FusionMethod::Scores);
 }
 
+#[test]
+fn a_role_in_front_of_a_question_does_not_make_it_long() {
+    // The switch is for the words BM25 and SPLADE read, and they read no role.
+    let default = FusionConfig::default();
+    let role = "As a buy-side analyst preparing a note, summarise what INCY management said about revenue on \
+                the August 4, 2015 call, with the figure.";
+    assert_eq!(word_count(role), 23);
+    assert!(!default.is_long(role), "16 words besides the role clause");
+    assert_eq!(default.method_for(role), FusionMethod::Scores);
+    let measure = "You are an equity analyst. Using the cash flow statement, calculate Visa Inc.'s cash returned \
+                   to shareholders in fiscal 2024, where cash returned to shareholders is share repurchases plus \
+                   dividends paid. Answer in USD millions.";
+    assert!(default.is_long(measure), "30 words besides the role sentence");
+    assert!(!FusionConfig { long_query_words: 0, ..default }.is_long(measure), "0: never long");
+}
+
+#[test]
+fn a_long_questions_dense_weight_is_shared_by_its_own_list_and_the_feedback_list() {
+    // A long question's second fusion reads four lists: the feedback list (dense's place),
+    // BM25, SPLADE and the dense path's own list, the two dense ones sharing dense's weight
+    // as γ and 1 − γ. The own list puts X first, the feedback list Y; the lexical lists
+    // hold both, in opposite orders. With little feedback weight dense's own first place
+    // decides; with much, the feedback's.
+    let e = engine();
+    let [x, y, z, w] = first_chunks_of_four_documents(e);
+    let own = vec![(x, 0.9), (z, 0.8), (w, 0.7), (y, 0.6)];
+    let feedback = vec![(y, 0.9), (z, 0.8), (w, 0.7), (x, 0.6)];
+    let bm25 = vec![(z, 9.0), (x, 8.0), (y, 7.9), (w, 1.0)];
+    let splade = vec![(z, 9.0), (y, 8.0), (x, 7.9), (w, 1.0)];
+    let lists = [feedback, bm25, splade, own];
+    let paths = [Path::Dense, Path::Bm25, Path::Splade, Path::Dense];
+    let long = "What is the fixed asset turnover ratio for the company in its last fiscal year? Fixed asset \
+                turnover ratio is defined as: total revenue divided by property, plant and equipment, net. \
+                Round your answer to two decimal places.";
+    let default = FusionConfig::default();
+    assert!(default.dense_beside_feedback && default.is_long(long));
+    let first = |gamma: f32| {
+        let fused = e.fuse_shared(&default, long, &paths, &lists, &[gamma, 1.0, 1.0, 1.0 - gamma]).unwrap();
+        fused.into_iter().map(|f| f.item).find(|&c| c == x || c == y).unwrap()
+    };
+    assert_eq!(first(0.2), x, "γ = 0.2: dense's own list weighs four times the feedback's");
+    assert_eq!(first(0.8), y, "γ = 0.8: the feedback list decides");
+    assert!(!FusionConfig::feedback_default().dense_beside_feedback, "the last release fused the feedback list alone");
+}
+
 /// The dense path's rank and score of each hit, by chunk.
 fn dense_scores(out: &SearchOutcome) -> Vec<(u32, Option<PathRank>)> {
     out.hits.iter().map(|h| (h.chunk, h.diagnostics.paths.get(&Path::Dense).copied())).collect()
