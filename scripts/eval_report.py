@@ -27,7 +27,7 @@ METHODS = [
     ("plain RRF, dense + BM25", ["--fusion", "plain", "--paths", "dense,bm25"]),
     ("plain RRF, dense + SPLADE", ["--fusion", "plain", "--paths", "dense,splade"]),
     ("plain RRF, BM25 + SPLADE", ["--fusion", "plain", "--paths", "bm25,splade"]),
-    ("the last release: long questions by scores too (`--fusion feedback`)", ["--fusion", "feedback"]),
+    ("before the length switch: every question by scores (`--fusion feedback`)", ["--fusion", "feedback"]),
     ("no dense feedback (`--fusion identifiers`)", ["--fusion", "identifiers"]),
     ("agreement weights alone (`--fusion agreement`)", ["--fusion", "agreement"]),
     ("rank fusion (`--fusion ranks`)", ["--fusion", "ranks"]),

@@ -34,7 +34,9 @@
 //! w_i = base_i · exp(α · (c_i − mean_j c_j) + β · (a_i − mean_j a_j)) · exp(−δ · ids(q))^[i = dense]
 //! ```
 //!
-//! - **The query's length** (its wording again): `len(q)`, the number of its words. A long
+//! - **The query's length** (its wording again): `len(q)`, the number of its words besides
+//!   the role set in front of it ("You are an equity analyst.", which the lexical paths do
+//!   not read: [`lexical_query`](super::lexical_query)). A long
 //!   question ("What is the FY2024 fixed asset turnover ratio for Home Depot, Inc.? Fixed
 //!   asset turnover ratio is defined as: … Round your answer to two decimal places.") gives
 //!   the lexical paths many terms to match besides its subject, so a passage can stand far
