@@ -245,10 +245,21 @@ fn eval_with(dir: &Path, split: &str, args: &[&str]) -> (f64, f64) {
     (v["nDCG@10"].as_f64().unwrap(), v["Recall@100"].as_f64().unwrap())
 }
 
+/// Plain RRF (chunks, `k` = 60, equal weights) of every pair of paths and of all three: the
+/// peers the default must beat on every dev set (issue 18), as a label and `sextant eval`'s
+/// arguments.
+const PLAIN_RRF_PEERS: [(&str, &[&str]); 4] = [
+    ("plain RRF of all three", &["--fusion", "plain"]),
+    ("plain RRF of dense and BM25", &["--fusion", "plain", "--paths", "dense,bm25"]),
+    ("plain RRF of dense and SPLADE", &["--fusion", "plain", "--paths", "dense,splade"]),
+    ("plain RRF of BM25 and SPLADE", &["--fusion", "plain", "--paths", "bm25,splade"]),
+];
+
 /// Asserts that on split `split` of `set` (named `name` in messages) the default fusion,
-/// evaluated with `extra` arguments besides, is above every single path and every fusion
-/// in `others` (a label and `sextant eval`'s arguments), and that its Recall@100 is at
-/// least the best single path's. Returns the default's nDCG@10.
+/// evaluated with `extra` arguments besides, is above every single path, every plain RRF
+/// peer ([`PLAIN_RRF_PEERS`]) and every fusion in `others` (a label and `sextant eval`'s
+/// arguments), and that its Recall@100 is at least the best single path's. Returns the
+/// default's nDCG@10.
 fn default_holds_up(set: &Path, split: &str, name: &str, extra: &[&str], others: &[(&str, &[&str])]) -> f64 {
     let mut args = vec!["--fusion", "default"];
     args.extend_from_slice(extra);
@@ -260,7 +271,7 @@ fn default_holds_up(set: &Path, split: &str, name: &str, extra: &[&str], others:
         best_recall = best_recall.max(single_recall);
     }
     assert!(recall >= best_recall, "{name}: Recall@100 {recall:.4} below {best_recall:.4} for one path");
-    for (label, args) in others {
+    for (label, args) in PLAIN_RRF_PEERS.iter().chain(others) {
         let (other, _) = eval_with(set, split, args);
         assert!(default > other, "{name}: default {default:.4} <= {label} {other:.4}");
     }
@@ -281,10 +292,6 @@ fn the_default_fusion_holds_up_on_financial_questions() {
         "fin-filings dev",
         &[],
         &[
-            ("plain RRF of all three", &["--fusion", "plain"]),
-            ("plain RRF of dense and BM25", &["--fusion", "plain", "--paths", "dense,bm25"]),
-            ("plain RRF of dense and SPLADE", &["--fusion", "plain", "--paths", "dense,splade"]),
-            ("plain RRF of BM25 and SPLADE", &["--fusion", "plain", "--paths", "bm25,splade"]),
             ("the first releases' default", &["--fusion", "previous"]),
             ("an earlier release's rank fusion", &["--fusion", "ranks"]),
         ],
@@ -309,13 +316,7 @@ fn long_questions_of_computed_measures_are_fused_by_ranks() {
         "ratios-dev",
         "fin-ratios dev",
         &[],
-        &[
-            ("the last release's default", &["--fusion", "feedback"]),
-            ("plain RRF of all three", &["--fusion", "plain"]),
-            ("plain RRF of dense and BM25", &["--fusion", "plain", "--paths", "dense,bm25"]),
-            ("plain RRF of dense and SPLADE", &["--fusion", "plain", "--paths", "dense,splade"]),
-            ("plain RRF of BM25 and SPLADE", &["--fusion", "plain", "--paths", "bm25,splade"]),
-        ],
+        &[("the last release's default", &["--fusion", "feedback"])],
     );
 }
 
@@ -336,13 +337,7 @@ fn questions_of_tickers_and_dates_lean_on_the_lexical_paths() {
         "dev",
         "fin-calls dev",
         &["--per-query", each.to_str().unwrap()],
-        &[
-            ("the default before dense feedback", &["--fusion", "identifiers"]),
-            ("plain RRF of all three", &["--fusion", "plain"]),
-            ("plain RRF of dense and BM25", &["--fusion", "plain", "--paths", "dense,bm25"]),
-            ("plain RRF of dense and SPLADE", &["--fusion", "plain", "--paths", "dense,splade"]),
-            ("plain RRF of BM25 and SPLADE", &["--fusion", "plain", "--paths", "bm25,splade"]),
-        ],
+        &[("the default before dense feedback", &["--fusion", "identifiers"])],
     );
     // Each question's metrics, for paired comparisons: their mean is the set's figure.
     let per_query: Vec<Value> =

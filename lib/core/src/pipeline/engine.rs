@@ -864,15 +864,15 @@ impl Engine {
             if let Some((list, gamma)) = self.dense_feedback(req, q, &fused, &lists, k(Path::Dense)) {
                 let own = std::mem::replace(&mut lists[i], list);
                 fused = if req.fusion.dense_beside_feedback && req.fusion.is_long(&req.query) {
-                    // The dense path's own list goes last, after the paths the hits report.
+                    // The dense path's own list goes last, after the paths the hits report
+                    // (their diagnostics below read `lists` only as far as `used_paths`).
                     let mut paths = used_paths.clone();
                     paths.push(Path::Dense);
                     let mut shares = vec![1.0; used_paths.len()];
                     shares[i] = gamma;
                     shares.push(1.0 - gamma);
-                    let mut both = lists.clone();
-                    both.push(own);
-                    self.fuse_shared(&req.fusion, &req.query, &paths, &both, &shares)?
+                    lists.push(own);
+                    self.fuse_shared(&req.fusion, &req.query, &paths, &lists, &shares)?
                 } else {
                     self.fuse(&req.fusion, &req.query, &used_paths, &lists)?
                 };

@@ -321,6 +321,11 @@ fn a_query_of_tickers_and_dates_trusts_the_dense_path_less() {
     assert_eq!(first(&without, "MRCY Q3 2016 EBITDA"), x, "δ = 0: the wording changes nothing");
 }
 
+/// A question of a computed measure in FinanceBench's wording: 35 words, long.
+const LONG_QUESTION: &str = "What is the fixed asset turnover ratio for the company in its last fiscal year? Fixed \
+                             asset turnover ratio is defined as: total revenue divided by property, plant and \
+                             equipment, net. Round your answer to two decimal places.";
+
 #[test]
 fn a_long_question_is_fused_by_ranks_so_one_lists_outlier_does_not_decide() {
     // Dense and SPLADE put X first and Y second, close together; BM25 puts Y first, far
@@ -333,9 +338,7 @@ fn a_long_question_is_fused_by_ranks_so_one_lists_outlier_does_not_decide() {
     let lists = [close.clone(), outlier, close];
     let first = |fusion: &FusionConfig, query: &str| e.fuse(fusion, query, &Path::ALL, &lists).unwrap()[0].item;
     let short = "what was the company's fixed asset turnover ratio last year";
-    let long = "What is the fixed asset turnover ratio for the company in its last fiscal year? Fixed asset \
-                turnover ratio is defined as: total revenue divided by property, plant and equipment, net. \
-                Round your answer to two decimal places.";
+    let long = LONG_QUESTION;
     assert!(word_count(short) <= DEFAULT_LONG_QUERY_WORDS && word_count(long) > DEFAULT_LONG_QUERY_WORDS);
     let default = FusionConfig::default();
     assert_eq!(first(&default, short), y, "a short question: fused by scores, BM25's outlier wins");
@@ -376,9 +379,7 @@ fn a_long_questions_dense_weight_is_shared_by_its_own_list_and_the_feedback_list
     let splade = vec![(z, 9.0), (y, 8.0), (x, 7.9), (w, 1.0)];
     let lists = [feedback, bm25, splade, own];
     let paths = [Path::Dense, Path::Bm25, Path::Splade, Path::Dense];
-    let long = "What is the fixed asset turnover ratio for the company in its last fiscal year? Fixed asset \
-                turnover ratio is defined as: total revenue divided by property, plant and equipment, net. \
-                Round your answer to two decimal places.";
+    let long = LONG_QUESTION;
     let default = FusionConfig::default();
     assert!(default.dense_beside_feedback && default.is_long(long));
     let first = |gamma: f32| {
