@@ -29,7 +29,8 @@ fn test_index() -> Index {
     let cache = std::env::var_os("SEXTANT_CACHE_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/sextant"));
-    let dir = cache.join("indexes").join(format!("demo-{}-MA+ORCL+XOM-c200-k0.9-b0.4", &sum[..12]));
+    let (format, window) = (sextant_core::index::format::FORMAT_VERSION, sextant_core::build::DEFAULT_DENSE_WINDOW);
+    let dir = cache.join("indexes").join(format!("demo-{}-MA+ORCL+XOM-f{format}-c200-w{window}-k0.9-b0.4", &sum[..12]));
     if let Ok(index) = Index::load(&LocalDir::new(&dir)) {
         return index;
     }

@@ -64,13 +64,13 @@ impl Rng {
     }
 }
 
-/// What a synthetic index of `target` chunks is made of: each chunk's text, dense vector
-/// (flat), SPLADE vector and chunk record (its text left empty).
+/// What a synthetic index of `target` chunks is made of: each chunk's text, dense vectors
+/// (its windows'), SPLADE vector and chunk record (its text left empty).
 pub struct SyntheticParts {
     /// BM25 texts.
     pub texts: Vec<String>,
-    /// Dense vectors, `target × dim`, unit length.
-    pub vectors: Vec<f32>,
+    /// Each chunk's dense vectors, one unit row of `dim` per window (as its source chunk).
+    pub vectors: Vec<Vec<f32>>,
     /// SPLADE vectors.
     pub sparse: Vec<SparseVector>,
     /// Chunk records (empty text).
@@ -84,7 +84,7 @@ pub fn synthetic_parts(base: &Index, target: usize) -> SyntheticParts {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let mut parts = SyntheticParts {
         texts: Vec::with_capacity(target),
-        vectors: Vec::with_capacity(target * dim),
+        vectors: Vec::with_capacity(target),
         sparse: Vec::with_capacity(target),
         chunks: Vec::with_capacity(target),
     };
@@ -100,10 +100,13 @@ pub fn synthetic_parts(base: &Index, target: usize) -> SyntheticParts {
     for i in 0..target {
         let src = i % n;
         let copy = i / n;
-        let v = base.dense.vector(src);
-        let noisy: Vec<f32> = v.iter().map(|x| x + if copy == 0 { 0.0 } else { 0.02 * rng.normal() }).collect();
-        let norm = noisy.iter().map(|x| x * x).sum::<f32>().sqrt();
-        parts.vectors.extend(noisy.iter().map(|x| x / norm));
+        let mut rows = Vec::with_capacity(base.dense.chunk_vectors(src).len());
+        for v in base.dense.chunk_vectors(src).chunks_exact(dim) {
+            let noisy: Vec<f32> = v.iter().map(|x| x + if copy == 0 { 0.0 } else { 0.02 * rng.normal() }).collect();
+            let norm = noisy.iter().map(|x| x * x).sum::<f32>().sqrt();
+            rows.extend(noisy.iter().map(|x| x / norm));
+        }
+        parts.vectors.push(rows);
         let text = &base.chunks[src].text;
         parts.texts.push(if copy == 0 {
             text.clone()
@@ -128,7 +131,13 @@ pub fn synthesize(base: &Index, target: usize) -> Result<Index> {
     let SyntheticParts { texts, vectors, sparse, mut chunks } = synthetic_parts(base, target);
     let bm25 = Bm25Index::build(texts.iter().map(|s| s.as_str()), base.bm25.params);
     let splade = SpladeIndex::build(base.splade.inverted.num_terms(), &sparse);
-    let dense = DenseIndex::build(base.dense.dim, vectors);
+    let mut windows = vec![0u32];
+    let mut rows = Vec::new();
+    for v in vectors {
+        rows.extend(v);
+        windows.push((rows.len() / base.dense.dim) as u32);
+    }
+    let dense = DenseIndex::build_windows(base.dense.dim, rows, windows).map_err(anyhow::Error::msg)?;
     for (c, t) in chunks.iter_mut().zip(texts) {
         c.text = t;
     }
@@ -419,15 +428,26 @@ pub fn export_common(dir: &std::path::Path, queries: &[String], passages: &[Stri
 }
 
 /// Writes an index's chunks for a peer under `dir/chunks-N/`: `texts.jsonl` (each
-/// chunk's BM25 text: title and chunk text) and `vectors.f32` (the dense vectors, `N × dim`
-/// little-endian, in chunk order) with `dim.txt`.
+/// chunk's BM25 text: title and chunk text) and `vectors.f32` (one dense vector per chunk,
+/// `N × dim` little-endian, in chunk order) with `dim.txt`. A chunk read in windows is
+/// given the normalised mean of its windows: the peer holds one vector per chunk and is
+/// timed, not scored.
 pub fn export_index(dir: &std::path::Path, index: &Index) -> Result<()> {
     let out = dir.join(format!("chunks-{}", index.chunks.len()));
     std::fs::create_dir_all(&out)?;
     let texts =
         index.chunks.iter().enumerate().map(|(i, c)| format!("{}\n{}", index.document_of(i as u32).title, c.text));
     write_jsonl(&out.join("texts.jsonl"), texts)?;
-    let bytes: Vec<u8> = index.dense.vectors.iter().flat_map(|x| x.to_le_bytes()).collect();
+    let dim = index.dense.dim;
+    let mut bytes = Vec::with_capacity(index.chunks.len() * dim * 4);
+    for c in 0..index.chunks.len() {
+        let mut mean = vec![0f32; dim];
+        for v in index.dense.chunk_vectors(c).chunks_exact(dim) {
+            mean.iter_mut().zip(v).for_each(|(m, x)| *m += x);
+        }
+        let norm = mean.iter().map(|x| x * x).sum::<f32>().sqrt().max(f32::MIN_POSITIVE);
+        bytes.extend(mean.iter().flat_map(|x| (x / norm).to_le_bytes()));
+    }
     std::fs::write(out.join("vectors.f32"), bytes)?;
     std::fs::write(out.join("dim.txt"), index.dense.dim.to_string())?;
     Ok(())

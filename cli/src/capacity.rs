@@ -58,22 +58,22 @@ pub fn run(base: &Index, target: usize, dir: &Path) -> Result<()> {
         c.text = t.clone();
     }
     let keys: Vec<ChunkKey> =
-        (0..target).map(|i| ChunkKey::new("synthetic", "synthetic", 200, 256, &i.to_string())).collect();
+        (0..target).map(|i| ChunkKey::new("synthetic", "synthetic", 200, 256, 128, &i.to_string())).collect();
     let step = DEFAULT_SHARD_CHUNKS;
     let mut shards = Vec::new();
-    let mut records = keys.iter().zip(vectors.chunks_exact(dim)).zip(sparse);
+    let mut records = keys.iter().zip(vectors).zip(sparse);
     for k in 0..target.div_ceil(step) {
         let part: Vec<EncodedChunk> =
-            records.by_ref().take(step).map(|((key, v), s)| EncodedChunk::new(*key, v.to_vec(), s)).collect();
+            records.by_ref().take(step).map(|((key, v), s)| EncodedChunk::new(*key, v, s)).collect();
         shards.push(EncodedShard::new(k as u32, dim, part));
     }
-    drop(vectors);
     let m = &base.manifest;
     let plan = Plan {
         options: BuildOptions {
             index_id: format!("synthetic-{target}"),
             chunk_tokens: m.chunk_tokens,
             chunk_overlap: m.chunk_overlap,
+            dense_window: m.dense_window,
             bm25: m.bm25,
             dense_model: m.dense_model.clone(),
             sparse_model: m.sparse_model.clone(),
@@ -82,6 +82,7 @@ pub fn run(base: &Index, target: usize, dir: &Path) -> Result<()> {
         documents: base.documents.to_vec(),
         chunks,
         inputs: texts,
+        windows: Vec::new(),
         keys,
         shards: shard_ranges(target, step),
         tokens_beyond_window: 0,

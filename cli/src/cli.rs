@@ -134,7 +134,7 @@ pub enum Command {
         /// splade, plain RRF, the default hybrid) on every set, `index.html` with SVG charts
         /// (nDCG@10 per mode and set; per question, hybrid against the best single path),
         /// the charts as `.svg` files, and `report.json`.
-        #[arg(long, value_name = "DIR", conflicts_with_all = ["mode", "paths", "fusion", "feedback", "feedback_documents", "dump_runs", "per_query", "late_interaction"])]
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["mode", "paths", "fusion", "feedback", "feedback_documents", "identifiers", "agreement", "dump_runs", "per_query", "late_interaction"])]
         report: Option<PathBuf>,
         #[arg(long, value_enum, default_value_t = Mode::Hybrid)]
         mode: Mode,
@@ -171,6 +171,13 @@ pub enum Command {
         /// fusion's own.
         #[arg(long, value_name = "M")]
         feedback_documents: Option<usize>,
+        /// The identifier term `δ` of the dense weight, `exp(−δ · ids(q))`, instead of the
+        /// fusion's own.
+        #[arg(long, value_name = "DELTA")]
+        identifiers: Option<f32>,
+        /// The agreement term `β` of every path's weight, instead of the fusion's own.
+        #[arg(long, value_name = "BETA")]
+        agreement: Option<f32>,
         /// Instead, compare the mode's ranking (no cross-encoder) with MaxSim late
         /// interaction over the dense model's token vectors re-scoring its top N, alone and
         /// fused with it by RRF.
@@ -405,13 +412,14 @@ pub struct HostedRerankArgs {
 }
 
 impl BuildArgs {
-    /// The part of a cache key the chunking adds: `-c{tokens}`, and `-o{overlap}` when
-    /// there is one (so indexes cached before overlap existed keep their key).
+    /// The part of a cache key the chunking adds: `-c{tokens}`, `-o{overlap}` when there is
+    /// one, and `-w{dense window}`.
     pub fn chunking_key(&self) -> String {
-        match self.chunk_overlap {
+        let chunks = match self.chunk_overlap {
             0 => format!("c{}", self.chunk_tokens),
             o => format!("c{}-o{o}", self.chunk_tokens),
-        }
+        };
+        format!("{chunks}-w{}", self.dense_window)
     }
 
     /// The BM25 parameters asked for.
@@ -468,6 +476,11 @@ pub struct BuildArgs {
     /// sentences (0: none). Writes to the index are cut the same way.
     #[arg(long, default_value_t = 0)]
     pub chunk_overlap: usize,
+    /// Token budget of a dense window: a longer chunk is read by the dense encoder in
+    /// windows of at most this many tokens, and scored by its best (0, the default: one
+    /// vector per chunk; 128 is the window measured in the README).
+    #[arg(long, default_value_t = sextant_core::build::DEFAULT_DENSE_WINDOW)]
+    pub dense_window: usize,
     /// BM25 k1.
     #[arg(long, default_value_t = 0.9)]
     pub k1: f32,

@@ -235,6 +235,8 @@ pub fn run(cli: Cli) -> Result<()> {
             fusion,
             feedback,
             feedback_documents,
+            identifiers,
+            agreement,
             late_interaction,
             build,
         } => {
@@ -259,6 +261,12 @@ pub fn run(cli: Cli) -> Result<()> {
             }
             if let Some(m) = feedback_documents {
                 req.fusion.feedback_documents = m;
+            }
+            if let Some(d) = identifiers {
+                req.fusion.identifiers = d;
+            }
+            if let Some(b) = agreement {
+                req.fusion.agreement = b;
             }
             let t = Instant::now();
             let each = evaluate_per_query(&engine, &set, &req)?;

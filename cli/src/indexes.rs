@@ -94,6 +94,7 @@ pub fn build_options(models: &ModelSet, id: &str, args: &BuildArgs) -> Result<Bu
         index_id: id.to_string(),
         chunk_tokens: args.chunk_tokens,
         chunk_overlap: args.chunk_overlap,
+        dense_window: args.dense_window,
         bm25: args.bm25(),
         dense_model: ModelRef::read(&models.dense)?,
         sparse_model: ModelRef::read(&models.sparse)?,

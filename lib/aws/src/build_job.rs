@@ -50,6 +50,10 @@ pub struct BuildJob {
     /// `chunk_tokens`).
     #[serde(default)]
     pub chunk_overlap: usize,
+    /// Token budget of a dense window (default 0: one dense vector per chunk; 128 is the
+    /// window measured in the README).
+    #[serde(default = "default_dense_window")]
+    pub dense_window: usize,
     /// BM25 parameters (default k1 0.9, b 0.4).
     #[serde(default = "default_bm25")]
     pub bm25: Bm25Params,
@@ -68,6 +72,9 @@ fn default_keep() -> usize {
 }
 fn default_chunk_tokens() -> usize {
     200
+}
+fn default_dense_window() -> usize {
+    sextant_core::build::DEFAULT_DENSE_WINDOW
 }
 fn default_shard_chunks() -> usize {
     DEFAULT_SHARD_CHUNKS
@@ -205,6 +212,7 @@ pub fn build_options(models: &ModelSet, job: &BuildJob) -> Result<BuildOptions> 
         index_id: job.index_id.clone(),
         chunk_tokens: job.chunk_tokens,
         chunk_overlap: job.chunk_overlap,
+        dense_window: job.dense_window,
         bm25: job.bm25,
         dense_model: ModelRef::read(&models.dense)?,
         sparse_model: ModelRef::read(&models.sparse)?,

@@ -135,6 +135,7 @@ pub fn small_engine() -> &'static Engine {
             index_id: "t".into(),
             chunk_tokens: 16,
             chunk_overlap: 0,
+            dense_window: crate::build::DEFAULT_DENSE_WINDOW,
             bm25: Bm25Params::default(),
             dense_model: ModelRef { id: "d".into(), weights_sha256: "x".into() },
             sparse_model: ModelRef { id: "s".into(), weights_sha256: "y".into() },

@@ -145,7 +145,7 @@ pub fn narrative(
             let chunk = &index.chunks[h.chunk as usize];
             let p = index.provenance(h.chunk);
             let doc = p.document;
-            let v = index.dense_vector(h.chunk);
+            let v = index.dense_nearest(h.chunk, &query_vec);
             candidates.push(Passage {
                 chunk_id: p.chunk_id(),
                 document_id: doc.document_id.clone(),

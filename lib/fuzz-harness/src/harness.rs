@@ -97,6 +97,7 @@ impl Harness {
             index_id: "fuzz".into(),
             chunk_tokens: 32,
             chunk_overlap: 0,
+            dense_window: 16,
             bm25: Bm25Params::default(),
             dense_model: ModelRef { id: "d".into(), weights_sha256: "d".into() },
             sparse_model: ModelRef { id: "s".into(), weights_sha256: "s".into() },

@@ -548,6 +548,7 @@ mod tests {
             index_id: "team".into(),
             chunk_tokens: 64,
             chunk_overlap: 0,
+            dense_window: 32,
             bm25: Bm25Params::default(),
             dense_model: ModelRef { id: "d".into(), weights_sha256: "x".into() },
             sparse_model: ModelRef { id: "s".into(), weights_sha256: "y".into() },

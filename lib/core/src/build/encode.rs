@@ -25,6 +25,10 @@ pub struct EncodeTask {
     pub keys: Vec<ChunkKey>,
     /// Their encoder inputs.
     pub inputs: Vec<String>,
+    /// What the dense encoder reads of each, when not its input: its windows
+    /// ([`Plan::windows`]). Empty (or shorter than `inputs`): the input itself.
+    #[serde(default)]
+    pub windows: Vec<Vec<String>>,
 }
 
 impl Plan {
@@ -34,12 +38,13 @@ impl Plan {
         let mut claimed = HashSet::new();
         let mut tasks = Vec::new();
         for (k, range) in self.shards.iter().enumerate() {
-            let mut task = EncodeTask { shard: k as u32, keys: Vec::new(), inputs: Vec::new() };
+            let mut task = EncodeTask { shard: k as u32, keys: Vec::new(), inputs: Vec::new(), windows: Vec::new() };
             for i in range.clone() {
                 let key = self.keys[i as usize];
                 if cache.get(&key).is_none() && claimed.insert(key) {
                     task.keys.push(key);
                     task.inputs.push(self.inputs[i as usize].clone());
+                    task.windows.push(self.windows.get(i as usize).cloned().unwrap_or_default());
                 }
             }
             if !task.keys.is_empty() {
@@ -79,7 +84,8 @@ impl Plan {
 }
 
 /// Encodes one task with both models, [`ENCODE_STEP`] inputs at a time, calling
-/// `progress(done)` after each step.
+/// `progress(done)` after each step. SPLADE reads each input; the dense encoder reads each
+/// of its windows, and a record's dense vector is its windows' vectors one after the other.
 pub fn encode_task(
     task: &EncodeTask,
     dense: &DenseEncoder,
@@ -88,12 +94,26 @@ pub fn encode_task(
 ) -> Result<EncodedShard> {
     let mut records = Vec::with_capacity(task.keys.len());
     for (step, part) in task.inputs.chunks(ENCODE_STEP).enumerate() {
-        let (dense_out, sparse_out) = encode_inputs(part, dense, sparse)?;
-        let keys = &task.keys[step * ENCODE_STEP..];
-        for ((key, d), s) in keys.iter().zip(dense_out).zip(sparse_out) {
-            records.push(EncodedChunk::new(*key, d, s));
+        let first = step * ENCODE_STEP;
+        let windows: Vec<&[String]> = (first..first + part.len())
+            .map(|i| match task.windows.get(i) {
+                Some(w) if !w.is_empty() => w.as_slice(),
+                _ => std::slice::from_ref(&task.inputs[i]),
+            })
+            .collect();
+        let dense_inputs: Vec<&str> = windows.iter().flat_map(|w| w.iter().map(|s| s.as_str())).collect();
+        let sparse_inputs: Vec<&str> = part.iter().map(|s| s.as_str()).collect();
+        let (dense_out, sparse_out) = join_encoders(
+            (dense.backend(), sparse.backend()),
+            || dense.embed_batch(&dense_inputs),
+            || sparse.encode_batch(&sparse_inputs),
+        );
+        let mut dense_out = dense_out?.into_iter();
+        for ((key, w), s) in task.keys[first..].iter().zip(&windows).zip(sparse_out?) {
+            let vectors: Vec<f32> = dense_out.by_ref().take(w.len()).flatten().collect();
+            records.push(EncodedChunk::new(*key, vectors, s));
         }
-        progress(step * ENCODE_STEP + part.len());
+        progress(first + part.len());
     }
     Ok(EncodedShard::new(task.shard, dense.dim(), records))
 }

@@ -17,23 +17,31 @@ use crate::error::{Error, Result};
 const SHARD_FORMAT: &str = "sextant-encoded-1";
 
 /// The content key of a chunk's vectors:
-/// `SHA-256("sextant-chunk-v1" ‖ dense weights SHA-256 ‖ sparse weights SHA-256 ‖ chunk
-/// tokens ‖ window ‖ encoder input)`, so equal keys mean the same models read the same text
-/// under the same chunking.
+/// `SHA-256("sextant-chunk-v2" ‖ dense weights SHA-256 ‖ sparse weights SHA-256 ‖ chunk
+/// tokens ‖ window ‖ dense window ‖ encoder input)`, so equal keys mean the same models read
+/// the same text under the same chunking and dense windows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct ChunkKey(pub [u8; 32]);
 
 impl ChunkKey {
     /// The key of `input` encoded by the models with these weight checksums, cut with this
-    /// chunk budget and window.
-    pub fn new(dense_sha256: &str, sparse_sha256: &str, chunk_tokens: usize, window: usize, input: &str) -> Self {
+    /// chunk budget and window, its dense vectors read in windows of `dense_window` tokens.
+    pub fn new(
+        dense_sha256: &str,
+        sparse_sha256: &str,
+        chunk_tokens: usize,
+        window: usize,
+        dense_window: usize,
+        input: &str,
+    ) -> Self {
         let mut h = Sha256::new();
-        for part in [b"sextant-chunk-v1".as_slice(), dense_sha256.as_bytes(), sparse_sha256.as_bytes()] {
+        for part in [b"sextant-chunk-v2".as_slice(), dense_sha256.as_bytes(), sparse_sha256.as_bytes()] {
             h.update((part.len() as u64).to_le_bytes());
             h.update(part);
         }
         h.update((chunk_tokens as u64).to_le_bytes());
         h.update((window as u64).to_le_bytes());
+        h.update((dense_window as u64).to_le_bytes());
         h.update(input.as_bytes());
         ChunkKey(h.finalize().into())
     }
@@ -44,7 +52,7 @@ impl ChunkKey {
 pub struct EncodedChunk {
     /// The content key.
     pub key: ChunkKey,
-    /// The dense embedding.
+    /// The dense embedding: one row of the model's dimension per window of the chunk.
     pub dense: Vec<f32>,
     /// The SPLADE vector.
     pub sparse: SparseVector,
@@ -75,7 +83,9 @@ impl EncodedChunk {
     /// an index accepts.
     pub fn is_intact(&self, dim: usize) -> bool {
         self.check == self.checksum()
-            && self.dense.len() == dim
+            && dim > 0
+            && !self.dense.is_empty()
+            && self.dense.len().is_multiple_of(dim)
             && self.sparse.ids.len() == self.sparse.weights.len()
             && self.sparse.ids.windows(2).all(|w| w[0] < w[1])
     }
@@ -170,7 +180,6 @@ impl VectorCache {
     /// Adds records already checked (a delta's vectors, kept beside the index).
     pub fn insert(&mut self, records: impl IntoIterator<Item = EncodedChunk>) {
         for r in records {
-            self.dim.get_or_insert(r.dense.len());
             self.entries.entry(r.key).or_insert(r);
         }
     }
@@ -196,22 +205,23 @@ mod tests {
     use super::*;
 
     fn record(i: u32) -> EncodedChunk {
-        let key = ChunkKey::new("d", "s", 200, 256, &format!("chunk {i}"));
+        let key = ChunkKey::new("d", "s", 200, 256, 128, &format!("chunk {i}"));
         EncodedChunk::new(key, vec![i as f32, 0.5], SparseVector { ids: vec![1, i + 2], weights: vec![0.25, 1.5] })
     }
 
     #[test]
     fn keys_change_with_models_options_and_text() {
-        let k = ChunkKey::new("d", "s", 200, 256, "text");
-        assert_eq!(k, ChunkKey::new("d", "s", 200, 256, "text"));
+        let k = ChunkKey::new("d", "s", 200, 256, 128, "text");
+        assert_eq!(k, ChunkKey::new("d", "s", 200, 256, 128, "text"));
         for other in [
-            ChunkKey::new("d2", "s", 200, 256, "text"),
-            ChunkKey::new("d", "s2", 200, 256, "text"),
-            ChunkKey::new("d", "s", 100, 256, "text"),
-            ChunkKey::new("d", "s", 200, 128, "text"),
-            ChunkKey::new("d", "s", 200, 256, "text "),
+            ChunkKey::new("d2", "s", 200, 256, 128, "text"),
+            ChunkKey::new("d", "s2", 200, 256, 128, "text"),
+            ChunkKey::new("d", "s", 100, 256, 128, "text"),
+            ChunkKey::new("d", "s", 200, 128, 128, "text"),
+            ChunkKey::new("d", "s", 200, 256, 128, "text "),
+            ChunkKey::new("d", "s", 200, 256, 0, "text"),
             // The length prefix keeps the boundaries between checksums.
-            ChunkKey::new("ds", "", 200, 256, "text"),
+            ChunkKey::new("ds", "", 200, 256, 128, "text"),
         ] {
             assert_ne!(k, other);
         }

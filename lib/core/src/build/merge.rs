@@ -36,14 +36,23 @@ pub fn merge(plan: Plan, shards: &[EncodedShard], progress: Progress) -> Result<
     }
     let records = || shards.iter().flat_map(|s| &s.records);
     let mut vectors = Vec::with_capacity(plan.chunks.len() * dim);
-    records().for_each(|r| vectors.extend_from_slice(&r.dense));
+    let mut windows = Vec::with_capacity(plan.chunks.len() + 1);
+    windows.push(0u32);
+    for r in records() {
+        vectors.extend_from_slice(&r.dense);
+        windows.push((vectors.len() / dim.max(1)) as u32);
+    }
     let sparse: Vec<_> = records().map(|r| r.sparse.clone()).collect();
     progress("bm25", 0, 1);
     let bm25 = Bm25Index::build(plan.inputs.iter().map(|s| s.as_str()), plan.options.bm25);
     let splade = SpladeIndex::build(plan.sparse_vocab, &sparse);
     drop(sparse);
     progress("hnsw", 0, 1);
-    let dense = DenseIndex::build(dim, vectors);
+    let dense = DenseIndex::build_windows(dim, vectors, windows).map_err(|expected| Error::IndexCorrupted {
+        file: "encoded shards".into(),
+        expected,
+        found: "other windows".into(),
+    })?;
     progress("hnsw", 1, 1);
     let manifest = manifest(&plan, dim, true);
     Index::from_parts(manifest, plan.documents, plan.chunks, dense, bm25, splade)
@@ -79,6 +88,7 @@ fn manifest(plan: &Plan, dim: usize, built: bool) -> Manifest {
         chunks: plan.chunks.len(),
         chunk_tokens: options.chunk_tokens,
         chunk_overlap: options.chunk_overlap,
+        dense_window: options.dense_window,
         dense_dim: dim,
         dense_model: options.dense_model.clone(),
         sparse_model: options.sparse_model.clone(),

@@ -25,7 +25,8 @@ pub use encode::{encode_inputs, encode_task, EncodeTask, ENCODE_STEP};
 pub use encoded::{ChunkKey, EncodedChunk, EncodedShard, VectorCache};
 pub use merge::{lexical_only, merge};
 pub use plan::{
-    encoder_input, inputs_sha256, plan, shard_ranges, BuildOptions, Plan, DEFAULT_SHARD_CHUNKS, TITLE_TOKENS, WINDOW,
+    dense_windows, encoder_input, inputs_sha256, plan, shard_ranges, BuildOptions, Plan, DEFAULT_DENSE_WINDOW,
+    DEFAULT_SHARD_CHUNKS, MEASURED_DENSE_WINDOW, TITLE_TOKENS, WINDOW,
 };
 pub use report::{BuildReport, Phases, REPORT_FILE};
 
@@ -375,7 +376,7 @@ pub fn index_vectors(
         .zip(sparse)
         .enumerate()
         .filter(|(_, (((planned, stored), _), _))| planned.text == stored.text)
-        .map(|(i, ((_, key), s))| EncodedChunk::new(key, index.dense.vector(i).to_vec(), s))
+        .map(|(i, ((_, key), s))| EncodedChunk::new(key, index.dense.chunk_vectors(i).to_vec(), s))
         .collect())
 }
 
@@ -387,7 +388,7 @@ impl EncodedDocument {
             a.documents.push(d.document.clone());
             a.chunks.extend(d.chunks.iter().map(|c| Chunk { doc: i as u32, ..c.clone() }));
             for v in &d.vectors {
-                a.dense.extend_from_slice(&v.dense);
+                a.dense.push(v.dense.clone());
                 a.sparse.push(v.sparse.clone());
             }
         }

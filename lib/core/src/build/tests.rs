@@ -25,6 +25,8 @@ fn options(shard_chunks: usize) -> BuildOptions {
         index_id: "t".into(),
         chunk_tokens: 64,
         chunk_overlap: 0,
+        // Below the chunks' budget, so every build here reads most chunks in windows.
+        dense_window: 32,
         bm25: Bm25Params::default(),
         dense_model: ModelRef { id: "d".into(), weights_sha256: "dense-sum".into() },
         sparse_model: ModelRef { id: "s".into(), weights_sha256: "sparse-sum".into() },
@@ -105,6 +107,7 @@ fn a_rebuild_reuses_every_vector_and_an_unchanged_build_writes_nothing() {
     let store = MemStore::new("mem://incremental");
     let first = run(corpus(3), 4, &Previous::none());
     let chunks = first.report.chunks;
+    let built_offsets = first.index.as_ref().unwrap().dense.window_offsets();
     assert_eq!((first.report.chunks_encoded, first.report.chunks_reused), (chunks, 0));
     let report = first.save(&store, &Previous::none()).unwrap().report;
     let mut saved: BuildReport = serde_json::from_slice(&store.read(REPORT_FILE).unwrap()).unwrap();
@@ -112,6 +115,10 @@ fn a_rebuild_reuses_every_vector_and_an_unchanged_build_writes_nothing() {
     saved.seconds = report.seconds;
     assert_eq!(saved, report);
     let before = Index::load(&store).unwrap();
+    // The chunks (up to 64 tokens) are read by the dense encoder in windows of 32, and the
+    // saved index keeps them.
+    assert!(before.dense.vector_count() > chunks, "{} vectors for {chunks} chunks", before.dense.vector_count());
+    assert_eq!(before.dense.window_offsets(), built_offsets);
 
     // The same inputs: nothing planned, encoded or written.
     let previous = Previous::read(&store);
@@ -320,4 +327,33 @@ fn an_index_built_with_overlap_records_it_and_its_writes_are_cut_the_same_way() 
     let written = encode_documents(docs, &again, dense, sparse, &VectorCache::new()).unwrap();
     let cut: Vec<(u32, u32)> = written[0].chunks.iter().map(|c| (c.span.char_start, c.span.char_end)).collect();
     assert_eq!(cut, spans, "a write is cut as the build cut it");
+}
+
+#[test]
+fn each_dense_window_is_the_encoders_reading_of_the_title_and_that_window() {
+    let (dense, _) = encoders();
+    let built = run(corpus(2), 4, &Previous::none());
+    let index = built.index.unwrap();
+    let dim = index.dense.dim;
+    let mut read_in_windows = 0;
+    for c in 0..index.chunks.len() as u32 {
+        let chunk = &index.chunks[c as usize];
+        let title = &index.documents[chunk.doc as usize].title;
+        let windows = dense_windows(title, chunk, 32, dense.tokenizer());
+        let texts = if windows.is_empty() { vec![encoder_input(title, chunk)] } else { windows };
+        let rows = index.dense_vectors(c);
+        assert_eq!(rows.len(), texts.len() * dim, "chunk {c}");
+        for (row, text) in rows.chunks_exact(dim).zip(&texts) {
+            let want = dense.embed(text).unwrap();
+            let cosine: f32 = row.iter().zip(&want).map(|(a, b)| a * b).sum();
+            assert!(cosine > 0.9999, "chunk {c}: cosine {cosine} with {text:?}");
+        }
+        read_in_windows += usize::from(texts.len() > 1);
+        // A question that is one window's text finds its chunk by that window.
+        if let Some(last) = texts.last().filter(|_| texts.len() > 1) {
+            let q = dense.embed(last).unwrap();
+            assert!(index.dense_score(c, &q) > 0.9999);
+        }
+    }
+    assert!(read_in_windows > 0);
 }

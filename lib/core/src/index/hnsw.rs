@@ -75,20 +75,40 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     acc.iter().sum::<f32>() + ra.iter().zip(rb).map(|(x, y)| x * y).sum::<f32>()
 }
 
-/// The dense index of a collection of unit vectors.
+/// The dense index of a collection of chunks, each held as one or more unit vectors.
+///
+/// A chunk longer than the build's dense window is read by the dense encoder in windows
+/// (`BuildOptions::dense_window`), one vector each, and its score is that of its best
+/// window:
+///
+/// ```text
+/// dense(q, c) = max_{w ∈ windows(c)} cos(q, v_w)
+/// ```
+///
+/// The graph holds every window; a search maps the windows it finds to their chunks.
+/// Chunks of an index without windows have one vector each.
 #[derive(Serialize, Deserialize)]
 pub struct DenseIndex {
     /// Vector dimension.
     pub dim: usize,
-    /// Row-major `f32` vectors, one row per chunk.
+    /// Row-major `f32` vectors, a chunk's rows one after the other.
     #[serde(skip)]
     pub vectors: Vec<f32>,
-    /// The graph; `None` for small collections (exact search only).
+    /// The graph over every vector (its values are vector ordinals); `None` for small
+    /// collections (exact search only).
     pub graph: Option<HnswMap<QuantizedVector, u32>>,
+    /// Chunk `c`'s vectors are rows `windows[c]..windows[c + 1]`; empty when every chunk has
+    /// exactly one (row `c`).
+    #[serde(skip)]
+    windows: Vec<u32>,
+    /// The chunk of each row, when chunks have windows.
+    #[serde(skip)]
+    owner: Vec<u32>,
 }
 
 impl DenseIndex {
-    /// Builds the index (the graph only above [`EXACT_ONLY_BELOW`] vectors).
+    /// Builds the index of one vector per chunk (the graph only above
+    /// [`EXACT_ONLY_BELOW`] vectors).
     pub fn build(dim: usize, vectors: Vec<f32>) -> Self {
         Self::build_with(dim, vectors, EXACT_ONLY_BELOW)
     }
@@ -96,41 +116,135 @@ impl DenseIndex {
     /// Builds with an explicit size threshold for the graph (0: always build one).
     pub fn build_with(dim: usize, vectors: Vec<f32>, exact_below: usize) -> Self {
         let n = vectors.len().checked_div(dim).unwrap_or(0);
-        let graph = (n > exact_below).then(|| {
+        let graph = Self::graph(dim, &vectors, n, exact_below, EF_SEARCH);
+        DenseIndex { dim, vectors, graph, windows: Vec::new(), owner: Vec::new() }
+    }
+
+    /// Builds the index of chunks held as windows: chunk `c`'s vectors are rows
+    /// `windows[c]..windows[c + 1]` of `vectors`. The graph's beam is widened by the most
+    /// windows a chunk has on average (rounded up), so one search still finds
+    /// [`EF_SEARCH`] chunks.
+    pub fn build_windows(dim: usize, vectors: Vec<f32>, windows: Vec<u32>) -> Result<Self, String> {
+        Self::build_windows_with(dim, vectors, windows, EXACT_ONLY_BELOW)
+    }
+
+    /// [`DenseIndex::build_windows`] with an explicit size threshold for the graph.
+    pub fn build_windows_with(
+        dim: usize,
+        vectors: Vec<f32>,
+        windows: Vec<u32>,
+        exact_below: usize,
+    ) -> Result<Self, String> {
+        let n = vectors.len().checked_div(dim).unwrap_or(0);
+        let chunks = windows.len().saturating_sub(1);
+        let ef = EF_SEARCH * n.div_ceil(chunks.max(1)).max(1);
+        let graph = Self::graph(dim, &vectors, n, exact_below, ef);
+        let mut index = DenseIndex { dim, vectors, graph, windows: Vec::new(), owner: Vec::new() };
+        index.set_windows(windows)?;
+        Ok(index)
+    }
+
+    fn graph(
+        dim: usize,
+        vectors: &[f32],
+        n: usize,
+        exact_below: usize,
+        ef_search: usize,
+    ) -> Option<HnswMap<QuantizedVector, u32>> {
+        (n > exact_below).then(|| {
             let points: Vec<QuantizedVector> = vectors.chunks(dim).map(QuantizedVector::new).collect();
             Builder::default()
                 .ef_construction(EF_CONSTRUCTION)
-                .ef_search(EF_SEARCH)
+                .ef_search(ef_search)
                 .seed(0x005e_7a47)
                 .build(points, (0..n as u32).collect())
-        });
-        DenseIndex { dim, vectors, graph }
+        })
     }
 
-    /// Number of vectors.
+    /// Sets where each chunk's vectors start (the file `dense.windows`), after checking
+    /// that they cover every vector in order and give each chunk at least one. One window
+    /// per chunk is stored as no windows.
+    pub fn set_windows(&mut self, windows: Vec<u32>) -> Result<(), String> {
+        let rows = self.vector_count();
+        if windows.first() != Some(&0) || windows.last().map(|&w| w as usize) != Some(rows) {
+            return Err(format!("offsets from 0 to {rows}, found {:?} to {:?}", windows.first(), windows.last()));
+        }
+        if let Some(c) = windows.windows(2).position(|w| w[1] <= w[0]) {
+            return Err(format!("at least one vector per chunk, none for chunk {c}"));
+        }
+        if windows.len() == rows + 1 {
+            (self.windows, self.owner) = (Vec::new(), Vec::new());
+            return Ok(());
+        }
+        self.owner = windows.windows(2).enumerate().flat_map(|(c, w)| (w[0]..w[1]).map(move |_| c as u32)).collect();
+        self.windows = windows;
+        Ok(())
+    }
+
+    /// Where each chunk's vectors start, one more than chunks (what `dense.windows` holds).
+    pub fn window_offsets(&self) -> Vec<u32> {
+        if self.windows.is_empty() {
+            (0..=self.vector_count() as u32).collect()
+        } else {
+            self.windows.clone()
+        }
+    }
+
+    /// Number of chunks.
     pub fn len(&self) -> usize {
-        self.vectors.len().checked_div(self.dim).unwrap_or(0)
+        if self.windows.is_empty() {
+            self.vector_count()
+        } else {
+            self.windows.len() - 1
+        }
     }
 
-    /// Whether there are no vectors.
+    /// Whether there are no chunks.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    /// The vector of chunk `i`.
-    pub fn vector(&self, i: usize) -> &[f32] {
-        &self.vectors[i * self.dim..(i + 1) * self.dim]
+    /// Number of vectors (windows), at least the number of chunks.
+    pub fn vector_count(&self) -> usize {
+        self.vectors.len().checked_div(self.dim).unwrap_or(0)
     }
 
-    /// Exact cosine of `query` against every kept chunk; the `k` best.
-    pub fn exact(&self, query: &[f32], allowed: Option<&Bitset>, k: usize) -> Vec<(u32, f32)> {
-        match allowed {
-            Some(a) => top_k(a.iter().map(|i| (i as u32, dot(query, self.vector(i)))), k),
-            None => top_k((0..self.len()).map(|i| (i as u32, dot(query, self.vector(i)))), k),
+    /// The vectors of chunk `c`, one row of `dim` per window.
+    pub fn chunk_vectors(&self, c: usize) -> &[f32] {
+        let (a, b) =
+            if self.windows.is_empty() { (c, c + 1) } else { (self.windows[c] as usize, self.windows[c + 1] as usize) };
+        &self.vectors[a * self.dim..b * self.dim]
+    }
+
+    /// Chunk `c`'s vector nearest to `query` (its only one when it has no windows).
+    pub fn nearest_vector(&self, c: usize, query: &[f32]) -> &[f32] {
+        let rows = self.chunk_vectors(c).chunks_exact(self.dim);
+        rows.max_by(|a, b| dot(query, a).total_cmp(&dot(query, b))).unwrap_or(&[])
+    }
+
+    /// `dense(q, c)`: the cosine of `query` with chunk `c`'s best window (type docs).
+    pub fn score(&self, c: usize, query: &[f32]) -> f32 {
+        self.chunk_vectors(c).chunks_exact(self.dim).map(|v| dot(query, v)).fold(f32::NEG_INFINITY, f32::max)
+    }
+
+    /// The chunk of row `row`.
+    fn chunk_of(&self, row: u32) -> u32 {
+        if self.owner.is_empty() {
+            row
+        } else {
+            self.owner[row as usize]
         }
     }
 
-    /// The `k` most similar kept chunks with their exact cosine, best first.
+    /// Exact score of `query` against every kept chunk; the `k` best.
+    pub fn exact(&self, query: &[f32], allowed: Option<&Bitset>, k: usize) -> Vec<(u32, f32)> {
+        match allowed {
+            Some(a) => top_k(a.iter().map(|i| (i as u32, self.score(i, query))), k),
+            None => top_k((0..self.len()).map(|i| (i as u32, self.score(i, query))), k),
+        }
+    }
+
+    /// The `k` most similar kept chunks with their exact score, best first.
     pub fn search(&self, query: &[f32], allowed: Option<&Bitset>, k: usize) -> Vec<(u32, f32)> {
         let n = self.len();
         let Some(graph) = &self.graph else { return self.exact(query, allowed, k) };
@@ -143,11 +257,13 @@ impl DenseIndex {
         }
         let mut search = Search::default();
         let q = QuantizedVector::new(query);
+        let mut seen = std::collections::HashSet::new();
         let found: Vec<(u32, f32)> = graph
             .search(&q, &mut search)
-            .map(|item| *item.value)
+            .map(|item| self.chunk_of(*item.value))
             .filter(|&c| allowed.is_none_or(|a| a.contains(c as usize)))
-            .map(|c| (c, dot(query, self.vector(c as usize))))
+            .filter(|&c| seen.insert(c))
+            .map(|c| (c, self.score(c as usize, query)))
             .collect();
         if found.len() < k.min(kept) {
             return self.exact(query, allowed, k);
@@ -193,12 +309,61 @@ mod tests {
             assert_eq!(approx.len(), 10);
             // Scores are exact cosines, whatever path found the chunk.
             for &(c, s) in &approx {
-                assert!((s - dot(q, idx.vector(c as usize))).abs() < 1e-6);
+                assert!((s - dot(q, idx.chunk_vectors(c as usize))).abs() < 1e-6);
             }
             hit += approx.iter().filter(|p| exact.contains(&p.0)).count();
         }
         let recall = hit as f64 / 500.0;
         assert!(recall >= 0.98, "recall@10 {recall}");
+    }
+
+    #[test]
+    fn a_chunk_in_windows_is_found_by_any_window_and_scored_by_its_best() {
+        // 1,500 chunks of two windows each: the graph holds 3,000 rows.
+        let (chunks, dim) = (1500, 24);
+        let rows = random_vectors(2 * chunks, dim, 11);
+        let offsets: Vec<u32> = (0..=chunks as u32).map(|c| 2 * c).collect();
+        let idx = DenseIndex::build_windows_with(dim, rows.clone(), offsets.clone(), 0).unwrap();
+        assert_eq!((idx.len(), idx.vector_count()), (chunks, 2 * chunks));
+        assert_eq!(idx.window_offsets(), offsets);
+        for c in [0usize, 700, 1499] {
+            for w in [0, 1] {
+                let q = &rows[(2 * c + w) * dim..(2 * c + w + 1) * dim];
+                let (exact, approx) = (idx.exact(q, None, 5), idx.search(q, None, 5));
+                assert_eq!((exact[0].0, approx[0].0), (c as u32, c as u32), "chunk {c} by its window {w}");
+                assert!((approx[0].1 - 1.0).abs() < 1e-5);
+                assert_eq!(idx.nearest_vector(c, q), q);
+                // Each chunk once, whichever of its windows was found.
+                let mut ids: Vec<u32> = approx.iter().map(|h| h.0).collect();
+                ids.dedup();
+                assert_eq!(ids.len(), 5);
+            }
+        }
+        // Filters are by chunk, not by row.
+        let mut allowed = Bitset::empty(chunks);
+        (0..chunks).step_by(3).for_each(|c| allowed.insert(c));
+        let q = &rows[(2 * 700 + 1) * dim..(2 * 700 + 2) * dim];
+        let got = idx.search(q, Some(&allowed), 10);
+        assert_eq!(got.len(), 10);
+        assert!(got.iter().all(|h| (h.0 as usize).is_multiple_of(3)));
+    }
+
+    #[test]
+    fn window_offsets_must_cover_every_row_and_give_each_chunk_one() {
+        let rows = random_vectors(4, 8, 1);
+        for (offsets, why) in [
+            (vec![0, 1, 1, 4], "none for chunk 1"),
+            (vec![0, 2, 3], "from 0 to 4"),
+            (vec![1, 2, 4], "from 0 to 4"),
+            (vec![], "from 0 to 4"),
+        ] {
+            let err = DenseIndex::build_windows(8, rows.clone(), offsets.clone()).err().expect("refused");
+            assert!(err.contains(why), "{offsets:?}: {err}");
+        }
+        // One row per chunk is the plain index.
+        let plain = DenseIndex::build_windows(8, rows.clone(), vec![0, 1, 2, 3, 4]).unwrap();
+        assert_eq!(plain.len(), 4);
+        assert_eq!(plain.chunk_vectors(2), &rows[16..24]);
     }
 
     #[test]

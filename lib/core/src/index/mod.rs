@@ -76,16 +76,16 @@ struct Delta {
 }
 
 /// Documents to append to an index as its delta, cut and encoded: chunk `i` belongs to
-/// `documents[chunks[i].doc]`, and its vectors are `dense[i·dim..(i+1)·dim]` and
-/// `sparse[i]`.
+/// `documents[chunks[i].doc]`, and its vectors are `dense[i]` (one row of the index's
+/// dimension per window) and `sparse[i]`.
 #[derive(Debug, Clone, Default)]
 pub struct Appended {
     /// The documents, in order.
     pub documents: Vec<Document>,
     /// Their chunks, by document then position; `doc` counts from 0 in `documents`.
     pub chunks: Vec<Chunk>,
-    /// The chunks' dense vectors, one after the other.
-    pub dense: Vec<f32>,
+    /// Each chunk's dense vectors, its windows' rows one after the other.
+    pub dense: Vec<Vec<f32>>,
     /// The chunks' SPLADE vectors.
     pub sparse: Vec<SparseVector>,
 }
@@ -94,10 +94,14 @@ const DOCUMENTS: &str = "documents.bin";
 const CHUNKS: &str = "chunks.bin";
 const DENSE_VECTORS: &str = "dense.f32";
 const DENSE_GRAPH: &str = "dense.graph";
+/// Where each chunk's dense vectors start (format 6 on): `chunks + 1` little-endian `u32`.
+const DENSE_WINDOWS: &str = "dense.windows";
 const BM25: &str = "bm25.bin";
 const SPLADE: &str = "splade.bin";
 /// Every file an index reads itself.
-const OWN_FILES: [&str; 6] = [DOCUMENTS, CHUNKS, DENSE_VECTORS, DENSE_GRAPH, BM25, SPLADE];
+const OWN_FILES: [&str; 7] = [DOCUMENTS, CHUNKS, DENSE_VECTORS, DENSE_GRAPH, DENSE_WINDOWS, BM25, SPLADE];
+/// The first format with [`DENSE_WINDOWS`]; before it every chunk had one dense vector.
+const WINDOWS_SINCE: u32 = 6;
 
 /// One verified and decoded file of an index ([`Index::decode_file`]).
 pub struct DecodedFile(Part);
@@ -111,6 +115,7 @@ enum Part {
     ChunksV2(Vec<ChunkV2>),
     Vectors(Vec<f32>),
     Graph(DenseIndex),
+    Windows(Vec<u32>),
     Bm25(Bm25Index),
     Splade(SpladeIndex),
     /// A file the index does not read itself (an attachment such as the facts of the
@@ -215,6 +220,18 @@ fn decode_f32s(location: &str, bytes: &[u8]) -> Result<Vec<f32>> {
     Ok(bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
 }
 
+/// Decodes the raw little-endian `u32` window offsets file.
+fn decode_u32s(location: &str, bytes: &[u8]) -> Result<Vec<u32>> {
+    if !bytes.len().is_multiple_of(4) {
+        return Err(Error::IndexCorrupted {
+            file: format!("{location}/{DENSE_WINDOWS}"),
+            expected: "a whole number of u32".into(),
+            found: format!("{} bytes", bytes.len()),
+        });
+    }
+    Ok(bytes.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
+}
+
 /// Decodes one bincode file of an index, naming it in the error.
 fn decode_file<T: serde::de::DeserializeOwned>(location: &str, name: &str, bytes: Result<&[u8]>) -> Result<T> {
     format::decode_bincode(location, name, bytes?)
@@ -276,12 +293,26 @@ impl Index {
         let Appended { documents, chunks, dense, sparse } = appended;
         let (base_docs, base_chunks) = (self.documents.base().len(), self.chunks.base().len());
         let dim = self.dense.dim;
-        if dense.len() != chunks.len() * dim || sparse.len() != chunks.len() {
+        let whole = |v: &Vec<f32>| !v.is_empty() && v.len().is_multiple_of(dim);
+        if dense.len() != chunks.len() || !dense.iter().all(whole) || sparse.len() != chunks.len() {
             return Err(Error::invalid(
                 "delta",
-                format!("{} chunks but {} dense values and {} SPLADE vectors", chunks.len(), dense.len(), sparse.len()),
+                format!(
+                    "{} chunks but {} dense vectors ({dim} values per window) and {} SPLADE vectors",
+                    chunks.len(),
+                    dense.len(),
+                    sparse.len()
+                ),
             ));
         }
+        let mut windows = vec![0u32];
+        let mut rows = Vec::with_capacity(dense.iter().map(Vec::len).sum());
+        for v in dense {
+            rows.extend(v);
+            windows.push((rows.len() / dim) as u32);
+        }
+        let delta_dense =
+            DenseIndex::build_windows_with(dim, rows, windows, usize::MAX).map_err(|e| Error::invalid("delta", e))?;
         let tail_ranges = chunk_ranges(&chunks, documents.len(), base_docs, base_chunks)?;
         let mut gone = Bitset::empty(base_docs + documents.len());
         for &d in withdrawn {
@@ -304,7 +335,7 @@ impl Index {
             bm25: self.bm25.clone(),
             splade: self.splade.clone(),
             doc_chunks: self.doc_chunks.with_tail(tail_ranges),
-            delta: Some(Arc::new(Delta { dense: DenseIndex { dim, vectors: dense, graph: None }, bm25, splade })),
+            delta: Some(Arc::new(Delta { dense: delta_dense, bm25, splade })),
             withdrawn: (gone.count() > 0).then(|| Arc::new(gone)),
             schema: OnceLock::new(),
             base_avgdl: self.base_avgdl.clone(),
@@ -321,13 +352,32 @@ impl Index {
         self.withdrawn.as_ref().is_some_and(|w| w.contains(doc as usize))
     }
 
-    /// The dense vector of chunk `chunk`, built or appended.
-    pub fn dense_vector(&self, chunk: u32) -> &[f32] {
+    /// The dense index holding chunk `chunk` (built or appended) and its ordinal there.
+    fn dense_of(&self, chunk: u32) -> (&DenseIndex, usize) {
         let base = self.chunks.base().len();
         match (chunk as usize).checked_sub(base) {
-            None => self.dense.vector(chunk as usize),
-            Some(j) => self.delta.as_ref().expect("a chunk past the built ones is the delta's").dense.vector(j),
+            None => (&self.dense, chunk as usize),
+            Some(j) => (&self.delta.as_ref().expect("a chunk past the built ones is the delta's").dense, j),
         }
+    }
+
+    /// The dense vectors of chunk `chunk`, built or appended: one row of `dim` per window
+    /// ([`DenseIndex`]).
+    pub fn dense_vectors(&self, chunk: u32) -> &[f32] {
+        let (dense, c) = self.dense_of(chunk);
+        dense.chunk_vectors(c)
+    }
+
+    /// Chunk `chunk`'s dense vector nearest to `query` (its only one without windows).
+    pub fn dense_nearest(&self, chunk: u32, query: &[f32]) -> &[f32] {
+        let (dense, c) = self.dense_of(chunk);
+        dense.nearest_vector(c, query)
+    }
+
+    /// The dense score of chunk `chunk` for `query`: the cosine of its best window.
+    pub fn dense_score(&self, chunk: u32, query: &[f32]) -> f32 {
+        let (dense, c) = self.dense_of(chunk);
+        dense.score(c, query)
     }
 
     /// The `k` chunks most similar to `query` (a unit vector) among `allowed`: HNSW over the
@@ -440,11 +490,13 @@ impl Index {
         for x in &self.dense.vectors {
             vec_bytes.extend_from_slice(&x.to_le_bytes());
         }
+        let window_bytes: Vec<u8> = self.dense.window_offsets().iter().flat_map(|w| w.to_le_bytes()).collect();
         let files = vec![
             (DOCUMENTS.to_string(), bincode::serialize(&self.documents)?),
             (CHUNKS.to_string(), bincode::serialize(&self.chunks)?),
             (DENSE_VECTORS.to_string(), vec_bytes),
             (DENSE_GRAPH.to_string(), bincode::serialize(&*self.dense)?),
+            (DENSE_WINDOWS.to_string(), window_bytes),
             (BM25.to_string(), bincode::serialize(&*self.bm25)?),
             (SPLADE.to_string(), bincode::serialize(&*self.splade)?),
         ];
@@ -487,7 +539,8 @@ impl Index {
     /// is read.
     pub fn check_manifest(manifest: &Manifest, location: &str) -> Result<()> {
         for name in OWN_FILES {
-            if !manifest.files.iter().any(|f| f.name == name) {
+            let needed = name != DENSE_WINDOWS || manifest.version >= WINDOWS_SINCE;
+            if needed && !manifest.files.iter().any(|f| f.name == name) {
                 return Err(Error::IndexCorrupted {
                     file: format!("{location}/{}", format::MANIFEST),
                     expected: format!("an entry for {name}"),
@@ -518,6 +571,7 @@ impl Index {
             CHUNKS => Part::Chunks(decode_file(loc, CHUNKS, bytes)?),
             DENSE_VECTORS => Part::Vectors(decode_f32s(loc, &blob)?),
             DENSE_GRAPH => Part::Graph(decode_file(loc, DENSE_GRAPH, bytes)?),
+            DENSE_WINDOWS => Part::Windows(decode_u32s(loc, &blob)?),
             BM25 if manifest.version == 1 => Part::Bm25(decode_file::<bm25::Bm25IndexV1>(loc, BM25, bytes)?.into()),
             BM25 if manifest.version < 5 => Part::Bm25(decode_file::<bm25::Bm25IndexV4>(loc, BM25, bytes)?.into()),
             BM25 => Part::Bm25(decode_file(loc, BM25, bytes)?),
@@ -540,6 +594,7 @@ impl Index {
         let parts: Vec<Part> = parts.into_iter().map(|d| d.0).collect();
         let (mut documents, mut chunks, mut vectors, mut graph, mut bm25, mut splade) =
             (None, None, None, None, None, None);
+        let mut windows = None;
         let mut old_chunks = None;
         for part in parts {
             match part {
@@ -548,6 +603,7 @@ impl Index {
                 Part::ChunksV2(c) => old_chunks = Some(c),
                 Part::Vectors(v) => vectors = Some(v),
                 Part::Graph(g) => graph = Some(g),
+                Part::Windows(w) => windows = Some(w),
                 Part::Bm25(b) => bm25 = Some(b),
                 Part::Splade(s) => splade = Some(s),
                 Part::Other => {}
@@ -563,6 +619,13 @@ impl Index {
         let bm25: Bm25Index = bm25.ok_or_else(|| missing(BM25))?;
         let splade: SpladeIndex = splade.ok_or_else(|| missing(SPLADE))?;
         dense.vectors = vectors.ok_or_else(|| missing(DENSE_VECTORS))?;
+        if let Some(windows) = windows {
+            dense.set_windows(windows).map_err(|expected| Error::IndexCorrupted {
+                file: format!("{loc}/{DENSE_WINDOWS}"),
+                expected,
+                found: "other offsets".into(),
+            })?;
+        }
         if dense.dim != manifest.dense_dim {
             return Err(Error::IndexCorrupted {
                 file: format!("{loc}/{DENSE_GRAPH}"),
@@ -595,6 +658,90 @@ mod tests {
         // An attachment may not replace a file of the index.
         let err = index.save_with(&MemStore::new("mem://clash"), vec![(BM25.into(), Vec::new())]).unwrap_err();
         assert!(err.to_string().contains("bm25.bin"), "{err}");
+    }
+
+    /// Replaces file `name` of the index in `store`, and its size and checksum in the
+    /// manifest (`None`: drops the file from the manifest), then applies `edit` to the
+    /// manifest.
+    fn rewrite(store: &MemStore, name: &str, bytes: Option<Vec<u8>>, edit: impl FnOnce(&mut serde_json::Value)) {
+        let mut manifest: serde_json::Value = serde_json::from_slice(&store.read(format::MANIFEST).unwrap()).unwrap();
+        let files = manifest["files"].as_array_mut().unwrap();
+        match bytes {
+            Some(bytes) => {
+                for f in files.iter_mut().filter(|f| f["name"] == name) {
+                    f["bytes"] = bytes.len().into();
+                    f["sha256"] = format::sha256_hex(&bytes).into();
+                }
+                store.write(name, &bytes).unwrap();
+            }
+            None => files.retain(|f| f["name"] != name),
+        }
+        edit(&mut manifest);
+        store.write(format::MANIFEST, &serde_json::to_vec(&manifest).unwrap()).unwrap();
+    }
+
+    #[test]
+    fn a_chunk_read_in_windows_is_saved_loaded_and_scored_by_its_best_window() {
+        let index = small_engine().index();
+        let dim = index.dense.dim;
+        let store = MemStore::new("mem://windows");
+        index.save(&store).unwrap();
+        // Give chunk 0 a second window: chunk 1's vector.
+        let (v0, v1) = (index.dense_vectors(0).to_vec(), index.dense_vectors(1).to_vec());
+        let rows: Vec<f32> = v0.iter().chain(&v1).chain(&index.dense.vectors[dim..]).copied().collect();
+        let n = index.chunks.len() as u32;
+        let offsets: Vec<u32> = std::iter::once(0).chain(2..=n + 1).collect();
+        let f32s = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        let u32s = |v: &[u32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        rewrite(&store, DENSE_VECTORS, Some(f32s(&rows)), |_| {});
+        rewrite(&store, DENSE_WINDOWS, Some(u32s(&offsets)), |_| {});
+        let loaded = Index::load(&store).unwrap();
+        assert_eq!(loaded.dense_vectors(0).len(), 2 * dim);
+        assert_eq!(loaded.dense_vectors(1), &v1[..]);
+        // Chunk 0 now scores as well as chunk 1 for chunk 1's own vector, and its nearest
+        // window to it is that window.
+        assert!((loaded.dense_score(0, &v1) - 1.0).abs() < 1e-5);
+        assert_eq!(loaded.dense_nearest(0, &v1), &v1[..]);
+        assert!((loaded.dense_score(0, &v0) - 1.0).abs() < 1e-5);
+        let found: Vec<u32> = loaded.dense_search(&v1, None, 2).into_iter().map(|h| h.0).collect();
+        assert_eq!(found.len(), 2);
+        assert!(found.contains(&0) && found.contains(&1), "{found:?}");
+        // Saved again, it reads the same.
+        let again = MemStore::new("mem://windows-again");
+        loaded.save(&again).unwrap();
+        assert_eq!(Index::load(&again).unwrap().dense.window_offsets(), offsets);
+
+        // Offsets that leave a chunk without a vector are refused, naming the file.
+        let mut bad = offsets.clone();
+        bad[1] = 0;
+        let store = MemStore::new("mem://bad-windows");
+        index.save(&store).unwrap();
+        rewrite(&store, DENSE_VECTORS, Some(f32s(&rows)), |_| {});
+        rewrite(&store, DENSE_WINDOWS, Some(u32s(&bad)), |_| {});
+        let err = Index::load(&store).err().expect("refused").to_string();
+        assert!(err.contains("dense.windows") && err.contains("chunk 0"), "{err}");
+    }
+
+    #[test]
+    fn a_format_5_index_without_windows_loads_with_one_vector_per_chunk() {
+        let index = small_engine().index();
+        let store = MemStore::new("mem://format-5");
+        index.save(&store).unwrap();
+        rewrite(&store, DENSE_WINDOWS, None, |m| {
+            m["version"] = 5.into();
+            m.as_object_mut().unwrap().remove("dense_window");
+        });
+        let loaded = Index::load(&store).unwrap();
+        assert_eq!(loaded.manifest.dense_window, 0);
+        assert_eq!(loaded.dense.vector_count(), loaded.chunks.len());
+        let q = index.dense_vectors(3).to_vec();
+        assert_eq!(loaded.dense_search(&q, None, 5), index.dense_search(&q, None, 5));
+        // A format 6 manifest without the file is refused before anything is read.
+        let store = MemStore::new("mem://format-6-without-windows");
+        index.save(&store).unwrap();
+        rewrite(&store, DENSE_WINDOWS, None, |_| {});
+        let err = Index::load(&store).err().expect("refused").to_string();
+        assert!(err.contains("dense.windows"), "{err}");
     }
 
     #[test]

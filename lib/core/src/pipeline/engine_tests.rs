@@ -458,7 +458,7 @@ fn dense_feedback_keeps_the_filter_and_the_minimum_similarity_to_the_question() 
 
     // The minimum is the cosine with the question as asked, not with the moved query.
     let (q, _) = e.dense_encoder().embed_query(query).unwrap();
-    let cosine = |c: u32| e.index().dense_vector(c).iter().zip(&q).map(|(a, b)| a * b).sum::<f32>();
+    let cosine = |c: u32| e.index().dense_score(c, &q);
     let mut all = SearchRequest::new(query, 10);
     all.paths = vec![Path::Dense];
     let mut cosines: Vec<f32> = e.search(&all).unwrap().hits.iter().map(|h| cosine(h.chunk)).collect();
