@@ -346,12 +346,16 @@ pub fn encode_documents(
 /// (dense vectors as stored, SPLADE vectors by transposing its postings) and keyed as a
 /// build with `options` keys them: a build over these documents reuses them all, even
 /// when the index was saved without its encoded shards. Chunks whose plan differs from
-/// the index's (other options) are left out.
+/// the index's (other options) are left out, and so is every chunk when the index's dense
+/// window is not `options`' (its vectors are of other windows).
 pub fn index_vectors(
     index: &Index,
     options: &BuildOptions,
     tokenizers: (&TextTokenizer, &TextTokenizer),
 ) -> Result<Vec<EncodedChunk>> {
+    if index.manifest.dense_window != options.dense_window {
+        return Ok(Vec::new());
+    }
     let documents = index.documents.base().to_vec();
     let plan = plan(documents, options, String::new(), tokenizers.0, tokenizers.1)?;
     let base = index.chunks.base();

@@ -309,6 +309,10 @@ fn an_index_gives_back_its_own_vectors_for_the_next_build() {
     let again = built.index.unwrap();
     assert_eq!(again.dense.vectors, index.dense.vectors);
     assert_eq!(*again.splade, *index.splade);
+
+    // A build with other dense windows gets none of them: they are other windows' vectors.
+    let whole = BuildOptions { dense_window: 0, ..options(1024) };
+    assert!(index_vectors(&index, &whole, (dense.tokenizer(), sparse.tokenizer())).unwrap().is_empty());
 }
 
 /// Chunk overlap is an option of the index: its manifest records it, and what is written
