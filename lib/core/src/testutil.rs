@@ -145,3 +145,28 @@ pub fn small_engine() -> &'static Engine {
         Engine::new(Arc::new(index), Arc::new(dense), Arc::new(sparse), None)
     })
 }
+
+/// Words as tokens: a [`TokenMeasure`](crate::corpus::TokenMeasure) for chunking tests
+/// that reads like the text.
+pub struct Words;
+
+impl crate::corpus::TokenMeasure for Words {
+    fn count(&self, s: &str) -> usize {
+        s.split_whitespace().count()
+    }
+    fn token_ranges(&self, s: &str) -> Vec<std::ops::Range<usize>> {
+        let mut out = Vec::new();
+        let mut start = None;
+        for (i, c) in s.char_indices().chain([(s.len(), ' ')]) {
+            match (c.is_whitespace(), start) {
+                (true, Some(a)) => {
+                    out.push(a..i);
+                    start = None;
+                }
+                (false, None) => start = Some(i),
+                _ => {}
+            }
+        }
+        out
+    }
+}

@@ -285,29 +285,7 @@ pub fn plan(
 mod tests {
     use super::*;
     use crate::corpus::ChunkSpan;
-
-    /// Words as tokens.
-    struct Words;
-    impl TokenMeasure for Words {
-        fn count(&self, text: &str) -> usize {
-            text.split_whitespace().count()
-        }
-        fn token_ranges(&self, text: &str) -> Vec<Range<usize>> {
-            let mut out = Vec::new();
-            let mut start = None;
-            for (i, ch) in text.char_indices().chain(std::iter::once((text.len(), ' '))) {
-                match (ch.is_whitespace(), start) {
-                    (true, Some(s)) => {
-                        out.push(s..i);
-                        start = None;
-                    }
-                    (false, None) => start = Some(i),
-                    _ => {}
-                }
-            }
-            out
-        }
-    }
+    use crate::testutil::Words;
 
     fn chunk(words: usize) -> Chunk {
         let text = (0..words).map(|i| format!("w{i}")).collect::<Vec<_>>().join(" ");

@@ -215,6 +215,7 @@ impl Chunk {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testutil::Words;
 
     #[test]
     fn overlapping_chunks_repeat_the_last_pieces_of_the_chunk_before() {
@@ -233,30 +234,6 @@ mod tests {
             for t in texts(&d, &spans) {
                 assert!(Words.count(&t) <= 4, "{overlap}: {t:?}");
             }
-        }
-    }
-
-    /// Words as tokens.
-    struct Words;
-
-    impl TokenMeasure for Words {
-        fn count(&self, s: &str) -> usize {
-            s.split_whitespace().count()
-        }
-        fn token_ranges(&self, s: &str) -> Vec<Range<usize>> {
-            let mut out = Vec::new();
-            let mut start = None;
-            for (i, c) in s.char_indices().chain([(s.len(), ' ')]) {
-                match (c.is_whitespace(), start) {
-                    (true, Some(a)) => {
-                        out.push(a..i);
-                        start = None;
-                    }
-                    (false, None) => start = Some(i),
-                    _ => {}
-                }
-            }
-            out
         }
     }
 
