@@ -15,7 +15,7 @@ use serde::Serialize;
 use sextant_core::build::{encode_inputs, encoder_input};
 use sextant_core::corpus::Chunk;
 use sextant_core::encode::SparseVector;
-use sextant_core::index::{Bm25Index, DenseIndex, Index, SpladeIndex};
+use sextant_core::index::{Bm25Index, DenseIndex, Index, SpladeIndex, EXACT_ONLY_BELOW};
 use sextant_core::pipeline::{rrf_fuse, Engine, FusionConfig, Path, SearchRequest, DEFAULT_PER_PATH_K};
 use sextant_core::storage::LocalDir;
 
@@ -131,13 +131,7 @@ pub fn synthesize(base: &Index, target: usize) -> Result<Index> {
     let SyntheticParts { texts, vectors, sparse, mut chunks } = synthetic_parts(base, target);
     let bm25 = Bm25Index::build(texts.iter().map(|s| s.as_str()), base.bm25.params);
     let splade = SpladeIndex::build(base.splade.inverted.num_terms(), &sparse);
-    let mut windows = vec![0u32];
-    let mut rows = Vec::new();
-    for v in vectors {
-        rows.extend(v);
-        windows.push((rows.len() / base.dense.dim) as u32);
-    }
-    let dense = DenseIndex::build_windows(base.dense.dim, rows, windows).map_err(anyhow::Error::msg)?;
+    let dense = DenseIndex::build_chunks(base.dense.dim, &vectors, EXACT_ONLY_BELOW).map_err(anyhow::Error::msg)?;
     for (c, t) in chunks.iter_mut().zip(texts) {
         c.text = t;
     }

@@ -6,7 +6,7 @@ use super::Progress;
 use crate::encode::SparseVector;
 use crate::error::{Error, Result};
 use crate::index::format::{BuildRecord, Manifest, FORMAT_NAME, FORMAT_VERSION};
-use crate::index::{Bm25Index, DenseIndex, Index, SpladeIndex};
+use crate::index::{Bm25Index, DenseIndex, Index, SpladeIndex, EXACT_ONLY_BELOW};
 
 /// Builds the index of `plan` from `shards` (one per shard of the plan, in order), after
 /// checking that every shard holds exactly the plan's chunks: a shard that does not is
@@ -35,23 +35,14 @@ pub fn merge(plan: Plan, shards: &[EncodedShard], progress: Progress) -> Result<
         }
     }
     let records = || shards.iter().flat_map(|s| &s.records);
-    let mut vectors = Vec::with_capacity(plan.chunks.len() * dim);
-    let mut windows = Vec::with_capacity(plan.chunks.len() + 1);
-    windows.push(0u32);
-    for r in records() {
-        vectors.extend_from_slice(&r.dense);
-        windows.push((vectors.len() / dim.max(1)) as u32);
-    }
     let sparse: Vec<_> = records().map(|r| r.sparse.clone()).collect();
     progress("bm25", 0, 1);
     let bm25 = Bm25Index::build(plan.inputs.iter().map(|s| s.as_str()), plan.options.bm25);
     let splade = SpladeIndex::build(plan.sparse_vocab, &sparse);
     drop(sparse);
     progress("hnsw", 0, 1);
-    let dense = DenseIndex::build_windows(dim, vectors, windows).map_err(|expected| Error::IndexCorrupted {
-        file: "encoded shards".into(),
-        expected,
-        found: "other windows".into(),
+    let dense = DenseIndex::build_chunks(dim, records().map(|r| &r.dense), EXACT_ONLY_BELOW).map_err(|expected| {
+        Error::IndexCorrupted { file: "encoded shards".into(), expected, found: "other windows".into() }
     })?;
     progress("hnsw", 1, 1);
     let manifest = manifest(&plan, dim, true);

@@ -120,15 +120,26 @@ impl DenseIndex {
         DenseIndex { dim, vectors, graph, windows: Vec::new(), owner: Vec::new() }
     }
 
-    /// Builds the index of chunks held as windows: chunk `c`'s vectors are rows
-    /// `windows[c]..windows[c + 1]` of `vectors`. The graph's beam is widened by the most
-    /// windows a chunk has on average (rounded up), so one search still finds
-    /// [`EF_SEARCH`] chunks.
-    pub fn build_windows(dim: usize, vectors: Vec<f32>, windows: Vec<u32>) -> Result<Self, String> {
-        Self::build_windows_with(dim, vectors, windows, EXACT_ONLY_BELOW)
+    /// The index of chunks each given as its windows' rows (`dim` values per window), one
+    /// after the other: [`DenseIndex::build_windows_with`] over their rows and offsets.
+    pub fn build_chunks<V: AsRef<[f32]>>(
+        dim: usize,
+        chunks: impl IntoIterator<Item = V>,
+        exact_below: usize,
+    ) -> Result<Self, String> {
+        let mut rows = Vec::new();
+        let mut windows = vec![0u32];
+        for v in chunks {
+            rows.extend_from_slice(v.as_ref());
+            windows.push((rows.len() / dim.max(1)) as u32);
+        }
+        Self::build_windows_with(dim, rows, windows, exact_below)
     }
 
-    /// [`DenseIndex::build_windows`] with an explicit size threshold for the graph.
+    /// Builds the index of chunks held as windows: chunk `c`'s vectors are rows
+    /// `windows[c]..windows[c + 1]` of `vectors`, and the graph is built above `exact_below`
+    /// vectors. The graph's beam is widened by the windows a chunk has on average (rounded
+    /// up), so one search still finds [`EF_SEARCH`] chunks.
     pub fn build_windows_with(
         dim: usize,
         vectors: Vec<f32>,
@@ -357,11 +368,13 @@ mod tests {
             (vec![1, 2, 4], "from 0 to 4"),
             (vec![], "from 0 to 4"),
         ] {
-            let err = DenseIndex::build_windows(8, rows.clone(), offsets.clone()).err().expect("refused");
+            let err = DenseIndex::build_windows_with(8, rows.clone(), offsets.clone(), EXACT_ONLY_BELOW)
+                .err()
+                .expect("refused");
             assert!(err.contains(why), "{offsets:?}: {err}");
         }
         // One row per chunk is the plain index.
-        let plain = DenseIndex::build_windows(8, rows.clone(), vec![0, 1, 2, 3, 4]).unwrap();
+        let plain = DenseIndex::build_windows_with(8, rows.clone(), vec![0, 1, 2, 3, 4], EXACT_ONLY_BELOW).unwrap();
         assert_eq!(plain.len(), 4);
         assert_eq!(plain.chunk_vectors(2), &rows[16..24]);
     }

@@ -208,28 +208,17 @@ fn chunk_ranges(chunks: &[Chunk], docs: usize, first_doc: usize, first_chunk: us
     Ok(ranges)
 }
 
-/// Decodes the raw little-endian `f32` vector file.
-fn decode_f32s(location: &str, bytes: &[u8]) -> Result<Vec<f32>> {
+/// Decodes a raw file of 4-byte little-endian values (`what` names their type in the
+/// error), such as the `f32` vectors and the `u32` window offsets.
+fn decode_le<T>(location: &str, name: &str, what: &str, bytes: &[u8], from: fn([u8; 4]) -> T) -> Result<Vec<T>> {
     if !bytes.len().is_multiple_of(4) {
         return Err(Error::IndexCorrupted {
-            file: format!("{location}/{DENSE_VECTORS}"),
-            expected: "a whole number of f32".into(),
+            file: format!("{location}/{name}"),
+            expected: format!("a whole number of {what}"),
             found: format!("{} bytes", bytes.len()),
         });
     }
-    Ok(bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
-}
-
-/// Decodes the raw little-endian `u32` window offsets file.
-fn decode_u32s(location: &str, bytes: &[u8]) -> Result<Vec<u32>> {
-    if !bytes.len().is_multiple_of(4) {
-        return Err(Error::IndexCorrupted {
-            file: format!("{location}/{DENSE_WINDOWS}"),
-            expected: "a whole number of u32".into(),
-            found: format!("{} bytes", bytes.len()),
-        });
-    }
-    Ok(bytes.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
+    Ok(bytes.chunks_exact(4).map(|b| from([b[0], b[1], b[2], b[3]])).collect())
 }
 
 /// Decodes one bincode file of an index, naming it in the error.
@@ -305,14 +294,7 @@ impl Index {
                 ),
             ));
         }
-        let mut windows = vec![0u32];
-        let mut rows = Vec::with_capacity(dense.iter().map(Vec::len).sum());
-        for v in dense {
-            rows.extend(v);
-            windows.push((rows.len() / dim) as u32);
-        }
-        let delta_dense =
-            DenseIndex::build_windows_with(dim, rows, windows, usize::MAX).map_err(|e| Error::invalid("delta", e))?;
+        let delta_dense = DenseIndex::build_chunks(dim, &dense, usize::MAX).map_err(|e| Error::invalid("delta", e))?;
         let tail_ranges = chunk_ranges(&chunks, documents.len(), base_docs, base_chunks)?;
         let mut gone = Bitset::empty(base_docs + documents.len());
         for &d in withdrawn {
@@ -569,9 +551,9 @@ impl Index {
             DOCUMENTS => Part::Documents(decode_file(loc, DOCUMENTS, bytes)?),
             CHUNKS if manifest.version < 3 => Part::ChunksV2(decode_file(loc, CHUNKS, bytes)?),
             CHUNKS => Part::Chunks(decode_file(loc, CHUNKS, bytes)?),
-            DENSE_VECTORS => Part::Vectors(decode_f32s(loc, &blob)?),
+            DENSE_VECTORS => Part::Vectors(decode_le(loc, DENSE_VECTORS, "f32", &blob, f32::from_le_bytes)?),
             DENSE_GRAPH => Part::Graph(decode_file(loc, DENSE_GRAPH, bytes)?),
-            DENSE_WINDOWS => Part::Windows(decode_u32s(loc, &blob)?),
+            DENSE_WINDOWS => Part::Windows(decode_le(loc, DENSE_WINDOWS, "u32", &blob, u32::from_le_bytes)?),
             BM25 if manifest.version == 1 => Part::Bm25(decode_file::<bm25::Bm25IndexV1>(loc, BM25, bytes)?.into()),
             BM25 if manifest.version < 5 => Part::Bm25(decode_file::<bm25::Bm25IndexV4>(loc, BM25, bytes)?.into()),
             BM25 => Part::Bm25(decode_file(loc, BM25, bytes)?),
