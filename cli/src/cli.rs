@@ -134,7 +134,7 @@ pub enum Command {
         /// splade, plain RRF, the default hybrid) on every set, `index.html` with SVG charts
         /// (nDCG@10 per mode and set; per question, hybrid against the best single path),
         /// the charts as `.svg` files, and `report.json`.
-        #[arg(long, value_name = "DIR", conflicts_with_all = ["mode", "paths", "fusion", "feedback", "feedback_documents", "identifiers", "agreement", "dump_runs", "per_query", "late_interaction"])]
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["mode", "paths", "fusion", "feedback", "feedback_documents", "identifiers", "agreement", "recall_head", "recall_dense_weight", "dump_runs", "per_query", "late_interaction"])]
         report: Option<PathBuf>,
         #[arg(long, value_enum, default_value_t = Mode::Hybrid)]
         mode: Mode,
@@ -178,6 +178,15 @@ pub enum Command {
         /// The agreement term `β` of every path's weight, instead of the fusion's own.
         #[arg(long, value_name = "BETA")]
         agreement: Option<f32>,
+        /// The recall tail's head `H`: the fused top H documents are kept, and the rest
+        /// ordered by the tail's RRF, instead of the fusion's own (0: no tail, the fused order
+        /// all the way down).
+        #[arg(long, value_name = "H")]
+        recall_head: Option<usize>,
+        /// The recall tail's dense weight (each lexical path's is 1), instead of the default
+        /// tail's (with `--recall-head`, or alone on the default tail).
+        #[arg(long, value_name = "W")]
+        recall_dense_weight: Option<f32>,
         /// Instead, compare the mode's ranking (no cross-encoder) with MaxSim late
         /// interaction over the dense model's token vectors re-scoring its top N, alone and
         /// fused with it by RRF.
@@ -507,8 +516,10 @@ pub enum FusionChoice {
     Agreement,
     /// The default before dense feedback: the default without dense feedback, every query fused by scores
     Identifiers,
-    /// The last release's default: the default with every query fused by scores, long ones too
+    /// The default before the length switch: the default with every query fused by scores, long ones too
     Feedback,
+    /// The last release's default: the default without the recall tail, fused order all the way down
+    Length,
 }
 
 impl FusionChoice {
@@ -522,6 +533,7 @@ impl FusionChoice {
             FusionChoice::Agreement => FusionConfig::agreement_default(),
             FusionChoice::Identifiers => FusionConfig::identifier_default(),
             FusionChoice::Feedback => FusionConfig::feedback_default(),
+            FusionChoice::Length => FusionConfig::length_default(),
         }
     }
 }

@@ -8,7 +8,9 @@ use anyhow::{bail, Context, Result};
 use sextant_core::corpus::{load_beir, load_documents, BeirSet};
 use sextant_core::encode::{choose_backend, default_model_dir, BackendChoice, CrossEncoder, ModelSet, ORT_LIBRARY};
 use sextant_core::index::Filter;
-use sextant_core::pipeline::{open_engine, CrossEncoderReranker, Engine, Path, SearchOutcome, SearchRequest};
+use sextant_core::pipeline::{
+    open_engine, CrossEncoderReranker, Engine, Path, RecallTail, SearchOutcome, SearchRequest, DEFAULT_RECALL_TAIL,
+};
 use sextant_finance::{FactStore, Financials};
 use sextant_kit::eval::{evaluate_per_query, Metrics};
 
@@ -237,6 +239,8 @@ pub fn run(cli: Cli) -> Result<()> {
             feedback_documents,
             identifiers,
             agreement,
+            recall_head,
+            recall_dense_weight,
             late_interaction,
             build,
         } => {
@@ -267,6 +271,17 @@ pub fn run(cli: Cli) -> Result<()> {
             }
             if let Some(b) = agreement {
                 req.fusion.agreement = b;
+            }
+            if recall_head.is_some() || recall_dense_weight.is_some() {
+                let tail = req.fusion.recall_tail.unwrap_or(DEFAULT_RECALL_TAIL);
+                req.fusion.recall_tail = match recall_head.unwrap_or(tail.head) {
+                    0 => None,
+                    head => Some(RecallTail {
+                        head,
+                        dense_weight: recall_dense_weight.unwrap_or(tail.dense_weight),
+                        ..tail
+                    }),
+                };
             }
             let t = Instant::now();
             let each = evaluate_per_query(&engine, &set, &req)?;

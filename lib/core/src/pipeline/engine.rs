@@ -9,7 +9,9 @@ use serde::{Deserialize, Serialize};
 use super::adaptive::{adaptive_weights, agreement, confidence, identifier_damping, identifier_share, word_count};
 use super::cancel::CancelFlag;
 use super::feedback::{feedback_query, feedback_weight};
-use super::fusion::{groups_in_order, rrf_fuse, rrf_fuse_grouped, zscore_fuse_grouped, Fused, DEFAULT_RRF_K};
+use super::fusion::{
+    groups_in_order, recall_tail, rrf_fuse, rrf_fuse_grouped, zscore_fuse_grouped, Fused, DEFAULT_RRF_K,
+};
 use super::instructions::lexical_query;
 use super::paths::{Bm25Path, DensePath, Path, PathHit, PathRetriever, PreparedQuery, SpladePath};
 use super::rerank::{Candidate, CrossEncoderReranker, Reranker};
@@ -114,7 +116,43 @@ pub struct FusionConfig {
     /// feedback list alone (false). Absent from a configuration written before it: false.
     #[serde(default)]
     pub dense_beside_feedback: bool,
+    /// The recall tail: below the fused top `head` units, units are ordered by an RRF of the
+    /// lists in which the dense path counts as much as the lexical paths together
+    /// ([`RecallTail`]). `None`: the fused order all the way down. Absent from a
+    /// configuration written before it: none.
+    #[serde(default)]
+    pub recall_tail: Option<RecallTail>,
 }
+
+/// How the fused list is ordered below its top ([`recall_tail`](super::recall_tail)):
+///
+/// ```text
+/// tail(u) = Σ_i t_i / (k + urank_i(u)),   t_i = dense_weight · share_i  (i dense),  share_i  (else)
+/// ```
+///
+/// for the units (documents or chunks, as the fusion reads them) below the first `head` of
+/// the fused order, `share_i` the list's share of its path's weight (1, or `γ` and `1 − γ`
+/// for a long question's two dense lists). The top is what a reader sees and what the
+/// fusion's per-query weights decide; the tail is what a reranker or a reader going further
+/// gets, and it must not lose what a single path would have found: a z-score gives a unit
+/// that one path alone found its list's lowest z in every other list, so a passage that
+/// dense ranks 40th and no lexical path has falls below units that both lexical paths rank
+/// 90th. With `dense_weight` = 2 the dense list counts as the two lexical lists together:
+/// one vote for meaning, one for words. Chosen by the worst dev set's Recall@100 against the
+/// best single path's, with leave-one-set-out (README, "How the default fusion was chosen").
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RecallTail {
+    /// Units of the fused order kept as they are, `H`.
+    pub head: usize,
+    /// The dense lists' tail weight, `t_dense`; each lexical list's is 1.
+    pub dense_weight: f32,
+    /// The tail's RRF `k`.
+    pub k: f32,
+}
+
+/// The default recall tail: the fused top 20 kept, the rest by an RRF with `k` = 100 and
+/// the dense list weighted 2 ([`RecallTail`]).
+pub const DEFAULT_RECALL_TAIL: RecallTail = RecallTail { head: 20, dense_weight: 2.0, k: 100.0 };
 
 /// Default strength of dense feedback, `c`: a question whose words are a sixth identifiers
 /// or more ("EXTN bookings earnings call May 3, 2018", 3 in 7) moves the dense query by the
@@ -189,6 +227,7 @@ impl Default for FusionConfig {
             feedback_documents: DEFAULT_FEEDBACK_DOCUMENTS,
             long_query_words: DEFAULT_LONG_QUERY_WORDS,
             dense_beside_feedback: true,
+            recall_tail: Some(DEFAULT_RECALL_TAIL),
         }
     }
 }
@@ -211,6 +250,7 @@ impl FusionConfig {
             feedback_documents: DEFAULT_FEEDBACK_DOCUMENTS,
             long_query_words: 0,
             dense_beside_feedback: false,
+            recall_tail: None,
         }
     }
 
@@ -247,7 +287,13 @@ impl FusionConfig {
     /// comparisons (`sextant eval --fusion feedback`): the default, every query fused by
     /// scores.
     pub fn feedback_default() -> Self {
-        FusionConfig { long_query_words: 0, dense_beside_feedback: false, ..Self::default() }
+        FusionConfig { long_query_words: 0, dense_beside_feedback: false, ..Self::length_default() }
+    }
+
+    /// The default of the release before the recall tail, kept for comparisons (`sextant
+    /// eval --fusion length`): the default, fused order all the way down.
+    pub fn length_default() -> Self {
+        FusionConfig { recall_tail: None, ..Self::default() }
     }
 
     /// Whether `query` is long: more than `long_query_words` words besides the role set in
@@ -743,11 +789,25 @@ impl Engine {
         let mut weights = Self::fusion_weights(fusion, query, paths, &units);
         weights.iter_mut().zip(shares).for_each(|(w, share)| *w *= share);
         let (w, k) = (Some(weights.as_slice()), fusion.k);
-        match (fusion.method_for(query), by_document) {
+        let fused = match (fusion.method_for(query), by_document) {
             (FusionMethod::Scores, _) => zscore_fuse_grouped(&ids, &units, unit, w, usize::MAX),
             (FusionMethod::Ranks, true) => rrf_fuse_grouped(&ids, &units, unit, w, k, fusion.chunk_share, usize::MAX),
             (FusionMethod::Ranks, false) => rrf_fuse(&ids, w, k, usize::MAX),
-        }
+        }?;
+        let Some(tail) = &fusion.recall_tail else { return Ok(fused) };
+        let tail_weights: Vec<f32> = paths
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| {
+                let share = shares.get(i).copied().unwrap_or(1.0);
+                if p == Path::Dense {
+                    tail.dense_weight * share
+                } else {
+                    share
+                }
+            })
+            .collect();
+        recall_tail(fused, &units, unit, &tail_weights, tail.k, tail.head)
     }
 
     /// Runs a search.

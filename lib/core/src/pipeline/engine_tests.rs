@@ -321,6 +321,37 @@ fn a_query_of_tickers_and_dates_trusts_the_dense_path_less() {
     assert_eq!(first(&without, "MRCY Q3 2016 EBITDA"), x, "δ = 0: the wording changes nothing");
 }
 
+#[test]
+fn the_recall_tail_keeps_what_dense_alone_found_among_the_candidates() {
+    // W is dense's second chunk and no lexical path has it; Y is third in both lexical
+    // lists. By z-scores W gets each lexical list's lowest z and falls below Y. Below a
+    // head of one, the tail (dense weighted as the two lexical lists together, k = 100)
+    // ranks W above Y: 2/102 against 1/103 + 1/103.
+    // Chunks are the units here (`by_document` false): the test index has four documents.
+    let e = engine();
+    assert!(e.index().chunks.len() >= 5);
+    let [x, y, z, w, v] = [0, 1, 2, 3, 4];
+    let dense = vec![(x, 1.0), (w, 0.5), (z, 0.0)];
+    let lexical = vec![(x, 1.0), (z, 0.9), (y, 0.8), (v, 0.0)];
+    let lists = [dense, lexical.clone(), lexical];
+    let order = |fusion: &FusionConfig| -> Vec<u32> {
+        e.fuse(fusion, "what did management say about margins", &Path::ALL, &lists)
+            .unwrap()
+            .into_iter()
+            .map(|f| f.item)
+            .collect()
+    };
+    let chunks = FusionConfig { by_document: false, ..FusionConfig::length_default() };
+    let without = order(&chunks);
+    let at = |order: &[u32], c: u32| order.iter().position(|&i| i == c).unwrap();
+    assert!(at(&without, w) > at(&without, y), "the fused order puts dense's own find below: {without:?}");
+    let tail = RecallTail { head: 1, ..DEFAULT_RECALL_TAIL };
+    let with = order(&FusionConfig { recall_tail: Some(tail), ..chunks });
+    assert_eq!(with[0], x, "the head stays");
+    assert!(at(&with, w) < at(&with, y), "dense's own find rises above the lexical paths' third: {with:?}");
+    assert_eq!(FusionConfig::default().recall_tail, Some(DEFAULT_RECALL_TAIL));
+}
+
 /// A question of a computed measure in FinanceBench's wording: 35 words, long.
 const LONG_QUESTION: &str = "What is the fixed asset turnover ratio for the company in its last fiscal year? Fixed \
                              asset turnover ratio is defined as: total revenue divided by property, plant and \

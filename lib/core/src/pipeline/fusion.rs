@@ -41,6 +41,11 @@
 //! stands far above its others gives that hit more than one whose scores are flat. A list
 //! whose scores are all equal (one group, or ties) has no spread: its groups get 0 and the
 //! groups it lacks −1. Scores can be negative.
+//!
+//! **The recall tail** ([`recall_tail`]) keeps a fusion's first `H` groups, which decide
+//! what a reader sees first, and orders the groups below them by an RRF of the lists with
+//! weights of their own, `tail(g) = Σ_i t_i / (k + grank_i(g))`: weights that say which
+//! paths the candidates below the top should come from, whatever decided the top.
 
 use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
@@ -198,6 +203,56 @@ fn rescored<T>(mut fused: Vec<Fused<T>>, top_k: usize, score: impl Fn(&Fused<T>)
     fused.sort_by(|a, b| b.score.total_cmp(&a.score));
     fused.truncate(top_k);
     fused
+}
+
+/// The fused order kept for its first `head` groups, and the groups below them ordered for
+/// recall (see the module documentation): by
+///
+/// ```text
+/// tail(g) = Σ_i t_i / (k + grank_i(g))        (only over lists that contain g)
+/// ```
+///
+/// with `t_i` list `i`'s tail weight and `grank_i(g)` the 1-based rank of group `g` among
+/// list `i`'s groups ([`groups_in_order`]). Ties, and the items of one group, keep
+/// `fused`'s order. A tail item's score becomes the lower of its own and the score of the
+/// item above it, so scores never rise down the list. Errors as [`rrf_fuse`] for the
+/// weights and `k`, and for a `groups` of another length than `weights`.
+pub fn recall_tail<T, G: Eq + Hash + Clone>(
+    fused: Vec<Fused<T>>,
+    groups: &[Vec<(G, f32)>],
+    group: impl Fn(&T) -> G,
+    weights: &[f32],
+    k: f32,
+    head: usize,
+) -> Result<Vec<Fused<T>>> {
+    check_rrf_params(Some(weights), groups.len(), k)?;
+    let mut tail_score: HashMap<&G, f32> = HashMap::new();
+    for (list, w) in groups.iter().zip(weights) {
+        for (pos, (g, _)) in list.iter().enumerate() {
+            *tail_score.entry(g).or_insert(0.0) += w / (k + (pos + 1) as f32);
+        }
+    }
+    // Groups in fused order, each with its items in fused order.
+    let mut slot: HashMap<G, usize> = HashMap::new();
+    let mut members: Vec<(G, Vec<Fused<T>>)> = Vec::new();
+    for f in fused {
+        let g = group(&f.item);
+        let i = *slot.entry(g.clone()).or_insert_with(|| {
+            members.push((g, Vec::new()));
+            members.len() - 1
+        });
+        members[i].1.push(f);
+    }
+    let cut = head.min(members.len());
+    let score = |g: &G| tail_score.get(g).copied().unwrap_or(0.0);
+    // Stable: equal tail scores keep the fused order.
+    members[cut..].sort_by(|a, b| score(&b.0).total_cmp(&score(&a.0)));
+    let head_items: usize = members[..cut].iter().map(|(_, m)| m.len()).sum();
+    let mut out: Vec<Fused<T>> = members.into_iter().flat_map(|(_, m)| m).collect();
+    for i in head_items.max(1)..out.len() {
+        out[i].score = out[i].score.min(out[i - 1].score);
+    }
+    Ok(out)
 }
 
 fn check_groups<G>(groups: &[Vec<(G, f32)>], lists: usize) -> Result<()> {
@@ -570,5 +625,42 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A fused order as [`rrf_fuse`] gives it, with these scores.
+    fn fused_order(items: &[(&'static str, f32)]) -> Vec<Fused<&'static str>> {
+        items.iter().map(|&(item, score)| Fused { item, score, ranks: vec![] }).collect()
+    }
+
+    #[test]
+    fn the_recall_tail_keeps_the_head_and_lifts_what_the_heavier_list_found() {
+        // The fused order put "d", which only the dense list has (2nd there), last: below
+        // "p" and "q", which both lexical lists rank low.
+        let fused = || fused_order(&[("h", 3.0), ("p", 2.0), ("q", 1.0), ("d", 0.5)]);
+        let groups = groups(&[vec!["h", "d"], vec!["h", "p", "q"], vec!["h", "q", "p"]], |x| *x);
+        let tail = |w: &[f32], head| recall_tail(fused(), &groups, |x| *x, w, 0.0, head).unwrap();
+        // tail(d) = 2/2 = 1 against tail(p) = tail(q) = 1/2 + 1/3: "d" rises under the head.
+        let lifted = tail(&[2.0, 1.0, 1.0], 1);
+        assert_eq!(ids(&lifted), ["h", "d", "p", "q"]);
+        // Scores never rise down the list: each tail score is capped by the one above.
+        let scores: Vec<f32> = lifted.iter().map(|f| f.score).collect();
+        assert_eq!(scores, [3.0, 0.5, 0.5, 0.5]);
+        // Equal weights: tail(d) = 1/2, below "p" and "q", which tie and keep the fused order.
+        assert_eq!(ids(&tail(&[1.0, 1.0, 1.0], 1)), ["h", "p", "q", "d"]);
+        // A head as long as the list leaves the fused order whole.
+        assert_eq!(ids(&tail(&[2.0, 1.0, 1.0], 4)), ["h", "p", "q", "d"]);
+        // Weights and lists must match, as for RRF.
+        assert!(recall_tail(fused(), &groups, |x| *x, &[1.0], 0.0, 1).is_err());
+        assert!(recall_tail(fused(), &groups, |x| *x, &[1.0, -1.0, 1.0], 0.0, 1).is_err());
+    }
+
+    #[test]
+    fn the_recall_tail_moves_a_group_with_all_its_items() {
+        // Chunks "a1", "a2" of document "a", "b1" of "b", "c1" of "c"; the tail lifts "c".
+        let fused = fused_order(&[("b1", 4.0), ("a1", 3.0), ("a2", 2.0), ("c1", 1.0)]);
+        let doc = |c: &&str| c.chars().next().unwrap();
+        let groups = vec![vec![('b', 1.0), ('c', 0.9)], vec![('b', 1.0), ('a', 0.5)]];
+        let out = recall_tail(fused, &groups, doc, &[2.0, 1.0], 0.0, 1).unwrap();
+        assert_eq!(ids(&out), ["b1", "c1", "a1", "a2"]);
     }
 }

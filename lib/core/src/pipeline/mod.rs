@@ -15,13 +15,14 @@ mod shared_models;
 pub use adaptive::{adaptive_weights, agreement, confidence, identifier_damping, identifier_share, word_count};
 pub use cancel::{CancelFlag, CancelOnDrop};
 pub use engine::{
-    open_engine, Diagnostics, Engine, FusionConfig, FusionMethod, Hit, LoadedModels, PathRank, Recency, RerankStatus,
-    SearchOutcome, SearchRequest, StageTimings, DEFAULT_FEEDBACK, DEFAULT_FEEDBACK_DOCUMENTS, DEFAULT_LONG_QUERY_WORDS,
-    DEFAULT_PER_PATH_K,
+    open_engine, Diagnostics, Engine, FusionConfig, FusionMethod, Hit, LoadedModels, PathRank, RecallTail, Recency,
+    RerankStatus, SearchOutcome, SearchRequest, StageTimings, DEFAULT_FEEDBACK, DEFAULT_FEEDBACK_DOCUMENTS,
+    DEFAULT_LONG_QUERY_WORDS, DEFAULT_PER_PATH_K, DEFAULT_RECALL_TAIL,
 };
 pub use feedback::{feedback_query, feedback_weight};
 pub use fusion::{
-    check_rrf_params, groups_in_order, rrf_fuse, rrf_fuse_grouped, zscore_fuse_grouped, Fused, DEFAULT_RRF_K,
+    check_rrf_params, groups_in_order, recall_tail, rrf_fuse, rrf_fuse_grouped, zscore_fuse_grouped, Fused,
+    DEFAULT_RRF_K,
 };
 pub use instructions::lexical_query;
 pub use paths::{Bm25Path, DensePath, Path, PathHit, PathRetriever, PreparedQuery, SpladePath};
