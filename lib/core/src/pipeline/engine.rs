@@ -154,14 +154,17 @@ pub struct RecallTail {
 /// the dense list weighted 2 ([`RecallTail`]).
 pub const DEFAULT_RECALL_TAIL: RecallTail = RecallTail { head: 20, dense_weight: 2.0, k: 100.0 };
 
-/// Default strength of dense feedback, `c`: a question whose words are a sixth identifiers
-/// or more ("EXTN bookings earnings call May 3, 2018", 3 in 7) moves the dense query by the
-/// full mean of the fused top's vectors; "Based on MRCY's earnings call of January 26, 2016,
-/// …" (3 in 20) by 0.9 of it; the analyst style of question ("… capital expenditure in
-/// FY2019, in USD millions?", 2 in 20) by 0.6; a question without identifiers not at all.
-/// Chosen with [`DEFAULT_FEEDBACK_DOCUMENTS`] by the worst dev set, with leave-one-set-out
-/// (`scripts/study_feedback.py`; README, "How the default fusion was chosen").
-pub const DEFAULT_FEEDBACK: f32 = 6.0;
+/// Default strength of dense feedback, `c`: a question whose words are a tenth identifiers
+/// or more moves the dense query by the full mean of the fused top's vectors: "EXTN
+/// bookings earnings call May 3, 2018" (3 in 7), "Based on MRCY's earnings call of January
+/// 26, 2016, …" (3 in 20), the analyst style of question ("… capital expenditure in FY2019,
+/// in USD millions?", 2 in 20); "… total revenue in 2023 …" (1 in 15) by 0.67; a question
+/// without identifiers not at all. Chosen again with dense windows
+/// ([`DEFAULT_DENSE_WINDOW`](crate::build::DEFAULT_DENSE_WINDOW)), with `δ` = 0
+/// ([`DEFAULT_IDENTIFIERS`]): among `c ∈ {4, 6, 8, 10, 16}` the smallest above plain RRF of
+/// every pair and of all three on every dev set, and the better worst set of the two that
+/// are (README, "The fusion chosen again"). The release before had `c` = 6.
+pub const DEFAULT_FEEDBACK: f32 = 10.0;
 
 /// Default number of the first fusion's top documents dense feedback reads, `m`.
 pub const DEFAULT_FEEDBACK_DOCUMENTS: usize = 2;
@@ -171,18 +174,23 @@ fn default_feedback_documents() -> usize {
 }
 
 /// Default strength of the agreement term, `β`. The default fusion (z-scores by document,
-/// equal base weights, `α` = 0, `β` = 2 over the top 10 documents, `δ` = 2) was chosen for
-/// its worst dev set (SciFact train, TAT-QA dev and the two financial sets of
+/// equal base weights, `α` = 0, `β` = 2 over the top 10 documents, `δ` = 2, then 0 with
+/// dense windows) was chosen for its worst dev set (SciFact train, TAT-QA dev and the two financial sets of
 /// `scripts/build_devsets.py`) with `scripts/study_fusion.py`; README, "How the default
 /// fusion was chosen".
 pub const DEFAULT_AGREEMENT: f32 = 2.0;
 
-/// Default strength of the identifier term, `δ`: "You are an equity analyst. Based on
-/// MRCY's earnings call of January 26, 2016, what was the company's adjusted EBITDA?" has
-/// 3 identifiers in 20 words ("MRCY's" is not one), so the dense path keeps
-/// `exp(−2 · 0.15)` ≈ 0.74 of its weight before the weights are normalised; chosen with
-/// [`DEFAULT_AGREEMENT`].
-pub const DEFAULT_IDENTIFIERS: f32 = 2.0;
+/// Default strength of the identifier term, `δ`: 0, the dense path's weight does not fall
+/// with the share of identifiers in the question. With dense windows each window carries
+/// the chunk's title (company, form, period) in front of a few sentences, so the dense path
+/// reads "MRCY" and "2016" through the title, and dense feedback moves the query to the
+/// fused top's company: on the dev sets `δ` = 2 (the release before, when one vector read a
+/// whole chunk) lost on fin-filings (0.5750 against 0.5850 with `c` = 10), fin-ratios and
+/// SciFact (README, "The fusion chosen again"). "You are an equity analyst. Based on MRCY's
+/// earnings call of January 26, 2016, what was the company's adjusted EBITDA?" has 3
+/// identifiers in 20 words: with `δ` = 2 the dense path would keep `exp(−2 · 0.15)` ≈ 0.74
+/// of its weight before the weights are normalised.
+pub const DEFAULT_IDENTIFIERS: f32 = 0.0;
 
 /// Default length, in words, above which a query is fused by ranks instead of scores, `L`:
 /// a long question's lexical lists can put a passage far above the rest for words that
@@ -209,8 +217,9 @@ pub const DEFAULT_PER_PATH_K: usize = 200;
 impl Default for FusionConfig {
     /// z-scores of documents at their best chunk (ranks with `k` = 60 for a query of more
     /// than 22 words besides its role), equal base weights, `α` = 0, `β` = 2 over the top 10
-    /// documents, `δ` = 2, dense feedback with `c` = 6 from the top 2 documents (a long
-    /// query keeping the dense path's own list beside it).
+    /// documents, `δ` = 0, dense feedback with `c` = 10 from the top 2 documents (a long
+    /// query keeping the dense path's own list beside it), and below the top 20 documents
+    /// the recall tail ([`DEFAULT_RECALL_TAIL`]).
     fn default() -> Self {
         FusionConfig {
             method: FusionMethod::Scores,
@@ -291,9 +300,10 @@ impl FusionConfig {
     }
 
     /// The default of the release before the recall tail, kept for comparisons (`sextant
-    /// eval --fusion length`): the default, fused order all the way down.
+    /// eval --fusion length`): fused order all the way down, `δ` = 2 and `c` = 6 (chosen for
+    /// one dense vector per chunk; the index's dense window is the build's, not the fusion's).
     pub fn length_default() -> Self {
-        FusionConfig { recall_tail: None, ..Self::default() }
+        FusionConfig { recall_tail: None, identifiers: 2.0, feedback: 6.0, ..Self::default() }
     }
 
     /// Whether `query` is long: more than `long_query_words` words besides the role set in

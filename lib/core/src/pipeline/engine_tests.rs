@@ -314,10 +314,12 @@ fn a_query_of_tickers_and_dates_trusts_the_dense_path_less() {
     let lexical = vec![(y, 1.0), (x, 0.7), (z, 0.0), (w, 0.0)];
     let lists = [dense, lexical.clone(), lexical];
     let first = |fusion: &FusionConfig, query: &str| e.fuse(fusion, query, &Path::ALL, &lists).unwrap()[0].item;
-    let default = FusionConfig::default();
-    assert_eq!(first(&default, "what did management say about margins"), x, "plain words: dense's document wins");
-    assert_eq!(first(&default, "MRCY Q3 2016 EBITDA"), y, "identifiers: the lexical paths' document wins");
-    let without = FusionConfig { identifiers: 0.0, ..FusionConfig::default() };
+    // δ = 2, the default before dense windows (the default is δ = 0 since).
+    let damped = FusionConfig { identifiers: 2.0, ..FusionConfig::default() };
+    assert_eq!(first(&damped, "what did management say about margins"), x, "plain words: dense's document wins");
+    assert_eq!(first(&damped, "MRCY Q3 2016 EBITDA"), y, "identifiers: the lexical paths' document wins");
+    let without = FusionConfig::default();
+    assert_eq!(without.identifiers, 0.0);
     assert_eq!(first(&without, "MRCY Q3 2016 EBITDA"), x, "δ = 0: the wording changes nothing");
 }
 
