@@ -74,7 +74,10 @@ impl Plan {
                         reason: format!("chunk {i} was neither cached nor encoded"),
                     })?,
                 };
-                dim = dim.or(Some(record.dense.len()));
+                // A cached record holds one vector per window of its chunk: the width of
+                // one vector is its length over the plan's windows (one for a chunk read whole).
+                let rows = self.windows.get(i as usize).map_or(1, |w| w.len().max(1));
+                dim = dim.or(Some(record.dense.len() / rows));
                 records.push(record);
             }
             shards.push(EncodedShard::new(k as u32, dim.unwrap_or(0), records));

@@ -315,6 +315,29 @@ fn an_index_gives_back_its_own_vectors_for_the_next_build() {
     assert!(index_vectors(&index, &whole, (dense.tokenizer(), sparse.tokenizer())).unwrap().is_empty());
 }
 
+/// A build whose vectors all come from the cache takes the width of a vector from the
+/// plan's windows, not from the first record's length: a first chunk read in two windows
+/// holds two vectors, not one of twice the width (which failed the build as a corrupt
+/// shard, or would have built an index of the wrong dimension).
+#[test]
+fn a_build_of_cached_vectors_alone_keeps_the_dimension_when_its_first_chunk_has_windows() {
+    let (dense, sparse) = encoders();
+    let mut doc = test_document("w", "KO", "2024-02-10", &[&long_segment(), "A closing line."]);
+    doc.title = "Annual report w".into();
+    let docs = vec![doc];
+    let index = Index::build(docs.clone(), dense, sparse, &options(1024), &|_, _, _| {}).unwrap();
+    let offsets = index.dense.window_offsets();
+    assert!(offsets[1] - offsets[0] > 1, "the first chunk is read in windows: {offsets:?}");
+    let mut previous = Previous::none();
+    previous.cache.insert(index_vectors(&index, &options(1024), (dense.tokenizer(), sparse.tokenizer())).unwrap());
+    let built = run(docs, 1024, &previous);
+    assert_eq!(built.report.chunks_encoded, 0);
+    let again = built.index.unwrap();
+    assert_eq!(again.dense.dim, index.dense.dim);
+    assert_eq!(again.dense.vectors, index.dense.vectors);
+    assert_eq!(again.dense.window_offsets(), offsets);
+}
+
 /// Chunk overlap is an option of the index: its manifest records it, and what is written
 /// to the index later is cut the same way.
 #[test]
