@@ -161,7 +161,7 @@ pub const DEFAULT_RECALL_TAIL: RecallTail = RecallTail { head: 20, dense_weight:
 /// in USD millions?", 2 in 20); "… total revenue in 2023 …" (1 in 15) by 0.67; a question
 /// without identifiers not at all. Chosen again with dense windows
 /// ([`DEFAULT_DENSE_WINDOW`](crate::build::DEFAULT_DENSE_WINDOW)), with `δ` = 0
-/// ([`DEFAULT_IDENTIFIERS`]): among `c ∈ {4, 6, 8, 10, 16}` the smallest above plain RRF of
+/// ([`FusionConfig::identifiers`]): among `c ∈ {4, 6, 8, 10, 16}` the smallest above plain RRF of
 /// every pair and of all three on every dev set, and the better worst set of the two that
 /// are (README, "The fusion chosen again"). The release before had `c` = 6.
 pub const DEFAULT_FEEDBACK: f32 = 10.0;
