@@ -140,15 +140,22 @@ pub fn rrf_fuse_grouped<T: Clone + Eq + Hash, G: Eq + Hash>(
     }
     check_groups(groups, lists.len())?;
     let fused = rrf_fuse(lists, weights, k, usize::MAX)?;
-    let mut group_score: HashMap<&G, f32> = HashMap::new();
+    let group_score = group_rrf(groups, weights, k);
+    let group_of = |f: &Fused<T>| group_score.get(&group(&f.item)).copied().unwrap_or(0.0);
+    Ok(rescored(fused, top_k, |f| group_of(f) + item_share * f.score))
+}
+
+/// Each group's RRF score over the lists of groups, `Σ_i w_i / (k + grank_i(g))` (`w_i` = 1
+/// without `weights`), for [`rrf_fuse_grouped`] and [`recall_tail`].
+fn group_rrf<'g, G: Eq + Hash>(groups: &'g [Vec<(G, f32)>], weights: Option<&[f32]>, k: f32) -> HashMap<&'g G, f32> {
+    let mut score: HashMap<&G, f32> = HashMap::new();
     for (li, list) in groups.iter().enumerate() {
         let w = weights.map_or(1.0, |w| w[li]);
         for (pos, (g, _)) in list.iter().enumerate() {
-            *group_score.entry(g).or_insert(0.0) += w / (k + (pos + 1) as f32);
+            *score.entry(g).or_insert(0.0) += w / (k + (pos + 1) as f32);
         }
     }
-    let group_of = |f: &Fused<T>| group_score.get(&group(&f.item)).copied().unwrap_or(0.0);
-    Ok(rescored(fused, top_k, |f| group_of(f) + item_share * f.score))
+    score
 }
 
 /// Fuses lists of items that belong to groups by the z-scores of their groups' scores (see
@@ -226,12 +233,7 @@ pub fn recall_tail<T, G: Eq + Hash + Clone>(
     head: usize,
 ) -> Result<Vec<Fused<T>>> {
     check_rrf_params(Some(weights), groups.len(), k)?;
-    let mut tail_score: HashMap<&G, f32> = HashMap::new();
-    for (list, w) in groups.iter().zip(weights) {
-        for (pos, (g, _)) in list.iter().enumerate() {
-            *tail_score.entry(g).or_insert(0.0) += w / (k + (pos + 1) as f32);
-        }
-    }
+    let tail_score = group_rrf(groups, Some(weights), k);
     // Groups in fused order, each with its items in fused order.
     let mut slot: HashMap<G, usize> = HashMap::new();
     let mut members: Vec<(G, Vec<Fused<T>>)> = Vec::new();
