@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Builds three financial retrieval sets (BEIR layout) from `../shared/data`, for choosing
 the fusion default on more than SciFact and TAT-QA. Deterministic: the same data gives the
-same files. Each set has a `dev` split (for tuning) and a `test` split (reported only).
+same files. Each set has a `dev` split (for choosing), a `heldout` split (the same facts in
+phrasings no dev question uses) and a `test` split (other companies, reported only).
 
 fin-filings: questions about a reported figure, over the 4,390 ~300-word passages of 38
   10-K/10-Q filings (`sec_filings_sections`, titled with the company's name in front of the
@@ -34,6 +35,18 @@ fin-ratios: questions over fin-filings' passages (the same corpus and index, as 
 Questions are phrased by several templates, from a bare question to the long
 instruction-laden wording analysts use with assistants ("You are an equity analyst. Using
 the cash flow statement, ..."), so that a fusion chosen on these sets has seen both.
+
+Splits, so that a choice made on dev says something about questions nobody tuned on:
+  - By company. The companies (tickers) are split in halves by a hash of the ticker; every
+    filing or call of a company, and so every question and relevant passage of it, is in
+    one half. No filing, call or relevant passage is in both.
+  - By phrasing. Some templates (`*_HELDOUT`: two that earlier releases saw, two new ones)
+    phrase no dev question. Each fact of a dev company becomes two questions: one in a dev
+    phrasing (split `dev`) and one in a held-out phrasing (split `heldout`), with the same
+    relevant passages, so the two splits differ only in wording. A test company's fact
+    becomes one question in any phrasing (split `test`).
+  Choose on `dev`; check that a rule reading the question's wording holds on `heldout`;
+  only report `test`.
 
     python3 scripts/build_devsets.py [--data ../shared/data] [--out DIR]
 
@@ -89,16 +102,26 @@ FILING_TEMPLATES = [
     "You are a financial analyst building a valuation model. From {company}'s {form}, report the {label} {period}. Answer in USD {scale} and cite the filing.",
     "What was {company}'s {label} {period}?",
     "{company} {label} {period}",
+]
+# Phrasings no dev question uses (the split `heldout`): two that earlier releases were tuned
+# with, and two written for this split that no fusion was ever chosen on.
+FILING_HELDOUT = [
     "Acting as a credit analyst reviewing {company}'s {form}, find the {label} reported {period} on the {statement}.",
     "Please answer using only the company's SEC filings. How much was {company}'s {label} {period}? Give the figure in {scale} of dollars.",
+    "I'm putting together a comparison table and need one number: {company}, {label}, {period}. Where in the {form} is it and what does it say?",
+    "How much {label} did {company} report {period}? Quote the line from the {statement}.",
 ]
 
 CALL_TEMPLATES = [
     "You are an equity analyst. Based on {ticker}'s earnings call of {date}, what was the company's {label}?",
     "What {label} did {ticker} report on its {date} earnings call?",
     "{ticker} {label} earnings call {date}",
+]
+CALL_HELDOUT = [
     "As a buy-side analyst preparing a note, summarise what {ticker} management said about {label} on the {date} call, with the figure.",
     "Using only the earnings call transcript, how much was {ticker}'s {label} according to management on {date}?",
+    "On the {date} call, did {ticker}'s management give a number for {label}? If so, what was it?",
+    "Looking for the {label} figure {ticker} executives mentioned when they spoke to analysts on {date}.",
 ]
 
 # Metric phrases looked for in call sentences (longest first, so "adjusted EBITDA" wins over "EBITDA").
@@ -227,21 +250,23 @@ def fin_filings(data, rng):
         label, statement = CONCEPTS[concept]
         candidates.append((key, concept, label, statement, period, scale, relevant))
     rng.shuffle(candidates)
-    # At most two questions per filing and concept, so no single table dominates.
+    half = halves(k[0] for k in by_filing)
+    # At most one question per filing and concept, eight per filing, so no table dominates.
     per = defaultdict(int)
-    queries, qrels = [], []
+    queries, qrels, splits = [], [], {}
     for key, concept, label, statement, period, scale, relevant in candidates:
         if per[(key, concept)] >= 1 or per[key] >= 8:
             continue
         per[(key, concept)] += 1
         per[key] += 1
         company = nice_company(filings[key]["company"])
-        q = rng.choice(FILING_TEMPLATES).format(
-            company=company, label=label, statement=statement, period=period, scale=scale, form=key[1]
-        )
-        qid = "ff" + hashlib.sha1(q.encode()).hexdigest()[:10]
-        queries.append({"_id": qid, "text": q})
-        qrels.extend((qid, r) for r in relevant)
+        fields = dict(company=company, label=label, statement=statement, period=period, scale=scale, form=key[1])
+        for split, template in phrasings(half[key[0]], FILING_TEMPLATES, FILING_HELDOUT, rng):
+            q = template.format(**fields)
+            qid = "ff" + hashlib.sha1(q.encode()).hexdigest()[:10]
+            queries.append({"_id": qid, "text": q})
+            qrels.extend((qid, r) for r in relevant)
+            splits[qid] = split
     # Titles name the company as well as the ticker, as a team's own filings would
     # ("Apple Inc. AAPL 10-K 2024 FY — Item 7: ..."): questions name companies, not tickers.
     corpus = [
@@ -249,7 +274,24 @@ def fin_filings(data, rng):
          "metadata": p["metadata"]}
         for p in passages
     ]
-    return corpus, queries, qrels
+    return corpus, queries, qrels, splits
+
+
+def halves(companies):
+    """`dev` or `test` for each company: the companies sorted by a hash of their ticker,
+    alternately. A company's filings (or calls) are all in one half, so no filing, call or
+    company is in both, and no dev question shares a passage with a test question."""
+    ranked = sorted(set(companies), key=lambda t: hashlib.sha1(t.encode()).hexdigest())
+    return {t: ("dev" if i % 2 == 0 else "test") for i, t in enumerate(ranked)}
+
+
+def phrasings(half, seen, heldout, rng):
+    """The questions one fact becomes, as (split, template): in a dev company, one in a dev
+    phrasing (`dev`) and the same fact in a held-out phrasing (`heldout`), so that the two
+    splits differ only in wording; in a test company, one question in any phrasing (`test`)."""
+    if half == "dev":
+        return [("dev", rng.choice(seen)), ("heldout", rng.choice(heldout))]
+    return [("test", rng.choice(seen + heldout))]
 
 
 REVENUE = ["Revenues", "RevenueFromContractWithCustomerExcludingAssessedTax"]
@@ -295,9 +337,14 @@ RATIO_TEMPLATES = [
     "You are an equity analyst. Using the {statements}, calculate {company}'s {ratio} {period}, where {ratio} "
     "is {definition}. {round}",
     "{company} {ratio} {period}",
+]
+RATIO_HELDOUT = [
     "Acting as a credit analyst reviewing {company}'s {form}, compute the {ratio} {period} ({definition}) and "
     "state the reported figures you used.",
     "Please answer using only the company's SEC filings. What was {company}'s {ratio} {period}? Use {definition}.",
+    "I need {company}'s {ratio} {period} for a peer comparison. Take {definition}, show both inputs as reported, "
+    "and {round_lower}",
+    "Compute {ratio} ({definition}) for {company}, {period}, from the {statements}.",
 ]
 ROUNDING = {
     "%": "Answer as a percentage rounded to one decimal place.",
@@ -341,8 +388,9 @@ def fin_ratios(data, rng):
             relevant = sorted({p for f in found for p in f[3]})
             candidates.append((key, name, definition, statements, unit, found[0][1], periods, relevant))
     rng.shuffle(candidates)
+    half = halves(k[0] for k in by_filing)
     per = defaultdict(int)
-    queries, qrels = [], []
+    queries, qrels, splits = [], [], {}
     for key, name, definition, statements, unit, scale, periods, relevant in candidates:
         if per[(key, name)] >= 1 or per[key] >= 6:
             continue
@@ -353,14 +401,19 @@ def fin_ratios(data, rng):
         fy = next((p[3:] for p in periods if p.startswith("in FY")), None)
         # FinanceBench's own order where the period is a fiscal year: "What is the FY2019 ... for 3M".
         what = f"What is the {fy} {name} for {company}" if fy else f"What is {company}'s {name} {period}"
-        q = rng.choice(RATIO_TEMPLATES).format(
+        rounding = ROUNDING[unit].format(scale=scale)
+        fields = dict(
             company=company, ratio=name, Ratio=name[0].upper() + name[1:], what=what, definition=definition,
-            statements=statements, period=period, round=ROUNDING[unit].format(scale=scale), form=key[1],
+            statements=statements, period=period, round=rounding, round_lower=rounding[0].lower() + rounding[1:],
+            form=key[1],
         )
-        qid = "fr" + hashlib.sha1(q.encode()).hexdigest()[:10]
-        queries.append({"_id": qid, "text": q})
-        qrels.extend((qid, r) for r in relevant)
-    return queries, qrels
+        for split, template in phrasings(half[key[0]], RATIO_TEMPLATES, RATIO_HELDOUT, rng):
+            q = template.format(**fields)
+            qid = "fr" + hashlib.sha1(q.encode()).hexdigest()[:10]
+            queries.append({"_id": qid, "text": q})
+            qrels.extend((qid, r) for r in relevant)
+            splits[qid] = split
+    return queries, qrels, splits
 
 
 def fin_calls(data, rng, calls_wanted=600, window=8):
@@ -396,20 +449,23 @@ def fin_calls(data, rng, calls_wanted=600, window=8):
             if sum(1 for (mm, _) in found if mm == metric) == 1 and len(pids) <= 2:
                 candidates.append((c["ticker"], date, metric, sorted(pids)))
     rng.shuffle(candidates)
+    half = halves(c["ticker"] for c in calls)
     per_call = defaultdict(int)
-    queries, qrels = [], []
+    queries, qrels, splits = [], [], {}
     for ticker, date, metric, pids in candidates:
         if per_call[(ticker, date)] >= 2:
             continue
         per_call[(ticker, date)] += 1
-        q = rng.choice(CALL_TEMPLATES).format(ticker=ticker, date=date, label=metric)
-        qid = "fc" + hashlib.sha1(q.encode()).hexdigest()[:10]
-        queries.append({"_id": qid, "text": q})
-        qrels.extend((qid, p) for p in pids)
-    return corpus, queries, qrels
+        for split, template in phrasings(half[ticker], CALL_TEMPLATES, CALL_HELDOUT, rng):
+            q = template.format(ticker=ticker, date=date, label=metric)
+            qid = "fc" + hashlib.sha1(q.encode()).hexdigest()[:10]
+            queries.append({"_id": qid, "text": q})
+            qrels.extend((qid, p) for p in pids)
+            splits[qid] = split
+    return corpus, queries, qrels, splits
 
 
-def write(out, name, corpus, queries, qrels, rng):
+def write(out, name, corpus, queries, qrels, splits):
     d = os.path.join(out, name)
     os.makedirs(os.path.join(d, "qrels"), exist_ok=True)
     with open(os.path.join(d, "corpus.jsonl"), "w") as f:
@@ -417,24 +473,29 @@ def write(out, name, corpus, queries, qrels, rng):
             f.write(json.dumps(doc) + "\n")
     with open(os.path.join(d, "queries.jsonl"), "w") as f:
         pass
-    add_questions(d, "", queries, qrels, rng)
-    print(f"{name}: {len(corpus)} passages, {len(queries)} questions ({len(queries) // 2} dev), {len(qrels)} qrels -> {d}")
+    add_questions(d, "", queries, qrels, splits)
+    print(f"{name}: {len(corpus)} passages, {counts(splits)}, {len(qrels)} qrels -> {d}")
 
 
-def add_questions(d, prefix, queries, qrels, rng):
-    """Appends `queries` to the set in `d` and writes their qrels, split in halves with
-    `rng`, as `qrels/{prefix}dev.tsv` and `qrels/{prefix}test.tsv`."""
+def counts(splits):
+    return ", ".join(f"{sum(1 for s in splits.values() if s == x)} {x}" for x in ("dev", "heldout", "test"))
+
+
+def add_questions(d, prefix, queries, qrels, splits):
+    """Appends `queries` to the set in `d` and writes their qrels by `splits` (question id to
+    `dev`, `heldout` or `test`) as `qrels/{prefix}{split}.tsv`. A question written twice (two
+    facts phrased alike) is kept once."""
+    seen = set()
     with open(os.path.join(d, "queries.jsonl"), "a") as f:
         for q in queries:
-            f.write(json.dumps(q) + "\n")
-    ids = [q["_id"] for q in queries]
-    rng.shuffle(ids)
-    dev = set(ids[: len(ids) // 2])
-    for split in ("dev", "test"):
+            if q["_id"] not in seen:
+                seen.add(q["_id"])
+                f.write(json.dumps(q) + "\n")
+    for split in ("dev", "heldout", "test"):
         with open(os.path.join(d, "qrels", f"{prefix}{split}.tsv"), "w") as f:
             f.write("query-id\tcorpus-id\tscore\n")
-            for qid, pid in qrels:
-                if (qid in dev) == (split == "dev"):
+            for qid, pid in sorted(set(qrels)):
+                if splits[qid] == split:
                     f.write(f"{qid}\t{pid}\t1\n")
 
 
@@ -445,15 +506,15 @@ def main():
     cache = os.environ.get("SEXTANT_CACHE_DIR", os.path.expanduser("~/.cache/sextant"))
     ap.add_argument("--out", default=os.path.join(cache, "devsets"))
     a = ap.parse_args()
-    write(a.out, "fin-filings", *fin_filings(a.data, random.Random(17)), random.Random(18))
+    write(a.out, "fin-filings", *fin_filings(a.data, random.Random(17)))
     # fin-ratios: other questions over the same passages (one corpus, one index), as the
-    # splits ratios-dev and ratios-test of fin-filings.
-    ratios, ratio_qrels = fin_ratios(a.data, random.Random(21))
-    add_questions(os.path.join(a.out, "fin-filings"), "ratios-", ratios, ratio_qrels, random.Random(22))
-    print(f"fin-ratios: {len(ratios)} questions ({len(ratios) // 2} dev), {len(ratio_qrels)} qrels"
-          " -> fin-filings, splits ratios-dev and ratios-test")
-    write(a.out, "fin-calls", *fin_calls(a.data, random.Random(19)), random.Random(20))
-
+    # splits ratios-dev, ratios-heldout and ratios-test of fin-filings (the same companies
+    # in each half as fin-filings').
+    ratios, ratio_qrels, ratio_splits = fin_ratios(a.data, random.Random(21))
+    add_questions(os.path.join(a.out, "fin-filings"), "ratios-", ratios, ratio_qrels, ratio_splits)
+    print(f"fin-ratios: {counts(ratio_splits)}, {len(ratio_qrels)} qrels"
+          " -> fin-filings, splits ratios-dev, ratios-heldout and ratios-test")
+    write(a.out, "fin-calls", *fin_calls(a.data, random.Random(19)))
 
 if __name__ == "__main__":
     main()
