@@ -18,6 +18,11 @@ use sextant_finance::Financials;
 
 use crate::cli::BuildArgs;
 
+/// Bumped when the same settings build a different index without a new format (the cached
+/// ones are rebuilt, from their saved vectors): 2, the HNSW beam sized by the windows a
+/// chunk really has ([`sextant_core::index::DenseIndex::build_windows_with`]).
+pub const GRAPH_RECIPE: u32 = 2;
+
 /// The index of a BEIR corpus, built once and cached under the cache directory (keyed
 /// by the corpus checksum and the build settings). A build saves its encoded vectors
 /// beside the index and reuses those the corpus's other cached indexes saved: an index
@@ -28,7 +33,7 @@ pub fn beir_index(beir: &FsPath, set: &BeirSet, models: &ModelSet, build: &Build
     let corpus_sum = sha256_hex(&std::fs::read(beir.join("corpus.jsonl"))?);
     let corpus_key = format!("beir-{name}-{}-f{FORMAT_VERSION}-", &corpus_sum[..12]);
     let root = cache_dir().join("indexes");
-    let dir = root.join(format!("{corpus_key}{}-{}", build.chunking_key(), build.bm25_key()));
+    let dir = root.join(format!("{corpus_key}{}-g{GRAPH_RECIPE}-{}", build.chunking_key(), build.bm25_key()));
     let (index, _) = cached_index(&dir, |dir| {
         build_into(dir, set.documents.clone(), models, &name, build, &cached_vectors(&root, &corpus_key))
     })?;

@@ -328,11 +328,12 @@ fn corpus_index(
     let mut sorted = tickers.iter().map(|t| t.to_ascii_uppercase()).collect::<Vec<_>>();
     sorted.sort();
     let key = format!(
-        "{id}-{}-{}-f{}-{}-{}",
+        "{id}-{}-{}-f{}-{}-g{}-{}",
         &bytes_sum[..12],
         if sorted.is_empty() { "all".into() } else { sorted.join("+") },
         sextant_core::index::format::FORMAT_VERSION,
         build.chunking_key(),
+        crate::indexes::GRAPH_RECIPE,
         build.bm25_key()
     );
     let dir = cache_dir().join("indexes").join(key);

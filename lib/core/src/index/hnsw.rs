@@ -106,6 +106,18 @@ pub struct DenseIndex {
     owner: Vec<u32>,
 }
 
+/// The graph's beam for `rows` vectors of `chunks` chunks:
+///
+/// ```text
+/// ef = ⌈EF_SEARCH · rows / chunks⌉   (EF_SEARCH when every chunk has one vector)
+/// ```
+///
+/// A search visits `ef` rows, and a chunk's windows fill several of them: at 1.17 windows a
+/// chunk the beam is 300, not the 512 that rounding the windows a chunk up to 2 gave.
+pub fn beam(rows: usize, chunks: usize) -> usize {
+    (EF_SEARCH * rows).div_ceil(chunks.max(1)).max(EF_SEARCH)
+}
+
 impl DenseIndex {
     /// Builds the index of one vector per chunk (the graph only above
     /// [`EXACT_ONLY_BELOW`] vectors).
@@ -138,8 +150,8 @@ impl DenseIndex {
 
     /// Builds the index of chunks held as windows: chunk `c`'s vectors are rows
     /// `windows[c]..windows[c + 1]` of `vectors`, and the graph is built above `exact_below`
-    /// vectors. The graph's beam is widened by the windows a chunk has on average (rounded
-    /// up), so one search still finds [`EF_SEARCH`] chunks.
+    /// vectors. The graph's beam is widened by the windows a chunk has on average
+    /// ([`beam`]), so one search still finds about [`EF_SEARCH`] chunks.
     pub fn build_windows_with(
         dim: usize,
         vectors: Vec<f32>,
@@ -148,8 +160,7 @@ impl DenseIndex {
     ) -> Result<Self, String> {
         let n = vectors.len().checked_div(dim).unwrap_or(0);
         let chunks = windows.len().saturating_sub(1);
-        let ef = EF_SEARCH * n.div_ceil(chunks.max(1)).max(1);
-        let graph = Self::graph(dim, &vectors, n, exact_below, ef);
+        let graph = Self::graph(dim, &vectors, n, exact_below, beam(n, chunks));
         let mut index = DenseIndex { dim, vectors, graph, windows: Vec::new(), owner: Vec::new() };
         index.set_windows(windows)?;
         Ok(index)
@@ -306,6 +317,17 @@ mod tests {
         let qa: Vec<i8> = (0..37).map(|i| (i * 3 - 50) as i8).collect();
         let qb: Vec<i8> = (0..37).map(|i| (70 - i * 2) as i8).collect();
         assert_eq!(dot_i8(&qa, &qb), qa.iter().zip(&qb).map(|(&x, &y)| x as i32 * y as i32).sum::<i32>());
+    }
+
+    #[test]
+    fn the_beam_grows_with_the_windows_a_chunk_really_has() {
+        // One vector a chunk: the plain beam.
+        assert_eq!(beam(1000, 1000), EF_SEARCH);
+        // 1.17 windows a chunk (fin-calls with 128-token windows): 300 rows, not 2 × 256.
+        assert_eq!(beam(1170, 1000), 300);
+        assert_eq!(beam(2000, 1000), 2 * EF_SEARCH);
+        // No chunks: no division by zero.
+        assert_eq!(beam(0, 0), EF_SEARCH);
     }
 
     #[test]
