@@ -296,7 +296,7 @@ pub fn run(engine: &Engine, queries: &[String], label: &str) -> Result<(Figures,
         let mut shallow = req.clone();
         shallow.per_path_k = 50;
         let mut no_feedback = req.clone();
-        no_feedback.fusion = FusionConfig::identifier_default();
+        no_feedback.fusion = FusionConfig { feedback: 0.0, ..FusionConfig::default() };
         // The baselines first on every other query, so neither side always runs warm.
         let baselines_first = total.len() % 2 == 0;
         if baselines_first {

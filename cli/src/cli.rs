@@ -134,16 +134,23 @@ pub enum Command {
         /// splade, plain RRF, the default hybrid) on every set, `index.html` with SVG charts
         /// (nDCG@10 per mode and set; per question, hybrid against the best single path),
         /// the charts as `.svg` files, and `report.json`.
-        #[arg(long, value_name = "DIR", conflicts_with_all = ["mode", "paths", "fusion", "feedback", "feedback_documents", "identifiers", "agreement", "recall_head", "recall_dense_weight", "dump_runs", "per_query", "late_interaction"])]
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["mode", "paths", "fusion", "feedback", "feedback_documents", "agreement", "recall_head", "recall_dense_weight", "dump_runs", "per_query", "late_interaction"])]
         report: Option<PathBuf>,
         #[arg(long, value_enum, default_value_t = Mode::Hybrid)]
         mode: Mode,
         /// Print one JSON object.
         #[arg(long)]
         json: bool,
+        /// Measure the exhaustive figure instead of what the API serves: 300 candidates a
+        /// path, at which the dense path scans every chunk. By default each path gives the
+        /// API's own depth (200), and the dense path searches the HNSW graph as
+        /// `/v1/retrieve` does.
+        #[arg(long)]
+        exact: bool,
         /// Also write every path's ranking per query (JSONL) to this file, for studying
-        /// fusion offline (`scripts/study_fusion.py`): `paths` holds each path's documents
-        /// (at their best chunk), `chunks` its top 300 chunks as [document, score, chunk].
+        /// fusion offline (`scripts/studies/choose_fusion.py`): `paths` holds each path's
+        /// documents (at their best chunk), `chunks` its candidates (as many as the
+        /// evaluation's depth) as [document, score, chunk].
         #[arg(long, hide = true)]
         dump_runs: Option<PathBuf>,
         /// Also write each question's metrics (JSONL: qid, ndcg_at_10, recall_at_10,
@@ -158,8 +165,8 @@ pub enum Command {
         /// Only these paths (comma-separated: dense,bm25,splade), instead of the mode's.
         #[arg(long, value_delimiter = ',')]
         paths: Vec<Path>,
-        /// The fusion: the default (z-scores of documents), plain RRF (chunks, k = 60, equal
-        /// weights), or an earlier release's default, for comparisons.
+        /// The fusion: the default (z-scores of documents), or plain RRF (chunks, k = 60,
+        /// equal weights). Earlier releases' defaults are in git.
         #[arg(long, value_enum, default_value_t = FusionChoice::Default)]
         fusion: FusionChoice,
         /// Dense feedback's strength `c` in the fusion, instead of its own: after a first
@@ -171,10 +178,6 @@ pub enum Command {
         /// fusion's own.
         #[arg(long, value_name = "M")]
         feedback_documents: Option<usize>,
-        /// The identifier term `δ` of the dense weight, `exp(−δ · ids(q))`, instead of the
-        /// fusion's own.
-        #[arg(long, value_name = "DELTA")]
-        identifiers: Option<f32>,
         /// The agreement term `β` of every path's weight, instead of the fusion's own.
         #[arg(long, value_name = "BETA")]
         agreement: Option<f32>,
@@ -508,18 +511,6 @@ pub enum FusionChoice {
     Default,
     /// Plain RRF of chunks: k = 60, equal weights.
     Plain,
-    /// The first releases' default: chunks' ranks, k = 5, BM25 weighted 1.5, confidence weights
-    Previous,
-    /// The default before score fusion: documents' ranks, k = 10, agreement weights (β = 3)
-    Ranks,
-    /// The default before the identifier term: z-scores of documents with agreement weights (β = 3), without the identifier term on the dense weight or dense feedback
-    Agreement,
-    /// The default before dense feedback: the default without dense feedback, every query fused by scores
-    Identifiers,
-    /// The default before the length switch: the default with every query fused by scores, long ones too
-    Feedback,
-    /// The last release's default: the default without the recall tail, fused order all the way down
-    Length,
 }
 
 impl FusionChoice {
@@ -528,12 +519,6 @@ impl FusionChoice {
         match self {
             FusionChoice::Default => FusionConfig::default(),
             FusionChoice::Plain => FusionConfig::plain(),
-            FusionChoice::Previous => FusionConfig::previous_default(),
-            FusionChoice::Ranks => FusionConfig::rank_default(),
-            FusionChoice::Agreement => FusionConfig::agreement_default(),
-            FusionChoice::Identifiers => FusionConfig::identifier_default(),
-            FusionChoice::Feedback => FusionConfig::feedback_default(),
-            FusionChoice::Length => FusionConfig::length_default(),
         }
     }
 }

@@ -9,7 +9,8 @@ use sextant_core::corpus::{load_beir, load_documents, BeirSet};
 use sextant_core::encode::{choose_backend, default_model_dir, BackendChoice, CrossEncoder, ModelSet, ORT_LIBRARY};
 use sextant_core::index::Filter;
 use sextant_core::pipeline::{
-    open_engine, CrossEncoderReranker, Engine, Path, RecallTail, SearchOutcome, SearchRequest, DEFAULT_RECALL_TAIL,
+    open_engine, CrossEncoderReranker, Engine, Path, RecallTail, SearchOutcome, SearchRequest, DEFAULT_PER_PATH_K,
+    DEFAULT_RECALL_TAIL,
 };
 use sextant_finance::{FactStore, Financials};
 use sextant_kit::eval::{evaluate_per_query, Metrics};
@@ -221,8 +222,8 @@ pub fn run(cli: Cli) -> Result<()> {
             }
             crate::admin::index_build(event, fields, &models)
         }
-        Command::Eval { beir, split, report: Some(dir), json, keep_instructions, build, .. } => {
-            eval_report(&models, &beir, &split, &dir, json, keep_instructions, &build)
+        Command::Eval { beir, split, report: Some(dir), json, exact, keep_instructions, build, .. } => {
+            eval_report(&models, &beir, &split, &dir, json, (exact, keep_instructions), &build)
         }
         Command::Eval {
             beir,
@@ -230,6 +231,7 @@ pub fn run(cli: Cli) -> Result<()> {
             report: None,
             mode,
             json,
+            exact,
             dump_runs,
             per_query,
             keep_instructions,
@@ -237,7 +239,6 @@ pub fn run(cli: Cli) -> Result<()> {
             fusion,
             feedback,
             feedback_documents,
-            identifiers,
             agreement,
             recall_head,
             recall_dense_weight,
@@ -256,18 +257,15 @@ pub fn run(cli: Cli) -> Result<()> {
                 return crate::bench::late_interaction(engine, &set, mode.paths(), depth, &format!("{name} {split}"));
             }
             if let Some(path) = dump_runs {
-                dump_path_runs(&engine, &set, &path, !keep_instructions)?;
+                dump_path_runs(&engine, &set, &path, !keep_instructions, exact)?;
             }
             let paths = if paths.is_empty() { mode.paths() } else { paths.clone() };
-            let mut req = eval_request(paths, fusion, models.reranker.is_some(), keep_instructions);
+            let mut req = eval_request(paths, fusion, models.reranker.is_some(), keep_instructions, exact);
             if let Some(c) = feedback {
                 req.fusion.feedback = c;
             }
             if let Some(m) = feedback_documents {
                 req.fusion.feedback_documents = m;
-            }
-            if let Some(d) = identifiers {
-                req.fusion.identifiers = d;
             }
             if let Some(b) = agreement {
                 req.fusion.agreement = b;
@@ -298,6 +296,8 @@ pub fn run(cli: Cli) -> Result<()> {
                     "mode": mode.name(),
                     "paths": ran,
                     "fusion": fusion_name,
+                    "per_path_k": req.per_path_k,
+                    "dense_search": if exact { "exact" } else { "hnsw" },
                     "feedback": req.fusion.feedback,
                     "feedback_documents": req.fusion.feedback_documents,
                     "split": split,
@@ -311,7 +311,9 @@ pub fn run(cli: Cli) -> Result<()> {
                 println!("{v}");
             } else {
                 println!(
-                    "{name} {split} paths={ran} fusion={fusion_name} queries={} docs={docs} ({secs:.1}s)",
+                    "{name} {split} paths={ran} fusion={fusion_name} per_path_k={} dense={} queries={} docs={docs} ({secs:.1}s)",
+                    req.per_path_k,
+                    if exact { "exact" } else { "hnsw" },
                     m.queries
                 );
                 println!(
@@ -324,29 +326,42 @@ pub fn run(cli: Cli) -> Result<()> {
     }
 }
 
-/// The request `eval` runs every query with (the query and `top_k` are set per query).
-fn eval_request(paths: Vec<Path>, fusion: FusionChoice, rerank: bool, keep_instructions: bool) -> SearchRequest {
+/// The request `eval` runs every query with (the query and `top_k` are set per query): the
+/// API's own per-path depth ([`DEFAULT_PER_PATH_K`]) and so its HNSW search, unless
+/// `exact`: then [`EXACT_PER_PATH_K`] candidates a path, at which the dense path scans
+/// every chunk (the exhaustive figure).
+fn eval_request(
+    paths: Vec<Path>,
+    fusion: FusionChoice,
+    rerank: bool,
+    keep_instructions: bool,
+    exact: bool,
+) -> SearchRequest {
     let mut req = SearchRequest::new("", 100);
     req.paths = paths;
     req.fusion = fusion.config();
-    // About 100 documents from each path (a document is 1 to 3 chunks in these
-    // sets), so that Recall@100 measures the fusion, not the depth.
-    req.per_path_k = 300;
+    req.per_path_k = if exact { EXACT_PER_PATH_K } else { DEFAULT_PER_PATH_K };
     req.rerank = rerank;
     req.strip_instructions = !keep_instructions;
     req
 }
 
+/// Candidates a path gives the fusion in `eval --exact`: at least HNSW's beam
+/// ([`EF_SEARCH`](sextant_core::index::EF_SEARCH)), so the dense path scans every chunk instead of searching the graph,
+/// and about 100 documents a path (a document is 1 to 3 chunks in the evaluation sets).
+const EXACT_PER_PATH_K: usize = 300;
+
 /// `sextant eval --report DIR`: every [`ReportMode`] on every set (`splits`: one for all
 /// sets, or one per set), each query's metrics kept; writes the report and prints, with
-/// `json`, one [`ModeResult::summary`] a line as each mode finishes.
+/// `json`, one [`ModeResult::summary`] a line as each mode finishes. `exact` and
+/// `keep_instructions` are [`eval_request`]'s.
 fn eval_report(
     models: &ModelSet,
     beir: &[PathBuf],
     splits: &[String],
     dir: &FsPath,
     json: bool,
-    keep_instructions: bool,
+    (exact, keep_instructions): (bool, bool),
     build: &BuildArgs,
 ) -> Result<()> {
     if splits.len() != 1 && splits.len() != beir.len() {
@@ -360,7 +375,8 @@ fn eval_report(
         let engine = open_engine(Arc::new(beir_index(path, &set, models, build)?), models)?;
         let mut result = SetResult { name, split: split.clone(), docs: set.documents.len(), modes: Vec::new() };
         for mode in ReportMode::ALL {
-            let req = eval_request(mode.mode().paths(), mode.fusion(), models.reranker.is_some(), keep_instructions);
+            let req =
+                eval_request(mode.mode().paths(), mode.fusion(), models.reranker.is_some(), keep_instructions, exact);
             let t = Instant::now();
             let per_query = evaluate_per_query(&engine, &set, &req)?;
             let ran: Vec<&str> = req.paths.iter().map(|p| p.name()).collect();
@@ -432,8 +448,9 @@ fn print_hits(engine: &Engine, out: &SearchOutcome, json: bool) -> Result<()> {
     Ok(())
 }
 
-/// Writes, per query, each path's top-100 documents (best chunk per document) with scores.
-fn dump_path_runs(engine: &Engine, set: &BeirSet, out: &FsPath, strip_instructions: bool) -> Result<()> {
+/// Writes, per query, each path's candidates at the evaluation's depth ([`eval_request`]):
+/// its chunks with scores, and its top-100 documents (best chunk per document).
+fn dump_path_runs(engine: &Engine, set: &BeirSet, out: &FsPath, strip_instructions: bool, exact: bool) -> Result<()> {
     use rayon::prelude::*;
     let lines: Vec<serde_json::Value> = set
         .queries
@@ -442,19 +459,20 @@ fn dump_path_runs(engine: &Engine, set: &BeirSet, out: &FsPath, strip_instructio
             let mut paths = serde_json::Map::new();
             let mut chunks = serde_json::Map::new();
             for p in Path::ALL {
-                let mut req = SearchRequest::new(text.clone(), 300);
+                let depth = if exact { EXACT_PER_PATH_K } else { DEFAULT_PER_PATH_K };
+                let mut req = SearchRequest::new(text.clone(), depth);
                 req.paths = vec![p];
-                req.per_path_k = 300;
+                req.per_path_k = depth;
                 req.rerank = false;
                 req.strip_instructions = strip_instructions;
                 let o = engine.search(&req)?;
-                let list: Vec<(String, f32, u32)> = o
-                    .hits
-                    .iter()
-                    .map(|h| {
-                        let doc = engine.index().document_of(h.chunk).document_id.clone();
-                        (doc, h.diagnostics.paths[&p].score, h.chunk)
-                    })
+                // In the path's own order (the search returns them fused, a document's
+                // chunks together).
+                let mut ranked: Vec<_> = o.hits.iter().map(|h| (h.diagnostics.paths[&p], h.chunk)).collect();
+                ranked.sort_by_key(|(r, _)| r.rank);
+                let list: Vec<(String, f32, u32)> = ranked
+                    .into_iter()
+                    .map(|(r, chunk)| (engine.index().document_of(chunk).document_id.clone(), r.score, chunk))
                     .collect();
                 let mut seen = std::collections::HashSet::new();
                 let docs: Vec<_> =

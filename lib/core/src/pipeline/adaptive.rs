@@ -21,8 +21,8 @@
 //!
 //! - **Identifiers in the query** (its wording, not the paths): the share of the query's
 //!   words that are tickers, dates, codes or figures. A sentence encoder reads "MRCY",
-//!   "January 26, 2016" or "FY2019" as little more than noise, while BM25 and SPLADE match
-//!   them exactly, so the dense path's weight falls as that share grows:
+//!   "January 26, 2016" or "FY2019" poorly, while BM25 and SPLADE match them exactly; dense
+//!   feedback moves the dense query by this share ([`feedback_weight`](super::feedback_weight)):
 //!
 //!   ```text
 //!   ids(q) = |{w ∈ words(q) : w has a digit, or is two or more capitals}| / |words(q)|
@@ -31,7 +31,7 @@
 //! The fusion's weight for path `i` is
 //!
 //! ```text
-//! w_i = base_i · exp(α · (c_i − mean_j c_j) + β · (a_i − mean_j a_j)) · exp(−δ · ids(q))^[i = dense]
+//! w_i = base_i · exp(α · (c_i − mean_j c_j) + β · (a_i − mean_j a_j))
 //! ```
 //!
 //! - **The query's length** (its wording again): `len(q)`, the number of its words besides
@@ -43,7 +43,7 @@
 //!   above the rest of a path's list for words that are not what is asked. The fusion then
 //!   reads the paths' ranks instead of their scores ([`FusionConfig`](super::FusionConfig)).
 //!
-//! `α = β = δ = 0` gives the base weights. A path with fewer than two hits has confidence
+//! `α = β = 0` gives the base weights. A path with fewer than two hits has confidence
 //! 0; one with none has agreement 0.
 
 /// Confidence of a score list (best first): see the module documentation.
@@ -130,12 +130,6 @@ fn words_of(query: &str) -> impl Iterator<Item = &str> {
     })
 }
 
-/// The factor on the dense path's weight for a query whose identifier share is `share`:
-/// `exp(−δ · share)` (module documentation).
-pub fn identifier_damping(share: f32, delta: f32) -> f32 {
-    (-delta * share).exp()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -206,13 +200,5 @@ mod tests {
         assert_eq!(word_count("Acme's U.S. 10-K, FY2019 — capex?"), 5);
         assert_eq!(word_count("¿—?"), 0);
         assert_eq!(identifier_share("Müller 2024"), 1.0 / 3.0, "non-ASCII letters split words: M, ller, 2024");
-    }
-
-    #[test]
-    fn the_dense_weight_falls_with_the_identifier_share() {
-        assert_eq!(identifier_damping(0.0, 2.0), 1.0);
-        assert_eq!(identifier_damping(0.5, 0.0), 1.0, "δ = 0 ignores the wording");
-        assert!((identifier_damping(0.25, 2.0) - (-0.5f32).exp()).abs() < 1e-6);
-        assert!(identifier_damping(1.0, 2.0) < identifier_damping(0.1, 2.0));
     }
 }

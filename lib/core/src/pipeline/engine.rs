@@ -1,389 +1,20 @@
 //! The engine: one index, the query encoders and an optional reranker.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use serde::{Deserialize, Serialize};
-
-use super::adaptive::{adaptive_weights, agreement, confidence, identifier_damping, identifier_share, word_count};
-use super::cancel::CancelFlag;
+use super::adaptive::{adaptive_weights, agreement, confidence, identifier_share};
 use super::feedback::{feedback_query, feedback_weight};
-use super::fusion::{
-    groups_in_order, recall_tail, rrf_fuse, rrf_fuse_grouped, zscore_fuse_grouped, Fused, DEFAULT_RRF_K,
-};
+use super::fusion::{groups_in_order, recall_tail, rrf_fuse, rrf_fuse_grouped, zscore_fuse_grouped, Fused};
 use super::instructions::lexical_query;
 use super::paths::{Bm25Path, DensePath, Path, PathHit, PathRetriever, PreparedQuery, SpladePath};
+use super::request::{Diagnostics, Hit, PathRank, Recency, RerankStatus, SearchOutcome, SearchRequest, StageTimings};
 use super::rerank::{Candidate, CrossEncoderReranker, Reranker};
+use super::settings::{FusionConfig, FusionMethod};
 use crate::corpus::Date;
 use crate::encode::{encoders_take_turns, join_encoders, DenseEncoder, SparseEncoder};
 use crate::error::{Error, Result, Stage};
-use crate::index::{Bitset, Filter, Index};
-
-/// How the paths' lists are fused (see [`FusionConfig`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FusionMethod {
-    /// The z-scores of each path's own scores ([`zscore_fuse_grouped`]).
-    Scores,
-    /// Reciprocal Rank Fusion of each path's ranks ([`rrf_fuse_grouped`], [`rrf_fuse`]). A
-    /// configuration written before score fusion existed names no method, and means this.
-    #[default]
-    Ranks,
-}
-
-/// How the paths' lists are fused. Each path's list is read as a list of units: documents
-/// (`by_document`, each at its best chunk) or chunks. Per query, each path gets a weight
-/// from its agreement with the other paths and its confidence (see
-/// [`adaptive_weights`](super::adaptive_weights)), then the units are fused by the
-/// z-scores of the paths' own scores (the default) or by their ranks:
-///
-/// ```text
-/// w_i      = base_i · exp(α · (c_i − mean c) + β · (a_i − mean a)) · exp(−δ · ids(q))^[i = dense]
-/// scores:  score(c) = Σ_i w_i · z_i(u(c)),   z_i(u) = (s_i(u) − μ_i) / σ_i
-///          (u missing from path i: the lowest z_i of its list)
-/// ranks:   score(c) = Σ_i w_i / (k + urank_i(u(c)))  +  λ · Σ_i w_i / (k + rank_i(c))
-/// method(q) = ranks when len(q) > L (`long_query_words`, 0: never), else `method`
-/// ```
-///
-/// `a_i` is the share of path `i`'s top units that another path also has among its top
-/// units, `c_i` how far its top score stands above its next ones, `ids(q)` the share of the
-/// query's words that are identifiers (tickers, dates, codes; [`identifier_share`]),
-/// `s_i(u)` the path's score of unit `u` (cosine, BM25, SPLADE dot product), `μ_i` and
-/// `σ_i` their mean and standard deviation over the path's list, and `urank_i` a unit's
-/// 1-based rank in path `i`, `len(q)` the number of the query's words without the role
-/// set in front of its question ([`word_count`] of [`lexical_query`]: what BM25 and SPLADE
-/// read). A chunk scores as its document; the chunks of one document keep the order of their
-/// own ranks.
-///
-/// With dense feedback (`feedback` = `c` > 0), the dense path's query then moves towards
-/// the vectors of the fused top `m` documents' best chunks, by `γ(q) = min(1, c · ids(q))`;
-/// every chunk a path found is scored by its cosine with the moved query, and the lists are
-/// fused again with that list in place of the dense one ([`feedback_query`](super::feedback_query)).
-/// A long question (`dense_beside_feedback`) keeps the dense path's own list in that second
-/// fusion too, the two sharing the dense weight by how far the query moved:
-///
-/// ```text
-/// long q:  w(dense's own list) = (1 − γ(q)) · w_dense,   w(feedback list) = γ(q) · w_dense
-/// ```
-///
-/// (`w_dense` computed over the four lists, the two dense ones counting as two for
-/// agreement.)
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FusionConfig {
-    /// Scores (z-scores of each path's scores) or ranks (RRF).
-    #[serde(default)]
-    pub method: FusionMethod,
-    /// RRF's `k` (ranks only).
-    pub k: f32,
-    /// Base weight of each path (absent: 1).
-    pub weights: BTreeMap<Path, f32>,
-    /// How strongly weights follow per-query path confidence, `α` (0: ignored).
-    pub alpha: f32,
-    /// How many top scores of a path its confidence looks at.
-    pub confidence_depth: usize,
-    /// How strongly weights follow a path's agreement with the others, `β` (0: ignored).
-    pub agreement: f32,
-    /// How many top units of each path agreement compares.
-    pub agreement_depth: usize,
-    /// How strongly the dense path's weight falls with the share of identifiers among the
-    /// query's words, `δ` (0: ignored). Absent from a configuration written before it: 0.
-    #[serde(default)]
-    pub identifiers: f32,
-    /// Fuse documents (true) or chunks alone (false).
-    pub by_document: bool,
-    /// Ranks by document only: the weight `λ` of a chunk's own ranks beside its document's.
-    pub chunk_share: f32,
-    /// Strength `c` of dense feedback, whose weight is `γ(q) = min(1, c · ids(q))` (0: no
-    /// feedback). Only when another path ran beside the dense one: dense alone has no other
-    /// path's finds to read. The dense list fused, and the dense rank and score of each hit,
-    /// are then the feedback's: cosines with the moved query.
-    /// Absent from a configuration written before it: 0.
-    #[serde(default)]
-    pub feedback: f32,
-    /// How many of the first fusion's top documents dense feedback reads, `m`. Absent from a
-    /// configuration written before it: [`DEFAULT_FEEDBACK_DOCUMENTS`].
-    #[serde(default = "default_feedback_documents")]
-    pub feedback_documents: usize,
-    /// A query of more words than this, `L`, is fused by ranks (RRF with `k`) whatever
-    /// `method` says (0: never); its role sentence or clause ("You are an equity
-    /// analyst.", [`lexical_query`]) is not counted. Absent from a configuration written
-    /// before it: 0.
-    #[serde(default)]
-    pub long_query_words: usize,
-    /// With dense feedback, whether a long query's second fusion keeps the dense path's own
-    /// list beside the feedback list, weighted `1 − γ(q)` and `γ(q)` (true), instead of the
-    /// feedback list alone (false). Absent from a configuration written before it: false.
-    #[serde(default)]
-    pub dense_beside_feedback: bool,
-    /// The recall tail: below the fused top `head` units, units are ordered by an RRF of the
-    /// lists in which the dense path counts as much as the lexical paths together
-    /// ([`RecallTail`]). `None`: the fused order all the way down. Absent from a
-    /// configuration written before it: none.
-    #[serde(default)]
-    pub recall_tail: Option<RecallTail>,
-}
-
-/// How the fused list is ordered below its top ([`recall_tail`](super::recall_tail)):
-///
-/// ```text
-/// tail(u) = Σ_i t_i / (k + urank_i(u)),   t_i = dense_weight · share_i  (i dense),  share_i  (else)
-/// ```
-///
-/// for the units (documents or chunks, as the fusion reads them) below the first `head` of
-/// the fused order, `share_i` the list's share of its path's weight (1, or `γ` and `1 − γ`
-/// for a long question's two dense lists). The top is what a reader sees and what the
-/// fusion's per-query weights decide; the tail is what a reranker or a reader going further
-/// gets, and it must not lose what a single path would have found: a z-score gives a unit
-/// that one path alone found its list's lowest z in every other list, so a passage that
-/// dense ranks 40th and no lexical path has falls below units that both lexical paths rank
-/// 90th. With `dense_weight` = 2 the dense list counts as the two lexical lists together:
-/// one vote for meaning, one for words. Chosen by the worst dev set's Recall@100 against the
-/// best single path's, with leave-one-set-out (README, "How the default fusion was chosen").
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct RecallTail {
-    /// Units of the fused order kept as they are, `H`.
-    pub head: usize,
-    /// The dense lists' tail weight, `t_dense`; each lexical list's is 1.
-    pub dense_weight: f32,
-    /// The tail's RRF `k`.
-    pub k: f32,
-}
-
-/// The default recall tail: the fused top 20 kept, the rest by an RRF with `k` = 100 and
-/// the dense list weighted 2 ([`RecallTail`]).
-pub const DEFAULT_RECALL_TAIL: RecallTail = RecallTail { head: 20, dense_weight: 2.0, k: 100.0 };
-
-/// Default strength of dense feedback, `c`: a question whose words are a tenth identifiers
-/// or more moves the dense query by the full mean of the fused top's vectors: "EXTN
-/// bookings earnings call May 3, 2018" (3 in 7), "Based on MRCY's earnings call of January
-/// 26, 2016, …" (3 in 20), the analyst style of question ("… capital expenditure in FY2019,
-/// in USD millions?", 2 in 20); "… total revenue in 2023 …" (1 in 15) by 0.67; a question
-/// without identifiers not at all. Chosen again with dense windows
-/// ([`DEFAULT_DENSE_WINDOW`](crate::build::DEFAULT_DENSE_WINDOW)), with `δ` = 0
-/// ([`FusionConfig::identifiers`]): among `c ∈ {4, 6, 8, 10, 16}` the smallest above plain RRF of
-/// every pair and of all three on every dev set, and the better worst set of the two that
-/// are (README, "The fusion chosen again"). The release before had `c` = 6.
-pub const DEFAULT_FEEDBACK: f32 = 10.0;
-
-/// Default number of the first fusion's top documents dense feedback reads, `m`.
-pub const DEFAULT_FEEDBACK_DOCUMENTS: usize = 2;
-
-fn default_feedback_documents() -> usize {
-    DEFAULT_FEEDBACK_DOCUMENTS
-}
-
-/// Default strength of the agreement term, `β`. The default fusion (z-scores by document,
-/// equal base weights, `α` = 0, `β` = 2 over the top 10 documents, `δ` = 2, then 0 with
-/// dense windows) was chosen for its worst dev set (SciFact train, TAT-QA dev and the two financial sets of
-/// `scripts/build_devsets.py`) with `scripts/study_fusion.py`; README, "How the default
-/// fusion was chosen".
-pub const DEFAULT_AGREEMENT: f32 = 2.0;
-
-/// Default strength of the identifier term, `δ`: 0, the dense path's weight does not fall
-/// with the share of identifiers in the question. With dense windows each window carries
-/// the chunk's title (company, form, period) in front of a few sentences, so the dense path
-/// reads "MRCY" and "2016" through the title, and dense feedback moves the query to the
-/// fused top's company: on the dev sets `δ` = 2 (the release before, when one vector read a
-/// whole chunk) lost on fin-filings (0.5750 against 0.5850 with `c` = 10), fin-ratios and
-/// SciFact (README, "The fusion chosen again"). "You are an equity analyst. Based on MRCY's
-/// earnings call of January 26, 2016, what was the company's adjusted EBITDA?" has 3
-/// identifiers in 20 words: with `δ` = 2 the dense path would keep `exp(−2 · 0.15)` ≈ 0.74
-/// of its weight before the weights are normalised.
-pub const DEFAULT_IDENTIFIERS: f32 = 0.0;
-
-/// Default length, in words, above which a query is fused by ranks instead of scores, `L`:
-/// a long question's lexical lists can put a passage far above the rest for words that
-/// are not its subject (definitions, answer instructions), and a path's rank caps what one
-/// list can give a passage. "What is the FY2024 fixed asset turnover ratio for Home Depot,
-/// Inc.? Fixed asset turnover ratio is defined as: total revenue divided by property,
-/// plant and equipment, net. Round your answer to two decimal places." (35 words) is
-/// fused by ranks with `k` = 60; "You are an equity analyst. Using the cash flow statement,
-/// what was Acme's capital expenditure in FY2019, in USD millions?" (15 words after its role
-/// sentence) by scores.
-/// Chosen by the worst dev set with leave-one-set-out over the five dev sets, fin-ratios
-/// among them (`scripts/study_length.py`; README, "How the default fusion was chosen"), and
-/// kept when the role stopped being counted (19 and 26 measured beside it).
-pub const DEFAULT_LONG_QUERY_WORDS: usize = 22;
-
-/// Candidates each path gives the fusion by default. Below HNSW's beam
-/// ([`EF_SEARCH`](crate::index::EF_SEARCH) = 256), so the dense path stays on the graph.
-/// The z-scores of the default fusion need a path's list to be long enough for its mean and
-/// spread: at 50 chunks (about 23 documents on the fin-filings dev set) the default falls
-/// 0.040 behind the rank fusion there; at 200 it is ahead on every dev set, and a search
-/// takes 1.02 to 1.06 times as long (README, "How the default fusion was chosen").
-pub const DEFAULT_PER_PATH_K: usize = 200;
-
-impl Default for FusionConfig {
-    /// z-scores of documents at their best chunk (ranks with `k` = 60 for a query of more
-    /// than 22 words besides its role), equal base weights, `α` = 0, `β` = 2 over the top 10
-    /// documents, `δ` = 0, dense feedback with `c` = 10 from the top 2 documents (a long
-    /// query keeping the dense path's own list beside it), and below the top 20 documents
-    /// the recall tail ([`DEFAULT_RECALL_TAIL`]).
-    fn default() -> Self {
-        FusionConfig {
-            method: FusionMethod::Scores,
-            k: DEFAULT_RRF_K,
-            weights: BTreeMap::new(),
-            alpha: 0.0,
-            confidence_depth: 10,
-            agreement: DEFAULT_AGREEMENT,
-            agreement_depth: 10,
-            identifiers: DEFAULT_IDENTIFIERS,
-            by_document: true,
-            chunk_share: 0.0,
-            feedback: DEFAULT_FEEDBACK,
-            feedback_documents: DEFAULT_FEEDBACK_DOCUMENTS,
-            long_query_words: DEFAULT_LONG_QUERY_WORDS,
-            dense_beside_feedback: true,
-            recall_tail: Some(DEFAULT_RECALL_TAIL),
-        }
-    }
-}
-
-impl FusionConfig {
-    /// Plain RRF of chunks with equal weights and `k` = 60.
-    pub fn plain() -> Self {
-        FusionConfig {
-            method: FusionMethod::Ranks,
-            k: DEFAULT_RRF_K,
-            weights: BTreeMap::new(),
-            alpha: 0.0,
-            confidence_depth: 10,
-            agreement: 0.0,
-            agreement_depth: 10,
-            identifiers: 0.0,
-            by_document: false,
-            chunk_share: 1.0,
-            feedback: 0.0,
-            feedback_documents: DEFAULT_FEEDBACK_DOCUMENTS,
-            long_query_words: 0,
-            dense_beside_feedback: false,
-            recall_tail: None,
-        }
-    }
-
-    /// The default of the first releases, kept for comparisons (`sextant eval --fusion
-    /// previous`): chunks' ranks, `k` = 5, BM25 weighted 1.5, `α` = 0.2, no agreement. It was
-    /// chosen on SciFact train and TAT-QA dev, where BM25 is the strongest path, and did
-    /// not transfer to financial questions.
-    pub fn previous_default() -> Self {
-        FusionConfig { k: 5.0, weights: BTreeMap::from([(Path::Bm25, 1.5)]), alpha: 0.2, ..Self::plain() }
-    }
-
-    /// The default of the release before score fusion, kept for comparisons (`sextant eval
-    /// --fusion ranks`): [`agreement_default`](Self::agreement_default)'s documents and
-    /// weights, fused by rank with `k` = 10.
-    pub fn rank_default() -> Self {
-        FusionConfig { method: FusionMethod::Ranks, k: 10.0, ..Self::agreement_default() }
-    }
-
-    /// The default of the release before the identifier term, kept for comparisons
-    /// (`sextant eval --fusion agreement`): z-scores of documents with agreement weights
-    /// alone, `β` = 3.
-    pub fn agreement_default() -> Self {
-        FusionConfig { agreement: 3.0, identifiers: 0.0, ..Self::identifier_default() }
-    }
-
-    /// The default of the release before dense feedback, kept for comparisons (`sextant
-    /// eval --fusion identifiers`): [`feedback_default`](Self::feedback_default) without
-    /// feedback.
-    pub fn identifier_default() -> Self {
-        FusionConfig { feedback: 0.0, ..Self::feedback_default() }
-    }
-
-    /// The default of the release before long queries were fused by ranks, kept for
-    /// comparisons (`sextant eval --fusion feedback`): the default, every query fused by
-    /// scores.
-    pub fn feedback_default() -> Self {
-        FusionConfig { long_query_words: 0, dense_beside_feedback: false, ..Self::length_default() }
-    }
-
-    /// The default of the release before the recall tail, kept for comparisons (`sextant
-    /// eval --fusion length`): fused order all the way down, `δ` = 2 and `c` = 6 (chosen for
-    /// one dense vector per chunk; the index's dense window is the build's, not the fusion's).
-    pub fn length_default() -> Self {
-        FusionConfig { recall_tail: None, identifiers: 2.0, feedback: 6.0, ..Self::default() }
-    }
-
-    /// Whether `query` is long: more than `long_query_words` words besides the role set in
-    /// front of its question ([`lexical_query`]; never when `long_query_words` is 0). "As a
-    /// buy-side analyst preparing a note, summarise what INCY management said about revenue
-    /// on the August 4, 2015 call, with the figure." is 23 words, 16 without its role
-    /// clause: not long.
-    pub fn is_long(&self, query: &str) -> bool {
-        self.long_query_words > 0 && word_count(&lexical_query(query)) > self.long_query_words
-    }
-
-    /// The method that fuses `query`: ranks for a long query ([`is_long`](Self::is_long)),
-    /// else `method`.
-    pub fn method_for(&self, query: &str) -> FusionMethod {
-        if self.is_long(query) {
-            FusionMethod::Ranks
-        } else {
-            self.method
-        }
-    }
-
-    /// The weight of a path.
-    pub fn weight(&self, p: Path) -> f32 {
-        self.weights.get(&p).copied().unwrap_or(1.0)
-    }
-}
-
-/// Boost of recent documents: `score · (1 + weight · 0.5^(age_days / half_life_days))`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Recency {
-    /// Age at which the boost halves.
-    pub half_life_days: f32,
-    /// Boost of a document published "now".
-    pub weight: f32,
-    /// "Now"; default: the newest publication date in the index.
-    pub now: Option<Date>,
-}
-
-/// A search.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SearchRequest {
-    /// The query text (non-empty).
-    pub query: String,
-    /// Metadata conditions applied before ranking.
-    pub filter: Filter,
-    /// Hits to return.
-    pub top_k: usize,
-    /// Candidates each path contributes to fusion.
-    pub per_path_k: usize,
-    /// Candidates of particular paths, instead of `per_path_k` (the knowledge-base API's
-    /// `DenseSimilarityTopK` and `SparseSimilarityTopK`).
-    pub path_k: BTreeMap<Path, usize>,
-    /// Paths to run.
-    pub paths: Vec<Path>,
-    /// Fusion settings.
-    pub fusion: FusionConfig,
-    /// Rerank the fused top `rerank_depth` when a reranker is configured.
-    pub rerank: bool,
-    /// How many fused candidates the reranker sees.
-    pub rerank_depth: usize,
-    /// Recency boost, if any.
-    pub recency: Option<Recency>,
-    /// At most this many chunks of one document in the results.
-    pub max_per_document: Option<usize>,
-    /// Dense candidates under this cosine similarity are dropped before fusion.
-    pub min_dense_similarity: Option<f32>,
-    /// Only documents whose ordinal is in this set (on top of `filter`): for conditions the
-    /// [`Filter`] struct cannot express, evaluated once per document by the caller.
-    pub documents: Option<Arc<Bitset>>,
-    /// Set when the caller has gone away: the search stops at its next stage boundary
-    /// with [`Error::Cancelled`].
-    pub cancel: Option<CancelFlag>,
-    /// Whether the lexical paths (BM25, SPLADE) read the query without the instructions
-    /// around its question ([`lexical_query`](super::lexical_query)); the dense path always
-    /// reads it whole. Default: true.
-    pub strip_instructions: bool,
-    /// The query already encoded ([`Engine::prepare`]) for several searches of one request:
-    /// the search encodes nothing, and `query` only names it. Its `text` is what BM25 reads.
-    pub prepared: Option<Arc<PreparedQuery>>,
-}
+use crate::index::{Bitset, Index};
 
 /// The two texts of a query: whole for the dense encoder, without instructions for the
 /// lexical paths.
@@ -391,107 +22,6 @@ pub struct SearchRequest {
 struct QueryTexts<'a> {
     full: &'a str,
     lexical: &'a str,
-}
-
-impl SearchRequest {
-    /// A hybrid search over every path with the default settings.
-    pub fn new(query: impl Into<String>, top_k: usize) -> Self {
-        SearchRequest {
-            query: query.into(),
-            filter: Filter::default(),
-            top_k,
-            per_path_k: DEFAULT_PER_PATH_K,
-            path_k: BTreeMap::new(),
-            paths: Path::ALL.to_vec(),
-            fusion: FusionConfig::default(),
-            rerank: true,
-            rerank_depth: 50,
-            recency: None,
-            max_per_document: None,
-            min_dense_similarity: None,
-            documents: None,
-            cancel: None,
-            strip_instructions: true,
-            prepared: None,
-        }
-    }
-}
-
-/// A hit's rank and score in one path.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct PathRank {
-    /// 1-based rank in the path's list.
-    pub rank: usize,
-    /// The path's own score (cosine, BM25, SPLADE dot product).
-    pub score: f32,
-}
-
-/// Why a hit is where it is.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct Diagnostics {
-    /// Rank and score in each path that found it.
-    pub paths: BTreeMap<Path, PathRank>,
-    /// 1-based rank after fusion.
-    pub rrf_rank: usize,
-    /// Fused score.
-    pub rrf_score: f32,
-    /// 1-based rank after reranking, when reranked.
-    pub rerank_rank: Option<usize>,
-    /// Reranker score, when reranked.
-    pub rerank_score: Option<f32>,
-}
-
-/// One result.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Hit {
-    /// Chunk ordinal in the index.
-    pub chunk: u32,
-    /// Final score (rerank score when reranked, else fused score), after recency.
-    pub score: f32,
-    /// Per-stage ranks and scores.
-    pub diagnostics: Diagnostics,
-}
-
-/// What happened to reranking.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(rename_all = "snake_case", tag = "status", content = "reason")]
-pub enum RerankStatus {
-    /// The request did not ask for it.
-    NotRequested,
-    /// No reranker is configured: fused order.
-    Unavailable,
-    /// Applied.
-    Applied,
-    /// The reranker failed: fused order.
-    Failed(String),
-}
-
-impl RerankStatus {
-    /// The status as the API writes it (`meta.rerank.status`, the serde tag above).
-    pub fn name(&self) -> &'static str {
-        match self {
-            RerankStatus::NotRequested => "not_requested",
-            RerankStatus::Unavailable => "unavailable",
-            RerankStatus::Applied => "applied",
-            RerankStatus::Failed(_) => "failed",
-        }
-    }
-}
-
-/// Time spent in each stage, in milliseconds.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct StageTimings {
-    /// Query encoding (dense and SPLADE run in parallel: the slower of the two).
-    pub encode_ms: f64,
-    /// Each path's retrieval.
-    pub paths_ms: BTreeMap<Path, f64>,
-    /// Fusion (with dense feedback's rescoring and second fusion, when it ran).
-    pub fuse_ms: f64,
-    /// Reranking.
-    pub rerank_ms: f64,
-    /// Whole search.
-    pub total_ms: f64,
 }
 
 /// A query encoded for some paths: what ran, whether the text was cut (known when the
@@ -510,28 +40,6 @@ struct Branch {
     /// The query's dense vector, when the branch encoded it (or was given it).
     dense_query: Option<Vec<f32>>,
     results: Vec<(Path, Result<Vec<PathHit>>, f64)>,
-}
-
-/// The outcome of a search.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SearchOutcome {
-    /// Hits, best first.
-    pub hits: Vec<Hit>,
-    /// Paths that failed and why (skipped in fusion).
-    pub failed_paths: Vec<(Path, String)>,
-    /// Reranking status.
-    pub rerank: RerankStatus,
-    /// Chunks that passed the filter.
-    pub candidates: usize,
-    /// Whether the query was cut to the model window.
-    pub query_truncated: bool,
-    /// Paths that served (in the request's order).
-    pub paths_served: Vec<Path>,
-    /// Paths the request asked for that are not ready yet (their index is building): the
-    /// results are degraded until they are in.
-    pub paths_pending: Vec<Path>,
-    /// Stage timings.
-    pub timings: StageTimings,
 }
 
 /// One index with everything needed to search it.
@@ -734,13 +242,12 @@ impl Engine {
 
     /// The per-query weight of each path's list (see [`FusionConfig`]): the base weights,
     /// adapted to each path's confidence and agreement on this query over its `units`
-    /// (documents or chunks, as the fusion reads them), the dense path's damped by the
-    /// share of identifiers in `query`, then rescaled to the base weights'
+    /// (documents or chunks, as the fusion reads them), then rescaled to the base weights'
     /// total (one common factor: the fused order is unchanged, and fused scores stay on the
     /// scale of the base weights).
-    fn fusion_weights(fusion: &FusionConfig, query: &str, paths: &[Path], units: &[Vec<(u32, f32)>]) -> Vec<f32> {
+    fn fusion_weights(fusion: &FusionConfig, paths: &[Path], units: &[Vec<(u32, f32)>]) -> Vec<f32> {
         let base: Vec<f32> = paths.iter().map(|&p| fusion.weight(p)).collect();
-        if (fusion.alpha == 0.0 && fusion.agreement == 0.0 && fusion.identifiers == 0.0) || units.len() < 2 {
+        if (fusion.alpha == 0.0 && fusion.agreement == 0.0) || units.len() < 2 {
             return base;
         }
         let conf: Vec<f32> = match fusion.alpha {
@@ -753,11 +260,7 @@ impl Engine {
         let ids: Vec<Vec<u32>> = units.iter().map(|l| l.iter().map(|u| u.0).collect()).collect();
         let views: Vec<&[u32]> = ids.iter().map(Vec::as_slice).collect();
         let agree: Vec<f32> = (0..views.len()).map(|i| agreement(&views, i, fusion.agreement_depth)).collect();
-        let mut w = adaptive_weights(&base, &conf, fusion.alpha, &agree, fusion.agreement);
-        if fusion.identifiers != 0.0 {
-            let damping = identifier_damping(identifier_share(query), fusion.identifiers);
-            w.iter_mut().zip(paths).filter(|(_, &p)| p == Path::Dense).for_each(|(x, _)| *x *= damping);
-        }
+        let w = adaptive_weights(&base, &conf, fusion.alpha, &agree, fusion.agreement);
         let (sum_base, sum_w) = (base.iter().sum::<f32>(), w.iter().sum::<f32>());
         if sum_w > 0.0 && sum_w.is_finite() {
             w.iter().map(|x| x * sum_base / sum_w).collect()
@@ -796,7 +299,7 @@ impl Engine {
         let by_document = fusion.by_document;
         let unit = |c: &u32| if by_document { self.index.chunks[*c as usize].doc } else { *c };
         let units: Vec<Vec<(u32, f32)>> = lists.iter().map(|l| groups_in_order(l, unit)).collect();
-        let mut weights = Self::fusion_weights(fusion, query, paths, &units);
+        let mut weights = Self::fusion_weights(fusion, paths, &units);
         weights.iter_mut().zip(shares).for_each(|(w, share)| *w *= share);
         let (w, k) = (Some(weights.as_slice()), fusion.k);
         let fused = match (fusion.method_for(query), by_document) {
@@ -948,6 +451,7 @@ impl Engine {
                 };
             }
         }
+        let total_weight: f32 = used_paths.iter().map(|&p| req.fusion.weight(p)).sum();
         let mut hits: Vec<Hit> = fused
             .into_iter()
             .enumerate()
@@ -958,7 +462,8 @@ impl Engine {
                         d.paths.insert(p, PathRank { rank: *r, score: list[r - 1].1 });
                     }
                 }
-                Hit { chunk: f.item, score: f.score, diagnostics: d }
+                let score = req.fusion.relevance(f.score, total_weight, &req.query);
+                Hit { chunk: f.item, score, diagnostics: d }
             })
             .collect();
         timings.fuse_ms = ms(t);
@@ -973,7 +478,12 @@ impl Engine {
         if let Some(rec) = &req.recency {
             self.apply_recency(&mut hits, rec)?;
         }
-        let out = self.diversify(hits, req.top_k, req.max_per_document);
+        let mut out = self.diversify(hits, req.top_k, req.max_per_document);
+        // Scores never rise down the list: a hit the reranker or the recency boost left
+        // below another keeps at most that one's score.
+        for i in 1..out.len() {
+            out[i].score = out[i].score.min(out[i - 1].score);
+        }
         timings.total_ms = ms(start);
         Ok(SearchOutcome {
             hits: out,
@@ -1079,12 +589,17 @@ impl Engine {
             let mut h = slots[i].take().expect("checked: each position once");
             h.diagnostics.rerank_score = Some(score);
             h.diagnostics.rerank_rank = Some(head.len() + 1);
-            h.score = score;
+            // A reranker gives a relevance in [0, 1] ([`Reranker`]); one that does not is held to it.
+            h.score = score.clamp(0.0, 1.0);
             head.push(h);
         }
-        // Candidates the reranker left out follow, in fused order.
-        head.extend(slots.into_iter().flatten());
-        head.append(hits);
+        // Candidates the reranker left out follow, in fused order, their relevance scaled
+        // under the lowest reranked one's so that scores never rise down the list.
+        let floor = head.iter().map(|h| h.score).fold(1.0f32, f32::min).clamp(0.0, 1.0);
+        let mut rest: Vec<Hit> = slots.into_iter().flatten().collect();
+        rest.append(hits);
+        rest.iter_mut().for_each(|h| h.score *= floor);
+        head.append(&mut rest);
         *hits = head;
         RerankStatus::Applied
     }
@@ -1118,12 +633,12 @@ impl Engine {
         let Some(now) = now else { return Ok(()) };
         for h in hits.iter_mut() {
             let doc = self.index.document_of(h.chunk);
-            if let Some(day) = doc.published_at.map(Date::days_since_epoch) {
-                let age = (now - day).max(0) as f32;
-                let boost = 1.0 + rec.weight * 0.5f32.powf(age / rec.half_life_days);
-                // Rerank logits can be negative: dividing by the boost moves those up too.
-                h.score = if h.score >= 0.0 { h.score * boost } else { h.score / boost };
-            }
+            let boost = match doc.published_at.map(Date::days_since_epoch) {
+                Some(day) => 1.0 + rec.weight * 0.5f32.powf((now - day).max(0) as f32 / rec.half_life_days),
+                None => 1.0,
+            };
+            // Over the largest boost, so that a relevance stays within [0, 1].
+            h.score = h.score * boost / (1.0 + rec.weight);
         }
         // Reranker scores and fused scores are on different scales: the reranked head is
         // re-sorted within itself and stays above the candidates the reranker never saw.

@@ -34,8 +34,11 @@ impl Reranker for FixedReranker {
         match self.0 {
             Some(reason) => Err(Error::Component { component: "reranker".into(), reason: reason.into() }),
             None => {
-                let mut out: Vec<Reranked> =
-                    candidates.iter().map(|c| Reranked { chunk: c.chunk, score: -(c.text.len() as f32) }).collect();
+                // A relevance in (0, 1), as rerankers give: 1 / (1 + length).
+                let mut out: Vec<Reranked> = candidates
+                    .iter()
+                    .map(|c| Reranked { chunk: c.chunk, score: 1.0 / (1.0 + c.text.len() as f32) })
+                    .collect();
                 out.sort_by(|a, b| b.score.total_cmp(&a.score));
                 Ok(out)
             }
@@ -258,8 +261,8 @@ fn a_query_encoded_once_serves_several_searches_without_encoding_again() {
 
 #[test]
 fn recency_never_lifts_a_candidate_the_reranker_did_not_see_above_one_it_did() {
-    // The fixed reranker's scores are negative logits; fused scores are small positive
-    // numbers. Boosted together, the unreranked tail used to jump over the reranked head.
+    // The fixed reranker's scores are small relevances; fused relevances can be larger.
+    // Boosted together, the unreranked tail used to jump over the reranked head.
     let e = with(|e| e.with_reranker(Some(Arc::new(FixedReranker(None)))));
     let mut req = SearchRequest::new("net sales", 10);
     req.rerank_depth = 3;
@@ -273,6 +276,46 @@ fn recency_never_lifts_a_candidate_the_reranker_did_not_see_above_one_it_did() {
         reranked[..first_unreranked].iter().all(|r| *r) && !reranked[first_unreranked..].iter().any(|r| *r),
         "{reranked:?}"
     );
+}
+
+/// Every hit's score is a relevance in [0, 1] that never rises down the list: fused (by
+/// z-scores, whose sums are often negative or above 1, and by ranks), reranked with a tail
+/// the reranker never saw, and boosted by recency.
+#[test]
+fn scores_are_relevances_in_the_unit_interval_that_never_rise_down_the_list() {
+    let check = |e: &Engine, req: &SearchRequest, what: &str| {
+        let out = e.search(req).unwrap();
+        assert!(out.hits.len() > 3, "{what}: {} hits", out.hits.len());
+        let scores: Vec<f32> = out.hits.iter().map(|h| h.score).collect();
+        assert!(scores.iter().all(|s| (0.0..=1.0).contains(s)), "{what}: {scores:?}");
+        assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{what}: {scores:?}");
+        out
+    };
+    let e = engine();
+    let short = SearchRequest::new("net sales by region", 10);
+    let out = check(e, &short, "z-scores");
+    let raw: Vec<f32> = out.hits.iter().map(|h| h.diagnostics.rrf_score).collect();
+    assert!(raw.iter().any(|x| !(0.0..=1.0).contains(x)), "the raw fused z-sums leave [0, 1]: {raw:?}");
+    check(e, &SearchRequest::new(LONG_QUESTION, 10), "a long question, by ranks");
+    check(e, &SearchRequest { fusion: FusionConfig::plain(), ..short.clone() }, "plain RRF");
+    let mut recent = short.clone();
+    recent.recency = Some(Recency { half_life_days: 365.0, weight: 1.0, now: "2024-12-01".parse().ok() });
+    check(e, &recent, "with recency");
+    let reranked = with(|e| e.with_reranker(Some(Arc::new(FixedReranker(None)))));
+    let mut deep = recent.clone();
+    deep.rerank_depth = 3;
+    let out = check(&reranked, &deep, "reranked, with a tail and recency");
+    assert_eq!(out.rerank, RerankStatus::Applied);
+    // The relevance of a fused score: σ(a · mean z + b), growing with the fused score.
+    let f = FusionConfig::default();
+    let (lo, hi) = (f.relevance(0.0, 3.0, "margins"), f.relevance(9.0, 3.0, "margins"));
+    assert!(0.0 < lo && lo < hi && hi < 1.0, "{lo} {hi}");
+    assert_eq!(f.relevance(f32::NAN, 3.0, "margins"), 0.0);
+    // By ranks, first in every list is x = 1.
+    let plain = FusionConfig::plain();
+    let first = plain.relevance(3.0 / 61.0, 3.0, "margins");
+    let (a, b) = RELEVANCE_RANKS;
+    assert!((first - 1.0 / (1.0 + (-(a + b)).exp())).abs() < 1e-6, "{first}");
 }
 
 #[test]
@@ -304,26 +347,6 @@ fn first_chunks_of_four_documents(e: &Engine) -> [u32; 4] {
 }
 
 #[test]
-fn a_query_of_tickers_and_dates_trusts_the_dense_path_less() {
-    // Four documents, each through its first chunk. Dense puts X far ahead; BM25 and
-    // SPLADE put Y first and X second. All three lists hold the same documents, so
-    // agreement is equal and only the query's wording moves the weights.
-    let e = engine();
-    let [x, y, z, w] = first_chunks_of_four_documents(e);
-    let dense = vec![(x, 1.0), (y, 0.0), (z, 0.0), (w, 0.0)];
-    let lexical = vec![(y, 1.0), (x, 0.7), (z, 0.0), (w, 0.0)];
-    let lists = [dense, lexical.clone(), lexical];
-    let first = |fusion: &FusionConfig, query: &str| e.fuse(fusion, query, &Path::ALL, &lists).unwrap()[0].item;
-    // δ = 2, the default before dense windows (the default is δ = 0 since).
-    let damped = FusionConfig { identifiers: 2.0, ..FusionConfig::default() };
-    assert_eq!(first(&damped, "what did management say about margins"), x, "plain words: dense's document wins");
-    assert_eq!(first(&damped, "MRCY Q3 2016 EBITDA"), y, "identifiers: the lexical paths' document wins");
-    let without = FusionConfig::default();
-    assert_eq!(without.identifiers, 0.0);
-    assert_eq!(first(&without, "MRCY Q3 2016 EBITDA"), x, "δ = 0: the wording changes nothing");
-}
-
-#[test]
 fn the_recall_tail_keeps_what_dense_alone_found_among_the_candidates() {
     // W is dense's second chunk and no lexical path has it; Y is third in both lexical
     // lists. By z-scores W gets each lexical list's lowest z and falls below Y. Below a
@@ -343,7 +366,7 @@ fn the_recall_tail_keeps_what_dense_alone_found_among_the_candidates() {
             .map(|f| f.item)
             .collect()
     };
-    let chunks = FusionConfig { by_document: false, ..FusionConfig::length_default() };
+    let chunks = FusionConfig { by_document: false, recall_tail: None, ..FusionConfig::default() };
     let without = order(&chunks);
     let at = |order: &[u32], c: u32| order.iter().position(|&i| i == c).unwrap();
     assert!(at(&without, w) > at(&without, y), "the fused order puts dense's own find below: {without:?}");
@@ -376,7 +399,8 @@ fn a_long_question_is_fused_by_ranks_so_one_lists_outlier_does_not_decide() {
     let default = FusionConfig::default();
     assert_eq!(first(&default, short), y, "a short question: fused by scores, BM25's outlier wins");
     assert_eq!(first(&default, long), x, "a long question: fused by ranks, two lists' first place wins");
-    assert_eq!(first(&FusionConfig::feedback_default(), long), y, "the last release fused it by scores");
+    let never_long = FusionConfig { long_query_words: 0, ..FusionConfig::default() };
+    assert_eq!(first(&never_long, long), y, "without the switch it is fused by scores");
     assert_eq!(default.method_for(long), FusionMethod::Ranks);
     assert_eq!(default.method_for(short), FusionMethod::Scores);
 }
@@ -421,7 +445,6 @@ fn a_long_questions_dense_weight_is_shared_by_its_own_list_and_the_feedback_list
     };
     assert_eq!(first(0.2), x, "γ = 0.2: dense's own list weighs four times the feedback's");
     assert_eq!(first(0.8), y, "γ = 0.8: the feedback list decides");
-    assert!(!FusionConfig::feedback_default().dense_beside_feedback, "the last release fused the feedback list alone");
 }
 
 /// The dense path's rank and score of each hit, by chunk.
@@ -458,9 +481,8 @@ fn dense_feedback_moves_the_dense_query_towards_the_fused_top_on_a_question_of_i
         dense_scores(&e.search(&req).unwrap())
     };
     assert_eq!(alone(8.0), alone(0.0));
-    // The default fusion has feedback; the last release's has none.
+    // The default fusion has feedback.
     assert_eq!(FusionConfig::default().feedback, DEFAULT_FEEDBACK);
-    assert_eq!(FusionConfig::identifier_default().feedback, 0.0);
 }
 
 #[test]

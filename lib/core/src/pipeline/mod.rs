@@ -9,16 +9,14 @@ mod feedback;
 mod fusion;
 mod instructions;
 mod paths;
+mod request;
 mod rerank;
+mod settings;
 mod shared_models;
 
-pub use adaptive::{adaptive_weights, agreement, confidence, identifier_damping, identifier_share, word_count};
+pub use adaptive::{adaptive_weights, agreement, confidence, identifier_share, word_count};
 pub use cancel::{CancelFlag, CancelOnDrop};
-pub use engine::{
-    open_engine, Diagnostics, Engine, FusionConfig, FusionMethod, Hit, LoadedModels, PathRank, RecallTail, Recency,
-    RerankStatus, SearchOutcome, SearchRequest, StageTimings, DEFAULT_FEEDBACK, DEFAULT_FEEDBACK_DOCUMENTS,
-    DEFAULT_LONG_QUERY_WORDS, DEFAULT_PER_PATH_K, DEFAULT_RECALL_TAIL,
-};
+pub use engine::{open_engine, Engine, LoadedModels};
 pub use feedback::{feedback_query, feedback_weight};
 pub use fusion::{
     check_rrf_params, groups_in_order, recall_tail, rrf_fuse, rrf_fuse_grouped, zscore_fuse_grouped, Fused,
@@ -26,7 +24,12 @@ pub use fusion::{
 };
 pub use instructions::lexical_query;
 pub use paths::{Bm25Path, DensePath, Path, PathHit, PathRetriever, PreparedQuery, SpladePath};
+pub use request::{Diagnostics, Hit, PathRank, Recency, RerankStatus, SearchOutcome, SearchRequest, StageTimings};
 pub use rerank::{Candidate, CrossEncoderReranker, Reranked, Reranker};
+pub use settings::{
+    FusionConfig, FusionMethod, RecallTail, DEFAULT_FEEDBACK, DEFAULT_FEEDBACK_DOCUMENTS, DEFAULT_LONG_QUERY_WORDS,
+    DEFAULT_PER_PATH_K, DEFAULT_RECALL_TAIL, RELEVANCE_RANKS, RELEVANCE_SCORES,
+};
 pub use shared_models::SharedModels;
 
 #[cfg(test)]

@@ -24,7 +24,8 @@ pub struct Candidate<'a> {
 pub struct Reranked {
     /// The candidate's chunk ordinal.
     pub chunk: u32,
-    /// The reranker's score (higher is more relevant).
+    /// The reranker's score: a relevance in [0, 1], higher is more relevant (a hit's
+    /// `score` is held to that range).
     pub score: f32,
 }
 
