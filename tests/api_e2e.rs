@@ -810,6 +810,14 @@ fn knowledge_base_through_the_official_sdk(a: &str) {
     let body = post(a, "/ws_sdk/index/retrieve", Some(PRO), &json!({"IndexId": "demo", "Query": "share repurchases"}));
     assert_eq!(texts(&nodes(0)), texts(body.body["Data"]["Nodes"].as_array().unwrap()));
     assert_eq!(nodes(0).len(), 5);
+    // Score is a relevance in [0, 1] that never rises down the list, as the API documents
+    // it (RerankMinScore 0.01-1.00): for every call that answered, fused or reranked, with
+    // the dense path or without it.
+    for i in 0..3 {
+        let scores: Vec<f64> = nodes(i).iter().map(|n| n["Score"].as_f64().unwrap()).collect();
+        assert!(scores.iter().all(|s| (0.0..=1.0).contains(s)), "call {i}: {scores:?}");
+        assert!(scores.windows(2).all(|w| w[0] >= w[1]), "call {i}: {scores:?}");
+    }
     // Every parameter took effect: the filter, the top N, the rewrite from QueryHistory
     // (Exxon's revenue, not "what about"), and RerankMinScore said it was not applied.
     let all = nodes(1);

@@ -138,7 +138,8 @@ pub struct Node {
     /// The chunk text.
     #[serde(rename = "Text")]
     pub text: String,
-    /// Rerank score when reranked, else the fused score.
+    /// Relevance in [0, 1], never rising down the list: the rerank score when reranked, else
+    /// the fused score's relevance (a logistic of the mean z-score, fitted on the dev sets).
     #[serde(rename = "Score")]
     pub score: f32,
     /// Document metadata and the chunk's place in it.

@@ -83,7 +83,8 @@ pub struct ChunkOut {
     pub id: String,
     /// The passage.
     pub text: String,
-    /// Final score: reranker or fused score (`rerank: true`), cosine (`rerank: false`).
+    /// Relevance in [0, 1], never rising down the list: the reranker's score or the fused
+    /// score's relevance (`rerank: true`), the dense cosine (`rerank: false`, below 0 as 0).
     pub score: f32,
     /// The sentence(s) of the passage that best match the query.
     pub evidence_text: Option<String>,
@@ -272,8 +273,12 @@ pub(crate) fn respond(
             let chunk = &index.chunks[h.chunk as usize];
             let p = index.provenance(h.chunk);
             let doc = p.document;
-            let score =
-                if raw_dense { h.diagnostics.paths.get(&Path::Dense).map_or(h.score, |p| p.score) } else { h.score };
+            // Without fusion the dense path's cosine, which is a relevance too once below 0 is 0.
+            let score = if raw_dense {
+                h.diagnostics.paths.get(&Path::Dense).map_or(h.score, |p| p.score.clamp(0.0, 1.0))
+            } else {
+                h.score
+            };
             let evidence =
                 crate::evidence::best_span(&chunk.text, &search.query, &index.bm25, EVIDENCE_WORDS).map(|e| e.text);
             let segments = with_segments.then(|| {

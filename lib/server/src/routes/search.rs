@@ -99,7 +99,8 @@ pub struct Unit {
     pub unit_id: String,
     /// The best-matching sentence span of the chunk.
     pub text: String,
-    /// Final score.
+    /// Relevance in [0, 1], never rising down the list: the reranker's score when reranked,
+    /// else the fused score's relevance (`rrf_score` in the diagnostics is the raw one).
     pub score: f32,
     /// The document.
     pub document: DocumentRef,
