@@ -175,7 +175,7 @@ pub struct Figures {
     pub bm25_path_p50_ms: f64,
     /// SPLADE top-50.
     pub splade_path_p50_ms: f64,
-    /// The engine's default fusion (z-scores by document, agreement and identifier weights) of three
+    /// The engine's default fusion (z-scores by document, agreement weights) of three
     /// lists of 50.
     pub fuse_p50_ms: f64,
     /// The same search with 50 candidates per path (the earlier default) instead of
@@ -283,7 +283,7 @@ pub fn run(engine: &Engine, queries: &[String], label: &str) -> Result<(Figures,
         let (e, t) = time(|| index.dense.exact(&qv, None, 10));
         exact.push(t);
         // The engine's own fusion of the three lists (its default: z-scores by document,
-        // agreement and identifier weights), and plain RRF of the same chunks beside it.
+        // agreement weights), and plain RRF of the same chunks beside it.
         let exact10: Vec<u32> = e.iter().map(|h| h.0).collect();
         hit += d.iter().take(10).filter(|h| exact10.contains(&h.0)).count();
         let scored = [d, b, s];
@@ -365,7 +365,7 @@ pub fn run(engine: &Engine, queries: &[String], label: &str) -> Result<(Figures,
         StageRow::new("path_splade", "path: SPLADE top-50", splade, String::new()),
         StageRow::new(
             "fuse",
-            "fusion of 3×50 (Engine::fuse: z-scores by document, agreement and identifier weights)",
+            "fusion of 3×50 (Engine::fuse: z-scores by document, agreement weights)",
             fuse,
             format!("RRF of the same chunks p50 {:.3}", rstats.p50),
         ),
