@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """A retrieval report per set: `sextant eval` for the default fusion, each path alone,
-plain RRF (chunks, k = 60, equal weights) of every pair and of all three, and earlier
-releases' defaults (the last one on its own index, one vector per chunk), all with the same
-binary in one run. Prints one Markdown table per set.
+plain RRF (chunks, k = 60, equal weights) of every pair and of all three, and the default
+without each of its parts (one vector per chunk, no dense feedback, no agreement weights)
+and at its exhaustive setting, all with the same binary in one run (earlier releases'
+defaults are in git). Prints one Markdown table per set.
 
     python3 scripts/eval_report.py [--bin target/release/sextant] [--json OUT]
         SET_DIR:SPLIT [SET_DIR:SPLIT ...]
@@ -28,14 +29,10 @@ METHODS = [
     ("plain RRF, dense + BM25", ["--fusion", "plain", "--paths", "dense,bm25"]),
     ("plain RRF, dense + SPLADE", ["--fusion", "plain", "--paths", "dense,splade"]),
     ("plain RRF, BM25 + SPLADE", ["--fusion", "plain", "--paths", "bm25,splade"]),
-    ("the last release: one vector per chunk, its fusion (`--dense-window 0 --fusion length`)",
-     ["--dense-window", "0", "--fusion", "length"]),
-    ("its fusion on windows, no recall tail (`--fusion length`)", ["--fusion", "length"]),
-    ("before the length switch: every question by scores (`--fusion feedback`)", ["--fusion", "feedback"]),
-    ("no dense feedback (`--fusion identifiers`)", ["--fusion", "identifiers"]),
-    ("agreement weights alone (`--fusion agreement`)", ["--fusion", "agreement"]),
-    ("rank fusion (`--fusion ranks`)", ["--fusion", "ranks"]),
-    ("previous default", ["--fusion", "previous"]),
+    ("one vector per chunk (`--dense-window 0`)", ["--dense-window", "0"]),
+    ("without dense feedback (`--feedback 0`)", ["--feedback", "0"]),
+    ("without agreement weights (`--agreement 0`)", ["--agreement", "0"]),
+    ("the exhaustive figure (`--exact`)", ["--exact"]),
 ]
 FIGURES = ["nDCG@10", "Recall@10", "Recall@100", "MRR@10"]
 

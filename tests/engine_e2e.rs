@@ -189,45 +189,6 @@ fn build_search_filter_and_refuse_a_corrupted_index() {
     assert!(err.contains("index corrupted") && err.contains("facts.bin"), "{err}");
 }
 
-fn eval(set: &str, split: &str, mode: &str) -> f64 {
-    let dir = shared().join("data").join(set);
-    let v: Value = serde_json::from_str(&ok(&[
-        "eval",
-        "--beir",
-        dir.to_str().unwrap(),
-        "--split",
-        split,
-        "--mode",
-        mode,
-        "--json",
-    ]))
-    .unwrap();
-    assert_eq!(v["mode"], mode);
-    assert!(v["queries"].as_u64().unwrap() > 100);
-    assert!(v["docs"].as_u64().unwrap() > 3000);
-    for key in ["Recall@10", "Recall@100", "MRR@10"] {
-        let x = v[key].as_f64().unwrap_or_else(|| panic!("{key} missing: {v}"));
-        assert!((0.0..=1.0).contains(&x));
-    }
-    v["nDCG@10"].as_f64().unwrap()
-}
-
-/// The default hybrid beats every single path on both test splits, and keeps the goals of
-/// the fusion issue as floors: 0.73 on SciFact (0.7326 with dense windows and the fusion
-/// chosen again for them; the last release gave 0.7278, the peers' best 0.715) and 0.55 on
-/// TAT-QA (0.5583; the peers' best 0.524: README, "Retrieval quality").
-#[test]
-fn hybrid_beats_every_single_path_on_scifact_and_tatqa() {
-    for (set, split, floor) in [("scifact", "test", 0.73), ("tatqa", "test", 0.55)] {
-        let hybrid = eval(set, split, "hybrid");
-        for mode in ["dense", "bm25", "splade"] {
-            let single = eval(set, split, mode);
-            assert!(hybrid > single, "{set}: hybrid {hybrid:.4} <= {mode} {single:.4}");
-        }
-        assert!(hybrid > floor, "{set}: hybrid {hybrid:.4} <= {floor}");
-    }
-}
-
 /// The dev set `name` of `scripts/build_devsets.py`, made in a temporary directory (kept
 /// while the first value lives).
 fn devset(name: &str) -> (tempfile::TempDir, PathBuf) {
@@ -237,30 +198,26 @@ fn devset(name: &str) -> (tempfile::TempDir, PathBuf) {
     (tmp, set)
 }
 
-/// `sextant eval --json` on a BEIR directory with extra arguments: (nDCG@10, Recall@100).
+/// `sextant eval --json` on a BEIR directory with extra arguments: (nDCG@10, Recall@100),
+/// after checking that it measured what the API serves (200 candidates a path, HNSW).
 fn eval_with(dir: &Path, split: &str, args: &[&str]) -> (f64, f64) {
     let mut all = vec!["eval", "--beir", dir.to_str().unwrap(), "--split", split, "--json"];
     all.extend_from_slice(args);
     let v: Value = serde_json::from_str(&ok(&all)).unwrap();
+    assert_eq!((v["per_path_k"].as_u64(), v["dense_search"].as_str()), (Some(200), Some("hnsw")), "{v}");
+    for key in ["nDCG@10", "Recall@10", "Recall@100", "MRR@10"] {
+        let x = v[key].as_f64().unwrap_or_else(|| panic!("{key} missing: {v}"));
+        assert!((0.0..=1.0).contains(&x), "{key} {x}");
+    }
     (v["nDCG@10"].as_f64().unwrap(), v["Recall@100"].as_f64().unwrap())
 }
 
-/// Plain RRF (chunks, `k` = 60, equal weights) of every pair of paths and of all three: the
-/// peers the default must beat on every dev set (issue 18), as a label and `sextant eval`'s
-/// arguments.
-const PLAIN_RRF_PEERS: [(&str, &[&str]); 4] = [
-    ("plain RRF of all three", &["--fusion", "plain"]),
-    ("plain RRF of dense and BM25", &["--fusion", "plain", "--paths", "dense,bm25"]),
-    ("plain RRF of dense and SPLADE", &["--fusion", "plain", "--paths", "dense,splade"]),
-    ("plain RRF of BM25 and SPLADE", &["--fusion", "plain", "--paths", "bm25,splade"]),
-];
-
-/// Asserts that on split `split` of `set` (named `name` in messages) the default fusion,
-/// evaluated with `extra` arguments besides, is above every single path, every plain RRF
-/// peer ([`PLAIN_RRF_PEERS`]) and every fusion in `others` (a label and `sextant eval`'s
-/// arguments), and that its Recall@100 is at least the best single path's. Returns the
-/// default's nDCG@10.
-fn default_holds_up(set: &Path, split: &str, name: &str, extra: &[&str], others: &[(&str, &[&str])]) -> f64 {
+/// Asserts what CI checks of the default on a dev split (issue 39: dev splits only, test
+/// splits are reported, never asserted): on split `split` of `set` (named `name` in
+/// messages) the default fusion, evaluated with `extra` arguments besides, is above every
+/// single path and above plain RRF of all three (chunks, `k` = 60, equal weights), and its
+/// Recall@100 is at least the best single path's. Returns the default's nDCG@10.
+fn default_holds_up(set: &Path, split: &str, name: &str, extra: &[&str]) -> f64 {
     let mut args = vec!["--fusion", "default"];
     args.extend_from_slice(extra);
     let (default, recall) = eval_with(set, split, &args);
@@ -271,60 +228,52 @@ fn default_holds_up(set: &Path, split: &str, name: &str, extra: &[&str], others:
         best_recall = best_recall.max(single_recall);
     }
     assert!(recall >= best_recall, "{name}: Recall@100 {recall:.4} below {best_recall:.4} for one path");
-    for (label, args) in PLAIN_RRF_PEERS.iter().chain(others) {
-        let (other, _) = eval_with(set, split, args);
-        assert!(default > other, "{name}: default {default:.4} <= {label} {other:.4}");
-    }
+    let (plain, _) = eval_with(set, split, &["--fusion", "plain"]);
+    assert!(default > plain, "{name}: default {default:.4} <= plain RRF of all three {plain:.4}");
     default
 }
 
-/// On analyst-style questions about figures in filings (the `fin-filings` dev set that
-/// `scripts/build_devsets.py` makes from the shared data), the default fusion beats the
-/// first releases' default (which trusted BM25 most), an earlier release's rank fusion, every
-/// single path and plain RRF of every pair of paths and of all three, and its Recall@100 is
-/// at least the best single path's.
+/// SciFact train and TAT-QA dev (the splits constants are chosen on; their test splits are
+/// only reported, docs/quality.md). Measured 2026-11-27: SciFact train 0.7347 against
+/// dense alone 0.6995 and plain RRF 0.7207; TAT-QA dev 0.5644 against BM25 alone 0.5456
+/// and plain RRF 0.5302.
+#[test]
+fn hybrid_beats_every_single_path_and_plain_rrf_on_scifact_and_tatqa_dev() {
+    for (set, split) in [("scifact", "train"), ("tatqa", "dev")] {
+        let dir = shared().join("data").join(set);
+        default_holds_up(&dir, split, &format!("{set} {split}"), &[]);
+    }
+}
+
+/// On analyst-style questions about figures in filings (the `fin-filings` set that
+/// `scripts/build_devsets.py` makes from the shared data, split by company), in the
+/// phrasings dev questions use and in phrasings no dev question uses (`heldout`: the same
+/// facts, worded otherwise). Measured 2026-11-27: dev 0.5737 (plain RRF 0.5472), held-out
+/// phrasings 0.5559 (plain RRF 0.5451).
 #[test]
 fn the_default_fusion_holds_up_on_financial_questions() {
     let (_tmp, set) = devset("fin-filings");
-    default_holds_up(
-        &set,
-        "dev",
-        "fin-filings dev",
-        &[],
-        &[
-            ("the first releases' default", &["--fusion", "previous"]),
-            ("an earlier release's rank fusion", &["--fusion", "ranks"]),
-        ],
-    );
+    default_holds_up(&set, "dev", "fin-filings dev", &[]);
+    default_holds_up(&set, "heldout", "fin-filings held-out phrasings", &[]);
 }
 
 /// On questions whose answer an analyst computes from several reported figures, in
-/// FinanceBench's long wording (the `fin-ratios` dev set, the `ratios-dev` split of
-/// `fin-filings`: "What is the FY2024 fixed asset turnover ratio for Home Depot, Inc.? Fixed
-/// asset turnover ratio is defined as: … Round your answer to two decimal places."), the
-/// default fuses a long question by ranks, and after dense feedback keeps the dense path's
-/// own list beside the feedback list. It is above the last release (which fused it by
-/// scores), every single path and plain RRF of every pair and of all three, with Recall@100
-/// at least the best single path's. When measured (with dense windows, the default since
-/// the fusion was chosen again): 0.4617, every question by scores 0.4076, plain RRF of all
-/// three 0.4423 and of dense + BM25 0.4495 (README, "How the default fusion was chosen").
+/// FinanceBench's long wording (fin-ratios, the `ratios-*` splits of `fin-filings`: "What
+/// is the FY2024 fixed asset turnover ratio for Home Depot, Inc.? Fixed asset turnover
+/// ratio is defined as: … Round your answer to two decimal places."), which the default
+/// fuses by ranks. Measured 2026-11-27: dev 0.4599 (plain RRF 0.4512), held-out phrasings
+/// 0.5405 (plain RRF 0.5189).
 #[test]
 fn long_questions_of_computed_measures_are_fused_by_ranks() {
     let (_tmp, set) = devset("fin-filings");
-    default_holds_up(
-        &set,
-        "ratios-dev",
-        "fin-ratios dev",
-        &[],
-        &[("the last release's default", &["--fusion", "feedback"])],
-    );
+    default_holds_up(&set, "ratios-dev", "fin-ratios dev", &[]);
+    default_holds_up(&set, "ratios-heldout", "fin-ratios held-out phrasings", &[]);
 }
 
 /// Read in windows of 128 tokens (`--dense-window 128`), a chunk is found by the one
 /// statement a question asks about instead of by the mean of all of them: on fin-filings
-/// dev the dense path alone rises well above one vector per chunk (0.4620 against 0.3905
-/// when measured), and the default on fin-ratios dev above the last release's, which read
-/// one vector per chunk (0.4617 against 0.4316 when measured; README, "Then dense windows").
+/// dev the dense path alone rises well above one vector per chunk, and so does the default
+/// on fin-ratios dev (docs/quality.md, "Dense windows").
 #[test]
 fn dense_windows_find_the_statement_a_question_asks_about() {
     let (_tmp, set) = devset("fin-filings");
@@ -332,39 +281,42 @@ fn dense_windows_find_the_statement_a_question_asks_about() {
     let (windows, windows_recall) = eval_with(&set, "dev", &["--mode", "dense", "--dense-window", "128"]);
     assert!(windows > whole + 0.03, "dense alone: windows {windows:.4} against one vector per chunk {whole:.4}");
     assert!(windows_recall >= whole_recall, "Recall@100 {windows_recall:.3} against {whole_recall:.3}");
-    // The default (windows, and the fusion chosen again for them) against the last release
-    // (one vector per chunk, and its fusion).
-    let (fused_whole, _) = eval_with(&set, "ratios-dev", &["--dense-window", "0", "--fusion", "length"]);
+    let (fused_whole, _) = eval_with(&set, "ratios-dev", &["--dense-window", "0"]);
     let (fused_windows, _) = eval_with(&set, "ratios-dev", &[]);
     assert!(fused_windows > fused_whole, "fin-ratios dev default: {fused_windows:.4} against {fused_whole:.4}");
 }
 
-/// On questions that name a ticker and a call's date (the `fin-calls` dev set: "Based on
-/// MRCY's earnings call of January 26, 2016, what was the company's adjusted EBITDA?"), the
-/// default lets the dense path read the fused top (dense feedback), since identifiers are
-/// what a sentence encoder reads worst (with dense windows it no longer trusts the dense
-/// path less for them: each window carries the call's title). It is above the default before
-/// dense feedback, every single path and plain RRF of every pair and of all three: the
-/// issue's goal for every dev set, and the one this set held back (plain RRF of BM25 +
-/// SPLADE 0.8302, the default before dense feedback 0.8452, the default 0.8490 when
-/// measured with dense windows: README, "How the default fusion was chosen").
+/// On questions that name a ticker and a call's date (the `fin-calls` set: "Based on MRCY's
+/// earnings call of January 26, 2016, what was the company's adjusted EBITDA?"), in dev and
+/// held-out phrasings. Measured 2026-11-27: dev 0.8522 (plain RRF 0.8312), held-out
+/// phrasings 0.8337 (plain RRF 0.8158). The per-question figures `--per-query` writes
+/// average to the set's.
 #[test]
 fn questions_of_tickers_and_dates_lean_on_the_lexical_paths() {
     let (tmp, set) = devset("fin-calls");
     let each = tmp.path().join("per-query.jsonl");
-    let default = default_holds_up(
-        &set,
-        "dev",
-        "fin-calls dev",
-        &["--per-query", each.to_str().unwrap()],
-        &[("the default before dense feedback", &["--fusion", "identifiers"])],
-    );
-    // Each question's metrics, for paired comparisons: their mean is the set's figure.
+    let default = default_holds_up(&set, "dev", "fin-calls dev", &["--per-query", each.to_str().unwrap()]);
+    default_holds_up(&set, "heldout", "fin-calls held-out phrasings", &[]);
     let per_query: Vec<Value> =
         std::fs::read_to_string(&each).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert_eq!(per_query.len(), 116, "one line per dev question");
+    assert_eq!(per_query.len(), 115, "one line per dev question");
     let mean = per_query.iter().map(|q| q["ndcg_at_10"].as_f64().unwrap()).sum::<f64>() / per_query.len() as f64;
     assert!((mean - default).abs() < 1e-9, "per-question mean {mean} against {default}");
+}
+
+/// `eval --exact` measures the exhaustive figure: 300 candidates a path and an exact dense
+/// scan, and says so; the default measures what the API serves.
+#[test]
+fn eval_says_whether_it_measured_the_api_or_the_exhaustive_figure() {
+    let (_tmp, set) = devset("fin-calls");
+    let run = |args: &[&str]| -> Value {
+        let mut all = vec!["eval", "--beir", set.to_str().unwrap(), "--split", "dev", "--json", "--mode", "dense"];
+        all.extend_from_slice(args);
+        serde_json::from_str(&ok(&all)).unwrap()
+    };
+    let (api, exact) = (run(&[]), run(&["--exact"]));
+    assert_eq!((api["per_path_k"].as_u64(), api["dense_search"].as_str()), (Some(200), Some("hnsw")), "{api}");
+    assert_eq!((exact["per_path_k"].as_u64(), exact["dense_search"].as_str()), (Some(300), Some("exact")), "{exact}");
 }
 
 /// A small BEIR set in `dir`: SciFact's first `docs` documents and the train claims whose
