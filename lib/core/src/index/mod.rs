@@ -23,7 +23,7 @@ pub use bitset::Bitset;
 pub use bm25::{Bm25Index, Bm25Params};
 pub use filter::Filter;
 pub use format::Manifest;
-pub use hnsw::{dot, DenseIndex, EF_SEARCH, EXACT_ONLY_BELOW, EXACT_SCAN_FRACTION};
+pub use hnsw::{beam, dot, DenseIndex, EF_SEARCH, EXACT_ONLY_BELOW, EXACT_SCAN_FRACTION};
 pub use inverted::InvertedIndex;
 pub use provenance::Provenance;
 pub use rows::Rows;
