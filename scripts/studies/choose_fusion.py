@@ -183,21 +183,7 @@ def fit_relevance(dev, paths, scores_of):
 
 def zscore_docs(paths, w):
     def fuse(r):
-        lists = [documents(r["chunks"][p]) for p in paths]
-        units = list(dict.fromkeys(u for l in lists for u, _ in l))
-        score = dict.fromkeys(units, 0.0)
-        for p, l in zip(paths, lists):
-            if len(l) < 2:
-                continue
-            xs = [x for _, x in l]
-            mu = sum(xs) / len(xs)
-            sd = math.sqrt(sum((x - mu) ** 2 for x in xs) / len(xs))
-            if sd <= 1e-9:
-                continue
-            own = {u: (x - mu) / sd for u, x in l}
-            floor = min(own.values())
-            for u in units:
-                score[u] += w[p] * own.get(u, floor)
+        score = zscore_doc_scores(paths, w, r)
         return sorted(score, key=lambda u: (-score[u], u))
 
     return fuse
