@@ -261,12 +261,7 @@ def fin_filings(data, rng):
         per[key] += 1
         company = nice_company(filings[key]["company"])
         fields = dict(company=company, label=label, statement=statement, period=period, scale=scale, form=key[1])
-        for split, template in phrasings(half[key[0]], FILING_TEMPLATES, FILING_HELDOUT, rng):
-            q = template.format(**fields)
-            qid = "ff" + hashlib.sha1(q.encode()).hexdigest()[:10]
-            queries.append({"_id": qid, "text": q})
-            qrels.extend((qid, r) for r in relevant)
-            splits[qid] = split
+        ask((queries, qrels, splits), "ff", half[key[0]], FILING_TEMPLATES, FILING_HELDOUT, rng, fields, relevant)
     # Titles name the company as well as the ticker, as a team's own filings would
     # ("Apple Inc. AAPL 10-K 2024 FY — Item 7: ..."): questions name companies, not tickers.
     corpus = [
@@ -285,13 +280,20 @@ def halves(companies):
     return {t: ("dev" if i % 2 == 0 else "test") for i, t in enumerate(ranked)}
 
 
-def phrasings(half, seen, heldout, rng):
-    """The questions one fact becomes, as (split, template): in a dev company, one in a dev
-    phrasing (`dev`) and the same fact in a held-out phrasing (`heldout`), so that the two
-    splits differ only in wording; in a test company, one question in any phrasing (`test`)."""
-    if half == "dev":
-        return [("dev", rng.choice(seen)), ("heldout", rng.choice(heldout))]
-    return [("test", rng.choice(seen + heldout))]
+def ask(asked, prefix, half, seen, heldout, rng, fields, relevant):
+    """Adds the questions one fact becomes to `asked` (queries, qrels, splits), with ids
+    `prefix` + a hash of the text: in a dev company, one in a dev phrasing (`dev`) and the
+    same fact in a held-out phrasing (`heldout`), so that the two splits differ only in
+    wording; in a test company, one question in any phrasing (`test`)."""
+    queries, qrels, splits = asked
+    chosen = [("dev", rng.choice(seen)), ("heldout", rng.choice(heldout))] if half == "dev" else \
+        [("test", rng.choice(seen + heldout))]
+    for split, template in chosen:
+        q = template.format(**fields)
+        qid = prefix + hashlib.sha1(q.encode()).hexdigest()[:10]
+        queries.append({"_id": qid, "text": q})
+        qrels.extend((qid, r) for r in relevant)
+        splits[qid] = split
 
 
 REVENUE = ["Revenues", "RevenueFromContractWithCustomerExcludingAssessedTax"]
@@ -407,12 +409,7 @@ def fin_ratios(data, rng):
             statements=statements, period=period, round=rounding, round_lower=rounding[0].lower() + rounding[1:],
             form=key[1],
         )
-        for split, template in phrasings(half[key[0]], RATIO_TEMPLATES, RATIO_HELDOUT, rng):
-            q = template.format(**fields)
-            qid = "fr" + hashlib.sha1(q.encode()).hexdigest()[:10]
-            queries.append({"_id": qid, "text": q})
-            qrels.extend((qid, r) for r in relevant)
-            splits[qid] = split
+        ask((queries, qrels, splits), "fr", half[key[0]], RATIO_TEMPLATES, RATIO_HELDOUT, rng, fields, relevant)
     return queries, qrels, splits
 
 
@@ -456,12 +453,8 @@ def fin_calls(data, rng, calls_wanted=600, window=8):
         if per_call[(ticker, date)] >= 2:
             continue
         per_call[(ticker, date)] += 1
-        for split, template in phrasings(half[ticker], CALL_TEMPLATES, CALL_HELDOUT, rng):
-            q = template.format(ticker=ticker, date=date, label=metric)
-            qid = "fc" + hashlib.sha1(q.encode()).hexdigest()[:10]
-            queries.append({"_id": qid, "text": q})
-            qrels.extend((qid, p) for p in pids)
-            splits[qid] = split
+        fields = dict(ticker=ticker, date=date, label=metric)
+        ask((queries, qrels, splits), "fc", half[ticker], CALL_TEMPLATES, CALL_HELDOUT, rng, fields, pids)
     return corpus, queries, qrels, splits
 
 

@@ -434,6 +434,13 @@ impl BuildArgs {
         format!("{chunks}-w{}", self.dense_window)
     }
 
+    /// What names a cached index built with these settings beside its corpus: the
+    /// chunking, the graph recipe ([`GRAPH_RECIPE`](crate::indexes::GRAPH_RECIPE)) and
+    /// BM25's parameters.
+    pub fn index_key(&self) -> String {
+        format!("{}-g{}-{}", self.chunking_key(), crate::indexes::GRAPH_RECIPE, self.bm25_key())
+    }
+
     /// The BM25 parameters asked for.
     pub fn bm25(&self) -> Bm25Params {
         let stemming = match self.bm25_stemming {

@@ -297,7 +297,7 @@ pub fn run(cli: Cli) -> Result<()> {
                     "paths": ran,
                     "fusion": fusion_name,
                     "per_path_k": req.per_path_k,
-                    "dense_search": if exact { "exact" } else { "hnsw" },
+                    "dense_search": dense_search(exact),
                     "feedback": req.fusion.feedback,
                     "feedback_documents": req.fusion.feedback_documents,
                     "split": split,
@@ -313,7 +313,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 println!(
                     "{name} {split} paths={ran} fusion={fusion_name} per_path_k={} dense={} queries={} docs={docs} ({secs:.1}s)",
                     req.per_path_k,
-                    if exact { "exact" } else { "hnsw" },
+                    dense_search(exact),
                     m.queries
                 );
                 println!(
@@ -340,10 +340,29 @@ fn eval_request(
     let mut req = SearchRequest::new("", 100);
     req.paths = paths;
     req.fusion = fusion.config();
-    req.per_path_k = if exact { EXACT_PER_PATH_K } else { DEFAULT_PER_PATH_K };
+    req.per_path_k = eval_depth(exact);
     req.rerank = rerank;
     req.strip_instructions = !keep_instructions;
     req
+}
+
+/// Candidates a path gives the fusion in an evaluation: the API's own, or
+/// [`EXACT_PER_PATH_K`] with `exact`.
+fn eval_depth(exact: bool) -> usize {
+    if exact {
+        EXACT_PER_PATH_K
+    } else {
+        DEFAULT_PER_PATH_K
+    }
+}
+
+/// How the dense path searched in an evaluation, as its output names it.
+fn dense_search(exact: bool) -> &'static str {
+    if exact {
+        "exact"
+    } else {
+        "hnsw"
+    }
 }
 
 /// Candidates a path gives the fusion in `eval --exact`: at least HNSW's beam
@@ -459,7 +478,7 @@ fn dump_path_runs(engine: &Engine, set: &BeirSet, out: &FsPath, strip_instructio
             let mut paths = serde_json::Map::new();
             let mut chunks = serde_json::Map::new();
             for p in Path::ALL {
-                let depth = if exact { EXACT_PER_PATH_K } else { DEFAULT_PER_PATH_K };
+                let depth = eval_depth(exact);
                 let mut req = SearchRequest::new(text.clone(), depth);
                 req.paths = vec![p];
                 req.per_path_k = depth;

@@ -33,7 +33,7 @@ pub fn beir_index(beir: &FsPath, set: &BeirSet, models: &ModelSet, build: &Build
     let corpus_sum = sha256_hex(&std::fs::read(beir.join("corpus.jsonl"))?);
     let corpus_key = format!("beir-{name}-{}-f{FORMAT_VERSION}-", &corpus_sum[..12]);
     let root = cache_dir().join("indexes");
-    let dir = root.join(format!("{corpus_key}{}-g{GRAPH_RECIPE}-{}", build.chunking_key(), build.bm25_key()));
+    let dir = root.join(format!("{corpus_key}{}", build.index_key()));
     let (index, _) = cached_index(&dir, |dir| {
         build_into(dir, set.documents.clone(), models, &name, build, &cached_vectors(&root, &corpus_key))
     })?;

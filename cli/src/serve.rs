@@ -328,13 +328,11 @@ fn corpus_index(
     let mut sorted = tickers.iter().map(|t| t.to_ascii_uppercase()).collect::<Vec<_>>();
     sorted.sort();
     let key = format!(
-        "{id}-{}-{}-f{}-{}-g{}-{}",
+        "{id}-{}-{}-f{}-{}",
         &bytes_sum[..12],
         if sorted.is_empty() { "all".into() } else { sorted.join("+") },
         sextant_core::index::format::FORMAT_VERSION,
-        build.chunking_key(),
-        crate::indexes::GRAPH_RECIPE,
-        build.bm25_key()
+        build.index_key()
     );
     let dir = cache_dir().join("indexes").join(key);
     state.set_loading(format!("loading index {}", dir.display()));

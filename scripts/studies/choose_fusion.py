@@ -113,11 +113,11 @@ def doc_rrf(paths, k, w):
     return fuse
 
 
-def zscore_doc_scores(paths, w, r):
-    """Each document's Σ_i w_i · z_i(d) (see `zscore_docs`)."""
-    lists = [documents(r["chunks"][p]) for p in paths]
-    units = list(dict.fromkeys(u for l in lists for u, _ in l))
-    score = dict.fromkeys(units, 0.0)
+def zscore_sum(paths, w, lists):
+    """Each unit's Σ_i w_i · z_i(u) over `lists` (path i's [(unit, score), ...]): z_i
+    standardises path i's scores over its list, and a unit the list lacks gets the list's
+    lowest z (a list of fewer than two units, or without spread, adds nothing)."""
+    score = dict.fromkeys((u for l in lists for u, _ in l), 0.0)
     for p, l in zip(paths, lists):
         if len(l) < 2:
             continue
@@ -128,9 +128,14 @@ def zscore_doc_scores(paths, w, r):
             continue
         own = {u: (x - mu) / sd for u, x in l}
         floor = min(own.values())
-        for u in units:
+        for u in score:
             score[u] += w[p] * own.get(u, floor)
     return score
+
+
+def zscore_doc_scores(paths, w, r):
+    """Each document's Σ_i w_i · z_i(d), documents at their best chunk (see `zscore_docs`)."""
+    return zscore_sum(paths, w, [documents(r["chunks"][p]) for p in paths])
 
 
 def doc_rrf_scores(paths, k, r):
@@ -196,19 +201,7 @@ def zscore_chunks(paths, w):
     def fuse(r):
         lists = [r["chunks"][p] for p in paths]
         doc = {c: d for l in lists for d, _, c in l}
-        score = dict.fromkeys(doc, 0.0)
-        for p, l in zip(paths, lists):
-            if len(l) < 2:
-                continue
-            xs = [x for _, x, _ in l]
-            mu = sum(xs) / len(xs)
-            sd = math.sqrt(sum((x - mu) ** 2 for x in xs) / len(xs))
-            if sd <= 1e-9:
-                continue
-            own = {c: (x - mu) / sd for _, x, c in l}
-            floor = min(own.values())
-            for c in score:
-                score[c] += w[p] * own.get(c, floor)
+        score = zscore_sum(paths, w, [[(c, x) for _, x, c in l] for l in lists])
         return list(dict.fromkeys(doc[c] for c in sorted(score, key=lambda c: (-score[c], c))))
 
     return fuse

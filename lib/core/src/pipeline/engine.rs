@@ -640,8 +640,8 @@ impl Engine {
             // Over the largest boost, so that a relevance stays within [0, 1].
             h.score = h.score * boost / (1.0 + rec.weight);
         }
-        // Reranker scores and fused scores are on different scales: the reranked head is
-        // re-sorted within itself and stays above the candidates the reranker never saw.
+        // The reranked head is re-sorted within itself and stays above the candidates the
+        // reranker never saw: a boost may not lift a candidate over the reranker's verdict.
         hits.sort_by(|a, b| {
             let reranked = |h: &Hit| h.diagnostics.rerank_score.is_some();
             reranked(b)
