@@ -1,4 +1,4 @@
 # `sam build` runs this target for the ModelsLayer (BuildMethod: makefile); the functions
 # are built by cargo lambda.
 build-ModelsLayer:
-	bash scripts/models_layer.sh "$(ARTIFACTS_DIR)"
+	bash scripts/ci/models_layer.sh "$(ARTIFACTS_DIR)"

@@ -288,22 +288,25 @@ fn requests_beyond_the_in_flight_bound_are_shed_with_retry_after() {
     assert_eq!(http(&a, "GET", "/health", &[], b"").status, 200);
 }
 
-/// The venv's python with the official SDKs (`scripts/sdk_venv.sh`, run by `scripts/test.sh`).
+/// The venv's python with the official SDKs (`scripts/ci/sdk_venv.sh`, run by `scripts/ci/test.sh`).
 fn sdk_python() -> String {
     let python = std::env::var("SEXTANT_SDK_PYTHON").unwrap_or_else(|_| {
         let cache = std::env::var("SEXTANT_CACHE_DIR")
             .unwrap_or_else(|_| format!("{}/.cache/sextant", std::env::var("HOME").unwrap()));
         format!("{cache}/venv-sdk/bin/python")
     });
-    assert!(Path::new(&python).is_file(), "no SDK venv at {python}: run scripts/sdk_venv.sh (scripts/test.sh does)");
+    assert!(
+        Path::new(&python).is_file(),
+        "no SDK venv at {python}: run scripts/ci/sdk_venv.sh (scripts/ci/test.sh does)"
+    );
     python
 }
 
-/// Runs `script` (under `scripts/`) with the SDK venv's python, `input` on its stdin, and
+/// Runs `script` (under `scripts/ci/`) with the SDK venv's python, `input` on its stdin, and
 /// returns what it prints, as JSON.
 fn run_sdk_script(script: &str, input: &Value) -> Value {
     let mut child = Command::new(sdk_python())
-        .arg(repo().join("scripts").join(script))
+        .arg(repo().join("scripts/ci").join(script))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -471,7 +474,7 @@ fn a_first_start_answers_from_bm25_at_once_then_from_every_path() {
 
     let server = start();
     let t = Instant::now();
-    // Converting the models takes most of this (`scripts/first_answer.py` times the demo).
+    // Converting the models takes most of this (`scripts/bench/first_answer.py` times the demo).
     let health = wait_for(&server, "a first answer", &|r| r.status == 200, Duration::from_secs(300));
     let first_answer = t.elapsed();
     for m in ["minilm-l6-v2", "splade-tiny"] {
@@ -753,7 +756,7 @@ fn knowledge_base_retrieve_with_search_filters_and_rewrite(a: &str) {
 }
 
 /// The official Alibaba Cloud Model Studio SDK (`alibabacloud-bailian20231229`, unmodified,
-/// in the venv of `scripts/sdk_venv.sh`) calls Retrieve with every parameter of the
+/// in the venv of `scripts/ci/sdk_venv.sh`) calls Retrieve with every parameter of the
 /// operation. It sends them in the query string, with an empty body, no Content-Type and its
 /// own signature in `Authorization`; the key travels in `X-API-Key`.
 fn knowledge_base_through_the_official_sdk(a: &str) {
@@ -791,7 +794,7 @@ fn knowledge_base_through_the_official_sdk(a: &str) {
     let file = dir.path().join("calls.json");
     std::fs::write(&file, calls.to_string()).unwrap();
     let out = Command::new(&python)
-        .arg(repo().join("scripts/sdk_retrieve.py"))
+        .arg(repo().join("scripts/ci/sdk_retrieve.py"))
         .args(["--endpoint", a, "--key", PRO, "--workspace", "ws_sdk"])
         .arg(&file)
         .output()

@@ -1,5 +1,5 @@
 //! The document API on AWS, against SeaweedFS (S3 with signatures checked), started by
-//! `scripts/aws_servers.sh` (`scripts/test.sh` starts it): documents written through the
+//! `scripts/ci/aws_servers.sh` (`scripts/ci/test.sh` starts it): documents written through the
 //! router land in the index's corpus prefix as JSON and are answered `202 pending`; the
 //! build reads that prefix (documents written by the API and raw files uploaded as
 //! `aws s3 cp` would) and the next version serves them (`live`); a deleted document leaves

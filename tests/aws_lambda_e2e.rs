@@ -25,7 +25,7 @@ fn binary(name: &str) -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let dir = exe.parent().and_then(|d| d.parent()).unwrap();
     let p = dir.join(name);
-    assert!(p.is_file(), "{} is missing: build the workspace binaries first (scripts/test.sh does)", p.display());
+    assert!(p.is_file(), "{} is missing: build the workspace binaries first (scripts/ci/test.sh does)", p.display());
     p
 }
 

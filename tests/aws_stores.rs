@@ -1,6 +1,6 @@
 //! Index versions in S3 and keys, plans and rate counters in DynamoDB, against real
 //! servers: SeaweedFS (S3, signatures checked) and moto (S3 and DynamoDB), started by
-//! `scripts/aws_servers.sh` (`scripts/test.sh` starts them).
+//! `scripts/ci/aws_servers.sh` (`scripts/ci/test.sh` starts them).
 
 mod support;
 

@@ -189,7 +189,7 @@ fn build_search_filter_and_refuse_a_corrupted_index() {
     assert!(err.contains("index corrupted") && err.contains("facts.bin"), "{err}");
 }
 
-/// The dev set `name` of `scripts/build_devsets.py`, made in a temporary directory (kept
+/// The dev set `name` of `scripts/data/build_devsets.py`, made in a temporary directory (kept
 /// while the first value lives).
 fn devset(name: &str) -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
@@ -246,7 +246,7 @@ fn hybrid_beats_every_single_path_and_plain_rrf_on_scifact_and_tatqa_dev() {
 }
 
 /// On analyst-style questions about figures in filings (the `fin-filings` set that
-/// `scripts/build_devsets.py` makes from the shared data, split by company), in the
+/// `scripts/data/build_devsets.py` makes from the shared data, split by company), in the
 /// phrasings dev questions use and in phrasings no dev question uses (`heldout`: the same
 /// facts, worded otherwise). Measured 2026-11-27: dev 0.5737 (plain RRF 0.5472), held-out
 /// phrasings 0.5559 (plain RRF 0.5451).

@@ -76,7 +76,7 @@ fn chars(text: &str, start: usize, end: usize) -> String {
 fn the_playground_shows_cited_evidence_ranks_timings_warnings_and_context() {
     assert!(
         webdriver::available(),
-        "the playground test needs Debian's chromium and chromium-driver (scripts/test.sh installs them)"
+        "the playground test needs Debian's chromium and chromium-driver (scripts/ci/test.sh installs them)"
     );
     let data = tempfile::tempdir().unwrap();
     let server = start_demo(KEY, &["--dev-key".as_ref(), KEY.as_ref(), "--data-dir".as_ref(), data.path().as_os_str()]);

@@ -1,7 +1,7 @@
 //! The Python client (`clients/python`) against the real server: `sextant serve` on a free
 //! port (the demo index of three companies, `support::local_server`; writes in a directory
 //! of the test's own), then the client's pytest suite from the venv of
-//! `scripts/client_venv.sh` with the server's address and key. The suite runs the sync and
+//! `scripts/ci/client_venv.sh` with the server's address and key. The suite runs the sync and
 //! async clients, the LangChain and LlamaIndex retrievers through those packages' own APIs,
 //! retries against the server's real load shedding (`--max-in-flight 1`), and the models
 //! against the served `/openapi.json`. No test may be skipped here: a skip means the suite
@@ -23,7 +23,7 @@ const KEY: &str = "sx_python_client_tests";
 /// One request in flight at a time, so that the suite can see the server shed a second.
 const MAX_IN_FLIGHT: &str = "1";
 
-/// The client venv's python (`scripts/client_venv.sh`, run by `scripts/test.sh`).
+/// The client venv's python (`scripts/ci/client_venv.sh`, run by `scripts/ci/test.sh`).
 fn client_python() -> String {
     let python = std::env::var("SEXTANT_CLIENT_PYTHON").unwrap_or_else(|_| {
         let cache = std::env::var("SEXTANT_CACHE_DIR")
@@ -32,7 +32,7 @@ fn client_python() -> String {
     });
     assert!(
         Path::new(&python).is_file(),
-        "no client venv at {python}: run scripts/client_venv.sh (scripts/test.sh does)"
+        "no client venv at {python}: run scripts/ci/client_venv.sh (scripts/ci/test.sh does)"
     );
     python
 }

@@ -165,7 +165,7 @@ fn eval_report_on_two_sets_matches_its_json_lines() {
 fn bench_report_draws_every_stage_beside_the_peers() {
     let tmp = tempfile::tempdir().unwrap();
     let scifact = shared().join("data/scifact");
-    // The peer file a run of scripts/peer_bench.py --samples writes, with made-up samples:
+    // The peer file a run of scripts/bench/peer_bench.py --samples writes, with made-up samples:
     // this test is of the plumbing, not of the peer. The peer searched only the 3,000-chunk
     // index, so the real index's chart has no peer box for the search.
     let peer = tmp.path().join("peer.json");

@@ -226,7 +226,7 @@ pub fn passages(index: &Index, n: usize) -> Vec<String> {
 /// to read it beside.
 #[derive(Debug, Clone)]
 pub struct StageRow {
-    /// The stage's name in reports and in a peer's samples (`scripts/peer_bench.py
+    /// The stage's name in reports and in a peer's samples (`scripts/bench/peer_bench.py
     /// --samples`): `encode_dense`, `encode_sparse`, `encode_both`, `path_dense`,
     /// `path_dense_exact`, `path_bm25`, `path_splade`, `fuse`, `search_rest`,
     /// `search_total`, `search_total_50`, `search_total_no_feedback`, `rerank_50`.

@@ -155,7 +155,7 @@ pub enum Command {
         dump_runs: Option<PathBuf>,
         /// Also write each question's metrics (JSONL: qid, ndcg_at_10, recall_at_10,
         /// recall_at_100, mrr_at_10) to this file, for paired comparisons of two runs
-        /// (`scripts/paired.py`).
+        /// (`scripts/studies/paired.py`).
         #[arg(long, value_name = "FILE")]
         per_query: Option<PathBuf>,
         /// Let the lexical paths read each question whole, a role in front of it included
@@ -217,7 +217,7 @@ pub enum Command {
         /// Print one JSON object per scale (one per line) instead of tables.
         #[arg(long)]
         json: bool,
-        /// Write what was measured for a peer to measure the same (`scripts/peer_bench.py`):
+        /// Write what was measured for a peer to measure the same (`scripts/bench/peer_bench.py`):
         /// queries.jsonl, passages.jsonl and, per scale, its chunks' texts and dense vectors.
         #[arg(long, value_name = "DIR")]
         export: Option<PathBuf>,
@@ -226,7 +226,7 @@ pub enum Command {
         /// the charts as `.svg` files, and `report.json` with every sample.
         #[arg(long, value_name = "DIR")]
         report: Option<PathBuf>,
-        /// A peer's samples on the same queries (`scripts/peer_bench.py --samples FILE`),
+        /// A peer's samples on the same queries (`scripts/bench/peer_bench.py --samples FILE`),
         /// drawn beside Sextant's stages in the report.
         #[arg(long, value_name = "FILE", requires = "report")]
         peer: Option<PathBuf>,

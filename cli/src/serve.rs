@@ -23,17 +23,17 @@ use crate::indexes::{build_into, build_options, cache_dir};
 
 /// The demo corpus, compiled into the binary so a fresh clone needs no data path.
 const DEMO_CORPUS: &[u8] = include_bytes!("../../data/demo/documents.jsonl.gz");
-/// The XBRL facts of the demo corpus's companies (`scripts/build_demo_facts.py`).
+/// The XBRL facts of the demo corpus's companies (`scripts/data/build_demo_facts.py`).
 const DEMO_FACTS: &[u8] = include_bytes!("../../data/demo/facts.jsonl.gz");
 
-/// Fetches and converts the models with `scripts/fetch_models.sh` when their directory
+/// Fetches and converts the models with `scripts/ci/fetch_models.sh` when their directory
 /// lacks them (a fresh machine), so that `serve` alone starts the demo.
 pub fn ensure_models(models: &ModelSet) -> Result<()> {
     if ModelInfo::read(&models.dense).is_ok() && ModelInfo::read(&models.sparse).is_ok() {
         return Ok(());
     }
     let root = models.dense.parent().unwrap_or(std::path::Path::new("."));
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/fetch_models.sh");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/ci/fetch_models.sh");
     if !script.is_file() {
         anyhow::bail!(
             "no models in {} and no {} to fetch them: point --models or SEXTANT_MODEL_DIR at the converted models",
@@ -41,7 +41,7 @@ pub fn ensure_models(models: &ModelSet) -> Result<()> {
             script.display()
         );
     }
-    tracing::info!("no models in {}: fetching and converting them once (scripts/fetch_models.sh)", root.display());
+    tracing::info!("no models in {}: fetching and converting them once (scripts/ci/fetch_models.sh)", root.display());
     let status = std::process::Command::new("bash")
         .arg(&script)
         .env("SEXTANT_MODEL_DIR", root)

@@ -6,7 +6,7 @@
 #
 #   SEXTANT=target/release/sextant bash scripts/studies/run_choose_fusion.sh OUT_DIR
 #
-# Builds the financial dev sets first (scripts/build_devsets.py). Indexes are built once
+# Builds the financial dev sets first (scripts/data/build_devsets.py). Indexes are built once
 # and cached under $SEXTANT_CACHE_DIR/indexes, as by any `sextant eval`.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -17,7 +17,7 @@ data=${SEXTANT_SHARED_DIR:-$repo/../shared}/data
 cache=${SEXTANT_CACHE_DIR:-$HOME/.cache/sextant}
 dev=$cache/devsets
 mkdir -p "$out"
-python3 "$repo/scripts/build_devsets.py" --out "$dev" >&2
+python3 "$repo/scripts/data/build_devsets.py" --out "$dev" >&2
 
 # name beir-dir split
 sets=(

@@ -23,11 +23,11 @@ pub fn ok(args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-/// Makes the financial dev sets (`scripts/build_devsets.py`, from the shared data) in `out`:
+/// Makes the financial dev sets (`scripts/data/build_devsets.py`, from the shared data) in `out`:
 /// `out/fin-filings`, `out/fin-calls`.
 pub fn build_devsets(out: &Path) {
     let made = Command::new("python3")
-        .arg(repo().join("scripts/build_devsets.py"))
+        .arg(repo().join("scripts/data/build_devsets.py"))
         .args(["--data", shared().join("data").to_str().unwrap(), "--out", out.to_str().unwrap()])
         .output()
         .expect("run python3");

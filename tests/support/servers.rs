@@ -1,4 +1,4 @@
-//! The S3 and DynamoDB servers the tests run against, started by `scripts/aws_servers.sh`
+//! The S3 and DynamoDB servers the tests run against, started by `scripts/ci/aws_servers.sh`
 //! (SeaweedFS for S3 with signature checks, moto for DynamoDB and as a second S3), found
 //! through the environment file it writes.
 
@@ -27,8 +27,8 @@ pub fn servers() -> Servers {
     let get = |k: &str| {
         std::env::var(k).unwrap_or_else(|_| {
             panic!(
-                "{k} is not set: start the test servers with `bash scripts/aws_servers.sh start` \
-                 and source the env file it prints (scripts/test.sh does both)"
+                "{k} is not set: start the test servers with `bash scripts/ci/aws_servers.sh start` \
+                 and source the env file it prints (scripts/ci/test.sh does both)"
             )
         })
     };

@@ -282,7 +282,7 @@ pub fn write_eval(dir: &FsPath, report: &EvalReport) -> Result<PathBuf> {
     write_files(dir, files, &html, &report.json())
 }
 
-/// What a peer measured on the same queries (`scripts/peer_bench.py --samples FILE`): raw
+/// What a peer measured on the same queries (`scripts/bench/peer_bench.py --samples FILE`): raw
 /// samples in milliseconds, per stage named as [`StageRow::key`] names Sextant's.
 #[derive(Debug, Clone, Deserialize)]
 pub struct PeerSamples {

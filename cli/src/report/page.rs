@@ -147,14 +147,14 @@ pub fn bench_page(report: &BenchReport, svgs: &[&str]) -> String {
         Some(p) => {
             let _ = writeln!(
                 h,
-                "<p>Beside it, the peer: {} ({} queries, the same ones), from <code>scripts/peer_bench.py \
+                "<p>Beside it, the peer: {} ({} queries, the same ones), from <code>scripts/bench/peer_bench.py \
                  --samples</code>. A ratio below 1 means Sextant is faster.</p>",
                 escape(&p.peer),
                 p.queries
             );
         }
         None => h.push_str(
-            "<p><b>No peer samples</b>: run <code>scripts/peer_bench.py --samples FILE</code> and \
+            "<p><b>No peer samples</b>: run <code>scripts/bench/peer_bench.py --samples FILE</code> and \
                             pass <code>--peer FILE</code> to show the peer beside each stage.</p>\n",
         ),
     }

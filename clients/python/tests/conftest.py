@@ -23,7 +23,7 @@ def pytest_configure(config: pytest.Config) -> None:
     missing = [v for v in ("SEXTANT_BASE_URL", "SEXTANT_API_KEY") if not os.environ.get(v)]
     if missing:
         raise pytest.UsageError(f"these tests need a live server: set {' and '.join(missing)}")
-    # The venv (scripts/client_venv.sh) installs the package; make sure it is this tree's.
+    # The venv (scripts/ci/client_venv.sh) installs the package; make sure it is this tree's.
     src = os.environ.get("SEXTANT_CLIENT_SRC")
     if src:
         installed = Path(sextant.__file__).parent
@@ -33,7 +33,7 @@ def pytest_configure(config: pytest.Config) -> None:
         if mismatch or errors:
             raise pytest.UsageError(
                 f"{installed} is another build of sextant-client than {ours} ({mismatch + errors} differ): "
-                "run scripts/client_venv.sh"
+                "run scripts/ci/client_venv.sh"
             )
 
 

@@ -10,12 +10,12 @@ use crate::index::format::ModelRef;
 use crate::index::{Bm25Params, Index};
 use crate::pipeline::Engine;
 
-/// The converted models (`scripts/fetch_models.sh` must have run).
+/// The converted models (`scripts/ci/fetch_models.sh` must have run).
 pub fn model_dir() -> PathBuf {
     let d = crate::encode::default_model_dir();
     assert!(
         d.join("minilm-l6-v2/model.onnx").is_file(),
-        "models missing in {}: run scripts/fetch_models.sh",
+        "models missing in {}: run scripts/ci/fetch_models.sh",
         d.display()
     );
     d

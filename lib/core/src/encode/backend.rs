@@ -2,7 +2,7 @@
 //!
 //! - [`Backend::OnnxRuntime`]: ONNX Runtime, loaded at run time from `libonnxruntime.so`
 //!   (the `ort` crate with `load-dynamic`: nothing native is linked at build time). The
-//!   library comes from the `onnxruntime` wheel on PyPI; `scripts/fetch_models.sh` puts it
+//!   library comes from the `onnxruntime` wheel on PyPI; `scripts/ci/fetch_models.sh` puts it
 //!   beside the models.
 //! - [`Backend::Tract`]: tract, pure Rust, always available.
 //!

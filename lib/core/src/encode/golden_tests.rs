@@ -1,5 +1,5 @@
 //! The encoders against reference outputs computed with PyTorch (`shared/golden`), on
-//! both backends. The ONNX Runtime tests need its library (`scripts/fetch_models.sh`
+//! both backends. The ONNX Runtime tests need its library (`scripts/ci/fetch_models.sh`
 //! fetches it; CI runs them): a missing library fails them rather than skipping.
 
 use serde_json::Value;

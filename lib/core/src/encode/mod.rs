@@ -6,7 +6,7 @@
 //! - [`CrossEncoder`]: a relevance logit for a (query, passage) pair.
 //!
 //! The pooling and the SPLADE activation are part of the ONNX graphs written by
-//! `scripts/convert_bert_onnx.py`, so the Rust side only tokenizes, pads and batches.
+//! `scripts/ci/convert_bert_onnx.py`, so the Rust side only tokenizes, pads and batches.
 
 mod backend;
 mod cross_encoder;

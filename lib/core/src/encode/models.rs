@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
-/// `model.json` written beside each converted model by `scripts/fetch_models.sh`.
+/// `model.json` written beside each converted model by `scripts/ci/fetch_models.sh`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ModelInfo {
     /// Model id (`minilm-l6-v2`, `splade-tiny`, ...).
@@ -25,7 +25,7 @@ impl ModelInfo {
         let path = dir.join("model.json");
         let text = std::fs::read_to_string(&path).map_err(|e| Error::Model {
             path: path.clone(),
-            reason: format!("{e} (run scripts/fetch_models.sh or point SEXTANT_MODEL_DIR at the models)"),
+            reason: format!("{e} (run scripts/ci/fetch_models.sh or point SEXTANT_MODEL_DIR at the models)"),
         })?;
         serde_json::from_str(&text).map_err(|e| Error::Model { path, reason: e.to_string() })
     }

@@ -74,7 +74,7 @@ impl SparseEncoder {
                 Some(OnnxBert::load_with(&path, Some(&["mlm_logits"]), backend).map_err(|e| match e {
                     Error::Model { path, reason } => Error::Model {
                         path,
-                        reason: format!("{reason} (no mlm_logits output: re-run scripts/fetch_models.sh)"),
+                        reason: format!("{reason} (no mlm_logits output: re-run scripts/ci/fetch_models.sh)"),
                     },
                     other => other,
                 })?)

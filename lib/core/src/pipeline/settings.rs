@@ -159,7 +159,7 @@ fn default_feedback_documents() -> usize {
 
 /// Default strength of the agreement term, `β`. The default fusion (z-scores by document,
 /// equal base weights, `α` = 0, `β` = 2 over the top 10 documents) was chosen for its worst
-/// dev set with `scripts/study_fusion.py` (README, "How the default fusion was chosen"), and
+/// dev set with `scripts/studies/study_fusion.py` (README, "How the default fusion was chosen"), and
 /// kept on the sets split by company: without it the default loses on every held-out
 /// phrasing (docs/quality.md).
 pub const DEFAULT_AGREEMENT: f32 = 2.0;
@@ -174,7 +174,7 @@ pub const DEFAULT_AGREEMENT: f32 = 2.0;
 /// what was Acme's capital expenditure in FY2019, in USD millions?" (15 words after its role
 /// sentence) by scores.
 /// Chosen by the worst dev set with leave-one-set-out over the five dev sets, fin-ratios
-/// among them (`scripts/study_length.py`; README, "How the default fusion was chosen"), and
+/// among them (`scripts/studies/study_length.py`; README, "How the default fusion was chosen"), and
 /// kept when the role stopped being counted (19 and 26 measured beside it).
 pub const DEFAULT_LONG_QUERY_WORDS: usize = 22;
 

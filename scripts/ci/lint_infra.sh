@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Lint the SAM template offline: cfn-lint, then `sam validate --lint`.
+#
+# Creates (once) a venv with pinned cfn-lint and aws-sam-cli and reuses it afterwards.
+# Needs no AWS account: dummy credentials and a fixed region are set for this process only,
+# and SAM CLI telemetry is off. Exits non-zero on any finding (errors and warnings).
+#
+#   SEXTANT_CACHE_DIR   default ~/.cache/sextant   (venv at $SEXTANT_CACHE_DIR/infra-venv)
+#
+# Usage: bash scripts/ci/lint_infra.sh [template.yaml]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+cache=${SEXTANT_CACHE_DIR:-$HOME/.cache/sextant}
+venv="$cache/infra-venv"
+template=${1:-$repo/template.yaml}
+
+# Bump together; aws-sam-cli pins its own cfn-lint range, keep the two compatible.
+CFN_LINT_VERSION=1.58.0
+SAM_CLI_VERSION=1.170.0
+stamp="cfn-lint==$CFN_LINT_VERSION aws-sam-cli==$SAM_CLI_VERSION"
+
+if [ ! -x "$venv/bin/sam" ] || [ ! -x "$venv/bin/cfn-lint" ] \
+   || [ "$(cat "$venv/.sextant-stamp" 2>/dev/null)" != "$stamp" ]; then
+  echo "lint_infra: installing $stamp into $venv" >&2
+  rm -rf "$venv"
+  mkdir -p "$cache"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check \
+    "cfn-lint==$CFN_LINT_VERSION" "aws-sam-cli==$SAM_CLI_VERSION"
+  echo "$stamp" > "$venv/.sextant-stamp"
+fi
+
+# Offline and anonymous: no telemetry, no update checks, no real credentials.
+export SAM_CLI_TELEMETRY=0
+export SAM_CLI_DISABLE_UPDATE_CHECK=1   # harmless if this SAM version ignores it
+export AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE
+export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY
+export AWS_DEFAULT_REGION=us-east-1 AWS_REGION=us-east-1
+unset AWS_PROFILE AWS_SESSION_TOKEN
+export AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null
+export AWS_EC2_METADATA_DISABLED=true
+
+status=0
+echo "== cfn-lint $template" >&2
+# cfn-lint exits non-zero on errors (2), warnings (4) and informational findings (8).
+"$venv/bin/cfn-lint" --format parseable -- "$template" || status=1
+
+echo "== sam validate --lint" >&2
+# sam validate --lint runs cfn-lint through SAM and prints findings; make its exit decisive.
+out=$(cd "$(dirname "$template")" && "$venv/bin/sam" validate --lint \
+        --template-file "$template" --region us-east-1 2>&1) || status=1
+printf '%s\n' "$out"
+if ! printf '%s\n' "$out" | grep -q "is a valid SAM Template"; then status=1; fi
+
+if [ "$status" -ne 0 ]; then
+  echo "lint_infra: FAILED" >&2
+else
+  echo "lint_infra: ok" >&2
+fi
+exit "$status"

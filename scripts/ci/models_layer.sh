@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The Lambda layer of the models: OUT/models/{minilm-l6-v2,splade-tiny} as converted by
+# fetch_models.sh and OUT/lib/libonnxruntime.so for arm64 (from the onnxruntime wheel).
+# The stand-in cross-encoder is never included: it is a test fixture, not a reranker.
+#
+#   bash scripts/ci/models_layer.sh OUT     (run by `sam build` through the Makefile)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+out=${1:?usage: models_layer.sh OUT}
+cache=${SEXTANT_CACHE_DIR:-$HOME/.cache/sextant}
+models=${SEXTANT_MODEL_DIR:-$cache/models}
+bash "$here/fetch_models.sh" >/dev/null
+mkdir -p "$out/models" "$out/lib"
+for m in minilm-l6-v2 splade-tiny; do
+  rm -rf "$out/models/$m"; mkdir -p "$out/models/$m"
+  for f in model.onnx tokenizer.json model.json config.json LICENSE; do
+    [ -f "$models/$m/$f" ] && cp "$models/$m/$f" "$out/models/$m/"
+  done
+done
+bash "$here/fetch_models.sh" --ort-lib aarch64 "$out/lib" >/dev/null
+du -sh "$out" >&2
