@@ -22,7 +22,7 @@ their scores (one round trip): it reads ranks and scores, never vectors.
     z-scores:       score(d) = Σ_i w_i · z_i(d),   z_i = (s_i − μ_i) / σ_i over path i's documents
                     (a document path i lacks: that list's lowest z)
 
-How the choice is made (README's protocol, docs/quality.md):
+How the choice is made (the protocol of docs/quality.md):
   1. A candidate is eligible on a set when its Recall@100 is at least the best single
      path's there (no candidate may lose what one path alone finds).
   2. Its figure on a set is its nDCG@10 over the best candidate's on that set; it is judged

@@ -8,7 +8,7 @@ defaults are in git). Prints one Markdown table per set.
     python3 scripts/studies/eval_report.py [--bin target/release/sextant] [--json OUT]
         SET_DIR:SPLIT [SET_DIR:SPLIT ...]
 
-Example (the README's tables):
+Example (four dev sets):
 
     python3 scripts/data/build_devsets.py
     python3 scripts/studies/eval_report.py ../shared/data/scifact:train ../shared/data/tatqa:dev \\

@@ -20,7 +20,7 @@
 //! ([`ScoredMemoryRetriever`], a [`Retriever`] through [`MemoryRetrieverAdapter`]).
 //!
 //! A hybrid of dense (the real MiniLM model) and BM25 retrieval over your own items, the
-//! README's example:
+//! example of docs/internals.md ("Using the library"):
 //!
 //! ```
 //! use sextant_core::encode::{default_model_dir, DenseEncoder};

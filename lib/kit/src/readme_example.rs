@@ -1,9 +1,10 @@
-//! The README's library example is this crate's doctest: the two copies stay identical.
+//! The library example of `docs/internals.md` (once the README's) is this crate's doctest:
+//! the two copies stay identical.
 
-/// The first Rust block of the README's "Using the library" section.
+/// The first Rust block of the "Using the library" section of `docs/internals.md`.
 fn readme_example() -> String {
-    let readme = include_str!("../../../README.md");
-    let section = &readme[readme.find("## Using the library").expect("README has the library section")..];
+    let readme = include_str!("../../../docs/internals.md");
+    let section = &readme[readme.find("## Using the library").expect("docs/internals.md has the library section")..];
     let start = section.find("```rust\n").expect("a rust block") + "```rust\n".len();
     section[start..start + section[start..].find("```").expect("closed")].to_string()
 }

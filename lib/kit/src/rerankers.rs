@@ -103,7 +103,7 @@ impl<F: Fn(&str, &str) -> f32 + Send + Sync> Reranker for ScoreReranker<F> {
 /// use sextant_core::encode::{default_model_dir, CrossEncoder};
 /// use sextant_kit::{ContextItem, CrossEncoderReranker, Query, Reranker};
 ///
-/// // The test models hold an untrained stand-in head (see the README's "Models"); pass a
+/// // The test models hold an untrained stand-in head (see docs/models.md); pass a
 /// // converted ms-marco cross-encoder's directory for real relevance.
 /// let model = CrossEncoder::load(&default_model_dir().join("ce-standin"))?;
 /// let rr = CrossEncoderReranker::new(model, "ce-standin");

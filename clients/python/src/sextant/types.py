@@ -335,7 +335,7 @@ class KbRequest(_Pascal):
     extra: KbExtra | None = None
     save_retriever_history: bool | None = None
     images: list[str] | None = None
-    #: Groups ANDed; see the README's knowledge-base section for the grammar.
+    #: Groups ANDed; see docs/api.md (the knowledge-base Retrieve) for the grammar.
     search_filters: list[dict[str, Any]] | None = None
 
 

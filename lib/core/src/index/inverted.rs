@@ -142,7 +142,8 @@ impl InvertedIndex {
     ///
     /// Term at a time into one score per chunk (a buffer kept per thread), then one pass
     /// over the scores keeps the best `k`. Measured at 100,000 chunks against keeping a list
-    /// of the chunks touched (a branch and a push per posting): see the README's benchmark.
+    /// of the chunks touched (a branch and a push per posting): see docs/benchmarks.md, "Sextant
+    /// beside a peer".
     pub fn search(&self, query: &[(u32, f32)], allowed: Option<&Bitset>, k: usize) -> Vec<(u32, f32)> {
         thread_local! {
             static SCORES: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };

@@ -44,7 +44,7 @@ pub trait Reranker: Send + Sync {
 /// use sextant_core::encode::{default_model_dir, CrossEncoder};
 /// use sextant_core::pipeline::{Candidate, CrossEncoderReranker, Reranker};
 ///
-/// // The test models hold an untrained stand-in head (see the README's "Models"); pass a
+/// // The test models hold an untrained stand-in head (see docs/models.md); pass a
 /// // converted ms-marco cross-encoder's directory for real relevance.
 /// let rr = CrossEncoderReranker::new(CrossEncoder::load(&default_model_dir().join("ce-standin"))?, "ce-standin");
 /// let candidates = [
