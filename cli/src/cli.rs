@@ -496,8 +496,8 @@ pub struct BuildArgs {
     #[arg(long, default_value_t = 0)]
     pub chunk_overlap: usize,
     /// Token budget of a dense window: a longer chunk is read by the dense encoder in
-    /// windows of at most this many tokens, and scored by its best (0, the default: one
-    /// vector per chunk; 128 is the window measured in the README).
+    /// windows of at most this many tokens, and scored by its best (0: one vector per
+    /// chunk; 128, the default, is the window measured in docs/quality.md).
     #[arg(long, default_value_t = sextant_core::build::DEFAULT_DENSE_WINDOW)]
     pub dense_window: usize,
     /// BM25 k1.

@@ -5,10 +5,11 @@
 
 runs.tsv comes from `scripts/studies/study_feedback.sh` (set, split, c, m, nDCG@10, Recall@10,
 Recall@100, MRR@10; c = 0 is the fusion without feedback). The rule is the fusion study's
-(`scripts/studies/study_fusion.py`, README "How the default fusion was chosen"):
+(`scripts/studies/study_fusion.py`; its round is in git history: README.md at d186f3e,
+"How the default fusion was chosen"):
 
 - each candidate's ratio on a set is its nDCG@10 over the best method on that set: the best
-  candidate here or the best of the README's dev table (`REFERENCE`);
+  candidate here or the best of that README's dev table (`REFERENCE`);
 - a candidate whose Recall@100 falls below the best single path's on a set (`RECALL_FLOOR`)
   is not eligible;
 - candidates are judged by their worst set; among those within 0.005 of the best worst set,
@@ -18,10 +19,10 @@ Recall@100, MRR@10; c = 0 is the fusion without feedback). The rule is the fusio
 import sys
 from collections import defaultdict
 
-# The best of the README's dev table's other methods (single paths, plain RRF of every
+# The best of the dev table's other methods (README.md at d186f3e: single paths, plain RRF of every
 # pair and of all three, earlier defaults) on each dev set, nDCG@10.
 REFERENCE = {"scifact": 0.7357, "tatqa": 0.5616, "fin-filings": 0.5587, "fin-calls": 0.8302}
-# The best single path's Recall@100 on each dev set (README's dev table).
+# The best single path's Recall@100 on each dev set (the same table, README.md at d186f3e).
 RECALL_FLOOR = {"scifact": 0.931, "tatqa": 0.861, "fin-filings": 0.986, "fin-calls": 1.000}
 NEAR = 0.005
 

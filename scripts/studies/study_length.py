@@ -12,7 +12,8 @@ it.
 len(q) here counts every word, as the switch did when L was chosen; the engine has since
 stopped counting the role set in front of a question ("You are an equity analyst."),
 which BM25 and SPLADE do not read, and L = 22 was measured again then beside 16, 19, 26
-and 30 with `sextant eval` (README, "Then the dense list beside feedback").
+and 30 with `sextant eval` (git history: README.md at d186f3e, "Then the dense list beside
+feedback").
 
 Every (k, L) is scored on every dev set by its ratio to the best candidate on that set
 (nDCG@10) and judged by its worst set; L = ∞ is the default without the switch.

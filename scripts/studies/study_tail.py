@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Chooses the recall tail (README, "The fusion chosen again"): how the fused list is
-ordered below its first H documents, so that fusion never loses what a single path found.
+"""Chooses the recall tail (git history: README.md at d186f3e, "The fusion chosen again"):
+how the fused list is ordered below its first H documents, so that fusion never loses what
+a single path found.
 
     python3 scripts/studies/study_tail.py NAME=RUNS.jsonl:QRELS.tsv [NAME=RUNS:QRELS ...]
 

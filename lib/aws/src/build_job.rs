@@ -50,8 +50,8 @@ pub struct BuildJob {
     /// `chunk_tokens`).
     #[serde(default)]
     pub chunk_overlap: usize,
-    /// Token budget of a dense window (default 0: one dense vector per chunk; 128 is the
-    /// window measured in the README).
+    /// Token budget of a dense window (0: one dense vector per chunk; default 128, the
+    /// window measured in docs/quality.md).
     #[serde(default = "default_dense_window")]
     pub dense_window: usize,
     /// BM25 parameters (default k1 0.9, b 0.4).

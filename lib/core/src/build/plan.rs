@@ -24,11 +24,12 @@ pub const TITLE_TOKENS: usize = 48;
 /// Token budget of a dense window by default, [`MEASURED_DENSE_WINDOW`]: a chunk longer than
 /// 128 dense tokens is read in windows (0: one dense vector per chunk, the release before).
 /// It raises nDCG@10 on every dev set; the default fusion was chosen again for the stronger
-/// dense path it makes (README, "Then dense windows" and "The fusion chosen again").
+/// dense path it makes (docs/quality.md, "Where the constants came from").
 pub const DEFAULT_DENSE_WINDOW: usize = MEASURED_DENSE_WINDOW;
 /// The dense window measured on the dev sets (against one vector per chunk and windows of
-/// 64 tokens; README, "Then dense windows"): a 200-token chunk read whole is one vector for
-/// several statements, and a question about one of them is far from it.
+/// 64 tokens; docs/quality.md, "Where the constants came from"): a 200-token chunk read
+/// whole is one vector for several statements, and a question about one of them is far
+/// from it.
 pub const MEASURED_DENSE_WINDOW: usize = 128;
 /// Chunks per shard by default: a shard is the unit of encode work and of the cache files.
 pub const DEFAULT_SHARD_CHUNKS: usize = 1024;

@@ -21,7 +21,7 @@ pub enum Stemming {
     /// The word as written, lowercased: the default of new indexes. On the financial dev
     /// sets BM25 finds more with words as written ("operating" is not "operations"); on
     /// SciFact, whose claims want "inhibits" to match "inhibition", stemming finds more
-    /// (README, "How the default fusion was chosen").
+    /// (docs/quality.md, "Where the constants came from").
     #[default]
     None,
     /// Snowball English stemming: every index before format 5.

@@ -505,10 +505,11 @@ impl Engine {
     /// the moved query, and the best `k` make the new
     /// list. This is an exact product per candidate, not a second graph search: on the dev
     /// sets the two were at most 0.003 apart, and with the graph search a search took 1.08
-    /// to 1.19 times as long as without feedback, against 1.02 to 1.05 (README, "How the
-    /// default fusion was chosen"). `None` when the request's fusion has no feedback or this query's
-    /// weight `γ(q)` is 0. Chunks whose cosine with `q` itself is under the request's
-    /// `min_dense_similarity` are left out, as from the first dense list.
+    /// to 1.19 times as long as without feedback, against 1.02 to 1.05 (docs/quality.md,
+    /// "The formula": "Rescoring, not a second graph search"). `None` when the request's
+    /// fusion has no feedback or this query's weight `γ(q)` is 0. Chunks whose cosine with
+    /// `q` itself is under the request's `min_dense_similarity` are left out, as from the
+    /// first dense list.
     fn dense_feedback(
         &self,
         req: &SearchRequest,

@@ -14,8 +14,9 @@
 //!
 //! `q` is the query's unit vector and `v_j` the vector of the best chunk of the `j`-th
 //! document of the first fusion: of a chunk read in windows, the window nearest to `q`
-//! (chosen on the dev sets over their mean, README "Dense windows"). A question without
-//! identifiers (`γ` = 0) keeps its dense list; one whose words are a tenth identifiers or
+//! (chosen on the dev sets over their mean: docs/quality.md, "Where the constants came
+//! from"). A question without identifiers (`γ` = 0) keeps its dense list; one whose words
+//! are a tenth identifiers or
 //! more, with the default `c` = 10, moves by the full mean (`γ` = 1), which makes the dense
 //! list a list of the fused top's neighbours.
 //! A long question keeps the dense path's own list beside that one, the two sharing the

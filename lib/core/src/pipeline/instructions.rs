@@ -16,9 +16,10 @@
 //! Sentences end at `.`, `!` or `?` followed by white space, or at a line break. A
 //! sentence is dropped only while another one is kept, so a query is never emptied.
 //!
-//! Measured on the dev sets (README, "Retrieval quality"), also dropping answer
-//! instructions ("Answer in USD millions and cite the filing.") and unit phrases ("in USD
-//! thousands") lost: in filings those words are signal, since tables say "(in thousands)".
+//! Measured on the dev sets (docs/quality.md, "Where the constants came from"), also
+//! dropping answer instructions ("Answer in USD millions and cite the filing.") and unit
+//! phrases ("in USD thousands") lost: in filings those words are signal, since tables say
+//! "(in thousands)".
 
 use std::borrow::Cow;
 

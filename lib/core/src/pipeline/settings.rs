@@ -124,7 +124,8 @@ pub struct FusionConfig {
 /// dense ranks 40th and no lexical path has falls below units that both lexical paths rank
 /// 90th. With `dense_weight` = 2 the dense list counts as the two lexical lists together:
 /// one vote for meaning, one for words. Chosen by the worst dev set's Recall@100 against the
-/// best single path's, with leave-one-set-out (README, "How the default fusion was chosen").
+/// best single path's, with leave-one-set-out (docs/quality.md, "Where the constants came
+/// from").
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct RecallTail {
     /// Units of the fused order kept as they are, `H`.
@@ -159,9 +160,9 @@ fn default_feedback_documents() -> usize {
 
 /// Default strength of the agreement term, `β`. The default fusion (z-scores by document,
 /// equal base weights, `α` = 0, `β` = 2 over the top 10 documents) was chosen for its worst
-/// dev set with `scripts/studies/study_fusion.py` (README, "How the default fusion was chosen"), and
-/// kept on the sets split by company: without it the default loses on every held-out
-/// phrasing (docs/quality.md).
+/// dev set with `scripts/studies/study_fusion.py` (docs/quality.md, "Where the constants
+/// came from"), and kept on the sets split by company: without it the default loses on
+/// every held-out phrasing (docs/quality.md).
 pub const DEFAULT_AGREEMENT: f32 = 2.0;
 
 /// Default length, in words, above which a query is fused by ranks instead of scores, `L`:
@@ -174,8 +175,8 @@ pub const DEFAULT_AGREEMENT: f32 = 2.0;
 /// what was Acme's capital expenditure in FY2019, in USD millions?" (15 words after its role
 /// sentence) by scores.
 /// Chosen by the worst dev set with leave-one-set-out over the five dev sets, fin-ratios
-/// among them (`scripts/studies/study_length.py`; README, "How the default fusion was chosen"), and
-/// kept when the role stopped being counted (19 and 26 measured beside it).
+/// among them (`scripts/studies/study_length.py`; docs/quality.md, "Where the constants
+/// came from"), and kept when the role stopped being counted (19 and 26 measured beside it).
 pub const DEFAULT_LONG_QUERY_WORDS: usize = 22;
 
 /// Candidates each path gives the fusion by default. Below HNSW's beam
@@ -183,7 +184,7 @@ pub const DEFAULT_LONG_QUERY_WORDS: usize = 22;
 /// The z-scores of the default fusion need a path's list to be long enough for its mean and
 /// spread: at 50 chunks (about 23 documents on the fin-filings dev set) the default falls
 /// 0.040 behind the rank fusion there; at 200 it is ahead on every dev set, and a search
-/// takes 1.02 to 1.06 times as long (README, "How the default fusion was chosen").
+/// takes 1.02 to 1.06 times as long (docs/quality.md, "Where the constants came from").
 pub const DEFAULT_PER_PATH_K: usize = 200;
 
 impl Default for FusionConfig {
