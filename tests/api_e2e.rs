@@ -821,6 +821,18 @@ fn knowledge_base_through_the_official_sdk(a: &str) {
         assert!(scores.iter().all(|s| (0.0..=1.0).contains(s)), "call {i}: {scores:?}");
         assert!(scores.windows(2).all(|w| w[0] >= w[1]), "call {i}: {scores:?}");
     }
+    // A document's nodes score their own evidence: of the 20 fused nodes, those of one
+    // filing do not all carry one score, and a filing's best node leads its others.
+    let mut by_doc: std::collections::HashMap<String, Vec<f64>> = Default::default();
+    for n in nodes(2) {
+        let doc = n["Metadata"]["doc_id"].as_str().expect("doc_id").to_string();
+        by_doc.entry(doc).or_default().push(n["Score"].as_f64().unwrap());
+    }
+    let shared: Vec<&Vec<f64>> = by_doc.values().filter(|s| s.len() > 1).collect();
+    assert!(!shared.is_empty(), "no filing gave two nodes: {by_doc:?}");
+    for scores in shared {
+        assert!(scores[1..].iter().all(|s| *s < scores[0]), "a filing's nodes tie with its lead: {by_doc:?}");
+    }
     // Every parameter took effect: the filter, the top N, the rewrite from QueryHistory
     // (Exxon's revenue, not "what about"), and RerankMinScore said it was not applied.
     let all = nodes(1);

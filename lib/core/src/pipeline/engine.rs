@@ -303,7 +303,7 @@ impl Engine {
         weights.iter_mut().zip(shares).for_each(|(w, share)| *w *= share);
         let (w, k) = (Some(weights.as_slice()), fusion.k);
         let fused = match (fusion.method_for(query), by_document) {
-            (FusionMethod::Scores, _) => zscore_fuse_grouped(&ids, &units, unit, w, usize::MAX),
+            (FusionMethod::Scores, _) => zscore_fuse_grouped(lists, &units, unit, w, usize::MAX),
             (FusionMethod::Ranks, true) => rrf_fuse_grouped(&ids, &units, unit, w, k, fusion.chunk_share, usize::MAX),
             (FusionMethod::Ranks, false) => rrf_fuse(&ids, w, k, usize::MAX),
         }?;

@@ -42,11 +42,27 @@
 //! whose scores are all equal (one group, or ties) has no spread: its groups get 0 and the
 //! groups it lacks −1. Scores can be negative.
 //!
+//! **A group's items by their own evidence.** Both grouped fusions rank groups, but score
+//! items: a group's *leading* item, the one with the most evidence of its own, carries the
+//! group's score, and every other item of the group the score of its own evidence alone,
+//! which is never more (its ranks and scores are never better than its group's):
+//!
+//! ```text
+//! own(c) = Σ_i w_i / (k + rank_i(c))                       (RRF)
+//! own(c) = Σ_i w_i · max(z_i(s_i(c)), min_g' z_i(g'))       (z-scores; a list without c: its floor)
+//! score(c) = score(g(c)) + λ · rrf(c)    if c leads g(c),    own(c) + λ · rrf(c)    otherwise
+//! ```
+//!
+//! (λ = 0 for z-scores.) The groups' order is the order of their leading items, unchanged,
+//! and a group's other items fall among the rest by what they showed themselves: a second
+//! chunk that no path ranked near the top scores below another document's best chunk.
+//!
 //! **The recall tail** ([`recall_tail`]) keeps a fusion's first `H` groups, which decide
 //! what a reader sees first, and orders the groups below them by an RRF of the lists with
 //! weights of their own, `tail(g) = Σ_i t_i / (k + grank_i(g))`: weights that say which
 //! paths the candidates below the top should come from, whatever decided the top.
 
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
 
@@ -120,11 +136,11 @@ pub fn groups_in_order<T, G: Eq + Hash + Clone>(list: &[(T, f32)], group: impl F
     list.iter().map(|(x, s)| (group(x), *s)).filter(|(g, _)| seen.insert(g.clone())).collect()
 }
 
-/// Fuses ranked lists of items that belong to groups (see the module documentation): each
-/// item's score adds its group's RRF score to `item_share` (λ) times its own. `groups[i]`
-/// is list `i`'s groups in order ([`groups_in_order`]; the scores are not read). Items are
-/// returned best first; ties keep the order of [`rrf_fuse`] on the items. `ranks` are the
-/// items' own ranks. Errors as [`rrf_fuse`], for a negative or non-finite `item_share`, and
+/// Fuses ranked lists of items that belong to groups (see the module documentation): a
+/// group's leading item scores its group's RRF score plus `item_share` (λ) times its own,
+/// every other item `1 + λ` times its own. `groups[i]` is list `i`'s groups in order
+/// ([`groups_in_order`]; the scores are not read). Items are returned best first; ties
+/// keep the order of [`rrf_fuse`] on the items. `ranks` are the items' own ranks. Errors as [`rrf_fuse`], for a negative or non-finite `item_share`, and
 /// for a `groups` of another length than `lists`.
 pub fn rrf_fuse_grouped<T: Clone + Eq + Hash, G: Eq + Hash>(
     lists: &[Vec<T>],
@@ -141,8 +157,35 @@ pub fn rrf_fuse_grouped<T: Clone + Eq + Hash, G: Eq + Hash>(
     check_groups(groups, lists.len())?;
     let fused = rrf_fuse(lists, weights, k, usize::MAX)?;
     let group_score = group_rrf(groups, weights, k);
-    let group_of = |f: &Fused<T>| group_score.get(&group(&f.item)).copied().unwrap_or(0.0);
-    Ok(rescored(fused, top_k, |f| group_of(f) + item_share * f.score))
+    let own: Vec<f32> = fused.iter().map(|f| f.score).collect();
+    let scores = led_by_own_evidence(&fused, &own, &group, |g| group_score.get(g).copied().unwrap_or(0.0));
+    let scores: Vec<f32> = scores.iter().zip(&own).map(|(s, r)| s + item_share * r).collect();
+    Ok(rescored(fused, &scores, top_k))
+}
+
+/// Each item's score before any share of its own RRF: its group's (`group_score`) if it
+/// leads its group, its own evidence (`own[i]`, aligned with `fused`) otherwise. The
+/// leading item has the most own evidence; on a tie, the earlier in `fused`.
+fn led_by_own_evidence<T, G: Eq + Hash>(
+    fused: &[Fused<T>],
+    own: &[f32],
+    group: impl Fn(&T) -> G,
+    group_score: impl Fn(&G) -> f32,
+) -> Vec<f32> {
+    let groups: Vec<G> = fused.iter().map(|f| group(&f.item)).collect();
+    let mut lead: HashMap<&G, usize> = HashMap::new();
+    for (i, g) in groups.iter().enumerate() {
+        match lead.entry(g) {
+            Entry::Occupied(mut e) if own[i] > own[*e.get()] => {
+                e.insert(i);
+            }
+            Entry::Occupied(_) => {}
+            Entry::Vacant(e) => {
+                e.insert(i);
+            }
+        }
+    }
+    groups.iter().enumerate().map(|(i, g)| if lead[g] == i { group_score(g) } else { own[i] }).collect()
 }
 
 /// Each group's RRF score over the lists of groups, `Σ_i w_i / (k + grank_i(g))` (`w_i` = 1
@@ -158,21 +201,23 @@ fn group_rrf<'g, G: Eq + Hash>(groups: &'g [Vec<(G, f32)>], weights: Option<&[f3
     score
 }
 
-/// Fuses lists of items that belong to groups by the z-scores of their groups' scores (see
-/// the module documentation): an item scores `Σ_i w_i · z_i(g(c))`. `groups[i]` is list
-/// `i`'s groups with their scores ([`groups_in_order`]). Items are returned best first;
-/// the items of one group, and ties, keep the order of [`rrf_fuse`] (`k` = 60) on the
-/// items. `ranks` are the items' own ranks. Errors as [`rrf_fuse`], and for a `groups` of
-/// another length than `lists`.
+/// Fuses lists of scored items (best first) that belong to groups by the z-scores of their
+/// groups' scores (see the module documentation): a group's leading item scores
+/// `Σ_i w_i · z_i(g(c))`, its other items their own z-scores. `groups[i]` is list `i`'s
+/// groups with their scores ([`groups_in_order`]). Items are returned best first; ties keep
+/// the order of [`rrf_fuse`] (`k` = 60) on the items. `ranks` are the items' own ranks.
+/// Errors as [`rrf_fuse`], and for a `groups` of another length than `lists`.
 pub fn zscore_fuse_grouped<T: Clone + Eq + Hash, G: Eq + Hash>(
-    lists: &[Vec<T>],
+    lists: &[Vec<(T, f32)>],
     groups: &[Vec<(G, f32)>],
     group: impl Fn(&T) -> G,
     weights: Option<&[f32]>,
     top_k: usize,
 ) -> Result<Vec<Fused<T>>> {
     check_groups(groups, lists.len())?;
-    let fused = rrf_fuse(lists, weights, DEFAULT_RRF_K, usize::MAX)?;
+    let ids: Vec<Vec<T>> = lists.iter().map(|l| l.iter().map(|(x, _)| x.clone()).collect()).collect();
+    let fused = rrf_fuse(&ids, weights, DEFAULT_RRF_K, usize::MAX)?;
+    let mut own = vec![0.0f32; fused.len()];
     let mut total: HashMap<&G, f32> = HashMap::new();
     for list in groups {
         for (g, _) in list {
@@ -193,19 +238,26 @@ pub fn zscore_fuse_grouped<T: Clone + Eq + Hash, G: Eq + Hash>(
             true => list.iter().map(|(_, s)| z(*s)).fold(f32::INFINITY, f32::min),
             false => -1.0,
         };
-        let own: HashMap<&G, f32> = list.iter().map(|(g, s)| (g, z(*s))).collect();
+        let by_group: HashMap<&G, f32> = list.iter().map(|(g, s)| (g, z(*s))).collect();
         for (g, t) in total.iter_mut() {
-            *t += w * own.get(g).copied().unwrap_or(floor);
+            *t += w * by_group.get(g).copied().unwrap_or(floor);
+        }
+        let item_list = &lists[li];
+        for (f, o) in fused.iter().zip(own.iter_mut()) {
+            let item_z = f.ranks[li].map_or(floor, |r| z(item_list[r - 1].1).max(floor));
+            *o += w * item_z;
         }
     }
-    Ok(rescored(fused, top_k, |f| total.get(&group(&f.item)).copied().unwrap_or(0.0)))
+    let scores = led_by_own_evidence(&fused, &own, &group, |g| total.get(g).copied().unwrap_or(0.0));
+    Ok(rescored(fused, &scores, top_k))
 }
 
-/// `fused` (in [`rrf_fuse`]'s order) with each item's score replaced by `score`, best
-/// first, the first `top_k`. The sort is stable: equal scores keep [`rrf_fuse`]'s order.
-fn rescored<T>(mut fused: Vec<Fused<T>>, top_k: usize, score: impl Fn(&Fused<T>) -> f32) -> Vec<Fused<T>> {
-    for f in &mut fused {
-        f.score = score(f);
+/// `fused` (in [`rrf_fuse`]'s order) with each item's score replaced by `scores` (aligned
+/// with it), best first, the first `top_k`. The sort is stable: equal scores keep
+/// [`rrf_fuse`]'s order.
+fn rescored<T>(mut fused: Vec<Fused<T>>, scores: &[f32], top_k: usize) -> Vec<Fused<T>> {
+    for (f, s) in fused.iter_mut().zip(scores) {
+        f.score = *s;
     }
     fused.sort_by(|a, b| b.score.total_cmp(&a.score));
     fused.truncate(top_k);
@@ -220,9 +272,10 @@ fn rescored<T>(mut fused: Vec<Fused<T>>, top_k: usize, score: impl Fn(&Fused<T>)
 /// ```
 ///
 /// with `t_i` list `i`'s tail weight and `grank_i(g)` the 1-based rank of group `g` among
-/// list `i`'s groups ([`groups_in_order`]). Ties, and the items of one group, keep
-/// `fused`'s order. A tail item's score becomes the lower of its own and the score of the
-/// item above it, so scores never rise down the list. Errors as [`rrf_fuse`] for the
+/// list `i`'s groups ([`groups_in_order`]). The head's items keep `fused`'s order; a tail
+/// group's items come together in `fused`'s order, and equal tail scores keep it too. A
+/// tail item's score becomes the lower of its own and the score of the item above it, so
+/// scores never rise down the list. Errors as [`rrf_fuse`] for the
 /// weights and `k`, and for a `groups` of another length than `weights`.
 pub fn recall_tail<T, G: Eq + Hash + Clone>(
     fused: Vec<Fused<T>>,
@@ -234,23 +287,34 @@ pub fn recall_tail<T, G: Eq + Hash + Clone>(
 ) -> Result<Vec<Fused<T>>> {
     check_rrf_params(Some(weights), groups.len(), k)?;
     let tail_score = group_rrf(groups, Some(weights), k);
-    // Groups in fused order, each with its items in fused order.
-    let mut slot: HashMap<G, usize> = HashMap::new();
-    let mut members: Vec<(G, Vec<Fused<T>>)> = Vec::new();
-    for f in fused {
-        let g = group(&f.item);
-        let i = *slot.entry(g.clone()).or_insert_with(|| {
-            members.push((g, Vec::new()));
-            members.len() - 1
-        });
-        members[i].1.push(f);
-    }
-    let cut = head.min(members.len());
+    // Each item's group, numbered in the order of the groups' first items.
+    let mut number: HashMap<G, usize> = HashMap::new();
+    let item_group: Vec<usize> = fused
+        .iter()
+        .map(|f| {
+            let next = number.len();
+            *number.entry(group(&f.item)).or_insert(next)
+        })
+        .collect();
+    let cut = head.min(number.len());
     let score = |g: &G| tail_score.get(g).copied().unwrap_or(0.0);
-    // Stable: equal tail scores keep the fused order.
-    members[cut..].sort_by(|a, b| score(&b.0).total_cmp(&score(&a.0)));
-    let head_items: usize = members[..cut].iter().map(|(_, m)| m.len()).sum();
-    let mut out: Vec<Fused<T>> = members.into_iter().flat_map(|(_, m)| m).collect();
+    let mut tail: Vec<(usize, f32)> = number.iter().filter(|(_, &n)| n >= cut).map(|(g, &n)| (n, score(g))).collect();
+    // Equal tail scores keep the fused order.
+    tail.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut place = vec![0; number.len()];
+    for (p, &(n, _)) in tail.iter().enumerate() {
+        place[n] = p;
+    }
+    let mut out: Vec<Fused<T>> = Vec::with_capacity(fused.len());
+    let mut tail_items: Vec<Vec<Fused<T>>> = tail.iter().map(|_| Vec::new()).collect();
+    for (f, n) in fused.into_iter().zip(item_group) {
+        match n < cut {
+            true => out.push(f),
+            false => tail_items[place[n]].push(f),
+        }
+    }
+    let head_items = out.len();
+    out.extend(tail_items.into_iter().flatten());
     for i in head_items.max(1)..out.len() {
         out[i].score = out[i].score.min(out[i - 1].score);
     }
@@ -387,11 +451,14 @@ mod tests {
         assert_eq!(items[0].item, (2, 0));
         let lists = [a, b];
         let g = rrf_fuse_grouped(&lists, &groups(&lists, |x| x.0), |x: &(u32, u32)| x.0, None, 5.0, 0.5, 10).unwrap();
-        assert_eq!(g.iter().map(|f| f.item).collect::<Vec<_>>()[..3], [(1, 0), (1, 1), (2, 0)]);
-        // score = group (1/6 + 1/6) + 0.5 · item (1/6).
+        assert_eq!(g.iter().map(|f| f.item).collect::<Vec<_>>()[..3], [(1, 0), (2, 0), (1, 1)]);
+        // (1, 0) leads document 1 (its own evidence ties with (1, 1)'s; it came first):
+        // group (1/6 + 1/6) + 0.5 · item (1/6).
         assert!((g[0].score - (2.0 / 6.0 + 0.5 / 6.0)).abs() < 1e-6, "{}", g[0].score);
         // Document 2: group 1/8 + 1/8, item 0.5 · (1/8 + 1/8).
-        assert!((g[2].score - (2.0 / 8.0 + 1.0 / 8.0)).abs() < 1e-6);
+        assert!((g[1].score - (2.0 / 8.0 + 1.0 / 8.0)).abs() < 1e-6);
+        // (1, 1) has only its own evidence, one vote: (1 + 0.5) · 1/6, below document 2.
+        assert!((g[2].score - 1.5 / 6.0).abs() < 1e-6);
     }
 
     #[test]
@@ -400,10 +467,10 @@ mod tests {
         let lists = [l];
         let g = rrf_fuse_grouped(&lists, &groups(&lists, |x| x.0), |x: &(u32, u32)| x.0, None, 0.0, 0.0, 10).unwrap();
         // Document 2 is the second document of the list: 1/2, not 1/3.
-        assert_eq!(g[2].score, 0.5);
-        assert_eq!(g[0].score, 1.0);
-        assert_eq!(g[1].score, 1.0, "both chunks of document 1 carry its score");
-        assert_eq!(g[0].item, (1, 0), "ties keep the item order");
+        assert_eq!((g[2].item, g[2].score), ((2, 0), 0.5));
+        assert_eq!((g[0].item, g[0].score), ((1, 0), 1.0));
+        assert_eq!(g[1].score, 0.5, "document 1's second chunk scores its own rank, 1/2");
+        assert_eq!(g[1].item, (1, 1), "ties keep the item order");
         let one = [vec![1u32]];
         let g1 = groups(&one, |x| *x);
         assert!(rrf_fuse_grouped(&one, &g1, |x: &u32| *x, None, 1.0, -1.0, 10).is_err());
@@ -434,8 +501,8 @@ mod tests {
     fn zscore_fusion_scores_are_the_formula() {
         // List a: documents 1, 2, 3 with scores 3, 2, 1 (mean 2, sd √(2/3)); list b: 4, 1
         // with 10, 0 (mean 5, sd 5). Weights 1 and 2.
-        let a = vec![(1u32, 0u32), (2, 0), (3, 0)];
-        let b = vec![(4u32, 0u32), (1, 1)];
+        let a = vec![((1u32, 0u32), 3.0f32), ((2, 0), 2.0), ((3, 0), 1.0)];
+        let b = vec![((4u32, 0u32), 10.0f32), ((1, 1), 0.0)];
         let ga = vec![(1u32, 3.0f32), (2, 2.0), (3, 1.0)];
         let gb = vec![(4u32, 10.0f32), (1, 0.0)];
         let f = zscore_fuse_grouped(&[a, b], &[ga, gb], |x: &(u32, u32)| x.0, Some(&[1.0, 2.0]), 10).unwrap();
@@ -447,13 +514,31 @@ mod tests {
         // Document 3 is list a's last (its floor) and missing from b (b's floor, −1).
         assert!((score(3) - (-1.0 / sd - 2.0)).abs() < 1e-5);
         assert!((score(2) - (0.0 - 2.0)).abs() < 1e-5);
-        assert_eq!(ids(&f).iter().map(|x| x.0).collect::<Vec<_>>(), vec![4, 1, 1, 2, 3]);
-        // Both chunks of document 1 carry its score, in the order of item-level RRF: (1, 1)
-        // is second in the list weighted 2 (2/62), (1, 0) first in the list weighted 1 (1/61).
-        assert_eq!((f[1].item, f[2].item), ((1, 1), (1, 0)));
-        assert_eq!(f[1].score, f[2].score);
-        assert_eq!(f[1].ranks, vec![None, Some(2)]);
-        assert_eq!(f[2].ranks, vec![Some(1), None]);
+        assert_eq!(ids(&f), vec![(4, 0), (1, 0), (2, 0), (1, 1), (3, 0)]);
+        // (1, 0) leads document 1 (z_a = 1/sd, b's floor −1): its own evidence is the
+        // document's. (1, 1) has only its own: a's floor −1/sd, z_b = −1, so
+        // −1/sd − 2, below document 2 and level with document 3, which it passes on
+        // item-level RRF (2/62 against 1/63).
+        assert!((f[3].score - (-1.0 / sd - 2.0)).abs() < 1e-5, "{f:?}");
+        assert_eq!(f[1].ranks, vec![Some(1), None]);
+        assert_eq!(f[3].ranks, vec![None, Some(2)]);
+    }
+
+    #[test]
+    fn a_documents_chunks_score_their_own_evidence_and_the_best_leads() {
+        // Document 1: chunk (1, 0) is 1st in list a and 3rd in list b; chunk (1, 1) is 2nd
+        // in b only. The group takes a's 9 and b's 5 either way, but (1, 0) has more
+        // evidence of its own, so it leads; (1, 1) scores its own, below document 2's lead.
+        let a = vec![((1u32, 0u32), 9.0f32), ((2, 0), 5.0), ((3, 0), 1.0)];
+        let b = vec![((2u32, 0u32), 6.0f32), ((1, 1), 5.0), ((1, 0), 4.0), ((3, 0), 0.0)];
+        let doc = |x: &(u32, u32)| x.0;
+        let g = [groups_in_order(&a, doc), groups_in_order(&b, doc)];
+        let f = zscore_fuse_grouped(&[a, b], &g, doc, None, 10).unwrap();
+        assert_eq!(ids(&f), vec![(1, 0), (2, 0), (1, 1), (3, 0)], "{f:?}");
+        assert!(f[0].score > f[1].score && f[1].score > f[2].score && f[2].score > f[3].score, "{f:?}");
+        // No item scores above its document: (1, 0)'s score is the document's.
+        let (za, zb) = ((9.0 - 5.0) / (32.0f32 / 3.0).sqrt(), (5.0 - 11.0 / 3.0) / (62.0f32 / 9.0).sqrt());
+        assert!((f[0].score - (za + zb)).abs() < 1e-5, "{f:?}");
     }
 
     #[test]
@@ -464,7 +549,7 @@ mod tests {
         let b = vec!['y', 'x', 'r', 's'];
         let ga = vec![('x', 10.0), ('y', 2.0), ('p', 1.9), ('q', 1.8)];
         let gb = vec![('y', 5.0), ('x', 4.99), ('r', 1.0), ('s', 0.9)];
-        let f = zscore_fuse_grouped(&[a.clone(), b.clone()], &[ga, gb], |c: &char| *c, None, 10).unwrap();
+        let f = zscore_fuse_grouped(&[ga.clone(), gb.clone()], &[ga, gb], |c: &char| *c, None, 10).unwrap();
         assert_eq!(f[0].item, 'x', "{f:?}");
         let r = rrf_fuse(&[a, b], None, 60.0, 10).unwrap();
         assert_eq!(r[0].score, r[1].score, "rank fusion cannot tell them apart");
@@ -472,8 +557,7 @@ mod tests {
         let scaled = |m: f32| {
             let gb = vec![('y', 5.0 * m), ('x', 4.99 * m), ('r', 1.0 * m), ('s', 0.9 * m)];
             let ga = vec![('x', 10.0), ('y', 2.0), ('p', 1.9), ('q', 1.8)];
-            let lists = [vec!['x', 'y', 'p', 'q'], vec!['y', 'x', 'r', 's']];
-            zscore_fuse_grouped(&lists, &[ga, gb], |c: &char| *c, None, 10).unwrap()
+            zscore_fuse_grouped(&[ga.clone(), gb.clone()], &[ga, gb], |c: &char| *c, None, 10).unwrap()
         };
         for (u, v) in scaled(1.0).iter().zip(&scaled(1000.0)) {
             assert_eq!(u.item, v.item);
@@ -485,7 +569,7 @@ mod tests {
     fn zscore_fusion_of_flat_empty_and_missing_lists() {
         // A list with one group (no spread): its group 0, the groups it lacks −1.
         let f = zscore_fuse_grouped(
-            &[vec![1u32], vec![2u32, 3]],
+            &[vec![(1u32, 5.0)], vec![(2u32, 2.0), (3, 1.0)]],
             &[vec![(1, 5.0)], vec![(2, 2.0), (3, 1.0)]],
             |x| *x,
             None,
@@ -497,17 +581,23 @@ mod tests {
         assert!((score(2) - (-1.0 + 1.0)).abs() < 1e-6);
         assert!((score(3) - (-1.0 - 1.0)).abs() < 1e-6);
         // Equal scores are flat too, whatever their size.
-        let g = zscore_fuse_grouped(&[vec![1u32, 2]], &[vec![(1, 1e6), (2, 1e6)]], |x| *x, None, 10).unwrap();
+        let g =
+            zscore_fuse_grouped(&[vec![(1u32, 1e6), (2, 1e6)]], &[vec![(1, 1e6), (2, 1e6)]], |x| *x, None, 10).unwrap();
         assert_eq!((g[0].score, g[1].score), (0.0, 0.0));
         assert_eq!(ids(&g), vec![1, 2], "ties keep the list's order");
         // An empty list changes no score; a zero weight removes a list.
-        let with_empty =
-            zscore_fuse_grouped(&[vec![2u32, 3], vec![]], &[vec![(2, 2.0), (3, 1.0)], vec![]], |x| *x, None, 10)
-                .unwrap();
+        let with_empty = zscore_fuse_grouped(
+            &[vec![(2u32, 2.0), (3, 1.0)], vec![]],
+            &[vec![(2, 2.0), (3, 1.0)], vec![]],
+            |x| *x,
+            None,
+            10,
+        )
+        .unwrap();
         assert_eq!(ids(&with_empty), vec![2, 3]);
         assert!((with_empty[0].score - 1.0).abs() < 1e-6);
         let zero = zscore_fuse_grouped(
-            &[vec![2u32, 3], vec![3u32, 2]],
+            &[vec![(2u32, 2.0), (3, 1.0)], vec![(3u32, 9.0), (2, 1.0)]],
             &[vec![(2, 2.0), (3, 1.0)], vec![(3, 9.0), (2, 1.0)]],
             |x| *x,
             Some(&[1.0, 0.0]),
@@ -515,8 +605,8 @@ mod tests {
         )
         .unwrap();
         assert_eq!(ids(&zero), vec![2, 3]);
-        assert!(zscore_fuse_grouped(&[vec![1u32]], &[], |x| *x, None, 10).is_err(), "one group list per list");
-        assert!(zscore_fuse_grouped(&[vec![1u32]], &[vec![(1, 1.0)]], |x| *x, Some(&[-1.0]), 10).is_err());
+        assert!(zscore_fuse_grouped(&[vec![(1u32, 1.0)]], &[], |x| *x, None, 10).is_err(), "one group list per list");
+        assert!(zscore_fuse_grouped(&[vec![(1u32, 1.0)]], &[vec![(1, 1.0)]], |x| *x, Some(&[-1.0]), 10).is_err());
         assert!(zscore_fuse_grouped::<u32, u32>(&[], &[], |x| *x, None, 10).unwrap().is_empty());
     }
 
@@ -664,5 +754,9 @@ mod tests {
         let groups = vec![vec![('b', 1.0), ('c', 0.9)], vec![('b', 1.0), ('a', 0.5)]];
         let out = recall_tail(fused, &groups, doc, &[2.0, 1.0], 0.0, 1).unwrap();
         assert_eq!(ids(&out), ["b1", "c1", "a1", "a2"]);
+        // The head's items keep their order, a document's chunks apart as fusion left them.
+        let fused = fused_order(&[("a1", 4.0), ("b1", 3.0), ("a2", 2.0), ("c1", 1.0)]);
+        let out = recall_tail(fused, &groups, doc, &[2.0, 1.0], 0.0, 2).unwrap();
+        assert_eq!(ids(&out), ["a1", "b1", "a2", "c1"]);
     }
 }

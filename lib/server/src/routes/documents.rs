@@ -52,7 +52,7 @@ pub struct DocumentBody {
     #[serde(default)]
     pub title: Option<String>,
     /// The team's own fields: strings, numbers, booleans, dates, lists of strings, nested
-    /// objects (see the README).
+    /// objects (see docs/api.md, "Your own documents").
     #[serde(default)]
     pub metadata: Option<Value>,
     /// `article` by default; `10-K`, `10-Q`, `earnings_call`, ...
