@@ -11,6 +11,8 @@
 pub mod documents;
 pub mod runner;
 pub mod startup;
+#[cfg(test)]
+mod template_tests;
 
 pub use runner::{gateway_request_id, handle_build_event, init_logging, refresh, serve, serve_index_build};
 pub use startup::{from_env, key_store_from_env, models_from_env, Context};

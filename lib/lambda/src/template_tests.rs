@@ -1,0 +1,460 @@
+//! `template.yaml` checked for what only AWS would otherwise show: the stage throttling, the
+//! index builder's reserved concurrency, the alarms and the topic they notify, the resources
+//! kept when the stack goes, the least-privilege conditions; and `infra/README.md`'s
+//! environment and IAM tables checked against the template, both ways.
+//!
+//! No YAML parser is among the dependencies, so the template is read by its indentation
+//! (two spaces a level, resources and their properties in block style), which is how it is
+//! written throughout.
+
+use std::collections::BTreeSet;
+
+use sextant_server::access::{emf_line, AccessRecord};
+
+const TEMPLATE: &str = include_str!("../../../template.yaml");
+const README: &str = include_str!("../../../infra/README.md");
+
+fn indent(line: &str) -> usize {
+    line.len() - line.trim_start().len()
+}
+
+/// The lines under the line `header` (its text, trimmed) at indentation `at`, up to the
+/// next non-blank line indented `at` or less.
+fn block<'a>(lines: &[&'a str], header: &str, at: usize) -> Vec<&'a str> {
+    let start = lines
+        .iter()
+        .position(|l| indent(l) == at && l.trim() == header)
+        .unwrap_or_else(|| panic!("template.yaml: no {header:?} at indentation {at}"));
+    lines[start + 1..].iter().take_while(|l| l.trim().is_empty() || indent(l) > at).copied().collect()
+}
+
+/// Line `start` and the deeper lines that continue it, trimmed and joined by spaces,
+/// without blank and comment lines.
+fn joined(lines: &[&str], start: usize) -> String {
+    let at = indent(lines[start]);
+    let deeper = lines[start + 1..].iter().take_while(|l| l.trim().is_empty() || indent(l) > at);
+    std::iter::once(&lines[start])
+        .chain(deeper)
+        .map(|l| l.trim())
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The entry `key:` at indentation `at`, with what continues it (see [`joined`]).
+fn entry(lines: &[&str], key: &str, at: usize) -> Option<String> {
+    let wanted = format!("{key}:");
+    let start = lines.iter().position(|l| indent(l) == at && l.trim().starts_with(&wanted))?;
+    Some(joined(lines, start))
+}
+
+/// Whether `lines` hold `text` (trimmed) at indentation `at`.
+fn has(lines: &[&str], at: usize, text: &str) -> bool {
+    lines.iter().any(|l| indent(l) == at && l.trim() == text)
+}
+
+/// A top-level section (`Parameters:`, `Conditions:`, `Globals:`, `Resources:`).
+fn top(name: &str) -> Vec<&'static str> {
+    block(&TEMPLATE.lines().collect::<Vec<_>>(), name, 0)
+}
+
+/// A resource's lines (its attributes at indentation 4, its properties at 6).
+fn resource(name: &str) -> Vec<&'static str> {
+    block(&top("Resources:"), &format!("{name}:"), 2)
+}
+
+fn parameter(name: &str) -> Vec<&'static str> {
+    block(&top("Parameters:"), &format!("{name}:"), 2)
+}
+
+/// The logical ids of the resources of type `ty`.
+fn resources_of_type(ty: &str) -> Vec<&'static str> {
+    let wanted = format!("Type: {ty}");
+    top("Resources:")
+        .into_iter()
+        .filter(|l| indent(l) == 2 && !l.trim().starts_with('#'))
+        .filter_map(|l| l.trim().strip_suffix(':'))
+        .filter(|name| has(&resource(name), 4, &wanted))
+        .collect()
+}
+
+/// The value of a resource's property `key` (with its continuation lines).
+fn property(res: &str, key: &str) -> String {
+    let props = block(&resource(res), "Properties:", 4);
+    value(&props, key).unwrap_or_else(|| panic!("template.yaml: {res} has no {key}"))
+}
+
+/// The value of the property `key` among a resource's `props`.
+fn value(props: &[&str], key: &str) -> Option<String> {
+    entry(props, key, 6).map(|e| e[key.len() + 1..].trim().to_string())
+}
+
+/// A numeric parameter's default.
+fn default_number(name: &str) -> f64 {
+    let p = parameter(name);
+    assert!(has(&p, 4, "Type: Number"), "parameter {name} is not a Number");
+    let d = entry(&p, "Default", 4).unwrap_or_else(|| panic!("parameter {name} has no default"));
+    d["Default:".len()..].trim().parse().unwrap_or_else(|e| panic!("parameter {name}: {d}: {e}"))
+}
+
+/// Every alarm: its logical id and its properties.
+fn alarms() -> Vec<(&'static str, Vec<&'static str>)> {
+    resources_of_type("AWS::CloudWatch::Alarm")
+        .into_iter()
+        .map(|a| (a, block(&resource(a), "Properties:", 4)))
+        .collect()
+}
+
+/// The alarms on `metric` of `namespace`.
+fn alarms_on(namespace: &str, metric: &str) -> Vec<(&'static str, Vec<&'static str>)> {
+    alarms()
+        .into_iter()
+        .filter(|(_, p)| {
+            value(p, "Namespace").as_deref() == Some(namespace) && value(p, "MetricName").as_deref() == Some(metric)
+        })
+        .collect()
+}
+
+/// The value of an alarm's dimension `name` (`- Name: name` then `Value: ...`).
+fn dimension(props: &[&str], name: &str) -> Option<String> {
+    let start = props.iter().position(|l| indent(l) == 6 && l.trim() == "Dimensions:")?;
+    let wanted = format!("- Name: {name}");
+    let dims = &props[start + 1..];
+    let i = dims.iter().take_while(|l| indent(l) > 6).position(|l| l.trim() == wanted)?;
+    dims.get(i + 1)?.trim().strip_prefix("Value:").map(|v| v.trim().to_string())
+}
+
+/// The IAM policy statement `sid` of resource `res`, joined (see [`joined`]).
+fn statement(res: &str, sid: &str) -> String {
+    let lines = resource(res);
+    let wanted = format!("- Sid: {sid}");
+    let start = lines
+        .iter()
+        .position(|l| l.trim() == wanted)
+        .unwrap_or_else(|| panic!("template.yaml: {res} has no statement {sid}"));
+    joined(&lines, start)
+}
+
+/// The `Sid`s of resource `res`'s policy statements.
+fn sids(res: &str) -> Vec<&'static str> {
+    resource(res).into_iter().filter_map(|l| l.trim().strip_prefix("- Sid: ")).collect()
+}
+
+/// Each function's logical id and its name in infra/README.md's tables: the binary it runs
+/// without `sextant-` (`retrieve`, `search`, `index-build`).
+fn functions() -> Vec<(&'static str, String)> {
+    let functions: Vec<_> = resources_of_type("AWS::Serverless::Function")
+        .into_iter()
+        .map(|f| {
+            let binary = resource(f)
+                .into_iter()
+                .find_map(|l| l.trim().strip_prefix("Binary: "))
+                .unwrap_or_else(|| panic!("template.yaml: {f} names no Binary"));
+            (f, binary.trim_start_matches("sextant-").to_string())
+        })
+        .collect();
+    assert!(functions.len() >= 3, "{functions:?}");
+    functions
+}
+
+/// The keys of the `Variables:` map in `lines` (none without one).
+fn variables(lines: &[&str]) -> Vec<String> {
+    let Some(at) = lines.iter().copied().find(|l| l.trim() == "Variables:").map(indent) else {
+        return Vec::new();
+    };
+    block(lines, "Variables:", at)
+        .into_iter()
+        .filter(|l| indent(l) == at + 2 && !l.trim().starts_with('#'))
+        .map(|l| l.trim().split_once(':').map_or(l.trim(), |(k, _)| k).to_string())
+        .collect()
+}
+
+/// The IAM actions the `Policies:` of resource `res` grant (`Action: a`, `Action: [a, b]`
+/// or a list under `Action:`).
+fn actions(res: &str) -> BTreeSet<String> {
+    let policies = block(&block(&resource(res), "Properties:", 4), "Policies:", 6);
+    let mut out = BTreeSet::new();
+    for (i, line) in policies.iter().enumerate() {
+        let Some(rest) = line.trim().strip_prefix("Action:") else { continue };
+        let rest = rest.trim();
+        let listed: Vec<&str> = if rest.is_empty() {
+            policies[i + 1..]
+                .iter()
+                .take_while(|l| indent(l) > indent(line))
+                .filter_map(|l| l.trim().strip_prefix("- "))
+                .collect()
+        } else {
+            rest.trim_start_matches('[').trim_end_matches(']').split(',').collect()
+        };
+        out.extend(listed.into_iter().map(|a| a.trim().trim_matches('\'').to_string()));
+    }
+    out
+}
+
+/// The rows of infra/README.md's table whose header row is `header`, as trimmed cells.
+fn readme_table(header: &str) -> Vec<Vec<&'static str>> {
+    let mut lines = README.lines().skip_while(|l| l.trim() != header);
+    assert!(lines.next().is_some(), "infra/README.md has no table {header}");
+    assert!(lines.next().is_some_and(|l| l.starts_with("|---")), "infra/README.md, table {header}: no separator row");
+    let rows: Vec<Vec<&str>> = lines
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| l.trim().trim_start_matches('|').trim_end_matches('|').split('|').map(str::trim).collect())
+        .collect();
+    for row in &rows {
+        assert_eq!(row.len(), 3, "infra/README.md, table {header}: {row:?}");
+    }
+    rows
+}
+
+/// The `code spans` of a Markdown table cell.
+fn code_spans(cell: &str) -> Vec<&str> {
+    cell.split('`').skip(1).step_by(2).collect()
+}
+
+/// The functions a table cell names: `all` (every one in `all`), or names separated by `,`,
+/// with a remark in parentheses after them.
+fn named_functions(cell: &str, all: &[(&str, String)]) -> Vec<String> {
+    let names = cell.split_once('(').map_or(cell, |(names, _)| names).trim();
+    if names == "all" {
+        return all.iter().map(|(_, n)| n.clone()).collect();
+    }
+    names.split(',').map(|n| n.trim().to_string()).collect()
+}
+
+#[test]
+fn the_api_stage_is_throttled_by_parameters_with_defaults() {
+    let api = resource("Api");
+    assert!(has(&api, 4, "Type: AWS::Serverless::Api"), "the API is no longer a REST API: {api:#?}");
+    let settings = block(&block(&api, "Properties:", 4), "MethodSettings:", 6);
+    // One entry for every route and method: the stage's own limits.
+    assert!(
+        has(&settings, 8, "- ResourcePath: '/*'") && has(&settings, 10, "HttpMethod: '*'"),
+        "the throttling must cover every route and method: {settings:#?}"
+    );
+    for (setting, param) in
+        [("ThrottlingRateLimit", "ThrottleRateLimit"), ("ThrottlingBurstLimit", "ThrottleBurstLimit")]
+    {
+        assert!(has(&settings, 10, &format!("{setting}: !Ref {param}")), "{setting} is not the parameter {param}");
+        assert!(default_number(param) >= 1.0, "{param} must default to a limit");
+    }
+    assert!(default_number("ThrottleBurstLimit") >= default_number("ThrottleRateLimit"));
+}
+
+#[test]
+fn index_build_has_a_reserved_concurrency_from_a_parameter_with_a_default() {
+    let reserved = property("IndexBuildFunction", "ReservedConcurrentExecutions");
+    assert!(
+        reserved.contains("HasIndexBuildReservedConcurrency")
+            && reserved.contains("!Ref IndexBuildReservedConcurrency"),
+        "{reserved}"
+    );
+    let condition = entry(&top("Conditions:"), "HasIndexBuildReservedConcurrency", 2).expect("the condition");
+    assert!(condition.contains("!Not [!Equals [!Ref IndexBuildReservedConcurrency, 0]]"), "{condition}");
+    // Reserved by default, with room for the workflow's encode invocations and one more.
+    let default = default_number("IndexBuildReservedConcurrency");
+    assert!(
+        default > default_number("BuildConcurrency"),
+        "IndexBuildReservedConcurrency ({default}) must exceed BuildConcurrency"
+    );
+}
+
+#[test]
+fn every_alarm_notifies_the_alarm_topic() {
+    let condition = entry(&top("Conditions:"), "HasAlarmTopic", 2).expect("the HasAlarmTopic condition");
+    assert!(condition.contains("!Not [!Equals [!Ref AlarmTopicArn, '']]"), "{condition}");
+    let alarms = alarms();
+    assert!(alarms.len() >= 11, "{} alarms", alarms.len());
+    for (name, props) in &alarms {
+        let actions = value(props, "AlarmActions").unwrap_or_else(|| panic!("{name} has no AlarmActions"));
+        assert_eq!(actions, "!If [HasAlarmTopic, [!Ref AlarmTopicArn], !Ref 'AWS::NoValue']", "{name}");
+    }
+}
+
+#[test]
+fn every_function_has_an_alarm_on_its_lambda_errors() {
+    let errors = alarms_on("AWS/Lambda", "Errors");
+    for (f, _) in functions() {
+        let wanted = Some(format!("!Ref {f}"));
+        assert!(
+            errors.iter().any(|(_, p)| dimension(p, "FunctionName") == wanted),
+            "no alarm on the Lambda Errors of {f}"
+        );
+    }
+}
+
+#[test]
+fn api_gateway_5xx_has_an_alarm_on_the_apis_stage() {
+    // The REST API's metrics are named by the API's name and the stage's.
+    let (name, stage) = (Some(property("Api", "Name")), Some(property("Api", "StageName")));
+    assert!(
+        alarms_on("AWS/ApiGateway", "5XXError")
+            .iter()
+            .any(|(_, p)| dimension(p, "ApiName") == name && dimension(p, "Stage") == stage),
+        "no alarm on API Gateway's 5XXError of ApiName {name:?}, Stage {stage:?}"
+    );
+}
+
+#[test]
+fn answers_503_have_an_alarm_on_the_metric_the_code_counts_them_in() {
+    let line = |status: u16| -> serde_json::Value {
+        serde_json::from_str(&emf_line(&AccessRecord::default(), "api", status, 1.0, 0)).unwrap()
+    };
+    let (unavailable, ok, server_error) = (line(503), line(200), line(500));
+    let spec = &unavailable["_aws"]["CloudWatchMetrics"][0];
+    let namespace = spec["Namespace"].as_str().unwrap();
+    // The declared metrics that are 1 for a 503, and 0 for a 200 and for another 5xx.
+    let counting_503: Vec<&str> = spec["Metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["Name"].as_str())
+        .filter(|m| unavailable[*m] == 1 && ok[*m] == 0 && server_error[*m] == 0)
+        .collect();
+    assert!(!counting_503.is_empty(), "no metric of the EMF line counts 503s: {unavailable}");
+    let watched = alarms().iter().any(|(_, p)| {
+        value(p, "Namespace").as_deref() == Some(namespace)
+            && value(p, "MetricName").is_some_and(|m| counting_503.contains(&m.as_str()))
+            && dimension(p, "Service").as_deref() == unavailable["Service"].as_str()
+    });
+    assert!(watched, "no alarm on {namespace} {counting_503:?} (Service {}), the 503s", unavailable["Service"]);
+}
+
+#[test]
+fn the_key_table_and_the_index_bucket_outlive_the_stack() {
+    for name in ["KeysTable", "IndexBucket"] {
+        let r = resource(name);
+        for policy in ["DeletionPolicy: Retain", "UpdateReplacePolicy: Retain"] {
+            assert!(has(&r, 4, policy), "{name} has no {policy}");
+        }
+    }
+}
+
+#[test]
+fn rate_table_writers_reach_only_their_own_items() {
+    // Rate counters are `rate#…` items, build leases `build#<index>` (sextant-aws).
+    assert!(include_str!("../../aws/src/dynamo.rs").contains(r#"format!("rate#{}"#));
+    assert!(include_str!("../../aws/src/build_lease.rs").contains(r#"format!("build#{index}")"#));
+    for f in ["RetrieveFunction", "SearchFunction"] {
+        let s = statement(f, "CountRequests");
+        assert!(
+            s.contains("Action: dynamodb:UpdateItem")
+                && s.contains("ForAllValues:StringLike: dynamodb:LeadingKeys: - 'rate#*'"),
+            "{f}: {s}"
+        );
+    }
+    let lease = statement("IndexBuildFunction", "BuildLease");
+    assert!(lease.contains("ForAllValues:StringEquals: dynamodb:LeadingKeys: - !Sub build#${IndexId}"), "{lease}");
+    // And no statement on the rate table goes without a condition on the keys.
+    for (f, _) in functions() {
+        for sid in sids(f) {
+            let s = statement(f, sid);
+            assert!(!s.contains("RateTable.Arn") || s.contains("dynamodb:LeadingKeys"), "{f}: {s}");
+        }
+    }
+}
+
+#[test]
+fn index_build_reads_only_the_corpus_and_facts_the_stack_names() {
+    let read = statement("IndexBuildFunction", "ReadCorporaIndexes");
+    assert!(!read.contains("/corpora/*"), "index-build may read every corpus: {read}");
+    // Yet every corpus or facts prefix the template hands the builder stays readable: its
+    // environment's defaults, and the schedule's input.
+    let mut named: Vec<&str> = resource("IndexBuildFunction")
+        .into_iter()
+        .filter_map(|l| {
+            let l = l.trim();
+            ["SEXTANT_BUILD_CORPUS: !Sub ", "SEXTANT_BUILD_FACTS: !Sub "].iter().find_map(|p| l.strip_prefix(p))
+        })
+        .collect();
+    named.extend(TEMPLATE.split("\"corpus\": \"").skip(1).filter_map(|rest| rest.split('"').next()));
+    assert!(named.len() >= 3, "{named:?}");
+    for location in named {
+        let path = location.strip_prefix("s3://${IndexBucket}/").unwrap_or_else(|| panic!("{location}"));
+        assert!(path.ends_with('/'), "{location} is not a prefix");
+        assert!(
+            read.contains(&format!("!Sub ${{IndexBucket.Arn}}/{path}*")),
+            "index-build cannot read {location}: {read}"
+        );
+    }
+}
+
+#[test]
+fn infra_readme_environment_table_is_what_the_template_sets() {
+    let functions = functions();
+    let mut set = BTreeSet::new();
+    for var in variables(&top("Globals:")) {
+        for (_, name) in &functions {
+            set.insert((var.clone(), name.clone()));
+        }
+    }
+    for (f, name) in &functions {
+        for var in variables(&resource(f)) {
+            set.insert((var, name.clone()));
+        }
+    }
+    assert!(set.len() > 20, "{set:?}");
+    let mut documented = BTreeSet::new();
+    for row in readme_table("| Variable | Functions | Value |") {
+        let vars = code_spans(row[0]);
+        assert!(!vars.is_empty(), "{row:?}");
+        for name in named_functions(row[1], &functions) {
+            assert!(
+                functions.iter().any(|(_, n)| *n == name),
+                "infra/README.md: no function {name:?} in template.yaml"
+            );
+            for var in &vars {
+                documented.insert((var.to_string(), name.clone()));
+            }
+        }
+    }
+    let left_out: Vec<_> = set.difference(&documented).collect();
+    assert!(
+        left_out.is_empty(),
+        "template.yaml sets these (variable, function) that infra/README.md leaves out: {left_out:?}"
+    );
+    let unset: Vec<_> = documented.difference(&set).collect();
+    assert!(
+        unset.is_empty(),
+        "infra/README.md names these (variable, function) that template.yaml does not set: {unset:?}"
+    );
+}
+
+#[test]
+fn infra_readme_iam_table_is_what_the_template_grants() {
+    let functions = functions();
+    let machines = resources_of_type("AWS::Serverless::StateMachine");
+    assert_eq!(machines.len(), 1, "{machines:?}");
+    let mut principals: Vec<(&str, String)> = functions.clone();
+    principals.push((machines[0], "build workflow".to_string()));
+    let mut granted = BTreeSet::new();
+    for (res, name) in &principals {
+        for action in actions(res) {
+            granted.insert((name.clone(), action));
+        }
+    }
+    assert!(granted.len() > 15, "{granted:?}");
+    let mut documented = BTreeSet::new();
+    for row in readme_table("| Function | Action | Resource |") {
+        let listed = code_spans(row[1]);
+        assert!(!listed.is_empty(), "{row:?}");
+        for name in named_functions(row[0], &functions) {
+            assert!(
+                principals.iter().any(|(_, n)| *n == name),
+                "infra/README.md: no function {name:?} in template.yaml"
+            );
+            for action in &listed {
+                documented.insert((name.clone(), action.to_string()));
+            }
+        }
+    }
+    let left_out: Vec<_> = granted.difference(&documented).collect();
+    assert!(
+        left_out.is_empty(),
+        "template.yaml grants these (function, action) that infra/README.md leaves out: {left_out:?}"
+    );
+    let ungranted: Vec<_> = documented.difference(&granted).collect();
+    assert!(
+        ungranted.is_empty(),
+        "infra/README.md lists these (function, action) that template.yaml does not grant: {ungranted:?}"
+    );
+}
