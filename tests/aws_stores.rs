@@ -185,7 +185,7 @@ fn corpora_are_read_from_a_prefix_or_a_manifest() {
             ("corpora/a/one.jsonl", doc("d1") + &doc("d2")),
             ("corpora/a/two.jsonl", doc("d3")),
             ("corpora/a/notes.csv", "ignored".to_string()),
-            // A raw file is one document, named after the file (see corpus_files).
+            // A raw file is one document, named after the file (see sextant_core::corpus::read_document_object).
             ("corpora/a/notes.txt", "Plain notes.".to_string()),
             ("other/x.jsonl", doc("d4")),
             ("manifest.json", r#"{"documents": ["corpora/a/two.jsonl", "other/x.jsonl"]}"#.to_string()),

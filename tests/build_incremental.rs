@@ -148,3 +148,38 @@ fn builds_are_lossless_identical_across_workers_incremental_and_refuse_bad_input
     assert_eq!(std::fs::read(one.join("manifest.json")).unwrap(), manifest);
     let _ = std::fs::remove_dir_all(&tmp);
 }
+
+#[test]
+fn a_folder_builds_every_file_it_reads_and_reports_every_file_it_does_not() {
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    for (rel, text) in [
+        ("guides/setup.md", "---\nteam: platform\n---\n# Setup\n\nInstall the agent, then run it once as root."),
+        ("guides/setup.md.meta.json", r#"{"audience": "operators"}"#),
+        ("faq.html", "<h1>FAQ</h1><p>Backups run nightly at two in the morning.</p>"),
+        ("scan.pdf", "%PDF-1.7"),
+        ("empty.txt", "  "),
+    ] {
+        let path = docs.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let out = tmp.path().join("index");
+    let report = build(&docs, &out, &[], &[]);
+    assert_eq!(report["documents"], 2, "{report}");
+    let skipped: Vec<(&str, &str)> = report["skipped_files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["path"].as_str().unwrap(), s["reason"].as_str().unwrap()))
+        .collect();
+    assert_eq!(skipped.iter().map(|s| s.0).collect::<Vec<_>>(), ["empty.txt", "scan.pdf"], "{report}");
+    assert!(skipped[1].1.contains("PDF"), "{skipped:?}");
+    // The report on disk says the same, and the files are searched under their paths.
+    let on_disk: Value = serde_json::from_slice(&std::fs::read(out.join("build_report.json")).unwrap()).unwrap();
+    assert_eq!(on_disk["skipped_files"], report["skipped_files"]);
+    let o = sextant(&["search", "--index", out.to_str().unwrap(), "--json", "when do backups run"], &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["hits"][0]["documentId"], "faq.html", "{v}");
+}

@@ -137,6 +137,8 @@ pub struct BuildCommand<'a> {
     pub workers: usize,
     /// Seconds spent reading the documents.
     pub read_seconds: f64,
+    /// Files of a folder that were not read, for the report.
+    pub skipped_files: Vec<sextant_core::corpus::SkippedFile>,
 }
 
 /// What a build into `out` would do ([`sextant_core::build::dry_run`]).
@@ -196,6 +198,7 @@ pub fn run(models: &ModelSet, cmd: BuildCommand) -> Result<BuildReport> {
         eprintln!();
     }
     built.report.phases.read = cmd.read_seconds;
+    built.report.skipped_files = cmd.skipped_files;
     let report = built.save(&storage, &previous)?.report;
     if report.tokens_beyond_window > 0 {
         eprintln!("warning: {} tokens beyond the encoders' window (a title fills it)", report.tokens_beyond_window);

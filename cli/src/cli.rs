@@ -33,9 +33,11 @@ pub struct Cli {
 
 #[derive(Subcommand)]
 pub enum Command {
-    /// Build an index from a JSONL (or .jsonl.gz) file of documents.
+    /// Build an index from a folder of documents or a JSONL (or .jsonl.gz) file.
     Build {
-        /// Documents, one JSON object a line.
+        /// A folder (every .md, .txt, .html, .json and .jsonl under it, recursively; a
+        /// file's document id is its relative path, its fields from front matter or a
+        /// sidecar NAME.meta.json), or a JSONL file of documents, one JSON object a line.
         #[arg(long)]
         docs: PathBuf,
         /// Output index directory.
@@ -347,7 +349,8 @@ pub struct ServeArgs {
     /// Serve these prebuilt index directories instead (repeatable).
     #[arg(long = "index", value_name = "INDEX")]
     pub indexes: Vec<PathBuf>,
-    /// Index this corpus instead of the bundled demo corpus (cached after the first build).
+    /// Index this corpus instead of the bundled demo corpus (cached after the first build):
+    /// a folder of documents or a JSONL file, as `build --docs` reads them.
     #[arg(long)]
     pub docs: Option<PathBuf>,
     /// Only documents of these tickers (repeatable).

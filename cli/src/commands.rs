@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use sextant_core::corpus::{load_beir, load_documents, BeirSet};
+use sextant_core::corpus::{load_beir, load_corpus, BeirSet};
 use sextant_core::encode::{choose_backend, default_model_dir, BackendChoice, CrossEncoder, ModelSet, ORT_LIBRARY};
 use sextant_core::index::Filter;
 use sextant_core::pipeline::{
@@ -33,7 +33,11 @@ pub fn run(cli: Cli) -> Result<()> {
                 document_types: document_type.iter().map(|t| t.as_str().into()).collect(),
                 ..Default::default()
             };
-            let mut documents = load_documents(&docs).with_context(|| format!("reading {}", docs.display()))?;
+            let corpus = load_corpus(&docs).with_context(|| format!("reading {}", docs.display()))?;
+            for s in &corpus.skipped {
+                eprintln!("skipped {}: {}", s.path, s.reason);
+            }
+            let (mut documents, skipped_files) = (corpus.documents, corpus.skipped);
             documents.retain(|d| subset.matches(d));
             if documents.is_empty() {
                 bail!("no documents to index in {}", docs.display());
@@ -61,6 +65,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 out: &out,
                 workers,
                 read_seconds: t.elapsed().as_secs_f64(),
+                skipped_files,
             };
             let report = crate::build::run(&models, command)?;
             if json {

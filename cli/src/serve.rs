@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use sextant_core::build::{lexical_only, plan_build, Planned, Previous};
-use sextant_core::corpus::{load_documents, Document};
+use sextant_core::corpus::{load_documents, load_folder, Document};
 use sextant_core::encode::{ModelInfo, ModelSet, TextTokenizer};
 use sextant_core::index::format::sha256_hex;
 use sextant_core::index::{Filter, Index};
@@ -311,7 +311,19 @@ fn corpus_index(
     build: &BuildArgs,
     state: &AppState,
 ) -> Result<CorpusIndex> {
+    // A folder is read first (its files are small to read beside an index build) and keyed
+    // by the documents read; a JSONL file by its bytes, before it is parsed.
+    let mut folder = None;
     let (path, bytes_sum) = match docs {
+        Some(p) if p.is_dir() => {
+            let read = load_folder(p).with_context(|| format!("reading {}", p.display()))?;
+            for s in &read.skipped {
+                tracing::warn!(file = %s.path, reason = %s.reason, "skipped a file of the folder");
+            }
+            let sum = sha256_hex(&serde_json::to_vec(&read.documents)?);
+            folder = Some(read.documents);
+            (p.to_path_buf(), sum)
+        }
         Some(p) => {
             (p.to_path_buf(), sha256_hex(&std::fs::read(p).with_context(|| format!("reading {}", p.display()))?))
         }
@@ -339,7 +351,10 @@ fn corpus_index(
     if let Ok(index) = Index::load(&LocalDir::new(&dir)) {
         return Ok(CorpusIndex::Cached(Box::new(index), dir));
     }
-    let mut documents = load_documents(&path)?;
+    let mut documents = match folder {
+        Some(documents) => documents,
+        None => load_documents(&path)?,
+    };
     let subset = Filter { tickers: sorted, ..Default::default() };
     documents.retain(|d| subset.matches(d));
     if documents.is_empty() {

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use sextant_core::build::{BuildOptions, BuildReport as CoreReport, Built, InProcess, Previous, DEFAULT_SHARD_CHUNKS};
-use sextant_core::corpus::{load_documents, Document};
+use sextant_core::corpus::{document_object, load_documents, read_document_object, Document};
 use sextant_core::encode::{DenseEncoder, ModelSet, SparseEncoder};
 use sextant_core::error::{Error, Result};
 use sextant_core::index::format::ModelRef;
@@ -15,7 +15,6 @@ use sextant_core::index::Bm25Params;
 use sextant_core::storage::{Location, MemStore};
 use sextant_finance::{FactStore, Financials};
 
-use super::corpus_files::{document_object, read_document_object};
 use super::s3::S3Store;
 use super::versions::{PointerState, Published, VersionedIndex};
 
@@ -292,8 +291,8 @@ const DOCUMENT_FETCHES: usize = 16;
 
 /// Reads every document of a corpus location: JSONL corpora (`.jsonl`, `.jsonl.gz`) and
 /// per-document objects or files (`.json` documents, raw `.md`, `.markdown`, `.txt`,
-/// `.html`, `.htm`; see [`crate::corpus_files`]). A document id held twice is read from
-/// the per-document object last modified (which also replaces a JSONL line).
+/// `.html`, `.htm`; see [`read_document_object`]). A document id held twice is read from the
+/// per-document object last modified (which also replaces a JSONL line).
 pub async fn read_corpus(corpus: &str, config: &aws_config::SdkConfig) -> Result<Vec<Document>> {
     match Location::parse(corpus)? {
         Location::Local(p) => tokio::task::spawn_blocking(move || read_local(&p))

@@ -12,7 +12,6 @@
 pub mod build_job;
 pub mod build_lease;
 pub mod build_steps;
-pub mod corpus_files;
 mod dynamo;
 mod key_store_spec;
 pub mod refresh;

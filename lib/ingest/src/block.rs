@@ -38,6 +38,9 @@ pub struct Parsed {
     pub title: Option<String>,
     /// The document's text, block by block, in order.
     pub blocks: Vec<Block>,
+    /// Markdown's YAML front matter, verbatim without its `---` fences (not text: no block
+    /// holds it); `None` for other formats and when there is none.
+    pub front_matter: Option<String>,
 }
 
 /// Normalises a block's text to the invariants [`Block`] promises: line endings become

@@ -31,7 +31,7 @@ use crate::error::{Error, Result};
 pub(crate) fn parse(html: &str) -> Result<Parsed> {
     let mut blocks = Blocks::default();
     let title = blocks_into(html, &mut blocks)?;
-    Ok(Parsed { title, blocks: blocks.0 })
+    Ok(Parsed { title, blocks: blocks.0, front_matter: None })
 }
 
 /// Adds the blocks of the HTML document `html` to `blocks` and returns its title;

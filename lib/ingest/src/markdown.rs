@@ -12,7 +12,8 @@
 //!   (the text between them stays).
 //! - An HTML block is read as HTML (see the HTML reader): its text, tags stripped, nothing
 //!   if it is only tags or a comment.
-//! - YAML front matter (a first line `---`, up to a closing `---` or `...`) is not text.
+//! - YAML front matter (a first line `---`, up to a closing `---` or `...`) is not text: it
+//!   comes back verbatim as [`Parsed::front_matter`].
 
 use std::mem;
 
@@ -30,7 +31,7 @@ pub(crate) fn parse(text: &str) -> Result<Parsed> {
         walker.event(event)?;
     }
     walker.flush();
-    Ok(Parsed { title: walker.title, blocks: walker.blocks.0 })
+    Ok(Parsed { title: walker.title, blocks: walker.blocks.0, front_matter: walker.front_matter })
 }
 
 /// An open container that gives its kind to the text inside it.
@@ -54,6 +55,8 @@ struct Walker {
     html: Option<String>,
     /// Inside front matter.
     metadata: bool,
+    /// The front matter's text, once read.
+    front_matter: Option<String>,
 }
 
 impl Walker {
@@ -61,7 +64,7 @@ impl Walker {
         match event {
             Event::Start(tag) => self.start(tag),
             Event::End(tag) => self.end(tag)?,
-            Event::Text(_) if self.metadata => {}
+            Event::Text(text) if self.metadata => self.front_matter.get_or_insert_with(String::new).push_str(&text),
             Event::Text(text) | Event::Code(text) | Event::InlineMath(text) | Event::DisplayMath(text) => {
                 self.text.push_str(&text)
             }
@@ -323,6 +326,9 @@ Setext title
     fn front_matter_is_not_text_but_a_later_rule_is_not_front_matter() {
         let got = blocks("---\nlayout: post\n---\nBody.\n");
         assert_eq!(got, vec![(Paragraph, "Body.".to_owned())]);
+        let parsed = parse("---\nlayout: post\ntags: [a, b]\n---\nBody.\n").unwrap();
+        assert_eq!(parsed.front_matter.as_deref(), Some("layout: post\ntags: [a, b]\n"));
+        assert_eq!(parse("Intro.\n\n---\n\nkey: value\n").unwrap().front_matter, None);
         let got = blocks("Intro.\n\n---\n\nkey: value\n\n---\n");
         assert_eq!(got, vec![(Paragraph, "Intro.".to_owned()), (Paragraph, "key: value".to_owned())]);
     }

@@ -28,7 +28,7 @@ pub(crate) fn parse(text: &str) -> Parsed {
         reader.line(line);
     }
     reader.flush();
-    Parsed { title: None, blocks: reader.blocks.0 }
+    Parsed { title: None, blocks: reader.blocks.0, front_matter: None }
 }
 
 #[derive(Debug, Default)]

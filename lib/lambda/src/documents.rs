@@ -10,15 +10,14 @@
 //!
 //! A document's objects are the corpus prefix's per-document objects named after it
 //! (`q3.json`, or a raw `q3.md`, `q3.txt`, `q3.html` uploaded directly; see
-//! [`sextant_aws::corpus_files`]); the newest is the document. `GET` reads it and says
+//! [`sextant_core::corpus::read_document_object`]); the newest is the document. `GET` reads it and says
 //! `live` when the version this function serves holds that exact document, or was built
 //! after the object was last written; else `pending`.
 
 use std::sync::{Arc, Weak};
 
-use sextant_aws::corpus_files::{document_object, read_document_object, DOCUMENT_EXTENSION};
 use sextant_aws::{Listed, S3Store};
-use sextant_core::corpus::Document;
+use sextant_core::corpus::{document_object, read_document_object, Document, DOCUMENT_EXTENSION};
 use sextant_core::error::Error;
 use sextant_core::storage::Location;
 use sextant_server::documents::{DocumentStore, StoreError, StoredDocument, StoredPage, Written};
@@ -113,6 +112,15 @@ impl S3DocumentStore {
 
 impl DocumentStore for S3DocumentStore {
     fn put(&self, document: Document) -> Result<Written, StoreError> {
+        if document.document_id.contains('/') {
+            // Objects of a corpus prefix name their document by file name.
+            return Err(StoreError::Invalid {
+                field: "documentId".into(),
+                reason: "may not contain '/' here: on AWS a document is an object of the corpus prefix, named by its \
+                         file name"
+                    .into(),
+            });
+        }
         let bytes = serde_json::to_vec(&document).map_err(|e| StoreError::Unavailable(e.to_string()))?;
         let key = format!("{}{}.{DOCUMENT_EXTENSION}", self.dir, document.document_id);
         self.block_on(async {

@@ -65,6 +65,11 @@ pub struct BuildReport {
     pub seconds: f64,
     /// Seconds per phase.
     pub phases: Phases,
+    /// Files of a folder corpus that were not read, with why
+    /// ([`load_folder`](crate::corpus::load_folder)); the caller that read the folder sets
+    /// it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped_files: Vec<crate::corpus::SkippedFile>,
 }
 
 #[cfg(test)]
