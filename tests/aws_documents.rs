@@ -189,6 +189,7 @@ async fn writes_land_in_the_corpus_prefix_pending_and_the_next_build_serves_them
     let before = corpus_keys(&s3, &f.bucket).await;
     for (path, key, ct, body, want) in [
         (format!("{doc}/a..b"), WRITER, "text/plain", &b"text"[..], 400),
+        // Folders in an id: a corpus prefix names documents by file name, so it is refused.
         (format!("{doc}/a%2Fb"), WRITER, "text/plain", b"text", 400),
         (format!("{doc}/x"), WRITER, "application/pdf", b"%PDF-1.4", 415),
         (format!("{doc}/x"), WRITER, "text/plain", b"\xff\xfe bad utf-8", 400),

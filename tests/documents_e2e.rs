@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use sextant_keys::LocalKeyStore;
-use support::local_server::{http, parse_answer, start_demo, try_http, Resp, Server};
+use support::local_server::{http, parse_answer, start_demo, start_serving, try_http, Resp, Server};
 
 const ADMIN: &str = "sx_docs_admin_key";
 const WRITER: &str = "sx_docs_writer_key";
@@ -220,7 +220,7 @@ fn teams_write_their_own_documents_and_search_them_at_once() {
         (put_raw(a, WRITER, "pdf", "application/pdf", &[], b"%PDF-1.7"), 415, "text/markdown"),
         (put_raw(a, WRITER, "latin", "text/plain; charset=latin1", &[], b"caf\xe9"), 415, "charset"),
         (put_raw(a, WRITER, "utf", "text/plain", &[], b"ok \xff\xfe bad"), 400, "UTF-8"),
-        (put_raw(a, WRITER, "a%2Fb", "text/plain", &[], b"slash"), 400, "'/'"),
+        (put_raw(a, WRITER, "a%2F%2Fb", "text/plain", &[], b"slash"), 400, "'//'"),
         (put_raw(a, WRITER, "a..b", "text/plain", &[], b"dots"), 400, "'..'"),
         (put_raw(a, WRITER, "a%0Ab", "text/plain", &[], b"newline"), 400, "control"),
         (
@@ -316,6 +316,88 @@ fn teams_write_their_own_documents_and_search_them_at_once() {
 /// SIGKILL at random points of a stream of writes (compactions included, one every few
 /// writes): after each restart every acknowledged write is served as acknowledged, the
 /// one write in flight either whole or not at all, and nothing else.
+#[test]
+fn a_folder_is_served_with_paths_as_ids_fields_from_front_matter_and_sidecars_and_a_pdf_skipped() {
+    // A team's folder as it is: Markdown with front matter, HTML with a sidecar of fields,
+    // plain text in a subfolder, and a PDF that is not read (yet).
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    let write = |rel: &str, text: &str| {
+        let p = docs.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    write("handbook/travel.md", &format!("---\nteam: people ops\nyear: 2025\n---\n{HANDBOOK}"));
+    write(
+        "policies/security.html",
+        "<html><head><title>Security basics</title></head><body><p>Laptops must use full-disk \
+         encryption, and lost laptops are reported within one hour.</p></body></html>",
+    );
+    write("policies/security.html.meta.json", r#"{"team": "infosec", "reviewed": "2023-01-15"}"#);
+    write("notes/cafeteria.txt", "The cafeteria serves lunch from noon until two o'clock.");
+    write("scans/contract.pdf", "%PDF-1.7 not read");
+    let (keys, data) = (key_store(tmp.path()), tmp.path().join("data"));
+    let args: Vec<&std::ffi::OsStr> = vec![
+        "--docs".as_ref(),
+        docs.as_os_str(),
+        "--id".as_ref(),
+        "team".as_ref(),
+        "--keys".as_ref(),
+        keys.as_os_str(),
+        "--data-dir".as_ref(),
+        data.as_os_str(),
+    ];
+    let server = start_serving(&args, &[], ADMIN, "team");
+    let a = &server.addr;
+    // Every readable file is a document named by its path; the PDF is not one.
+    let listed = call(a, "GET", "/v1/indexes/team/documents?limit=10", ADMIN, None);
+    let ids: Vec<&str> =
+        listed.body["documents"].as_array().unwrap().iter().map(|d| d["documentId"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["handbook/travel.md", "notes/cafeteria.txt", "policies/security.html"], "{:?}", listed.body);
+    // Cited by its path, with the title the file gave and the fields of its front matter.
+    let body = json!({"query": "daily meal allowance in Zurich", "limit": 3, "rerank": false});
+    let r = call(a, "POST", "/v1/search", ADMIN, Some(&body));
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let top = &r.body["results"][0]["document"];
+    assert_eq!(
+        (top["document_id"].as_str(), top["title"].as_str()),
+        (Some("handbook/travel.md"), Some("Travel policy"))
+    );
+    assert_eq!(top["year"], 2025, "a built-in field of the front matter sets the document's: {top}");
+    // Fields from a sidecar and from front matter filter like any metadata.
+    let only = |team: &str| {
+        let body = json!({"query": "laptops encryption meal allowance", "limit": 10, "rerank": false,
+                          "metadata": {"team": team}});
+        let r = call(a, "POST", "/v1/search", ADMIN, Some(&body));
+        assert_eq!(r.status, 200, "{:?}", r.body);
+        let ids: Vec<String> = r.body["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|u| u["document"]["document_id"].as_str().unwrap().to_string())
+            .collect();
+        ids
+    };
+    let infosec = only("infosec");
+    assert!(!infosec.is_empty() && infosec.iter().all(|d| d == "policies/security.html"), "{infosec:?}");
+    let people = only("people ops");
+    assert!(!people.is_empty() && people.iter().all(|d| d == "handbook/travel.md"), "{people:?}");
+    // The document reads back by its path (the slash encoded in the URL).
+    let got = call(a, "GET", "/v1/indexes/team/documents/policies%2Fsecurity.html", ADMIN, None);
+    assert_eq!(got.status, 200, "{:?}", got.body);
+    assert_eq!(got.body["metadata"]["reviewed"], "2023-01-15");
+    // And is written by it: the file's new text is searched when the PUT returns.
+    let auth = bearer(ADMIN);
+    let h = [("Authorization", auth.as_str()), ("Content-Type", "text/plain")];
+    let text = b"Lost laptops are reported to the service desk within fifteen minutes.";
+    let put = http(a, "PUT", "/v1/indexes/team/documents/policies%2Fsecurity.html", &h, text);
+    assert_eq!(put.status, 200, "{:?}", put.body);
+    let body = json!({"query": "lost laptops reported within fifteen minutes", "limit": 1, "rerank": false});
+    let r = call(a, "POST", "/v1/search", ADMIN, Some(&body));
+    assert_eq!(r.body["results"][0]["document"]["document_id"], "policies/security.html", "{:?}", r.body);
+    assert!(r.body["results"][0]["text"].as_str().unwrap().contains("fifteen minutes"), "{:?}", r.body);
+}
+
 #[test]
 fn a_server_killed_during_writes_keeps_every_acknowledged_write_and_serves_nothing_half_written() {
     use std::collections::BTreeMap;

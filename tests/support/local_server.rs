@@ -127,12 +127,24 @@ pub fn start_demo(key: &str, extra: &[&std::ffi::OsStr]) -> Server {
 
 /// [`start_demo`] with these environment variables set for the server (`SEXTANT_LOG`, ...).
 pub fn start_demo_with_env(key: &str, extra: &[&std::ffi::OsStr], env: &[(&str, &str)]) -> Server {
+    let mut args: Vec<&std::ffi::OsStr> =
+        ["--docs", "data/demo/documents.jsonl.gz", "--ticker", "MA", "--ticker", "XOM"]
+            .iter()
+            .chain(&["--ticker", "ORCL", "--facts", "data/demo/facts.jsonl.gz"])
+            .map(std::ffi::OsStr::new)
+            .collect();
+    args.extend_from_slice(extra);
+    start_serving(&args, env, key, "demo")
+}
+
+/// `sextant serve --addr 127.0.0.1:0` with `args`, run from the repository; returned once
+/// every retrieval path serves and the documents of `index` can be read with `key`.
+pub fn start_serving(args: &[&std::ffi::OsStr], env: &[(&str, &str)], key: &str, index: &str) -> Server {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_sextant"));
     cmd.current_dir(repo())
         .envs(env.iter().copied())
-        .args(["serve", "--addr", "127.0.0.1:0", "--docs", "data/demo/documents.jsonl.gz"])
-        .args(["--ticker", "MA", "--ticker", "XOM", "--ticker", "ORCL", "--facts", "data/demo/facts.jsonl.gz"])
-        .args(extra)
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .args(args)
         .stdout(Stdio::piped());
     let mut child = cmd.spawn().expect("start sextant serve");
     let mut out = BufReader::new(child.stdout.take().unwrap());
@@ -143,9 +155,10 @@ pub fn start_demo_with_env(key: &str, extra: &[&std::ffi::OsStr], env: &[(&str, 
     let server = Server { child, addr };
     let t = Instant::now();
     let auth = format!("Bearer {key}");
+    let ready = format!("/v1/indexes/{index}/documents?limit=1");
     loop {
         // Writable once every path is served (the document store opens then).
-        let r = try_http(&server.addr, "GET", "/v1/indexes/demo/documents?limit=1", &[("Authorization", &auth)], b"");
+        let r = try_http(&server.addr, "GET", &ready, &[("Authorization", &auth)], b"");
         if r.as_ref().is_some_and(|r| r.status == 200) {
             return server;
         }

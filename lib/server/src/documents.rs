@@ -157,6 +157,24 @@ pub fn check_document_id(id: &str, at: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// Checks a document id named in a request's path: a [`check_document_id`] id, or one with
+/// folders, as a folder build names its files (`handbook/intro.md`): segments between `/`
+/// that are each a valid id (none empty, `.` or `..`), at most [`MAX_DOCUMENT_ID_CHARS`]
+/// in all. A store may refuse folders on a write ([`DocumentStore::put`]).
+pub fn check_document_path(id: &str, at: &str) -> Result<(), ApiError> {
+    if !id.contains('/') {
+        return check_document_id(id, at);
+    }
+    let n = id.chars().count();
+    if n > MAX_DOCUMENT_ID_CHARS {
+        return Err(ApiError::invalid(at, format!("must be 1 to {MAX_DOCUMENT_ID_CHARS} characters, got {n}")));
+    }
+    if id.split('/').any(str::is_empty) {
+        return Err(ApiError::invalid(at, "may not start or end with '/' or hold '//'"));
+    }
+    id.split('/').try_for_each(|segment| check_document_id(segment, at))
+}
+
 /// The segments of a parsed raw document: each block one segment, a block longer than
 /// [`LONG_BLOCK_CHARS`] cut into its sentences, code kept whole. The index build segments
 /// raw files of a corpus prefix by this same rule ([`sextant_core::corpus::segment_blocks`]).
@@ -200,6 +218,25 @@ mod tests {
             assert_eq!(e.field.as_deref(), Some("documentId"));
             assert!(e.message.contains(why), "{bad:?}: {}", e.message);
             assert!(!e.message.contains("\"\\\""), "the id is quoted once: {}", e.message);
+        }
+    }
+
+    #[test]
+    fn ids_in_a_path_may_have_folders_but_no_empty_or_dot_segments() {
+        for ok in ["handbook/intro.md", "a/b/c", "q3-report", "日本/語.md"] {
+            assert!(check_document_path(ok, "documentId").is_ok(), "{ok}");
+        }
+        for (bad, why) in [
+            ("/a", "'//'"),
+            ("a/", "'//'"),
+            ("a//b", "'//'"),
+            ("a/../b", "'..'"),
+            ("./a", "'..'"),
+            ("a/b\\c", "'/'"),
+            (&format!("a/{}", "x".repeat(255)), "1 to 256"),
+        ] {
+            let e = check_document_path(bad, "documentId").unwrap_err();
+            assert!(e.message.contains(why), "{bad:?}: {}", e.message);
         }
     }
 

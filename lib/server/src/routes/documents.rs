@@ -27,7 +27,7 @@ use sextant_core::corpus::{Date, Document, DocumentType, Quarter};
 use sextant_keys::Scope;
 
 use crate::auth::RawCall;
-use crate::documents::{check_document_id, metadata_of, segments_of, DocumentStore, StoredDocument, Written};
+use crate::documents::{check_document_path, metadata_of, segments_of, DocumentStore, StoredDocument, Written};
 use crate::envelope::ApiError;
 use crate::state::{AppState, Caller};
 
@@ -229,7 +229,7 @@ fn path_ids(
 ) -> Result<(String, String), ApiError> {
     let Path((index, id)) =
         path.map_err(|_| ApiError::bad_body("the path is not valid UTF-8 after percent-decoding"))?;
-    check_document_id(&id, "documentId")?;
+    check_document_path(&id, "documentId")?;
     Ok((index, id))
 }
 
