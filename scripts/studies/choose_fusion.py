@@ -40,18 +40,11 @@ import math
 import sys
 from collections import defaultdict
 
+from metrics import load_qrels, ndcg10, recall100
+
 PATHS = ["dense", "bm25", "splade"]
 SHORT = {"dense": "D", "bm25": "B", "splade": "S"}
 
-
-def load_qrels(path):
-    qrels = defaultdict(dict)
-    for i, line in enumerate(open(path)):
-        c = line.rstrip("\n").split("\t")
-        if i == 0 and c[0] == "query-id":
-            continue
-        qrels[c[0]][c[1]] = int(c[2])
-    return qrels
 
 
 def load_set(spec):
@@ -67,16 +60,6 @@ def load_set(spec):
     return name, runs, qrels
 
 
-def ndcg10(ranked, judged):
-    dcg = sum(judged.get(d, 0) / math.log2(i + 2) for i, d in enumerate(ranked[:10]))
-    ideal = sorted((g for g in judged.values() if g > 0), reverse=True)[:10]
-    idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
-    return dcg / idcg if idcg else 0.0
-
-
-def recall100(ranked, judged):
-    rel = {d for d, g in judged.items() if g > 0}
-    return len(rel & set(ranked[:100])) / len(rel) if rel else 0.0
 
 
 def documents(chunks):

@@ -40,31 +40,18 @@ from collections import defaultdict
 
 import numpy as np
 
+from metrics import load_qrels, ndcg10, recall100
+
 PATHS = ["dense", "bm25", "splade"]
 DEPTH = 100
 
 
 def load(runs_path, qrels_path):
-    qrels = defaultdict(dict)
-    for i, line in enumerate(open(qrels_path)):
-        c = line.rstrip("\n").split("\t")
-        if i == 0 and c[0] == "query-id":
-            continue
-        qrels[c[0]][c[1]] = int(c[2])
+    qrels = load_qrels(qrels_path)
     runs = [json.loads(l) for l in open(runs_path) if l.strip()]
     return [r for r in runs if any(g > 0 for g in qrels[r["qid"]].values())], qrels
 
 
-def ndcg10(ranked, judged):
-    dcg = sum(judged.get(d, 0) / math.log2(i + 2) for i, d in enumerate(ranked[:10]))
-    ideal = sorted((g for g in judged.values() if g > 0), reverse=True)[:10]
-    idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
-    return dcg / idcg if idcg else 0.0
-
-
-def recall100(ranked, judged):
-    rel = {d for d, g in judged.items() if g > 0}
-    return len(rel & set(ranked[:100])) / len(rel) if rel else 0.0
 
 
 def confidence(scores, depth=10):
