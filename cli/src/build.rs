@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
-use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use sextant_core::build::{
@@ -159,21 +158,8 @@ pub fn run(models: &ModelSet, cmd: BuildCommand) -> Result<BuildReport> {
     let storage = LocalDir::new(cmd.out);
     let previous = Previous::read(&storage);
     let tokenizers = (TextTokenizer::of_model(&models.dense)?, TextTokenizer::of_model(&models.sparse)?);
-    let t = Instant::now();
-    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let last = Mutex::new(0usize);
-    let progress = |stage: &str, done: usize, total: usize| {
-        let mut last = last.lock().expect("progress lock");
-        if stage == "encode" && (done >= *last + 1024 || done == total) {
-            *last = done;
-            let rate = done as f64 / t.elapsed().as_secs_f64().max(1e-9);
-            if tty {
-                eprint!("\rencode: {done}/{total} chunks ({rate:.1}/s)   ");
-            } else {
-                eprintln!("encode: {done}/{total} chunks ({rate:.1}/s)");
-            }
-        }
-    };
+    let bar = crate::progress::ChunkProgress::new();
+    let progress = |stage: &str, done: usize, total: usize| bar.update(stage, done, total);
     let (processes, encoders, in_process);
     let runner: &dyn EncodeRunner = if cmd.workers > 1 {
         processes = Processes {
@@ -194,9 +180,7 @@ pub fn run(models: &ModelSet, cmd: BuildCommand) -> Result<BuildReport> {
     let tk = (&tokenizers.0, &tokenizers.1);
     let mut built =
         sextant_core::build::build(cmd.documents, cmd.attachments, &cmd.options, tk, &previous, runner, &progress)?;
-    if tty {
-        eprintln!();
-    }
+    bar.finish();
     built.report.phases.read = cmd.read_seconds;
     built.report.skipped_files = cmd.skipped_files;
     let report = built.save(&storage, &previous)?.report;

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use indicatif::{ProgressBar, ProgressStyle};
 use sextant_core::build::{BuildOptions, Built, InProcess, Previous, DEFAULT_SHARD_CHUNKS};
 use sextant_core::corpus::{BeirSet, Document};
 use sextant_core::encode::{DenseEncoder, ModelSet, SparseEncoder};
@@ -143,27 +142,14 @@ fn build_with(
     }
     let (dense, sparse) = (DenseEncoder::load(&models.dense)?, SparseEncoder::load(&models.sparse)?);
     let options = build_options(models, id, args)?;
-    let bar = ProgressBar::new(0);
-    bar.set_style(
-        ProgressStyle::with_template("{msg:8} [{bar:40}] {pos}/{len} chunks {per_sec} eta {eta}")
-            .unwrap()
-            .progress_chars("=> "),
-    );
+    let bar = crate::progress::ChunkProgress::new();
     let ndocs = documents.len();
     let t = Instant::now();
-    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let progress = |stage: &str, done: usize, total: usize| {
-        if !tty && (done.is_multiple_of(2048) || done == total) && total > 1 {
-            tracing::info!("{stage}: {done}/{total} chunks ({:.1}/s)", done as f64 / t.elapsed().as_secs_f64());
-        }
-        bar.set_message(stage.to_string());
-        bar.set_length(total as u64);
-        bar.set_position(done as u64);
-    };
+    let progress = |stage: &str, done: usize, total: usize| bar.update(stage, done, total);
     let runner = InProcess { dense: &dense, sparse: &sparse };
     let tokenizers = (dense.tokenizer(), sparse.tokenizer());
     let built = sextant_core::build::build(documents, Vec::new(), &options, tokenizers, previous, &runner, &progress)?;
-    bar.finish_and_clear();
+    bar.finish();
     let secs = t.elapsed().as_secs_f64();
     let nchunks = built.report.chunks;
     tracing::info!(

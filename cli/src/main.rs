@@ -12,6 +12,7 @@ mod cli;
 mod commands;
 mod indexes;
 mod jsonl;
+mod progress;
 mod report;
 mod serve;
 
