@@ -67,8 +67,9 @@ pub struct BuildReport {
     pub phases: Phases,
     /// Files of a folder corpus that were not read, with why
     /// ([`load_folder`](crate::corpus::load_folder)); the caller that read the folder sets
-    /// it.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// it. Always written (a build's plan is stored with bincode, which cannot skip a
+    /// field); a report written before it reads as none.
+    #[serde(default)]
     pub skipped_files: Vec<crate::corpus::SkippedFile>,
 }
 
@@ -90,5 +91,18 @@ mod tests {
         let written = serde_json::to_vec_pretty(&report).unwrap();
         let read: BuildReport = serde_json::from_slice(&written).unwrap();
         assert_eq!(read, report);
+    }
+
+    #[test]
+    fn a_report_with_or_without_skipped_files_reads_back_from_bincode_as_a_plan_stores_it() {
+        let skipped = vec![crate::corpus::SkippedFile { path: "a.pdf".into(), reason: "PDF".into() }];
+        for report in [BuildReport::default(), BuildReport { skipped_files: skipped, ..BuildReport::default() }] {
+            let read: BuildReport = bincode::deserialize(&bincode::serialize(&report).unwrap()).unwrap();
+            assert_eq!(read, report);
+        }
+        // JSON written before the field existed reads as no skipped files.
+        let mut old = serde_json::to_value(BuildReport::default()).unwrap();
+        old.as_object_mut().unwrap().remove("skipped_files");
+        assert!(serde_json::from_value::<BuildReport>(old).unwrap().skipped_files.is_empty());
     }
 }
