@@ -396,6 +396,55 @@ fn a_folder_is_served_with_paths_as_ids_fields_from_front_matter_and_sidecars_an
     let r = call(a, "POST", "/v1/search", ADMIN, Some(&body));
     assert_eq!(r.body["results"][0]["document"]["document_id"], "policies/security.html", "{:?}", r.body);
     assert!(r.body["results"][0]["text"].as_str().unwrap().contains("fifteen minutes"), "{:?}", r.body);
+
+    // `sextant put` sends the folder back: what the index holds as it is stays, the file the
+    // PUT above changed is written again, a new file is added, and a document the server
+    // refuses fails the command with the API's reason.
+    let put = |extra: &[&str], key: Option<&str>| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_sextant"));
+        cmd.args(["put", docs.to_str().unwrap(), "--index", "team", "--json", "--url"])
+            .arg(format!("http://{a}"))
+            .args(extra)
+            .env_remove("SEXTANT_API_KEY");
+        if let Some(key) = key {
+            cmd.env("SEXTANT_API_KEY", key);
+        }
+        let out = cmd.output().unwrap();
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        (out.status.success(), report, String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    write("notes/parking.md", "# Parking\n\nVisitors park on level two of the garage.");
+    let (ok, report, stderr) = put(&[], Some(ADMIN));
+    assert!(ok, "{stderr}");
+    let status = |report: &Value, id: &str| {
+        let doc = report["documents"].as_array().unwrap().iter().find(|d| d["documentId"] == id);
+        doc.map(|d| d["status"].as_str().unwrap().to_string()).unwrap_or_default()
+    };
+    assert_eq!(status(&report, "policies/security.html"), "written", "{report}");
+    assert_eq!(status(&report, "notes/parking.md"), "written", "{report}");
+    assert_eq!(status(&report, "handbook/travel.md"), "unchanged", "{report}");
+    assert_eq!(status(&report, "notes/cafeteria.txt"), "unchanged", "{report}");
+    assert_eq!(report["skippedFiles"][0]["path"], "scans/contract.pdf", "{report}");
+    let got = call(a, "GET", "/v1/indexes/team/documents/policies%2Fsecurity.html", ADMIN, None);
+    assert!(got.body["text"].as_str().unwrap().contains("one hour"), "the folder's version is back: {:?}", got.body);
+    let body = json!({"query": "where do visitors park", "limit": 1, "rerank": false});
+    let r = call(a, "POST", "/v1/search", ADMIN, Some(&body));
+    assert_eq!(r.body["results"][0]["document"]["document_id"], "notes/parking.md", "{:?}", r.body);
+    // Run again: nothing left to send.
+    let (ok, report, stderr) = put(&[], Some(ADMIN));
+    assert!(ok && report["written"] == 0 && report["unchanged"] == 4, "{report} {stderr}");
+    // A field retyped (a number where the index holds dates) is refused by the server: the
+    // command names the document and the field, and fails.
+    write("notes/parking.md.meta.json", r#"{"reviewed": 5}"#);
+    let (ok, report, stderr) = put(&[], Some(ADMIN));
+    assert!(!ok, "{report}");
+    assert_eq!(status(&report, "notes/parking.md"), "failed", "{report}");
+    assert!(stderr.contains("notes/parking.md") && stderr.contains("metadata.reviewed"), "{stderr}");
+    // Without a key, or with a read-only key, nothing is written.
+    let (ok, _, stderr) = put(&[], None);
+    assert!(!ok && stderr.contains("SEXTANT_API_KEY"), "{stderr}");
+    let (ok, report, _) = put(&[], Some(READER));
+    assert!(!ok && report["written"] == 0, "{report}");
 }
 
 #[test]

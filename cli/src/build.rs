@@ -158,7 +158,7 @@ pub fn run(models: &ModelSet, cmd: BuildCommand) -> Result<BuildReport> {
     let storage = LocalDir::new(cmd.out);
     let previous = Previous::read(&storage);
     let tokenizers = (TextTokenizer::of_model(&models.dense)?, TextTokenizer::of_model(&models.sparse)?);
-    let bar = crate::progress::ChunkProgress::new();
+    let bar = crate::progress::ProgressDisplay::new();
     let progress = |stage: &str, done: usize, total: usize| bar.update(stage, done, total);
     let (processes, encoders, in_process);
     let runner: &dyn EncodeRunner = if cmd.workers > 1 {

@@ -33,6 +33,26 @@ pub struct Cli {
 
 #[derive(Subcommand)]
 pub enum Command {
+    /// Send a folder or a file of documents to a running Sextant (`serve`, or the API on
+    /// AWS) through the document API, several at once; documents the index already holds as
+    /// they are are not sent again, so a run that stopped can be run again. The key is read
+    /// from SEXTANT_API_KEY.
+    Put {
+        /// A folder (read as `build --docs` reads it) or one file.
+        path: PathBuf,
+        /// The index to write to.
+        #[arg(long)]
+        index: String,
+        /// The API's base URL.
+        #[arg(long, env = "SEXTANT_URL", default_value = "http://127.0.0.1:8080")]
+        url: String,
+        /// Requests in flight at once.
+        #[arg(long, default_value_t = 4)]
+        concurrency: usize,
+        /// Print the report (every document's outcome, the files skipped) as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Build an index from a folder of documents or a JSONL (or .jsonl.gz) file.
     Build {
         /// A folder (every .md, .txt, .html, .json and .jsonl under it, recursively; a

@@ -91,6 +91,9 @@ pub fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
+        Command::Put { path, index, url, concurrency, json } => {
+            crate::put::run(crate::put::PutArgs { path, index, url, concurrency, json })
+        }
         Command::EncodeWorker { task, out } => crate::build::encode_worker(&models, &task, &out),
         Command::Serve(args) => crate::serve::run(*args, models),
         Command::Context { index, question, top_k, route } => {

@@ -142,7 +142,7 @@ fn build_with(
     }
     let (dense, sparse) = (DenseEncoder::load(&models.dense)?, SparseEncoder::load(&models.sparse)?);
     let options = build_options(models, id, args)?;
-    let bar = crate::progress::ChunkProgress::new();
+    let bar = crate::progress::ProgressDisplay::new();
     let ndocs = documents.len();
     let t = Instant::now();
     let progress = |stage: &str, done: usize, total: usize| bar.update(stage, done, total);

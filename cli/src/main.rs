@@ -13,6 +13,7 @@ mod commands;
 mod indexes;
 mod jsonl;
 mod progress;
+mod put;
 mod report;
 mod serve;
 

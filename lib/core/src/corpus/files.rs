@@ -266,6 +266,40 @@ pub fn load_corpus(path: &Path) -> Result<Folder> {
     }
 }
 
+/// Reads one file as a folder of one: a JSONL file's documents, or the document of a raw or
+/// `.json` file (its id its file name, its sidecar `NAME.meta.json` beside it read as in a
+/// folder). A file that cannot be read is [`Folder::skipped`], not an error; a path that
+/// is not a file is one.
+pub fn load_file(path: &Path) -> Result<Folder> {
+    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+    if !meta.is_file() {
+        return Err(Error::invalid("path", format!("{} is not a file", path.display())));
+    }
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let lower = name.to_ascii_lowercase();
+    if lower.ends_with(".jsonl") || lower.ends_with(".jsonl.gz") {
+        return Ok(Folder { documents: load_documents(path)?, skipped: Vec::new() });
+    }
+    let mut folder = Folder::default();
+    let kind = name.rsplit_once('.').and_then(|(_, ext)| file_kind(&name, ext));
+    let sidecar = path.with_file_name(format!("{name}{SIDECAR_SUFFIX}"));
+    let sidecar = sidecar.is_file().then_some(sidecar);
+    match kind.map(|kind| read_file(&name, path, kind, sidecar.as_ref())) {
+        Some(Ok(d)) => folder.documents.push(d),
+        Some(Err(reason)) => folder.skipped.push(SkippedFile { path: name, reason }),
+        None => folder.skipped.push(SkippedFile { path: name, reason: unreadable_kind(&lower) }),
+    }
+    Ok(folder)
+}
+
+/// Why a file of another kind is not read.
+fn unreadable_kind(lower_name: &str) -> String {
+    match lower_name.ends_with(".pdf") {
+        true => "PDF is not read yet: extract its text to .txt, .md or .html".to_string(),
+        false => "not a kind of file Sextant reads (.md, .txt, .html, .json, .jsonl)".to_string(),
+    }
+}
+
 /// Reads every document under `dir`, recursively (module documentation). Hidden files and
 /// directories (a name starting with `.`) are not read. Errors only when the folder itself
 /// cannot be listed; a file that cannot be read is skipped with its reason.
@@ -302,11 +336,7 @@ pub fn load_folder(dir: &Path) -> Result<Folder> {
         }
         let kind = name.rsplit_once('.').and_then(|(_, ext)| file_kind(name, ext));
         let Some(kind) = kind else {
-            let reason = match lower.ends_with(".pdf") {
-                true => "PDF is not read yet: extract its text to .txt, .md or .html".to_string(),
-                false => "not a kind of file Sextant reads (.md, .txt, .html, .json, .jsonl)".to_string(),
-            };
-            skip(&mut folder, rel, reason);
+            skip(&mut folder, rel, unreadable_kind(&lower));
             continue;
         };
         match read_file(rel, path, kind, files.get(&format!("{rel}{SIDECAR_SUFFIX}"))) {
@@ -469,6 +499,14 @@ mod tests {
         assert!(reason("bad.md").contains("front matter: line 2"), "{}", reason("bad.md"));
         assert!(reason("orphan.txt.meta.json").contains("not in the folder"));
         assert_eq!(skipped.len(), 5, "{skipped:?}");
+        // One file reads as a folder of one, named by its file name, with its sidecar.
+        let one = load_file(&d.join("policies/leave.html")).unwrap();
+        assert_eq!(one.documents[0].document_id, "leave.html");
+        let with_sidecar = load_file(&d.join("handbook/intro.md")).unwrap();
+        assert_eq!(with_sidecar.documents[0].metadata.get("region"), Some(&MetaValue::Str("EU".into())));
+        assert_eq!(load_file(&d.join("report.pdf")).unwrap().skipped[0].path, "report.pdf");
+        assert_eq!(load_file(&d.join("more/docs.jsonl")).unwrap().documents[0].document_id, "j1");
+        assert!(load_file(&d.join("handbook")).is_err(), "a folder is not a file");
         // A corpus is a folder or a JSONL file.
         assert_eq!(load_corpus(d).unwrap().documents.len(), 5);
         assert_eq!(load_corpus(&d.join("more/docs.jsonl")).unwrap().documents[0].document_id, "j1");

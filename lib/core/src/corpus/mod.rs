@@ -16,8 +16,8 @@ mod values;
 pub use chunk::{chunk_document, chunk_document_with_overlap, Chunk, ChunkSpan, TokenMeasure};
 pub use document::{Document, SegmentSpan, SEGMENT_SEPARATOR};
 pub use files::{
-    document_object, front_matter_fields, load_corpus, load_folder, read_document_object, DocumentObject, Folder,
-    SkippedFile, DOCUMENT_EXTENSION, MAX_FILE_BYTES, SIDECAR_SUFFIX,
+    document_object, front_matter_fields, load_corpus, load_file, load_folder, read_document_object, DocumentObject,
+    Folder, SkippedFile, DOCUMENT_EXTENSION, MAX_FILE_BYTES, SIDECAR_SUFFIX,
 };
 pub use load::{load_beir, load_documents, BeirSet};
 pub use metadata::{
