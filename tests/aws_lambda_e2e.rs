@@ -526,5 +526,25 @@ fn the_build_workflow_plans_encodes_shards_with_a_retry_and_merges() {
         // publishes nothing.
         let err = builder.invoke(json!({"step": "merge", "job": plan["job"], "build_id": "never"})).await.unwrap_err();
         assert!(err["errorMessage"].as_str().unwrap().contains("plan.bin"), "{err}");
+
+        // The workflow's failure path: the clean step removes a failed build's files, and
+        // only its own (the published version stays served).
+        for name in ["plan.bin", "task-00000.bin"] {
+            raw.put_object()
+                .bucket(&bucket)
+                .key(format!("indexes/xom/builds/failed-1/{name}"))
+                .body(ByteStream::from_static(b"left by a failed step"))
+                .send()
+                .await
+                .unwrap();
+        }
+        let clean = json!({"step": "clean", "job": job, "build_id": "failed-1"});
+        let out = builder.invoke(clean.clone()).await.unwrap_or_else(|e| panic!("{e}\n{}", builder.log()));
+        assert_eq!((out["build_id"].as_str(), out["removed"].as_u64()), (Some("failed-1"), Some(2)), "{out}");
+        let left = raw.list_objects_v2().bucket(&bucket).prefix("indexes/xom/builds/").send().await.unwrap();
+        assert_eq!(left.key_count(), Some(0), "the failed build's files are gone");
+        assert!(current().await, "the published version stays");
+        let again = builder.invoke(clean).await.unwrap_or_else(|e| panic!("{e}\n{}", builder.log()));
+        assert_eq!(again["removed"], 0, "cleaning twice is not an error: {again}");
     });
 }

@@ -10,7 +10,10 @@
 //! - `merge` reads the plan, every encoded shard (checked: a missing or damaged one fails the
 //!   build, naming it) and the cache, builds the indexes and publishes the version: `CURRENT`
 //!   moves only after every file is uploaded, and not at all if anything failed. On success
-//!   it removes the build's prefix.
+//!   it removes the build's prefix;
+//! - `clean` removes the build's prefix after a step failed: the workflow runs it on its
+//!   failure path, so a failed build leaves nothing behind (and the bucket's lifecycle rule
+//!   expires what a crash of the workflow itself could leave).
 //!
 //! The same [`sextant_core::build`] functions run in one process (`sextant build`), so a
 //! distributed build and a local one make the same index from the same plan.
@@ -60,6 +63,31 @@ pub enum StepEvent {
         #[serde(default)]
         encoded: Vec<EncodeOutput>,
     },
+    /// Remove a failed build's files.
+    Clean {
+        /// The job (as the workflow was started with it).
+        job: serde_json::Value,
+        /// The build's id.
+        build_id: String,
+    },
+}
+
+/// What the clean step answers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CleanOutput {
+    /// The build's id.
+    pub build_id: String,
+    /// Files removed from the build's prefix.
+    pub removed: usize,
+}
+
+/// The clean step: removes every file under the build's prefix (none there is not an
+/// error). The published versions and `CURRENT` are not touched.
+pub async fn clean_step(job: &BuildJob, build_id: &str, config: &aws_config::SdkConfig) -> Result<CleanOutput> {
+    let target = VersionedIndex::new(config, &Location::parse(&job.target)?)?;
+    let dir = build_dir(&target, build_id)?;
+    let removed = target.store().delete_prefix(&format!("{dir}/")).await?;
+    Ok(CleanOutput { build_id: build_id.to_string(), removed })
 }
 
 /// What the plan step answers.

@@ -9,7 +9,7 @@ use axum::response::Response;
 use lambda_http::{service_fn, LambdaEvent};
 use sextant_aws::build_job::{run, BuildJob};
 use sextant_aws::build_lease::{BuildLease, Debounced};
-use sextant_aws::build_steps::{encode_step, merge_step, plan_step, StepEvent};
+use sextant_aws::build_steps::{clean_step, encode_step, merge_step, plan_step, StepEvent};
 use sextant_aws::Refresher;
 use sextant_core::encode::{DenseEncoder, ModelSet, SparseEncoder};
 use sextant_core::Error;
@@ -165,6 +165,10 @@ async fn run_step(
         StepEvent::Merge { job, build_id, encoded } => {
             let job = BuildJob::from_event(job, defaults)?;
             serde_json::to_value(merge_step(&job, &build_id, &encoded, config).await?)?
+        }
+        StepEvent::Clean { job, build_id } => {
+            let job = BuildJob::from_event(job, defaults)?;
+            serde_json::to_value(clean_step(&job, &build_id, config).await?)?
         }
     };
     tracing::info!(output = %out, "build step finished");

@@ -330,6 +330,38 @@ fn the_key_table_and_the_index_bucket_outlive_the_stack() {
 }
 
 #[test]
+fn a_failed_build_removes_its_files_and_what_a_crash_leaves_expires() {
+    // The workflow's failure path reports, then runs the clean step on the execution's build.
+    let lines: Vec<&str> = resource("IndexBuildWorkflow");
+    let state = |name: &str| {
+        let start = lines.iter().position(|l| l.trim() == format!("{name}:")).unwrap_or_else(|| panic!("no {name}"));
+        joined(&lines, start)
+    };
+    assert!(state("ReportFailure").contains("Next: CleanBuild"), "{}", state("ReportFailure"));
+    let clean = state("CleanBuild");
+    for part in [
+        "Resource: arn:aws:states:::lambda:invoke",
+        "FunctionName: ${BuildFunctionArn}",
+        "step: clean",
+        "job.$: $$.Execution.Input",
+        "build_id.$: $$.Execution.Name",
+        "Next: Failed",
+    ] {
+        assert!(clean.contains(part), "CleanBuild lacks {part:?}: {clean}");
+    }
+    // The step the state names is one the function runs.
+    let event = serde_json::json!({"step": "clean", "job": {"index_id": "x"}, "build_id": "run-1"});
+    assert!(serde_json::from_value::<sextant_aws::build_steps::StepEvent>(event).is_ok());
+    // The builds' prefix of this stack's index (the workflow's target) expires.
+    let rules = property("IndexBucket", "LifecycleConfiguration");
+    assert!(
+        rules.contains("Id: ExpireAbandonedBuilds Status: Enabled Prefix: !Sub indexes/${IndexId}/builds/"),
+        "{rules}"
+    );
+    assert!(TEMPLATE.contains(r#""target": "s3://${IndexBucket}/indexes/${IndexId}","#));
+}
+
+#[test]
 fn rate_table_writers_reach_only_their_own_items() {
     // Rate counters are `rate#…` items, build leases `build#<index>` (sextant-aws).
     assert!(include_str!("../../aws/src/dynamo.rs").contains(r#"format!("rate#{}"#));
