@@ -40,11 +40,10 @@ import math
 import sys
 from collections import defaultdict
 
-from metrics import load_qrels, ndcg10, recall100
+from metrics import documents, load_qrels, ndcg10, recall100
 
 PATHS = ["dense", "bm25", "splade"]
 SHORT = {"dense": "D", "bm25": "B", "splade": "S"}
-
 
 
 def load_set(spec):
@@ -58,18 +57,6 @@ def load_set(spec):
         for p in PATHS:
             r["chunks"][p] = sorted(r["chunks"][p], key=lambda c: -c[1])
     return name, runs, qrels
-
-
-
-
-def documents(chunks):
-    """A path's documents at their best (first) chunk, with that chunk's score."""
-    seen, out = set(), []
-    for d, x, _ in chunks:
-        if d not in seen:
-            seen.add(d)
-            out.append((d, x))
-    return out
 
 
 def chunk_rrf(paths, k, w):

@@ -1,6 +1,6 @@
-"""The metrics and qrels reader the fusion studies share (`choose_fusion.py`,
-`study_fusion.py`): nDCG@10 and Recall@100 as `sextant eval` computes them, over document
-ids ranked best first and a question's judged documents.
+"""What the fusion studies share (`choose_fusion.py`, `study_fusion.py`): the qrels reader,
+a path's documents from its dumped chunk list, and nDCG@10 and Recall@100 as `sextant eval`
+computes them, over document ids ranked best first and a question's judged documents.
 """
 
 import math
@@ -30,3 +30,14 @@ def recall100(ranked, judged):
     """The share of the relevant documents in the first 100."""
     rel = {d for d, g in judged.items() if g > 0}
     return len(rel & set(ranked[:100])) / len(rel) if rel else 0.0
+
+
+def documents(chunks):
+    """A path's documents at their best (first) chunk, with that chunk's score, from its
+    dumped chunk list (`[document, score, chunk]`, best first)."""
+    seen, out = set(), []
+    for d, x, _ in chunks:
+        if d not in seen:
+            seen.add(d)
+            out.append((d, x))
+    return out

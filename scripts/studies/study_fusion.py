@@ -40,7 +40,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from metrics import load_qrels, ndcg10, recall100
+from metrics import documents, load_qrels, ndcg10, recall100
 
 PATHS = ["dense", "bm25", "splade"]
 DEPTH = 100
@@ -50,8 +50,6 @@ def load(runs_path, qrels_path):
     qrels = load_qrels(qrels_path)
     runs = [json.loads(l) for l in open(runs_path) if l.strip()]
     return [r for r in runs if any(g > 0 for g in qrels[r["qid"]].values())], qrels
-
-
 
 
 def confidence(scores, depth=10):
@@ -99,16 +97,6 @@ def zscores(scores):
         return np.zeros(len(s)), -1.0
     z = (s - s.mean()) / sd
     return z, z.min()
-
-
-def documents(chunks):
-    """A path's documents at their best (first) chunk, with its score, from its chunk list."""
-    seen, out = set(), []
-    for d, x, _ in chunks:
-        if d not in seen:
-            seen.add(d)
-            out.append((d, x))
-    return out
 
 
 def prepare(runs, qrels):
