@@ -170,7 +170,8 @@ pub fn check_document_path(id: &str, at: &str) -> Result<(), ApiError> {
         return Err(ApiError::invalid(at, format!("must be 1 to {MAX_DOCUMENT_ID_CHARS} characters, got {n}")));
     }
     if id.split('/').any(str::is_empty) {
-        return Err(ApiError::invalid(at, "may not start or end with '/' or hold '//'"));
+        let shown = crate::envelope::echoed(id, 64);
+        return Err(ApiError::invalid(at, format!("may not start or end with '/' or hold '//', got {shown}")));
     }
     id.split('/').try_for_each(|segment| check_document_id(segment, at))
 }
