@@ -13,13 +13,81 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use serde::Serialize;
 use sextant_core::build::{encode_inputs, encoder_input};
-use sextant_core::corpus::Chunk;
-use sextant_core::encode::SparseVector;
+use sextant_core::corpus::{load_beir, Chunk};
+use sextant_core::encode::{CrossEncoder, ModelSet, SparseVector};
 use sextant_core::index::{Bm25Index, DenseIndex, Index, SpladeIndex, EXACT_ONLY_BELOW};
-use sextant_core::pipeline::{rrf_fuse, Engine, FusionConfig, Path, SearchRequest, DEFAULT_PER_PATH_K};
+use sextant_core::pipeline::{
+    open_engine, rrf_fuse, CrossEncoderReranker, Engine, FusionConfig, Path, SearchRequest, DEFAULT_PER_PATH_K,
+};
 use sextant_core::storage::LocalDir;
 
+use crate::cli::BenchArgs;
+use crate::indexes::{beir_index, cache_dir};
 use crate::jsonl::write_jsonl;
+use crate::report::{BenchReport, PeerSamples, ScaleResult};
+
+/// Runs `sextant bench`: every stage's latency on the set's real index and at each
+/// synthetic scale, printed as tables or JSON lines, with an optional plotted report.
+pub fn command(args: BenchArgs, models: &ModelSet) -> Result<()> {
+    let BenchArgs { beir, queries, scale, passages, json, export, report, peer, build } = args;
+    // Read first: a bad samples file should not cost a benchmark run.
+    let peer = peer.as_deref().map(PeerSamples::read).transpose()?;
+    let set = load_beir(&beir, "test")?;
+    let engine = open_engine(Arc::new(beir_index(&beir, &set, models, &build)?), models)?;
+    let qs: Vec<String> = set.queries.iter().take(queries).map(|q| q.1.clone()).collect();
+    let texts = self::passages(engine.index(), passages);
+    let throughput = if texts.is_empty() { None } else { Some(passage_throughput(&engine, &texts)?) };
+    if let Some(dir) = &export {
+        export_common(dir, &qs, &texts)?;
+    }
+    let measure = |engine: &Engine, label: &str| -> Result<ScaleResult> {
+        let (mut figures, rows) = run(engine, &qs, label)?;
+        if let Some((both, dense, sparse)) = throughput {
+            figures.build_chunks_per_s = both;
+            figures.build_dense_chunks_per_s = dense;
+            figures.build_sparse_chunks_per_s = sparse;
+            figures.build_passages = texts.len();
+        }
+        if let Some(dir) = &export {
+            export_index(dir, engine.index())?;
+        }
+        match json {
+            true => println!("{}", serde_json::to_string(&figures)?),
+            false => print_table(&figures, &rows),
+        }
+        Ok(ScaleResult { figures, stages: rows })
+    };
+    let mut scales = vec![measure(&engine, "real index")?];
+    // The cross-encoder is timed for the table, and for a report's chart.
+    if !json || report.is_some() {
+        if let Some(dir) = &models.reranker {
+            let rr = CrossEncoderReranker::new(CrossEncoder::load(dir)?, "reranker");
+            let model = dir.file_name().and_then(|n| n.to_str()).unwrap_or("(unnamed)");
+            let row = rerank50(&engine, &qs, &rr, model)?;
+            if !json {
+                print_row(&row);
+            }
+            scales[0].stages.push(row);
+        }
+    }
+    if !json {
+        load_time(engine.index())?;
+    }
+    for n in scale {
+        let big = scaled(&engine, n, &cache_dir().join("bench"))?;
+        scales.push(measure(&big, &format!("synthetic {n}"))?);
+        if !json {
+            load_time(big.index())?;
+        }
+    }
+    if let Some(dir) = report {
+        let set = beir.file_name().and_then(|n| n.to_str()).unwrap_or("beir").to_string();
+        let report = BenchReport { set, scales, peer, command: crate::report::command_line() };
+        let page = crate::report::write_bench(&dir, &report)?;
+        eprintln!("report written to {}", page.display());
+    }
+    Ok(())
+}
 
 /// Latency summary of one stage, in milliseconds.
 #[derive(Debug, Clone, Copy, Default, Serialize)]

@@ -144,117 +144,10 @@ pub enum Command {
         route: Option<String>,
     },
     /// Evaluate on a BEIR directory (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv).
-    Eval {
-        /// The BEIR directory (with `--report`, repeatable: one set each).
-        #[arg(long, required = true)]
-        beir: Vec<PathBuf>,
-        /// The qrels split to evaluate (with `--report`: once for every set, or once per
-        /// `--beir`, in the same order).
-        #[arg(long, default_value = "test")]
-        split: Vec<String>,
-        /// Write a plotted report to this directory instead: every mode (dense, bm25,
-        /// splade, plain RRF, the default hybrid) on every set, `index.html` with SVG charts
-        /// (nDCG@10 per mode and set; per question, hybrid against the best single path),
-        /// the charts as `.svg` files, and `report.json`.
-        #[arg(long, value_name = "DIR", conflicts_with_all = ["mode", "paths", "fusion", "feedback", "feedback_documents", "agreement", "recall_head", "recall_dense_weight", "dump_runs", "per_query", "late_interaction"])]
-        report: Option<PathBuf>,
-        #[arg(long, value_enum, default_value_t = Mode::Hybrid)]
-        mode: Mode,
-        /// Print one JSON object.
-        #[arg(long)]
-        json: bool,
-        /// Measure the exhaustive figure instead of what the API serves: 300 candidates a
-        /// path, at which the dense path scans every chunk. By default each path gives the
-        /// API's own depth (200), and the dense path searches the HNSW graph as
-        /// `/v1/retrieve` does.
-        #[arg(long)]
-        exact: bool,
-        /// Also write every path's ranking per query (JSONL) to this file, for studying
-        /// fusion offline (`scripts/studies/choose_fusion.py`): `paths` holds each path's
-        /// documents (at their best chunk), `chunks` its candidates (as many as the
-        /// evaluation's depth) as [document, score, chunk].
-        #[arg(long, hide = true)]
-        dump_runs: Option<PathBuf>,
-        /// Also write each question's metrics (JSONL: qid, ndcg_at_10, recall_at_10,
-        /// recall_at_100, mrr_at_10) to this file, for paired comparisons of two runs
-        /// (`scripts/studies/paired.py`).
-        #[arg(long, value_name = "FILE")]
-        per_query: Option<PathBuf>,
-        /// Let the lexical paths read each question whole, a role in front of it included
-        /// (by default BM25 and SPLADE read it without: "You are an analyst." and the like).
-        #[arg(long)]
-        keep_instructions: bool,
-        /// Only these paths (comma-separated: dense,bm25,splade), instead of the mode's.
-        #[arg(long, value_delimiter = ',')]
-        paths: Vec<Path>,
-        /// The fusion: the default (z-scores of documents), or plain RRF (chunks, k = 60,
-        /// equal weights). Earlier releases' defaults are in git.
-        #[arg(long, value_enum, default_value_t = FusionChoice::Default)]
-        fusion: FusionChoice,
-        /// Dense feedback's strength `c` in the fusion, instead of its own: after a first
-        /// fusion the dense path rescores every candidate for its query moved towards the fused top
-        /// documents by `min(1, c · ids(q))` (0: none).
-        #[arg(long, value_name = "C")]
-        feedback: Option<f32>,
-        /// How many of the first fusion's top documents dense feedback reads, instead of the
-        /// fusion's own.
-        #[arg(long, value_name = "M")]
-        feedback_documents: Option<usize>,
-        /// The agreement term `β` of every path's weight, instead of the fusion's own.
-        #[arg(long, value_name = "BETA")]
-        agreement: Option<f32>,
-        /// The recall tail's head `H`: the fused top H documents are kept, and the rest
-        /// ordered by the tail's RRF, instead of the fusion's own (0: no tail, the fused order
-        /// all the way down).
-        #[arg(long, value_name = "H")]
-        recall_head: Option<usize>,
-        /// The recall tail's dense weight (each lexical path's is 1), instead of the default
-        /// tail's (with `--recall-head`, or alone on the default tail).
-        #[arg(long, value_name = "W")]
-        recall_dense_weight: Option<f32>,
-        /// Instead, compare the mode's ranking (no cross-encoder) with MaxSim late
-        /// interaction over the dense model's token vectors re-scoring its top N, alone and
-        /// fused with it by RRF.
-        #[arg(long, value_name = "N")]
-        late_interaction: Option<usize>,
-        #[command(flatten)]
-        build: BuildArgs,
-    },
+    Eval(Box<EvalArgs>),
     /// Benchmark per-stage latency, HNSW recall and index load time on a BEIR set, at its
     /// real size and at a synthetic larger size.
-    Bench {
-        /// The BEIR directory (its index is built or reused as by `eval`).
-        #[arg(long)]
-        beir: PathBuf,
-        /// Queries to time.
-        #[arg(long, default_value_t = 200)]
-        queries: usize,
-        /// Also measure at these synthetic sizes (chunks), e.g. 100000.
-        #[arg(long)]
-        scale: Vec<usize>,
-        /// Passages (the index's first chunks, as a build encodes them) for the encoding
-        /// throughput figures; 0 skips them.
-        #[arg(long, default_value_t = 256)]
-        passages: usize,
-        /// Print one JSON object per scale (one per line) instead of tables.
-        #[arg(long)]
-        json: bool,
-        /// Write what was measured for a peer to measure the same (`scripts/bench/peer_bench.py`):
-        /// queries.jsonl, passages.jsonl and, per scale, its chunks' texts and dense vectors.
-        #[arg(long, value_name = "DIR")]
-        export: Option<PathBuf>,
-        /// Also write a plotted report to this directory: `index.html` with each scale's
-        /// latency distribution per stage (SVG box plots, beside the peer's with `--peer`),
-        /// the charts as `.svg` files, and `report.json` with every sample.
-        #[arg(long, value_name = "DIR")]
-        report: Option<PathBuf>,
-        /// A peer's samples on the same queries (`scripts/bench/peer_bench.py --samples FILE`),
-        /// drawn beside Sextant's stages in the report.
-        #[arg(long, value_name = "FILE", requires = "report")]
-        peer: Option<PathBuf>,
-        #[command(flatten)]
-        build: BuildArgs,
-    },
+    Bench(Box<BenchArgs>),
     /// Capacity at synthetic sizes: the merge step's time and peak memory, and the memory
     /// of loading the index once and twice (a warm swap), as a function does.
     BenchCapacity {
@@ -585,4 +478,119 @@ impl Mode {
             Mode::Splade => "splade",
         }
     }
+}
+
+/// What `sextant eval` is asked for.
+#[derive(clap::Args)]
+pub struct EvalArgs {
+    /// The BEIR directory (with `--report`, repeatable: one set each).
+    #[arg(long, required = true)]
+    pub beir: Vec<PathBuf>,
+    /// The qrels split to evaluate (with `--report`: once for every set, or once per
+    /// `--beir`, in the same order).
+    #[arg(long, default_value = "test")]
+    pub split: Vec<String>,
+    /// Write a plotted report to this directory instead: every mode (dense, bm25,
+    /// splade, plain RRF, the default hybrid) on every set, `index.html` with SVG charts
+    /// (nDCG@10 per mode and set; per question, hybrid against the best single path),
+    /// the charts as `.svg` files, and `report.json`.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["mode", "paths", "fusion", "feedback", "feedback_documents", "agreement", "recall_head", "recall_dense_weight", "dump_runs", "per_query", "late_interaction"])]
+    pub report: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = Mode::Hybrid)]
+    pub mode: Mode,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// Measure the exhaustive figure instead of what the API serves: 300 candidates a
+    /// path, at which the dense path scans every chunk. By default each path gives the
+    /// API's own depth (200), and the dense path searches the HNSW graph as
+    /// `/v1/retrieve` does.
+    #[arg(long)]
+    pub exact: bool,
+    /// Also write every path's ranking per query (JSONL) to this file, for studying
+    /// fusion offline (`scripts/studies/choose_fusion.py`): `paths` holds each path's
+    /// documents (at their best chunk), `chunks` its candidates (as many as the
+    /// evaluation's depth) as [document, score, chunk].
+    #[arg(long, hide = true)]
+    pub dump_runs: Option<PathBuf>,
+    /// Also write each question's metrics (JSONL: qid, ndcg_at_10, recall_at_10,
+    /// recall_at_100, mrr_at_10) to this file, for paired comparisons of two runs
+    /// (`scripts/studies/paired.py`).
+    #[arg(long, value_name = "FILE")]
+    pub per_query: Option<PathBuf>,
+    /// Let the lexical paths read each question whole, a role in front of it included
+    /// (by default BM25 and SPLADE read it without: "You are an analyst." and the like).
+    #[arg(long)]
+    pub keep_instructions: bool,
+    /// Only these paths (comma-separated: dense,bm25,splade), instead of the mode's.
+    #[arg(long, value_delimiter = ',')]
+    pub paths: Vec<Path>,
+    /// The fusion: the default (z-scores of documents), or plain RRF (chunks, k = 60,
+    /// equal weights). Earlier releases' defaults are in git.
+    #[arg(long, value_enum, default_value_t = FusionChoice::Default)]
+    pub fusion: FusionChoice,
+    /// Dense feedback's strength `c` in the fusion, instead of its own: after a first
+    /// fusion the dense path rescores every candidate for its query moved towards the fused top
+    /// documents by `min(1, c · ids(q))` (0: none).
+    #[arg(long, value_name = "C")]
+    pub feedback: Option<f32>,
+    /// How many of the first fusion's top documents dense feedback reads, instead of the
+    /// fusion's own.
+    #[arg(long, value_name = "M")]
+    pub feedback_documents: Option<usize>,
+    /// The agreement term `β` of every path's weight, instead of the fusion's own.
+    #[arg(long, value_name = "BETA")]
+    pub agreement: Option<f32>,
+    /// The recall tail's head `H`: the fused top H documents are kept, and the rest
+    /// ordered by the tail's RRF, instead of the fusion's own (0: no tail, the fused order
+    /// all the way down).
+    #[arg(long, value_name = "H")]
+    pub recall_head: Option<usize>,
+    /// The recall tail's dense weight (each lexical path's is 1), instead of the default
+    /// tail's (with `--recall-head`, or alone on the default tail).
+    #[arg(long, value_name = "W")]
+    pub recall_dense_weight: Option<f32>,
+    /// Instead, compare the mode's ranking (no cross-encoder) with MaxSim late
+    /// interaction over the dense model's token vectors re-scoring its top N, alone and
+    /// fused with it by RRF.
+    #[arg(long, value_name = "N")]
+    pub late_interaction: Option<usize>,
+    #[command(flatten)]
+    pub build: BuildArgs,
+}
+
+/// What `sextant bench` is asked for.
+#[derive(clap::Args)]
+pub struct BenchArgs {
+    /// The BEIR directory (its index is built or reused as by `eval`).
+    #[arg(long)]
+    pub beir: PathBuf,
+    /// Queries to time.
+    #[arg(long, default_value_t = 200)]
+    pub queries: usize,
+    /// Also measure at these synthetic sizes (chunks), e.g. 100000.
+    #[arg(long)]
+    pub scale: Vec<usize>,
+    /// Passages (the index's first chunks, as a build encodes them) for the encoding
+    /// throughput figures; 0 skips them.
+    #[arg(long, default_value_t = 256)]
+    pub passages: usize,
+    /// Print one JSON object per scale (one per line) instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Write what was measured for a peer to measure the same (`scripts/bench/peer_bench.py`):
+    /// queries.jsonl, passages.jsonl and, per scale, its chunks' texts and dense vectors.
+    #[arg(long, value_name = "DIR")]
+    pub export: Option<PathBuf>,
+    /// Also write a plotted report to this directory: `index.html` with each scale's
+    /// latency distribution per stage (SVG box plots, beside the peer's with `--peer`),
+    /// the charts as `.svg` files, and `report.json` with every sample.
+    #[arg(long, value_name = "DIR")]
+    pub report: Option<PathBuf>,
+    /// A peer's samples on the same queries (`scripts/bench/peer_bench.py --samples FILE`),
+    /// drawn beside Sextant's stages in the report.
+    #[arg(long, value_name = "FILE", requires = "report")]
+    pub peer: Option<PathBuf>,
+    #[command(flatten)]
+    pub build: BuildArgs,
 }

@@ -10,6 +10,7 @@ mod build;
 mod capacity;
 mod cli;
 mod commands;
+mod eval;
 mod indexes;
 mod jsonl;
 mod progress;

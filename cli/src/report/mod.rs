@@ -428,6 +428,16 @@ fn write_files(dir: &FsPath, svgs: Vec<(String, String)>, html: &str, json: &Val
     Ok(page)
 }
 
+/// This process's command line as a user would type it: `sextant` and the arguments,
+/// any with a space or a quote in single quotes.
+pub fn command_line() -> String {
+    let args = std::env::args().skip(1).map(|a| match a.contains([' ', '\'', '"']) || a.is_empty() {
+        true => format!("'{}'", a.replace('\'', "'\\''")),
+        false => a,
+    });
+    std::iter::once("sextant".to_string()).chain(args).collect::<Vec<_>>().join(" ")
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
