@@ -177,7 +177,7 @@ impl Api {
             None => Bytes::new(),
         };
         let request = request.body(Full::new(bytes)).map_err(|e| e.to_string())?;
-        let answer = self.client.request(request).await.map_err(|e| describe(&e))?;
+        let answer = self.client.request(request).await.map_err(|e| sextant_rerank::describe_error(&e))?;
         let status = answer.status();
         let bytes = Limited::new(answer.into_body(), MAX_ANSWER_BYTES)
             .collect()
@@ -280,17 +280,6 @@ fn refusal(status: StatusCode, answer: &Value) -> String {
         Some(message) => format!("{} {message}", status.as_u16()),
         None => status.to_string(),
     }
-}
-
-/// A client error with its cause (hyper's own message is only "client error (Connect)").
-fn describe(e: &hyper_util::client::legacy::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        out.push_str(&format!(": {s}"));
-        source = s.source();
-    }
-    out
 }
 
 #[cfg(test)]

@@ -129,10 +129,12 @@ impl CohereReranker {
     }
 }
 
-/// A client error with its cause (hyper's own message is only "client error (Connect)").
-fn describe(e: &hyper_util::client::legacy::Error) -> String {
+/// An error with its causes, each after a colon: a client error's own message is only
+/// "client error (Connect)", its cause says what failed. Used wherever this workspace makes
+/// HTTP calls with hyper's client (the hosted rerankers, `sextant put`).
+pub fn describe(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
-    let mut source = std::error::Error::source(e);
+    let mut source = e.source();
     while let Some(s) = source {
         out.push_str(": ");
         out.push_str(&s.to_string());

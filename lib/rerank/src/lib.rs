@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use bedrock::BedrockReranker;
-pub use cohere::CohereReranker;
+pub use cohere::{describe as describe_error, CohereReranker};
 pub use error::{Error, Result};
 use sextant_core::pipeline::Reranker;
 

@@ -140,11 +140,8 @@ fn stored(d: sextant_live::DocumentInfo) -> StoredDocument {
 
 /// Checks a document id (see [`MAX_DOCUMENT_ID_CHARS`]); `at` names it in the error.
 pub fn check_document_id(id: &str, at: &str) -> Result<(), ApiError> {
-    let n = id.chars().count();
+    check_id_length(id, at)?;
     let shown = crate::envelope::echoed(id, 64);
-    if n == 0 || n > MAX_DOCUMENT_ID_CHARS {
-        return Err(ApiError::invalid(at, format!("must be 1 to {MAX_DOCUMENT_ID_CHARS} characters, got {n}")));
-    }
     if id.contains('/') || id.contains('\\') {
         return Err(ApiError::invalid(at, format!("may not contain '/' or '\\', got {shown}")));
     }
@@ -157,6 +154,15 @@ pub fn check_document_id(id: &str, at: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// An id of 1 to [`MAX_DOCUMENT_ID_CHARS`] characters, folders included.
+fn check_id_length(id: &str, at: &str) -> Result<(), ApiError> {
+    let n = id.chars().count();
+    if n == 0 || n > MAX_DOCUMENT_ID_CHARS {
+        return Err(ApiError::invalid(at, format!("must be 1 to {MAX_DOCUMENT_ID_CHARS} characters, got {n}")));
+    }
+    Ok(())
+}
+
 /// Checks a document id named in a request's path: a [`check_document_id`] id, or one with
 /// folders, as a folder build names its files (`handbook/intro.md`): segments between `/`
 /// that are each a valid id (none empty, `.` or `..`), at most [`MAX_DOCUMENT_ID_CHARS`]
@@ -165,10 +171,7 @@ pub fn check_document_path(id: &str, at: &str) -> Result<(), ApiError> {
     if !id.contains('/') {
         return check_document_id(id, at);
     }
-    let n = id.chars().count();
-    if n > MAX_DOCUMENT_ID_CHARS {
-        return Err(ApiError::invalid(at, format!("must be 1 to {MAX_DOCUMENT_ID_CHARS} characters, got {n}")));
-    }
+    check_id_length(id, at)?;
     if id.split('/').any(str::is_empty) {
         let shown = crate::envelope::echoed(id, 64);
         return Err(ApiError::invalid(at, format!("may not start or end with '/' or hold '//', got {shown}")));
