@@ -447,6 +447,105 @@ fn a_folder_is_served_with_paths_as_ids_fields_from_front_matter_and_sidecars_an
     assert!(!ok && report["written"] == 0, "{report}");
 }
 
+/// A batch: many documents in one call, each answered in order (written, or the error
+/// naming its field), the written ones searchable when the answer comes and kept across a
+/// restart; a body that is no batch is a 4xx in the envelope.
+#[test]
+fn a_batch_writes_many_documents_and_answers_for_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = key_store(dir.path());
+    let data = dir.path().join("data");
+    let server = start(&keys, &data, &[]);
+    let a = server.addr.as_str();
+    let batch = |key: &str, content_type: &str, body: &[u8]| {
+        let auth = bearer(key);
+        let h = [("Authorization", auth.as_str()), ("Content-Type", content_type)];
+        http(a, "POST", "/v1/indexes/demo/documents:batch", &h, body)
+    };
+    let docs = json!([
+        {"documentId": "handbook/travel.md", "text": HANDBOOK, "contentType": "text/markdown",
+         "metadata": {"department": "people-ops", "pages": 2}},
+        {"documentId": "no-text", "title": "Empty"},
+        {"documentId": "../escape", "text": "Not written."},
+        {"documentId": "clash", "text": "Pages as words.", "metadata": {"pages": "two"}},
+        {"documentId": "badge-note", "text": "Report a lost badge to security within one hour.",
+         "metadata": {"department": "security"}},
+        {"text": "No id at all."},
+        {"documentId": "typo", "text": "x", "titel": "misspelt"},
+    ]);
+    let r = batch(WRITER, "application/json", docs.to_string().as_bytes());
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!((r.body["written"].as_u64(), r.body["failed"].as_u64()), (Some(2), Some(5)), "{:?}", r.body);
+    let results = r.body["results"].as_array().unwrap();
+    let shown: Vec<String> = results
+        .iter()
+        .map(|x| match x.get("error") {
+            Some(e) => format!("{} {} {}", x["documentId"], e["field"], e["code"]),
+            None => format!("{} {} {}", x["documentId"], x["status"], x["created"]),
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            "\"handbook/travel.md\" \"live\" true",
+            "\"no-text\" \"text\" \"invalid_request\"",
+            "\"../escape\" \"documentId\" \"invalid_request\"",
+            "\"clash\" \"metadata.pages\" \"invalid_request\"",
+            "\"badge-note\" \"live\" true",
+            "null \"documentId\" \"invalid_request\"",
+            "\"typo\" \"titel\" \"invalid_request\"",
+        ]
+    );
+    assert!(results[3]["error"]["message"].as_str().unwrap().contains("is a number"), "{:?}", results[3]);
+    assert!(results[0]["chunks"].as_u64().unwrap() >= 1 && results[0]["seq"].as_u64().is_some());
+    // Searchable when the answer comes, filterable by the fields sent.
+    assert_eq!(search_ids(a, "meal allowance per diem in Zurich", json!({}))[0], "handbook/travel.md");
+    assert_eq!(search_ids(a, "lost badge", json!({"metadata": {"department": "security"}})), vec!["badge-note"]);
+    assert_eq!(call(a, "GET", "/v1/indexes/demo/documents/clash", READER, None).status, 404, "refused, not stored");
+
+    // NDJSON: one document per line; a line that is not JSON is that document's error.
+    let ndjson = format!(
+        "{}\n{{not json\n\n{}\n",
+        json!({"documentId": "nd-1", "text": "Quarterly offsite in Lisbon."}),
+        json!({"documentId": "handbook/travel.md", "text": HANDBOOK, "contentType": "text/markdown",
+               "metadata": {"department": "people-ops", "pages": 3}})
+    );
+    let r = batch(WRITER, "application/x-ndjson", ndjson.as_bytes());
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let results = r.body["results"].as_array().unwrap();
+    assert_eq!(results.len(), 3);
+    assert_eq!((results[0]["status"].as_str(), results[0]["created"].as_bool()), (Some("live"), Some(true)));
+    assert!(results[1]["error"]["message"].as_str().unwrap().starts_with("line 2 is not a JSON document"));
+    assert_eq!(results[2]["created"].as_bool(), Some(false), "a replacement");
+
+    // Not a batch: the envelope, naming what is wrong.
+    for (key, ct, body, status, says) in [
+        (WRITER, "application/json", &b"{\"documentId\": \"x\"}"[..], 400, "JSON array"),
+        (WRITER, "application/json", b"[]", 400, "no documents"),
+        (WRITER, "application/json", b"[{\"documentId\": ", 400, "not valid JSON"),
+        (WRITER, "text/plain", b"hello", 415, "application/x-ndjson"),
+        (READER, "application/json", b"[{\"documentId\": \"r\", \"text\": \"x\"}]", 403, "write"),
+    ] {
+        let r = batch(key, ct, body);
+        assert_eq!(r.status, status, "{:?}", r.body);
+        assert_eq!(r.body["success"], false);
+        assert!(r.body["error"]["message"].as_str().unwrap().contains(says), "{:?}", r.body);
+    }
+    let many: Vec<Value> = (0..1001).map(|i| json!({"documentId": format!("m{i}"), "text": "x"})).collect();
+    let r = batch(WRITER, "application/json", Value::Array(many).to_string().as_bytes());
+    assert_eq!(r.status, 400);
+    assert!(r.body["error"]["message"].as_str().unwrap().contains("at most 1000 documents"), "{:?}", r.body);
+    assert_eq!(call(a, "GET", "/v1/indexes/demo/documents:batch", WRITER, None).status, 405);
+
+    // Kept across a restart.
+    drop(server);
+    let server = start(&keys, &data, &[]);
+    let r = call(&server.addr, "GET", "/v1/indexes/demo/documents/handbook%2Ftravel.md", READER, None);
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(r.body["metadata"]["pages"], 3);
+    assert_eq!(call(&server.addr, "GET", "/v1/indexes/demo/documents/nd-1", READER, None).status, 200);
+}
+
 #[test]
 fn a_server_killed_during_writes_keeps_every_acknowledged_write_and_serves_nothing_half_written() {
     use std::collections::BTreeMap;

@@ -105,7 +105,17 @@ impl Wal {
 
     /// Appends `record` and flushes it to disk: when this returns, the write survives a crash.
     pub fn append(&mut self, record: &Record) -> Result<()> {
-        let bytes = frame(record)?;
+        self.append_all(std::slice::from_ref(record))
+    }
+
+    /// Appends `records` in one write and one flush: when this returns, every one of them
+    /// survives a crash. A crash before it returns may keep a prefix of them (each record is
+    /// framed, so a record cut short is dropped on the next open, never half-read).
+    pub fn append_all(&mut self, records: &[Record]) -> Result<()> {
+        let mut bytes = Vec::new();
+        for r in records {
+            bytes.extend(frame(r)?);
+        }
         self.file.write_all(&bytes).and_then(|_| self.file.sync_data()).map_err(|e| Error::io(&self.path, e))
     }
 

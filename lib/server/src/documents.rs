@@ -88,6 +88,12 @@ impl From<StoreError> for ApiError {
 pub trait DocumentStore: Send + Sync {
     /// Puts `document`, replacing any with its id.
     fn put(&self, document: Document) -> Result<Written, StoreError>;
+    /// Puts `documents`, each as [`DocumentStore::put`] would, with an outcome per document
+    /// in the order given. An `Err` means none of them was written. By default each is put
+    /// in turn; a store that can write them together does.
+    fn put_many(&self, documents: Vec<Document>) -> Result<Vec<Result<Written, StoreError>>, StoreError> {
+        Ok(documents.into_iter().map(|d| self.put(d)).collect())
+    }
     /// Deletes document `id`; `None` when there is none.
     fn delete(&self, id: &str) -> Result<Option<Written>, StoreError>;
     /// Document `id`.
@@ -110,6 +116,17 @@ impl DocumentStore for sextant_live::LiveIndex {
     fn put(&self, document: Document) -> Result<Written, StoreError> {
         let out = sextant_live::LiveIndex::put(self, document).map_err(live_error)?;
         Ok(Written { status: "live", created: Some(out.created), chunks: Some(out.chunks), seq: Some(out.seq) })
+    }
+
+    fn put_many(&self, documents: Vec<Document>) -> Result<Vec<Result<Written, StoreError>>, StoreError> {
+        let outcomes = sextant_live::LiveIndex::put_many(self, documents).map_err(live_error)?;
+        Ok(outcomes
+            .into_iter()
+            .map(|o| {
+                let out = o.map_err(live_error)?;
+                Ok(Written { status: "live", created: Some(out.created), chunks: Some(out.chunks), seq: Some(out.seq) })
+            })
+            .collect())
     }
 
     fn delete(&self, id: &str) -> Result<Option<Written>, StoreError> {

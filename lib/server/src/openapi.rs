@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde_json::{json, Map, Value};
 
 use crate::envelope::ErrorEnvelope;
+use crate::routes::batch::{BatchResponse, MAX_BATCH_DOCUMENTS};
 use crate::routes::context::{ContextBody, ContextResponse};
 use crate::routes::documents::{CompactResponse, DocumentBody, DocumentPage, DocumentResponse, WriteResponse};
 use crate::routes::knowledge_base::{KbRequest, KbResponse};
@@ -152,6 +153,29 @@ pub fn document() -> Value {
                         "description": "The metadata of a raw body: a JSON object (ASCII; escape others as \\u)",
                         "schema": {"type": "string"}}),
                 ],
+            },
+        },
+        Operation {
+            method: "post",
+            path: "/v1/indexes/{index}/documents:batch",
+            id: "putDocuments",
+            tag: "documents",
+            summary: "Write up to 1,000 documents at once (a JSON array, or application/x-ndjson: one per line), \
+                      each a PUT's JSON body with its documentId; one result per document, in order (written, or \
+                      the error naming the field); 200 when live, 202 when pending",
+            request: Some((
+                json!({"type": "array", "minItems": 1, "maxItems": MAX_BATCH_DOCUMENTS, "items": schema(of::<DocumentBody>)}),
+                json!([{"documentId": "travel-note", "text": "Cross-border volume grew 24% on travel.",
+                        "metadata": {"team": "payments"}},
+                       {"documentId": "handbook/intro.md", "text": "# Intro\n\nWelcome.", "contentType": "text/markdown"}]),
+            )),
+            ok: (200, schema(of::<BatchResponse>)),
+            error: error.clone(),
+            statuses: v1_errors,
+            more: More {
+                raw_bodies: &["application/x-ndjson"],
+                accepted: Some("Stored, searchable once the build it started is published"),
+                ..More::default()
             },
         },
         Operation {
@@ -390,6 +414,10 @@ mod tests {
                     "putDocument" => {
                         serde_json::from_value::<crate::routes::documents::DocumentBody>(example.clone()).map(|_| ())
                     }
+                    "putDocuments" => {
+                        serde_json::from_value::<Vec<crate::routes::documents::DocumentBody>>(example.clone())
+                            .map(|_| ())
+                    }
                     other => panic!("an example for {other}, which takes no body"),
                 };
                 parsed.unwrap_or_else(|e| panic!("{id}'s example is refused: {e}"));
@@ -399,7 +427,7 @@ mod tests {
         ids.sort();
         ids.dedup();
         assert_eq!(ids.len(), count, "operationIds repeat: {ids:?}");
-        assert_eq!(count, 11, "{ids:?}");
+        assert_eq!(count, 12, "{ids:?}");
     }
 
     /// The copy in the repository (`openapi.json`, which clients are generated and checked

@@ -35,6 +35,10 @@ pub fn router(state: Arc<AppState>) -> Router {
             "/v1/indexes/{index}/documents",
             get(routes::documents::list).fallback(|| async { ApiError::method_not_allowed().accepting("GET") }),
         )
+        .route(
+            "/v1/indexes/{index}/documents:batch",
+            post(routes::batch::handle).fallback(|| async { ApiError::method_not_allowed() }),
+        )
         .route("/v1/indexes/{index}/compact", post(routes::documents::compact).fallback(method_not_allowed))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), auth::authenticate))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), shed_load));

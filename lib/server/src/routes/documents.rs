@@ -39,6 +39,10 @@ const MAX_PAGE: usize = 1000;
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct DocumentBody {
+    /// The document's id: required in a batch; a `PUT` names it in its path (when given
+    /// here too, it must be the same).
+    #[serde(default)]
+    pub document_id: Option<String>,
     /// The document's text, read as `contentType` says (one of `text` and `segments`).
     #[serde(default)]
     pub text: Option<String>,
@@ -202,7 +206,12 @@ pub struct CompactResponse {
 }
 
 /// The store of `index`, for a caller holding `scope` there.
-fn store_for(state: &AppState, caller: &Caller, index: &str, scope: Scope) -> Result<Arc<dyn DocumentStore>, ApiError> {
+pub(crate) fn store_for(
+    state: &AppState,
+    caller: &Caller,
+    index: &str,
+    scope: Scope,
+) -> Result<Arc<dyn DocumentStore>, ApiError> {
     let shown = crate::envelope::echoed(index, 64);
     if !caller.key.allows(index, scope) {
         let held = caller.key.scope(index).map_or("none".to_string(), |s| s.name().to_string());
@@ -300,25 +309,33 @@ fn document_of(id: &str, call: &RawCall) -> Result<Document, ApiError> {
         }
         None => {
             let body: DocumentBody = crate::request::json_body(&call.headers, &call.body, call.body.len().max(1))?;
-            let (fields, metadata) = (body.rest(), body.metadata.clone());
-            let (segments, found_title) = match (body.text, body.segments) {
-                (Some(_), Some(_)) => return Err(ApiError::invalid("segments", "send text or segments, not both")),
-                (None, None) => return Err(ApiError::invalid("text", "is required (or segments)")),
-                (None, Some(segments)) => (segments, None),
-                (Some(text), None) => {
-                    let media = match body.content_type.as_deref() {
-                        None => sextant_ingest::MediaType::PlainText,
-                        Some(ct) => sextant_ingest::MediaType::from_content_type(ct)
-                            .map_err(|e| ApiError::invalid("contentType", e.to_string()))?,
-                    };
-                    let parsed = sextant_ingest::parse(media, text.as_bytes()).map_err(ingest_error)?;
-                    (segments_of(parsed.blocks), parsed.title)
-                }
-            };
-            let title = body.title.or(found_title).unwrap_or_default();
-            finish(id, title, segments, metadata, fields)
+            json_document(id, body)
         }
     }
+}
+
+/// The document that the JSON `body` describes, as document `id`.
+pub(crate) fn json_document(id: &str, body: DocumentBody) -> Result<Document, ApiError> {
+    if body.document_id.as_deref().is_some_and(|named| named != id) {
+        return Err(ApiError::invalid("documentId", "is not the id the path names (leave it out of a PUT's body)"));
+    }
+    let (fields, metadata) = (body.rest(), body.metadata.clone());
+    let (segments, found_title) = match (body.text, body.segments) {
+        (Some(_), Some(_)) => return Err(ApiError::invalid("segments", "send text or segments, not both")),
+        (None, None) => return Err(ApiError::invalid("text", "is required (or segments)")),
+        (None, Some(segments)) => (segments, None),
+        (Some(text), None) => {
+            let media = match body.content_type.as_deref() {
+                None => sextant_ingest::MediaType::PlainText,
+                Some(ct) => sextant_ingest::MediaType::from_content_type(ct)
+                    .map_err(|e| ApiError::invalid("contentType", e.to_string()))?,
+            };
+            let parsed = sextant_ingest::parse(media, text.as_bytes()).map_err(ingest_error)?;
+            (segments_of(parsed.blocks), parsed.title)
+        }
+    };
+    let title = body.title.or(found_title).unwrap_or_default();
+    finish(id, title, segments, metadata, fields)
 }
 
 /// The financial fields of a JSON document.
@@ -386,7 +403,7 @@ fn finish(
     })
 }
 
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, ApiError> {
+pub(crate) async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, ApiError> {
     tokio::task::spawn_blocking(f).await.map_err(|e| {
         tracing::error!("a document call did not finish: {e}");
         ApiError::internal()
@@ -397,7 +414,7 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
 type DocPath = Result<Path<(String, String)>, axum::extract::rejection::PathRejection>;
 
 /// Runs `inner` on the request read within `limit` bytes; its error is the envelope.
-async fn answer<F: std::future::Future<Output = Result<Response, ApiError>>>(
+pub(crate) async fn answer<F: std::future::Future<Output = Result<Response, ApiError>>>(
     state: Arc<AppState>,
     req: Request,
     limit: usize,

@@ -1,6 +1,7 @@
 //! One module per endpoint: its request and response types (the wire shapes, with their
 //! JSON Schemas) and its handler.
 
+pub(crate) mod batch;
 pub(crate) mod context;
 pub(crate) mod documents;
 pub(crate) mod knowledge_base;
