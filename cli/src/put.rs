@@ -1,6 +1,6 @@
 //! `sextant put`: a folder or a file of documents sent to a running Sextant (the embedded
-//! server or the API on AWS) through the document API, several requests at once, with a
-//! progress bar. A document the index already holds as it is (the same segments, title and
+//! server or the API on AWS) through the document API, in batches
+//! (`POST .../documents:batch`), several requests at once, with a progress bar. A document the index already holds as it is (the same segments, title and
 //! fields) is not sent again, so a second run after an interruption sends only what is
 //! left. The folder is read as `build --docs` reads it
 //! ([`sextant_core::corpus::load_folder`]).
@@ -188,62 +188,145 @@ impl Api {
     }
 }
 
-/// Every document put, `concurrency` at once; outcomes in the order of `documents`.
+/// Every document put: first checked against the index, `concurrency` at once, then the
+/// ones it does not hold as they are sent in batches ([`batches`]), `concurrency` batches at
+/// once. Outcomes in the order of `documents`.
 async fn put_all(api: Arc<Api>, documents: Vec<Document>, concurrency: usize) -> Vec<Outcome> {
     let total = documents.len();
     let bar = Arc::new(ProgressDisplay::of("documents"));
     let permits = Arc::new(tokio::sync::Semaphore::new(concurrency));
-    let mut tasks = tokio::task::JoinSet::new();
+    let mut outcomes: Vec<Option<Outcome>> = vec![None; total];
+    let mut checks = tokio::task::JoinSet::new();
     for (i, document) in documents.into_iter().enumerate() {
         let permit = permits.clone().acquire_owned().await.expect("the semaphore is never closed");
         let api = api.clone();
-        tasks.spawn(async move {
-            let outcome = put_one(&api, document).await;
+        checks.spawn(async move {
+            let checked = check_one(&api, &document).await;
             drop(permit);
-            (i, outcome)
+            (i, document, checked)
         });
     }
-    let mut outcomes: Vec<Option<Outcome>> = vec![None; total];
+    let mut to_write = Vec::new();
     let mut done = 0;
-    while let Some(joined) = tasks.join_next().await {
-        let (i, outcome) = joined.expect("a put task does not panic");
-        outcomes[i] = Some(outcome);
+    while let Some(joined) = checks.join_next().await {
+        let (i, document, checked) = joined.expect("a check does not panic");
+        match checked {
+            Some(outcome) => outcomes[i] = Some(outcome),
+            None => to_write.push((i, document)),
+        }
         done += 1;
-        bar.update("put", done, total);
+        bar.update("check", done, total);
+    }
+    to_write.sort_by_key(|(i, _)| *i);
+    let mut writes = tokio::task::JoinSet::new();
+    let mut done = 0;
+    let to_send = to_write.len();
+    for batch in batches(to_write) {
+        let permit = permits.clone().acquire_owned().await.expect("the semaphore is never closed");
+        let api = api.clone();
+        writes.spawn(async move {
+            let written = put_batch(&api, batch).await;
+            drop(permit);
+            written
+        });
+    }
+    while let Some(joined) = writes.join_next().await {
+        let written = joined.expect("a batch does not panic");
+        done += written.len();
+        for (i, outcome) in written {
+            outcomes[i] = Some(outcome);
+        }
+        bar.update("put", done, to_send);
     }
     bar.finish();
     outcomes.into_iter().map(|o| o.expect("every document has an outcome")).collect()
 }
 
-/// One document: skipped when the index holds it as it is, else written (retried while the
-/// server is busy or unreachable).
-async fn put_one(api: &Api, document: Document) -> Outcome {
-    let url = api.document_url(&document.document_id);
-    let outcome = |status, error| Outcome { document_id: document.document_id.clone(), status, error };
-    match api.call(Method::GET, &url, None).await {
-        Ok((StatusCode::OK, held)) if holds(&held, &document) => return outcome("unchanged", None),
-        Ok((StatusCode::OK | StatusCode::NOT_FOUND, _)) => {}
-        Ok((status, answer)) => return outcome("failed", Some(refusal(status, &answer))),
-        Err(e) => return outcome("failed", Some(e)),
+/// Documents per batch, at most (the API takes up to 1,000).
+const BATCH_DOCUMENTS: usize = 64;
+
+/// A batch's body, at most: under the 6 MB that a Lambda function takes (the API on AWS).
+const BATCH_BYTES: usize = 4 << 20;
+
+/// `documents` (with their places) as batch bodies: in order, each at most
+/// [`BATCH_DOCUMENTS`] documents and [`BATCH_BYTES`] of JSON (a larger document goes alone).
+fn batches(documents: Vec<(usize, Document)>) -> Vec<Vec<(usize, String, Value)>> {
+    let mut out: Vec<Vec<(usize, String, Value)>> = Vec::new();
+    let mut bytes = 0;
+    for (i, document) in documents {
+        let mut body = body_of(&document);
+        body["documentId"] = Value::String(document.document_id.clone());
+        let size = body.to_string().len();
+        match out.last_mut() {
+            Some(last) if last.len() < BATCH_DOCUMENTS && bytes + size <= BATCH_BYTES => {
+                bytes += size;
+                last.push((i, document.document_id, body));
+            }
+            _ => {
+                bytes = size;
+                out.push(vec![(i, document.document_id, body)]);
+            }
+        }
     }
-    let body = body_of(&document);
+    out
+}
+
+/// The outcome of a document the index holds as it is (`unchanged`) or that could not be
+/// checked (`failed`); `None` when it is to be written.
+async fn check_one(api: &Api, document: &Document) -> Option<Outcome> {
+    let outcome = |status, error| Some(Outcome { document_id: document.document_id.clone(), status, error });
+    match api.call(Method::GET, &api.document_url(&document.document_id), None).await {
+        Ok((StatusCode::OK, held)) if holds(&held, document) => outcome("unchanged", None),
+        Ok((StatusCode::OK | StatusCode::NOT_FOUND, _)) => None,
+        Ok((status, answer)) => outcome("failed", Some(refusal(status, &answer))),
+        Err(e) => outcome("failed", Some(e)),
+    }
+}
+
+/// One batch written (retried while the server is busy or unreachable): each document's
+/// outcome from its result in the answer.
+async fn put_batch(api: &Api, batch: Vec<(usize, String, Value)>) -> Vec<(usize, Outcome)> {
+    let url = format!("{}/v1/indexes/{}/documents:batch", api.base, utf8_percent_encode(&api.index, SEGMENT));
+    let body = Value::Array(batch.iter().map(|(_, _, body)| body.clone()).collect());
+    let all = |status, error: Option<String>| {
+        batch.iter().map(|(i, id, _)| (*i, Outcome { document_id: id.clone(), status, error: error.clone() })).collect()
+    };
     let mut last = String::new();
     for attempt in 0..ATTEMPTS {
         if attempt > 0 {
             tokio::time::sleep(Duration::from_millis(250 << attempt)).await;
         }
-        match api.call(Method::PUT, &url, Some(&body)).await {
-            Ok((status, _)) if status.is_success() => return outcome("written", None),
+        match api.call(Method::POST, &url, Some(&body)).await {
+            Ok((status, answer)) if status.is_success() => {
+                let results = answer["results"].as_array().map(Vec::as_slice).unwrap_or_default();
+                if results.len() != batch.len() {
+                    return all(
+                        "failed",
+                        Some(format!("the answer holds {} results for {}", results.len(), batch.len())),
+                    );
+                }
+                return batch
+                    .iter()
+                    .zip(results)
+                    .map(|((i, id, _), result)| {
+                        let error = result
+                            .get("error")
+                            .map(|e| e["message"].as_str().map_or_else(|| e.to_string(), str::to_string));
+                        let status = if error.is_some() { "failed" } else { "written" };
+                        (*i, Outcome { document_id: id.clone(), status, error })
+                    })
+                    .collect();
+            }
             Ok((status, answer))
                 if status == StatusCode::TOO_MANY_REQUESTS || status == StatusCode::SERVICE_UNAVAILABLE =>
             {
                 last = refusal(status, &answer)
             }
-            Ok((status, answer)) => return outcome("failed", Some(refusal(status, &answer))),
+            Ok((status, answer)) => return all("failed", Some(refusal(status, &answer))),
             Err(e) => last = e,
         }
     }
-    outcome("failed", Some(last))
+    all("failed", Some(last))
 }
 
 /// The document as the API's JSON body takes it (`segments`, title and fields).
