@@ -52,6 +52,17 @@ async def test_documents_round_trip(aclient: AsyncSextant, index: str) -> None:
         await aclient.get_document(index, document_id)
 
 
+async def test_put_documents(aclient: AsyncSextant, index: str) -> None:
+    ids = [f"client-async-batch-{uuid.uuid4().hex[:12]}" for _ in range(2)]
+    r = await aclient.put_documents(index, [{"document_id": i, "segments": [f"Batch part {i}."]} for i in ids])
+    try:
+        assert (r.written, r.failed) == (2, 0) and [x.document_id for x in r.results] == ids
+        assert (await aclient.get_document(index, ids[1])).text == f"Batch part {ids[1]}."
+    finally:
+        for i in ids:
+            await aclient.delete_document(index, i)
+
+
 async def test_errors(aclient: AsyncSextant) -> None:
     with pytest.raises(BadRequestError) as e:
         await aclient.retrieve("revenue", filters={"quarter": "Q5"})

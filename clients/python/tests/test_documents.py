@@ -103,6 +103,36 @@ def test_an_id_with_a_slash_stays_one_path_segment(client: Sextant, index: str, 
     assert "a//b" in e.value.message
 
 
+def test_put_documents_writes_a_batch_and_answers_for_each(client: Sextant, index: str) -> None:
+    """A batch: models and mappings (Python or wire names) in one call, each answered in
+    order; a refused document is its own result, not an exception, and the rest are
+    searchable at once."""
+    from sextant.types import DocumentBody
+
+    tag = uuid.uuid4().hex[:8]
+    ids = [f"batch-{tag}-{i}" for i in range(3)]
+    try:
+        r = client.put_documents(
+            index,
+            [
+                DocumentBody(document_id=ids[0], text=NOTE, content_type="text/markdown", metadata={"batch": tag}),
+                {"document_id": ids[1], "text": f"Offsite {tag} moves to Lisbon.", "metadata": {"batch": tag}},
+                {"documentId": ids[2], "title": "No text"},
+                {"documentId": f"batch-{tag}-typo", "text": "x", "titel": "misspelt"},
+            ],
+        )
+        assert (r.index, r.written, r.failed) == (index, 2, 2)
+        assert [x.document_id for x in r.results] == [*ids, f"batch-{tag}-typo"]
+        assert [x.status for x in r.results[:2]] == ["live", "live"] and r.results[0].created is True
+        assert r.results[2].error is not None and r.results[2].error.field == "text"
+        assert r.results[3].error is not None and r.results[3].error.field == "titel"
+        hits = client.search(f"offsite {tag} Lisbon", metadata={"batch": tag}).results
+        assert hits and hits[0].document.document_id == ids[1]
+    finally:
+        for i in ids[:2]:
+            client.delete_document(index, i)
+
+
 def test_compact_folds_the_writes_into_a_new_version(client: Sextant, index: str, document_id: str) -> None:
     client.put_document(index, document_id, text="Compaction keeps every vector it already has.")
     c = client.compact(index)

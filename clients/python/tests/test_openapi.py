@@ -27,6 +27,7 @@ from referencing.jsonschema import DRAFT202012
 from sextant import Sextant
 from sextant.types import (
     MODELS,
+    BatchResponse,
     CompactResponse,
     ContextResponse,
     Document,
@@ -50,6 +51,7 @@ OPERATIONS: dict[tuple[str, str], str] = {
     ("post", "/v1/context"): "context",
     ("post", "/{WorkspaceId}/index/retrieve"): "knowledge_base_retrieve",
     ("put", DOCUMENT): "put_document",
+    ("post", "/v1/indexes/{index}/documents:batch"): "put_documents",
     ("get", DOCUMENT): "get_document",
     ("delete", DOCUMENT): "delete_document",
     ("get", "/v1/indexes/{index}/documents"): "list_documents",
@@ -180,7 +182,7 @@ class Answers:
         model: type[BaseModel],
         status: int = 200,
         path: str | None = None,
-        body: dict[str, Any] | None = None,
+        body: dict[str, Any] | list[Any] | None = None,
         headers: dict[str, str] | None = None,
     ) -> Any:
         if pointer(self.doc, f"#/paths/{_escape(template)}/{method}") is None:
@@ -270,6 +272,17 @@ def test_document_answers(answers: Answers, index: str) -> None:
     answers.check("delete", DOCUMENT, WriteResponse, path=at)
     answers.check("get", DOCUMENT, ErrorEnvelope, 404, path=at)
     answers.check("put", DOCUMENT, ErrorEnvelope, 400, path=at, body={"text": "x", "year": "soon"})
+    batch = "/v1/indexes/{index}/documents:batch"
+    written = answers.check(
+        "post",
+        batch,
+        BatchResponse,
+        path=f"/v1/indexes/{index}/documents:batch",
+        body=[{"documentId": document_id, **body}, {"documentId": f"{document_id}-2", "year": "soon"}],
+    )
+    assert (written.written, written.failed) == (1, 1) and written.results[1].error.field == "year"
+    answers.check("post", batch, ErrorEnvelope, 400, path=f"/v1/indexes/{index}/documents:batch", body=[])
+    answers.check("delete", DOCUMENT, WriteResponse, path=at)
 
 
 def test_unknown_fields_are_kept_not_refused(client: Sextant) -> None:

@@ -11,7 +11,7 @@ import asyncio
 import os
 import random
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from typing import (
@@ -27,6 +27,7 @@ import pydantic
 from . import _errors
 from ._version import __version__
 from .types import (
+    BatchResponse,
     CompactResponse,
     ContextRequest,
     ContextResponse,
@@ -73,7 +74,7 @@ class _Call(Generic[T]):
     method: str
     path: str
     cast_to: type[T]
-    json: Json | None = None
+    json: Json | list[Json] | None = None
     params: dict[str, Any] | None = None
     #: Safe to send twice (read-only or idempotent): retried on a broken connection too.
     idempotent: bool = True
@@ -149,6 +150,17 @@ def _document_path(index: str, document_id: str) -> str:
 
 def _put_document_call(index: str, document_id: str, **fields: Any) -> _Call[WriteResponse]:
     return _Call("PUT", _document_path(index, document_id), WriteResponse, json=_body(DocumentBody, **fields))
+
+
+#: Documents one batch may hold (the server's limit).
+MAX_BATCH_DOCUMENTS = 1000
+
+
+def _put_documents_call(index: str, documents: Iterable[DocumentBody | Mapping[str, Any]]) -> _Call[BatchResponse]:
+    # A mapping is read by Python or wire names; a field the server does not know is sent
+    # as it is, for the server to name in its error.
+    body = [_wire(d if isinstance(d, DocumentBody) else DocumentBody.model_validate(dict(d))) for d in documents]
+    return _Call("POST", f"/v1/indexes/{_seg(index)}/documents:batch", BatchResponse, json=body)
 
 
 def _list_documents_call(index: str, limit: int | None, cursor: str | None) -> _Call[DocumentPage]:
@@ -449,6 +461,15 @@ class Sextant(_BaseClient):
             )
         )
 
+    def put_documents(self, index: str, documents: Iterable[DocumentBody | Mapping[str, Any]]) -> BatchResponse:
+        """``POST /v1/indexes/{index}/documents:batch``: up to 1,000 documents in one call,
+        each a :class:`~sextant.types.DocumentBody` or a mapping of its fields (Python or
+        wire names) with its ``document_id``. The server encodes them together; the answer
+        has one result per document, in order: written, or its ``error`` naming the field
+        (``failed`` counts them; nothing is raised for a refused document). Searchable when
+        it returns (``live``; ``pending`` on AWS)."""
+        return self._send(_put_documents_call(index, documents))
+
     def get_document(self, index: str, document_id: str) -> Document:
         """``GET /v1/indexes/{index}/documents/{documentId}``: fields, text and segments."""
         return self._send(_Call("GET", _document_path(index, document_id), Document))
@@ -681,6 +702,10 @@ class AsyncSextant(_BaseClient):
                 published_at=published_at,
             )
         )
+
+    async def put_documents(self, index: str, documents: Iterable[DocumentBody | Mapping[str, Any]]) -> BatchResponse:
+        """See :meth:`Sextant.put_documents`."""
+        return await self._send(_put_documents_call(index, documents))
 
     async def get_document(self, index: str, document_id: str) -> Document:
         """See :meth:`Sextant.get_document`."""

@@ -67,6 +67,9 @@ __all__ = [
     "StatementTable",
     "UnitDiagnostics",
     "WriteResponse",
+    "BatchError",
+    "BatchResult",
+    "BatchResponse",
     "MODELS",
 ]
 
@@ -560,6 +563,8 @@ class DocumentBody(_Camel):
     ``segments``, with a title, metadata and the financial fields."""
 
     openapi_ref = _SCHEMAS + "DocumentBody"
+    #: Required in a batch (:meth:`Sextant.put_documents`); a ``PUT`` names it in its path.
+    document_id: str | None = None
     text: str | None = None
     content_type: str | None = None
     segments: list[str] | None = None
@@ -586,6 +591,42 @@ class WriteResponse(_Camel):
     chunks: int | None = None
     segments: int | None = None
     seq: int | None = None
+
+
+class BatchError(_Camel):
+    """Why one document of a batch was not written."""
+
+    openapi_ref = _SCHEMAS + "BatchError"
+    #: ``invalid_request`` (``field`` names what) or ``unavailable`` (send it again).
+    code: str
+    message: str
+    field: str | None = None
+
+
+class BatchResult(_Camel):
+    """One document of a batch: written (``status``, ``created``, ``chunks``, ``seq``) or
+    not (``error``)."""
+
+    openapi_ref = _SCHEMAS + "BatchResult"
+    document_id: str | None = None
+    #: ``live`` (searchable now) or ``pending`` (on AWS, until the next build), when written.
+    status: str | None = None
+    created: bool | None = None
+    chunks: int | None = None
+    segments: int | None = None
+    seq: int | None = None
+    error: BatchError | None = None
+
+
+class BatchResponse(_Camel):
+    """The answer to :meth:`Sextant.put_documents`: one result per document, in order."""
+
+    openapi_ref = _SCHEMAS + "BatchResponse"
+    index: str
+    written: int
+    failed: int
+    results: list[BatchResult]
+    request_id: str
 
 
 class DocumentSegment(_Camel):
