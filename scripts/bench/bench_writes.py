@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Document writes against a real `sextant serve`: upsert latency (p50/p99), writes per
-second, time until a write is searchable, and the compaction's cost, with the search p50
-before and after the writes measured in the same run as the baseline.
+second one document per PUT (4 writers) and in batches (`POST .../documents:batch`, the
+baseline in the same run), time until a write is searchable, and the compaction's cost,
+with the search p50 before and after the writes measured in the same run as the baseline.
 
 Usage: SEXTANT_BIN=target/release/sextant python3 scripts/bench/bench_writes.py [--docs N]
 
@@ -79,6 +80,7 @@ def search_p50(addr, queries, rounds=3):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--docs", type=int, default=300)
+    ap.add_argument("--batch", type=int, default=64, help="documents per batch (as `sextant put` sends them)")
     args = ap.parse_args()
     binary = os.environ.get("SEXTANT_BIN", os.path.join(ROOT, "target", "release", "sextant"))
     docs = documents(args.docs)
@@ -105,7 +107,7 @@ def main():
         search_before = search_p50(addr, queries)
 
         # 1. Sequential upserts: each durable (fsync) and searchable at its 200.
-        third = len(docs) // 3
+        third = len(docs) // 4
         lat = []
         for d in docs[:third]:
             t = time.perf_counter()
@@ -124,9 +126,18 @@ def main():
         [th.start() for th in threads]
         [th.join() for th in threads]
         wps = len(rest) / (time.perf_counter() - t)
+        # 2b. The same number of other documents in batches, one writer: every one durable and
+        # searchable when its batch is answered.
+        batched = docs[2 * third:3 * third]
+        t = time.perf_counter()
+        for i in range(0, len(batched), args.batch):
+            part = [dict(d["body"], documentId=d["id"]) for d in batched[i:i + args.batch]]
+            s, body = request(addr, "POST", "/v1/indexes/demo/documents:batch", part)
+            assert s == 200 and body["failed"] == 0, body
+        batch_wps = len(batched) / (time.perf_counter() - t)
         # 3. Time until searchable: from the PUT's send to the first search that returns it.
         visible, first_try = [], []
-        for i, d in enumerate(docs[2 * third:2 * third + 20]):
+        for i, d in enumerate(docs[3 * third:3 * third + 20]):
             token = f"zqx{i}marker"
             body = dict(d["body"], text=d["body"]["text"] + f" Reference code {token}.")
             t = time.perf_counter()
@@ -153,10 +164,13 @@ def main():
         assert s == 200 and comp["compacted"], comp
         search_after = search_p50(addr, queries)
         report = comp["report"]
-        print(f"documents written: {third + len(rest) + len(visible)} (real 10-K/10-Q sections, <= 2,000 chars each)")
+        print(f"documents written: {third + len(rest) + len(batched) + len(visible)} "
+              f"(real 10-K/10-Q sections, <= 2,000 chars each)")
         print(f"upsert, sequential:       p50 {pct(lat, 50):.1f} ms, p99 {pct(lat, 99):.1f} ms (n={len(lat)}); "
               f"turbopuffer's published upsert p50: 165 ms")
-        print(f"writes per second:        {wps:.1f} (4 writers, {len(rest)} documents)")
+        print(f"writes per second:        {wps:.1f} one per PUT (4 writers, {len(rest)} documents); "
+              f"{batch_wps:.1f} in batches of {args.batch} (1 writer, {len(batched)} documents): "
+              f"{batch_wps / wps:.2f}x")
         print(f"time until searchable:    p50 {pct(visible, 50):.1f} ms, max {max(visible):.1f} ms "
               f"(PUT sent to the first /v1/search returning it; found by the first search "
               f"{sum(first_try)} times of {len(first_try)})")

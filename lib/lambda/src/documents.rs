@@ -23,7 +23,7 @@ use sextant_core::storage::Location;
 use sextant_server::documents::{DocumentStore, StoreError, StoredDocument, StoredPage, Written};
 use sextant_server::AppState;
 
-/// Objects of one listing page read at once.
+/// Objects of one listing page read, or of one batch written, at once.
 const FETCHES: usize = 16;
 
 /// The documents of one index, as per-document objects under its corpus prefix in S3.
@@ -110,8 +110,9 @@ impl S3DocumentStore {
     }
 }
 
-impl DocumentStore for S3DocumentStore {
-    fn put(&self, document: Document) -> Result<Written, StoreError> {
+impl S3DocumentStore {
+    /// Writes `document` as its object, replacing the document's other objects.
+    async fn put_object(&self, document: Document) -> Result<Written, StoreError> {
         if document.document_id.contains('/') {
             // Objects of a corpus prefix name their document by file name.
             return Err(StoreError::Invalid {
@@ -123,7 +124,7 @@ impl DocumentStore for S3DocumentStore {
         }
         let bytes = serde_json::to_vec(&document).map_err(|e| StoreError::Unavailable(e.to_string()))?;
         let key = format!("{}{}.{DOCUMENT_EXTENSION}", self.dir, document.document_id);
-        self.block_on(async {
+        let written: Result<Written, Error> = async {
             let before = self.objects_of(&document.document_id).await?;
             self.store.put(&key, bytes, &sextant_aws::Precondition::None).await?;
             // A raw file uploaded under the same name would shadow the write if newer: the
@@ -132,7 +133,29 @@ impl DocumentStore for S3DocumentStore {
                 self.store.delete(&o.key).await?;
             }
             Ok(Written { status: "pending", created: Some(before.is_empty()), chunks: None, seq: None })
-        })
+        }
+        .await;
+        written.map_err(|e| StoreError::Unavailable(e.to_string()))
+    }
+}
+
+impl DocumentStore for S3DocumentStore {
+    fn put(&self, document: Document) -> Result<Written, StoreError> {
+        self.runtime.block_on(self.put_object(document))
+    }
+
+    /// Each document its own object, [`FETCHES`] written at once; a document that could not
+    /// be written is its own `unavailable` result.
+    fn put_many(&self, documents: Vec<Document>) -> Result<Vec<Result<Written, StoreError>>, StoreError> {
+        let permits = Arc::new(tokio::sync::Semaphore::new(FETCHES));
+        let puts = documents.into_iter().map(|document| {
+            let permits = permits.clone();
+            async move {
+                let _permit = permits.acquire_owned().await.expect("semaphore open");
+                self.put_object(document).await
+            }
+        });
+        Ok(self.runtime.block_on(futures_util::future::join_all(puts)))
     }
 
     fn delete(&self, id: &str) -> Result<Option<Written>, StoreError> {
