@@ -28,6 +28,7 @@ use tower::ServiceExt;
 
 const WRITER: &str = "sx_aws_docs_writer";
 const READER: &str = "sx_aws_docs_reader";
+const ADMIN: &str = "sx_aws_docs_admin";
 
 const HANDBOOK: &str = "# Travel handbook\n\nBook flights at least two weeks ahead of the trip.\n\n\
     - Economy class for flights under six hours\n- Business class above six hours\n\n\
@@ -134,6 +135,7 @@ async fn fixture() -> Fixture {
     let keys = LocalKeyStore::in_memory();
     keys.add(WRITER, "tests", "enterprise", vec!["kb:write".into()]).unwrap();
     keys.add(READER, "tests", "enterprise", vec!["kb".into()]).unwrap();
+    keys.add(ADMIN, "tests", "enterprise", vec!["*:admin".into()]).unwrap();
     let state = AppState::new(Arc::new(keys), ApiConfig { default_index: "kb".into(), ..Default::default() });
     state.set_indexes(Indexes::new());
     let models = Arc::new(SharedModels::new(ModelSet::under(&default_model_dir())));
@@ -248,6 +250,37 @@ async fn writes_land_in_the_corpus_prefix_pending_and_the_next_build_serves_them
     assert_eq!(status, 404);
     f.build_and_refresh().await;
     assert_eq!(f.served_ids(), ["handbook", "policy", "seed-1", "seed-2"]);
+
+    // A batch: each document its own object, pending; an id with a folder refused alone.
+    let batch = json!([
+        {"documentId": "faq", "text": "Expenses are filed in Concur within 30 days."},
+        {"documentId": "a/b", "text": "Not an object name here."},
+        {"documentId": "memo", "segments": ["The offsite moves to Lisbon."], "metadata": {"department": "ops"}},
+    ]);
+    let batch_path = "/v1/indexes/kb/documents:batch";
+    let (status, body) =
+        call(&f.app, "POST", batch_path, WRITER, "application/json", batch.to_string().as_bytes()).await;
+    assert_eq!(status, 202, "{body}");
+    assert_eq!((body["written"].as_u64(), body["failed"].as_u64()), (Some(2), Some(1)), "{body}");
+    assert_eq!(
+        (body["results"][0]["status"].as_str(), body["results"][0]["created"].as_bool()),
+        (Some("pending"), Some(true))
+    );
+    assert_eq!(body["results"][1]["error"]["field"], "documentId", "{body}");
+    let keys = corpus_keys(&s3, &f.bucket).await;
+    assert!(keys.contains(&"corpora/kb/faq.json".to_string()) && keys.contains(&"corpora/kb/memo.json".to_string()));
+    f.build_and_refresh().await;
+    assert_eq!(f.served_ids(), ["faq", "handbook", "memo", "policy", "seed-1", "seed-2"]);
+
+    // The index as a key sees it: the published version served; indexes are the build
+    // workflow's to create here, which the API says.
+    let (status, body) = call(&f.app, "GET", "/v1/indexes/kb", READER, "text/plain", b"").await;
+    assert_eq!((status, body["documents"].as_u64(), body["writable"].as_bool()), (200, Some(6), Some(true)), "{body}");
+    assert_eq!(body["version"].as_str(), f.state.version("kb").as_deref(), "{body}");
+    let (status, body) = call(&f.app, "GET", "/v1/indexes", READER, "text/plain", b"").await;
+    assert_eq!((status, body["indexes"][0]["index"].as_str()), (200, Some("kb")), "{body}");
+    let (status, body) = call(&f.app, "PUT", "/v1/indexes/other", ADMIN, "application/json", b"{}").await;
+    assert_eq!((status, body["error"]["code"].as_str()), (501, Some("not_implemented")), "{body}");
 }
 
 /// The lease table (the rate table of `template.yaml`) on moto.

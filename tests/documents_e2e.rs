@@ -669,3 +669,107 @@ fn a_server_killed_during_writes_keeps_every_acknowledged_write_and_serves_nothi
     let live = acked.lock().unwrap().values().filter(|s| s.is_some()).count();
     assert!(live > 0, "some writes were acknowledged and checked");
 }
+
+/// Indexes through the API: listed as the key may read them, created empty with their
+/// options by an admin key, written and searched by name, kept across a restart, deleted
+/// with their documents; bad ids, options and scopes are a 4xx naming the problem.
+#[test]
+fn indexes_are_created_listed_written_searched_and_deleted_through_the_api() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = key_store(dir.path());
+    let data = dir.path().join("data");
+    let server = start(&keys, &data, &[]);
+    let a = server.addr.as_str();
+
+    // The list: what the key may read, with what a client needs to choose.
+    let r = call(a, "GET", "/v1/indexes", READER, None);
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let demo = &r.body["indexes"][0];
+    assert_eq!(r.body["indexes"].as_array().unwrap().len(), 1, "{:?}", r.body);
+    assert_eq!(
+        (demo["index"].as_str(), demo["default"].as_bool(), demo["writable"].as_bool()),
+        (Some("demo"), Some(true), Some(true))
+    );
+    assert!(
+        demo["documents"].as_u64().unwrap() > 0
+            && demo["chunks"].as_u64().unwrap() >= demo["documents"].as_u64().unwrap()
+    );
+    assert_eq!((demo["state"].as_str(), demo["paths"]["dense"].as_str()), (Some("ready"), Some("ready")));
+    assert_eq!(demo["settings"]["chunkTokens"], 200);
+
+    // Creating needs the admin scope on the index; ids, options and clashes are checked.
+    let put = |key: &str, id: &str, body: Option<&Value>| call(a, "PUT", &format!("/v1/indexes/{id}"), key, body);
+    for (key, id, body, status, field_or_words) in [
+        (WRITER, "notes", None, 403, "admin scope"),
+        (ADMIN, "Notes", None, 400, "index"),
+        (ADMIN, "notes", Some(json!({"chunkTokens": 8})), 400, "chunkTokens"),
+        (ADMIN, "notes", Some(json!({"chunkTokens": 64, "chunkOverlap": 40})), 400, "chunkOverlap"),
+        (ADMIN, "notes", Some(json!({"chunkSize": 64})), 400, "chunkSize"),
+        (ADMIN, "demo", None, 409, "not created through the API"),
+    ] {
+        let r = put(key, id, body.as_ref());
+        assert_eq!(r.status, status, "{id} {body:?}: {:?}", r.body);
+        let e = &r.body["error"];
+        assert!(
+            e["field"] == field_or_words || e["message"].as_str().unwrap().contains(field_or_words),
+            "{:?}",
+            r.body
+        );
+    }
+    let r = put(ADMIN, "notes", Some(&json!({"chunkTokens": 64})));
+    assert_eq!(r.status, 201, "{:?}", r.body);
+    assert_eq!((r.body["index"].as_str(), r.body["documents"].as_u64()), (Some("notes"), Some(0)));
+    assert_eq!((r.body["settings"]["chunkTokens"].as_u64(), r.body["writable"].as_bool()), (Some(64), Some(true)));
+    assert_eq!(put(ADMIN, "notes", Some(&json!({"chunkTokens": 64}))).status, 200, "the same again: nothing to do");
+    assert_eq!(put(ADMIN, "notes", None).status, 409, "other options");
+    // An empty index is searched (nothing found), then written in a batch and searched by name.
+    let search = |key: &str, query: &str| {
+        call(
+            a,
+            "POST",
+            "/v1/search",
+            key,
+            Some(&json!({"query": query, "index": "notes", "limit": 3, "rerank": false})),
+        )
+    };
+    let r = search(ADMIN, "parking garage");
+    assert_eq!((r.status, r.body["results"].as_array().map(Vec::len)), (200, Some(0)), "{:?}", r.body);
+    let batch = json!([
+        {"documentId": "parking", "text": "Visitors park on level two of the garage."},
+        {"documentId": "cafeteria", "text": "The cafeteria serves lunch from noon to two."},
+    ]);
+    let auth = bearer(ADMIN);
+    let h = [("Authorization", auth.as_str()), ("Content-Type", "application/json")];
+    let r = http(a, "POST", "/v1/indexes/notes/documents:batch", &h, batch.to_string().as_bytes());
+    assert_eq!((r.status, r.body["written"].as_u64()), (200, Some(2)), "{:?}", r.body);
+    let r = search(ADMIN, "where do visitors park");
+    assert_eq!(r.body["results"][0]["document"]["document_id"], "parking", "{:?}", r.body);
+    let r = call(a, "POST", "/v1/retrieve", ADMIN, Some(&json!({"query": "lunch hours", "index": "notes"})));
+    assert_eq!(r.body["chunks"][0]["source"]["documentId"], "cafeteria", "{:?}", r.body);
+    // A key that may not read it neither sees it listed nor reads it.
+    assert_eq!(search(READER, "parking").status, 403);
+    assert_eq!(call(a, "GET", "/v1/indexes/notes", READER, None).status, 403);
+    let listed = call(a, "GET", "/v1/indexes", READER, None);
+    assert_eq!(listed.body["indexes"].as_array().unwrap().len(), 1, "{:?}", listed.body);
+    let r = call(a, "GET", "/v1/indexes/notes", ADMIN, None);
+    assert_eq!((r.body["documents"].as_u64(), r.body["default"].as_bool()), (Some(2), Some(false)), "{:?}", r.body);
+
+    // Kept across a restart, with its documents.
+    drop(server);
+    let server = start(&keys, &data, &[]);
+    let a = server.addr.as_str();
+    let r = call(a, "GET", "/v1/indexes/notes", ADMIN, None);
+    assert_eq!((r.status, r.body["documents"].as_u64()), (200, Some(2)), "{:?}", r.body);
+
+    // Deleted with its documents; the server's own index cannot be.
+    assert_eq!(call(a, "DELETE", "/v1/indexes/notes", WRITER, None).status, 403);
+    assert_eq!(call(a, "DELETE", "/v1/indexes/demo", ADMIN, None).status, 409);
+    let r = call(a, "DELETE", "/v1/indexes/notes", ADMIN, None);
+    assert_eq!((r.status, r.body["deleted"].as_bool()), (200, Some(true)), "{:?}", r.body);
+    assert_eq!(call(a, "GET", "/v1/indexes/notes", ADMIN, None).status, 404);
+    assert_eq!(call(a, "GET", "/v1/indexes/notes/documents/parking", ADMIN, None).status, 404);
+    assert_eq!(call(a, "DELETE", "/v1/indexes/notes", ADMIN, None).status, 404);
+    assert!(!data.join("notes").exists(), "its files are gone");
+    let r = call(a, "GET", "/v1/indexes", ADMIN, None);
+    assert_eq!(r.body["indexes"].as_array().unwrap().len(), 1, "{:?}", r.body);
+}

@@ -11,6 +11,7 @@ mod capacity;
 mod cli;
 mod commands;
 mod eval;
+mod index_admin;
 mod indexes;
 mod jsonl;
 mod progress;

@@ -19,6 +19,7 @@ use sextant_keys::{new_key, LocalKeyStore};
 use sextant_server::{router, ApiConfig, AppState, Indexes, ServedIndex};
 
 use crate::cli::{BuildArgs, ServeArgs};
+use crate::index_admin::LocalIndexAdmin;
 use crate::indexes::{build_into, build_options, cache_dir};
 
 /// The demo corpus, compiled into the binary so a fresh clone needs no data path.
@@ -144,6 +145,7 @@ pub fn run(args: ServeArgs, models: ModelSet) -> Result<()> {
 ///
 /// `shared` holds one copy of the models (and the reranker) for every index served.
 fn load_indexes(args: &ServeArgs, shared: SharedModels, state: &Arc<AppState>) -> Result<()> {
+    let shared = Arc::new(shared);
     let models = shared.set();
     // Each index with the directory it was loaded from or saved in (its writes live beside
     // it, once every path is served).
@@ -167,6 +169,21 @@ fn load_indexes(args: &ServeArgs, shared: SharedModels, state: &Arc<AppState>) -
                 let live_dir = args.data_dir.as_ref().map_or_else(|| dir.join("live"), |d| d.join(&id));
                 open_live(state, &id, &dir, &live_dir, args.compact_at_chunks)?;
             }
+            // Indexes created through the API live in the data directory (or the cache's).
+            let root = args.data_dir.clone().unwrap_or_else(|| cache_dir().join("created"));
+            let admin = LocalIndexAdmin::new(
+                root.clone(),
+                shared.clone(),
+                state.clone(),
+                args.build.clone(),
+                args.compact_at_chunks,
+            );
+            let reopened = admin.reopen()?;
+            if !reopened.is_empty() {
+                println!("serving the indexes created through the API: {}", reopened.join(", "));
+            }
+            state.set_index_admin(Arc::new(admin));
+            println!("indexes may be created: PUT /v1/indexes/{{index}} (kept in {})", root.display());
         }
         println!("ready: serving {} with {}", summary.join(", "), paths.join(", "));
         Ok(())
@@ -238,7 +255,7 @@ fn load_indexes(args: &ServeArgs, shared: SharedModels, state: &Arc<AppState>) -
 
 /// Makes index `id` (served, built in `dir`) writable: its writes are logged and
 /// compacted in `live_dir`, and each new state is swapped in for the one served.
-fn open_live(
+pub(crate) fn open_live(
     state: &Arc<AppState>,
     id: &str,
     dir: &std::path::Path,

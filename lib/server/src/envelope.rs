@@ -100,6 +100,16 @@ impl ApiError {
         self
     }
 
+    /// 409: the resource exists in a state that the request cannot change as asked.
+    pub fn conflict(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, "conflict", message)
+    }
+
+    /// 501: this deployment does not offer the operation.
+    pub fn not_implemented(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_IMPLEMENTED, "not_implemented", message)
+    }
+
     /// 413: the body is over the limit.
     pub fn too_large(limit: usize) -> Self {
         Self::new(

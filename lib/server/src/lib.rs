@@ -38,6 +38,7 @@ pub use auth::Authed;
 pub use envelope::ApiError;
 pub use rewrite::rewrite;
 pub use router::router;
+pub use routes::indexes::{check_index_id, AdminError, IndexAdmin, IndexOptions};
 pub use routes::search::company_names;
 pub use state::{
     ApiConfig, AppState, Caller, Indexes, RequestId, ServedIndex, UpstreamRequestId, DEFAULT_MAX_IN_FLIGHT,

@@ -10,6 +10,7 @@ use crate::envelope::ErrorEnvelope;
 use crate::routes::batch::{BatchResponse, MAX_BATCH_DOCUMENTS};
 use crate::routes::context::{ContextBody, ContextResponse};
 use crate::routes::documents::{CompactResponse, DocumentBody, DocumentPage, DocumentResponse, WriteResponse};
+use crate::routes::indexes::{IndexList, IndexOptions, IndexResponse};
 use crate::routes::knowledge_base::{KbRequest, KbResponse};
 use crate::routes::retrieve::{RetrieveRequest, RetrieveResponse};
 use crate::routes::search::{SearchBody, SearchResponse};
@@ -36,15 +37,18 @@ struct More {
     raw_bodies: &'static [&'static str],
     /// The meaning of a `202`, for an operation that may answer before its work is done.
     accepted: Option<&'static str>,
+    /// Another success status with the same answer, and its meaning.
+    also_ok: Option<(u16, &'static str)>,
     /// Header and query parameters (path parameters come from the path).
     parameters: Vec<Value>,
 }
 
 /// The tags, in the order a reader meets them.
-const TAGS: [(&str, &str); 5] = [
+const TAGS: [(&str, &str); 6] = [
     ("retrieval", "Cited passages for a question: the retrieval and search APIs"),
     ("context", "Structured, cited context for financial questions"),
     ("knowledge-base", "The knowledge-base Retrieve API (a cloud knowledge base's design)"),
+    ("indexes", "The indexes: list, inspect, create, delete"),
     ("documents", "A team's own documents: write, read, list, delete, compact"),
     ("service", "Health and this document"),
 ];
@@ -153,7 +157,58 @@ pub fn document() -> Value {
                         "description": "The metadata of a raw body: a JSON object (ASCII; escape others as \\u)",
                         "schema": {"type": "string"}}),
                 ],
+                ..More::default()
             },
+        },
+        Operation {
+            method: "get",
+            path: "/v1/indexes",
+            id: "listIndexes",
+            tag: "indexes",
+            summary: "The indexes this key may read: documents, chunks, version, paths ready, settings",
+            request: None,
+            ok: (200, schema(of::<IndexList>)),
+            error: error.clone(),
+            statuses: &[401, 429, 500, 503],
+            more: More::default(),
+        },
+        Operation {
+            method: "get",
+            path: "/v1/indexes/{index}",
+            id: "getIndex",
+            tag: "indexes",
+            summary: "One index: documents, chunks, version, paths ready (state), settings",
+            request: None,
+            ok: (200, schema(of::<IndexResponse>)),
+            error: error.clone(),
+            statuses: read_errors,
+            more: More::default(),
+        },
+        Operation {
+            method: "put",
+            path: "/v1/indexes/{index}",
+            id: "createIndex",
+            tag: "indexes",
+            summary: "Create an empty index that takes documents (admin scope; an empty body takes the server's \
+                      options): 201 when created, 200 when it exists with these options, 409 with others; 501 \
+                      where the deployment builds its indexes itself",
+            request: Some((schema(of::<IndexOptions>), json!({"chunkTokens": 200, "chunkOverlap": 0}))),
+            ok: (201, schema(of::<IndexResponse>)),
+            error: error.clone(),
+            statuses: &[400, 401, 403, 409, 413, 415, 429, 500, 501, 503],
+            more: More { also_ok: Some((200, "The index exists with these options")), ..More::default() },
+        },
+        Operation {
+            method: "delete",
+            path: "/v1/indexes/{index}",
+            id: "deleteIndex",
+            tag: "indexes",
+            summary: "Delete an index created through the API, with its documents (admin scope)",
+            request: None,
+            ok: (200, schema(of::<IndexResponse>)),
+            error: error.clone(),
+            statuses: &[400, 401, 403, 404, 409, 429, 500, 501, 503],
+            more: More::default(),
         },
         Operation {
             method: "post",
@@ -243,6 +298,12 @@ pub fn document() -> Value {
             ok_status.to_string(),
             json!({"description": "Success", "content": {"application/json": {"schema": ok_schema.clone()}}}),
         );
+        if let Some((status, description)) = op.more.also_ok {
+            responses.insert(
+                status.to_string(),
+                json!({"description": description, "content": {"application/json": {"schema": ok_schema.clone()}}}),
+            );
+        }
         if let Some(description) = op.more.accepted {
             responses.insert(
                 "202".into(),
@@ -366,12 +427,14 @@ fn reason(status: u16) -> &'static str {
     match status {
         400 => "Invalid request: the field and the reason",
         401 => "Missing, unknown or revoked API key",
-        403 => "The key may not read this index",
+        403 => "The key may not read (or change) this index",
         404 => "No such route or index",
         405 => "Method not allowed",
         413 => "Body too large",
         415 => "Body is not JSON",
+        409 => "The index exists otherwise, or is not one the API created",
         429 => "Rate limited (Retry-After)",
+        501 => "Not offered by this deployment",
         503 => "Loading, or a dependency is down (Retry-After)",
         _ => "Internal error (no internals disclosed)",
     }
@@ -414,6 +477,9 @@ mod tests {
                     "putDocument" => {
                         serde_json::from_value::<crate::routes::documents::DocumentBody>(example.clone()).map(|_| ())
                     }
+                    "createIndex" => {
+                        serde_json::from_value::<crate::routes::indexes::IndexOptions>(example.clone()).map(|_| ())
+                    }
                     "putDocuments" => {
                         serde_json::from_value::<Vec<crate::routes::documents::DocumentBody>>(example.clone())
                             .map(|_| ())
@@ -427,7 +493,7 @@ mod tests {
         ids.sort();
         ids.dedup();
         assert_eq!(ids.len(), count, "operationIds repeat: {ids:?}");
-        assert_eq!(count, 12, "{ids:?}");
+        assert_eq!(count, 16, "{ids:?}");
     }
 
     /// The copy in the repository (`openapi.json`, which clients are generated and checked

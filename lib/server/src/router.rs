@@ -36,6 +36,17 @@ pub fn router(state: Arc<AppState>) -> Router {
             get(routes::documents::list).fallback(|| async { ApiError::method_not_allowed().accepting("GET") }),
         )
         .route(
+            "/v1/indexes",
+            get(routes::indexes::list).fallback(|| async { ApiError::method_not_allowed().accepting("GET") }),
+        )
+        .route(
+            "/v1/indexes/{index}",
+            get(routes::indexes::get_one)
+                .put(routes::indexes::put)
+                .delete(routes::indexes::delete)
+                .fallback(|| async { ApiError::method_not_allowed().accepting("GET, PUT and DELETE") }),
+        )
+        .route(
             "/v1/indexes/{index}/documents:batch",
             post(routes::batch::handle).fallback(|| async { ApiError::method_not_allowed() }),
         )

@@ -94,6 +94,8 @@ pub struct AppState {
     pub(crate) in_flight: Arc<tokio::sync::Semaphore>,
     /// Where each writable index's documents are written.
     stores: RwLock<BTreeMap<String, Arc<dyn crate::documents::DocumentStore>>>,
+    /// What creates and deletes indexes, where the API may.
+    admin: RwLock<Option<Arc<dyn crate::routes::indexes::IndexAdmin>>>,
 }
 
 impl AppState {
@@ -109,7 +111,30 @@ impl AppState {
             config,
             counter: AtomicU64::new(0),
             stores: RwLock::new(BTreeMap::new()),
+            admin: RwLock::new(None),
         })
+    }
+
+    /// Lets `PUT` and `DELETE /v1/indexes/{index}` create and delete indexes, with `admin`.
+    pub fn set_index_admin(&self, admin: Arc<dyn crate::routes::indexes::IndexAdmin>) {
+        *self.admin.write().expect("admin lock") = Some(admin);
+    }
+
+    /// The index admin, where the API may create and delete indexes.
+    pub(crate) fn index_admin(&self) -> Option<Arc<dyn crate::routes::indexes::IndexAdmin>> {
+        self.admin.read().expect("admin lock").clone()
+    }
+
+    /// Stops serving index `id` and writing its documents (its files are the caller's).
+    pub fn remove_index(&self, id: &str) {
+        self.stores.write().expect("stores lock").remove(id);
+        self.versions.write().expect("versions lock").remove(id);
+        let mut slot = self.indexes.write().expect("indexes lock");
+        if let Some(now) = slot.as_deref() {
+            let mut indexes: Indexes = now.clone();
+            indexes.remove(id);
+            *slot = Some(Arc::new(indexes));
+        }
     }
 
     /// Makes index `id` writable through the document API, with `store`.

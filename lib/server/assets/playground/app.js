@@ -40,6 +40,8 @@ function charIndexOf(hay, needle) {
 
 const page = {
   defaultIndex: "demo",
+  // The index the shown answer read.
+  answered: "demo",
   // Documents fetched for this answer, by index and id (a promise each).
   documents: new Map(),
 };
@@ -55,12 +57,13 @@ function syncForm() {
   for (const e of document.querySelectorAll(".only-kb")) e.hidden = ep !== "kb";
   for (const e of document.querySelectorAll(".only-meta")) e.hidden = !(ep === "search" || ep === "retrieve");
   const index = $("index");
-  if (ep === "kb") {
-    index.disabled = false;
-  } else {
+  if (ep === "context") {
     index.value = page.defaultIndex;
     index.disabled = true;
-    index.title = "/v1 endpoints read the server's default index";
+    index.title = "/v1/context reads the server's default index";
+  } else {
+    index.disabled = false;
+    index.title = "";
   }
   $("year").disabled = ep === "search" || ep === "kb";
   $("quarter").disabled = ep === "search" || ep === "kb";
@@ -92,7 +95,7 @@ function request() {
   const types = Array.from(document.querySelectorAll(".stype:checked")).map((c) => c.value);
   const metadata = jsonField("metadata", "The metadata filter");
   if (ep === "search") {
-    const body = { query, limit: topk };
+    const body = { query, index: $("index").value, limit: topk };
     if (tickers.length) body.entity = tickers;
     if (types.length) body.theme = types;
     if ($("after").value) body.published_after = $("after").value;
@@ -107,7 +110,7 @@ function request() {
     if (quarter) filters.quarter = quarter;
     if (types.length) filters.source_types = types;
     if (metadata !== undefined) filters.metadata = metadata;
-    return { path: "/v1/retrieve", body: { query, top_k: topk, include_segments: true, filters } };
+    return { path: "/v1/retrieve", body: { query, index: $("index").value, top_k: topk, include_segments: true, filters } };
   }
   if (ep === "context") {
     const body = { question: query, top_k: topk };
@@ -286,7 +289,7 @@ function drawSearch(json) {
     const slot = el("div", "docslot");
     c.append(slot);
     $("output").append(c);
-    fillDoc(slot, page.defaultIndex, doc.document_id, pos.char_start, pos.char_end, r.text, pos.chunk_text || r.text);
+    fillDoc(slot, page.answered, doc.document_id, pos.char_start, pos.char_end, r.text, pos.chunk_text || r.text);
   });
 }
 
@@ -314,7 +317,7 @@ function drawRetrieve(json) {
     const within = charIndexOf(ch.text, cited);
     const start = within >= 0 ? s.charStart + within : s.charStart;
     const end = within >= 0 ? start + chars(cited).length : s.charEnd;
-    fillDoc(slot, page.defaultIndex, s.documentId, start, end, cited, ch.text);
+    fillDoc(slot, page.answered, s.documentId, start, end, cited, ch.text);
   });
 }
 
@@ -336,7 +339,7 @@ function drawKb(json) {
     const slot = el("div", "docslot");
     c.append(slot);
     $("output").append(c);
-    fillDoc(slot, $("index").value, m.doc_id, m.charStart, m.charEnd, n.Text, n.Text);
+    fillDoc(slot, page.answered, m.doc_id, m.charStart, m.charEnd, n.Text, n.Text);
   });
 }
 
@@ -432,6 +435,8 @@ async function run(ev) {
   }
   $("status").textContent = "…";
   $("run").disabled = true;
+  // The index whose documents the answer cites.
+  page.answered = endpoint() === "context" ? page.defaultIndex : $("index").value;
   const started = performance.now();
   try {
     const { status, json } = await call("POST", req.path, req.body);
@@ -460,19 +465,42 @@ async function run(ev) {
   }
 }
 
+/** Fills the index picker: the indexes the typed key may read (`GET /v1/indexes`), or
+ * without a key those `/health` names; the choice is kept when it is still listed. */
+async function loadIndexes(health) {
+  const select = $("index");
+  const kept = select.value;
+  let entries = [];
+  if ($("key").value.trim()) {
+    const { json } = await call("GET", "/v1/indexes");
+    if (json && json.indexes) {
+      entries = json.indexes.map((i) => [i.index, `${i.index} (${i.documents} documents${i.state === "ready" ? "" : ", building"})`]);
+    }
+  }
+  if (!entries.length && health && health.indexes) {
+    entries = Object.entries(health.indexes).map(([id, n]) => [id, `${id} (${n} chunks)`]);
+  }
+  if (!entries.length) return;
+  select.replaceChildren(
+    ...entries.map(([id, label]) => {
+      const o = el("option", null, label);
+      o.value = id;
+      return o;
+    }),
+  );
+  select.value = entries.some(([id]) => id === kept) ? kept : page.defaultIndex;
+  syncForm();
+}
+
 async function init() {
   $("endpoint").addEventListener("change", syncForm);
   $("ask").addEventListener("submit", run);
+  $("key").addEventListener("change", () => loadIndexes(null));
   try {
     const { json } = await call("GET", "/health");
     if (json && json.indexes) {
       page.defaultIndex = json.defaultIndex || Object.keys(json.indexes)[0] || "demo";
-      for (const [id, n] of Object.entries(json.indexes)) {
-        const o = el("option", null, `${id} (${n} chunks)`);
-        o.value = id;
-        $("index").append(o);
-      }
-      $("index").value = page.defaultIndex;
+      await loadIndexes(json);
       if (json.degraded) banner("info", "Some paths are still building; answers say which paths served them.");
     } else if (json && json.error) {
       banner("warn", json.error.message);

@@ -4,6 +4,7 @@
 pub(crate) mod batch;
 pub(crate) mod context;
 pub(crate) mod documents;
+pub mod indexes;
 pub(crate) mod knowledge_base;
 pub(crate) mod retrieve;
 pub(crate) mod search;

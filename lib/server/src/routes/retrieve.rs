@@ -29,6 +29,10 @@ const EVIDENCE_WORDS: usize = 60;
 pub struct RetrieveRequest {
     /// The question (required, non-empty).
     pub query: String,
+    /// The index to search (default: the server's default index, `defaultIndex` in
+    /// `GET /health`; `GET /v1/indexes` lists those the key may read).
+    #[serde(default)]
+    pub index: Option<String>,
     /// Metadata filters.
     #[serde(default)]
     pub filters: Option<RetrieveFilters>,
@@ -324,7 +328,7 @@ pub(crate) async fn handle(
     State(state): State<Arc<AppState>>,
     Authed { caller, request_id, body: req }: Authed<RetrieveRequest>,
 ) -> Result<Json<RetrieveResponse>, ApiError> {
-    let engine = state.engine_for(&caller, &state.config.default_index)?;
+    let engine = state.engine_for(&caller, req.index.as_deref().unwrap_or(&state.config.default_index))?;
     let (search, mismatch) = plan_search(&engine, &req, caller.plan.max_top_k, state.config.max_query_chars)?;
     let out = run_search(&engine, &search).await?;
     Ok(Json(respond(&engine, &req, &search, out, mismatch, request_id)))

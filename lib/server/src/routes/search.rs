@@ -50,6 +50,10 @@ impl OneOrMany {
 pub struct SearchBody {
     /// The query (required, non-empty).
     pub query: String,
+    /// The index to search (default: the server's default index, `defaultIndex` in
+    /// `GET /health`; `GET /v1/indexes` lists those the key may read).
+    #[serde(default)]
+    pub index: Option<String>,
     /// Companies: tickers or names (`"AAPL"`, `"Apple"`, `["MA", "Exxon Mobil"]`).
     #[serde(default)]
     pub entity: Option<OneOrMany>,
@@ -248,7 +252,7 @@ pub(crate) async fn handle(
     State(state): State<Arc<AppState>>,
     Authed { caller, request_id, body: req }: Authed<SearchBody>,
 ) -> Result<Json<SearchResponse>, ApiError> {
-    let engine = state.engine_for(&caller, &state.config.default_index)?;
+    let engine = state.engine_for(&caller, req.index.as_deref().unwrap_or(&state.config.default_index))?;
     let index = engine.index().clone();
     let query = req.query.trim().to_string();
     check_query(&query, "query", state.config.max_query_chars)?;
