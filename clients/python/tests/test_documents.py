@@ -133,6 +133,31 @@ def test_put_documents_writes_a_batch_and_answers_for_each(client: Sextant, inde
             client.delete_document(index, i)
 
 
+def test_indexes_are_created_listed_searched_and_deleted(client: Sextant, index: str) -> None:
+    """An index of the client's own: created with its options, listed, written, searched by
+    name with both retrieval calls, and deleted with its documents."""
+    from sextant import ConflictError
+
+    name = f"client-{uuid.uuid4().hex[:8]}"
+    created = client.create_index(name, chunk_tokens=64)
+    try:
+        assert (created.index, created.documents, created.writable) == (name, 0, True)
+        assert created.settings is not None and created.settings.chunk_tokens == 64
+        assert client.create_index(name, chunk_tokens=64).index == name, "the same again: nothing to do"
+        with pytest.raises(ConflictError):
+            client.create_index(index)
+        assert name in [i.index for i in client.list_indexes().indexes]
+        client.put_documents(name, [{"document_id": "garage", "text": "Visitors park on level two of the garage."}])
+        assert client.get_index(name).documents == 1
+        hits = client.search("where do visitors park", index=name).results
+        assert [h.document.document_id for h in hits] == ["garage"]
+        assert client.retrieve("visitor parking", index=name).chunks[0].source.document_id == "garage"
+    finally:
+        assert client.delete_index(name).deleted is True
+    with pytest.raises(NotFoundError):
+        client.get_index(name)
+
+
 def test_compact_folds_the_writes_into_a_new_version(client: Sextant, index: str, document_id: str) -> None:
     client.put_document(index, document_id, text="Compaction keeps every vector it already has.")
     c = client.compact(index)

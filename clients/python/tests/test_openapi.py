@@ -34,6 +34,8 @@ from sextant.types import (
     DocumentPage,
     ErrorEnvelope,
     Health,
+    IndexList,
+    IndexResponse,
     KbResponse,
     RetrieveResponse,
     SearchResponse,
@@ -52,6 +54,10 @@ OPERATIONS: dict[tuple[str, str], str] = {
     ("post", "/{WorkspaceId}/index/retrieve"): "knowledge_base_retrieve",
     ("put", DOCUMENT): "put_document",
     ("post", "/v1/indexes/{index}/documents:batch"): "put_documents",
+    ("get", "/v1/indexes"): "list_indexes",
+    ("get", "/v1/indexes/{index}"): "get_index",
+    ("put", "/v1/indexes/{index}"): "create_index",
+    ("delete", "/v1/indexes/{index}"): "delete_index",
     ("get", DOCUMENT): "get_document",
     ("delete", DOCUMENT): "delete_document",
     ("get", "/v1/indexes/{index}/documents"): "list_documents",
@@ -282,6 +288,16 @@ def test_document_answers(answers: Answers, index: str) -> None:
     )
     assert (written.written, written.failed) == (1, 1) and written.results[1].error.field == "year"
     answers.check("post", batch, ErrorEnvelope, 400, path=f"/v1/indexes/{index}/documents:batch", body=[])
+    answers.check("get", "/v1/indexes", IndexList)
+    answers.check("get", "/v1/indexes/{index}", IndexResponse, path=f"/v1/indexes/{index}")
+    name = f"client-openapi-{uuid.uuid4().hex[:8]}"
+    one = "/v1/indexes/{index}"
+    answers.check("put", one, IndexResponse, 201, path=f"/v1/indexes/{name}", body={"chunkTokens": 64})
+    answers.check("put", one, IndexResponse, path=f"/v1/indexes/{name}", body={"chunkTokens": 64})
+    answers.check("put", one, ErrorEnvelope, 409, path=f"/v1/indexes/{name}", body={"chunkTokens": 128})
+    answers.check("put", one, ErrorEnvelope, 400, path="/v1/indexes/Bad", body={})
+    answers.check("delete", one, IndexResponse, path=f"/v1/indexes/{name}")
+    answers.check("delete", one, ErrorEnvelope, 404, path=f"/v1/indexes/{name}")
     answers.check("delete", DOCUMENT, WriteResponse, path=at)
 
 

@@ -36,6 +36,9 @@ from .types import (
     DocumentPage,
     DocumentSummary,
     Health,
+    IndexList,
+    IndexOptions,
+    IndexResponse,
     KbExtra,
     KbHistoryMessage,
     KbModelChoice,
@@ -118,10 +121,12 @@ def _retrieve_call(
     top_k: int | None,
     rerank: bool | None,
     include_segments: bool | None,
+    index: str | None = None,
 ) -> _Call[RetrieveResponse]:
     body = _body(
         RetrieveRequest,
         query=query,
+        index=index,
         filters=filters,
         top_k=top_k,
         rerank=rerank,
@@ -161,6 +166,15 @@ def _put_documents_call(index: str, documents: Iterable[DocumentBody | Mapping[s
     # as it is, for the server to name in its error.
     body = [_wire(d if isinstance(d, DocumentBody) else DocumentBody.model_validate(dict(d))) for d in documents]
     return _Call("POST", f"/v1/indexes/{_seg(index)}/documents:batch", BatchResponse, json=body)
+
+
+def _index_path(index: str) -> str:
+    return f"/v1/indexes/{_seg(index)}"
+
+
+def _create_index_call(index: str, chunk_tokens: int | None, chunk_overlap: int | None) -> _Call[IndexResponse]:
+    body = _body(IndexOptions, chunk_tokens=chunk_tokens, chunk_overlap=chunk_overlap)
+    return _Call("PUT", _index_path(index), IndexResponse, json=body)
 
 
 def _list_documents_call(index: str, limit: int | None, cursor: str | None) -> _Call[DocumentPage]:
@@ -323,10 +337,12 @@ class Sextant(_BaseClient):
         top_k: int | None = None,
         rerank: bool | None = None,
         include_segments: bool | None = None,
+        index: str | None = None,
     ) -> RetrieveResponse:
         """``POST /v1/retrieve``: cited chunks (``tickers``, ``year``, ``quarter``,
-        ``source_types`` and ``metadata`` filters; ``top_k`` 1-50, clamped to the plan)."""
-        return self._send(_retrieve_call(query, filters, top_k, rerank, include_segments))
+        ``source_types`` and ``metadata`` filters; ``top_k`` 1-50, clamped to the plan) from
+        ``index`` (default: the server's default index)."""
+        return self._send(_retrieve_call(query, filters, top_k, rerank, include_segments, index))
 
     def search(
         self,
@@ -342,6 +358,7 @@ class Sextant(_BaseClient):
         recency_boost: bool | None = None,
         min_similarity: float | None = None,
         metadata: Mapping[str, Any] | None = None,
+        index: str | None = None,
     ) -> SearchResponse:
         """``POST /v1/search``: sentence units with document offsets and each one's rank in
         every retrieval path."""
@@ -358,6 +375,7 @@ class Sextant(_BaseClient):
                 recency_boost=recency_boost,
                 min_similarity=min_similarity,
                 metadata=metadata,
+                index=index,
             )
         )
 
@@ -460,6 +478,27 @@ class Sextant(_BaseClient):
                 published_at=published_at,
             )
         )
+
+    def list_indexes(self) -> IndexList:
+        """``GET /v1/indexes``: the indexes this key may read, in id order."""
+        return self._send(_Call("GET", "/v1/indexes", IndexList))
+
+    def get_index(self, index: str) -> IndexResponse:
+        """``GET /v1/indexes/{index}``: documents, chunks, version, paths ready, settings."""
+        return self._send(_Call("GET", _index_path(index), IndexResponse))
+
+    def create_index(
+        self, index: str, *, chunk_tokens: int | None = None, chunk_overlap: int | None = None
+    ) -> IndexResponse:
+        """``PUT /v1/indexes/{index}``: an empty index that takes documents (admin scope);
+        nothing to do when it exists with these options, a :class:`~sextant.ConflictError`
+        when it exists with others."""
+        return self._send(_create_index_call(index, chunk_tokens, chunk_overlap))
+
+    def delete_index(self, index: str) -> IndexResponse:
+        """``DELETE /v1/indexes/{index}``: an index created through the API, with its
+        documents (admin scope)."""
+        return self._send(_Call("DELETE", _index_path(index), IndexResponse))
 
     def put_documents(self, index: str, documents: Iterable[DocumentBody | Mapping[str, Any]]) -> BatchResponse:
         """``POST /v1/indexes/{index}/documents:batch``: up to 1,000 documents in one call,
@@ -572,9 +611,10 @@ class AsyncSextant(_BaseClient):
         top_k: int | None = None,
         rerank: bool | None = None,
         include_segments: bool | None = None,
+        index: str | None = None,
     ) -> RetrieveResponse:
         """See :meth:`Sextant.retrieve`."""
-        return await self._send(_retrieve_call(query, filters, top_k, rerank, include_segments))
+        return await self._send(_retrieve_call(query, filters, top_k, rerank, include_segments, index))
 
     async def search(
         self,
@@ -590,6 +630,7 @@ class AsyncSextant(_BaseClient):
         recency_boost: bool | None = None,
         min_similarity: float | None = None,
         metadata: Mapping[str, Any] | None = None,
+        index: str | None = None,
     ) -> SearchResponse:
         """See :meth:`Sextant.search`."""
         return await self._send(
@@ -605,6 +646,7 @@ class AsyncSextant(_BaseClient):
                 recency_boost=recency_boost,
                 min_similarity=min_similarity,
                 metadata=metadata,
+                index=index,
             )
         )
 
@@ -702,6 +744,24 @@ class AsyncSextant(_BaseClient):
                 published_at=published_at,
             )
         )
+
+    async def list_indexes(self) -> IndexList:
+        """See :meth:`Sextant.list_indexes`."""
+        return await self._send(_Call("GET", "/v1/indexes", IndexList))
+
+    async def get_index(self, index: str) -> IndexResponse:
+        """See :meth:`Sextant.get_index`."""
+        return await self._send(_Call("GET", _index_path(index), IndexResponse))
+
+    async def create_index(
+        self, index: str, *, chunk_tokens: int | None = None, chunk_overlap: int | None = None
+    ) -> IndexResponse:
+        """See :meth:`Sextant.create_index`."""
+        return await self._send(_create_index_call(index, chunk_tokens, chunk_overlap))
+
+    async def delete_index(self, index: str) -> IndexResponse:
+        """See :meth:`Sextant.delete_index`."""
+        return await self._send(_Call("DELETE", _index_path(index), IndexResponse))
 
     async def put_documents(self, index: str, documents: Iterable[DocumentBody | Mapping[str, Any]]) -> BatchResponse:
         """See :meth:`Sextant.put_documents`."""

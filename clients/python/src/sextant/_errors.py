@@ -109,6 +109,10 @@ class NotFoundError(APIError):
     """404: no such index, document or route."""
 
 
+class ConflictError(APIError):
+    """409: the index exists with other options, or is not one the API created."""
+
+
 class RequestTooLargeError(APIError):
     """413: the body is over the server's limit."""
 
@@ -134,6 +138,7 @@ _BY_STATUS: dict[int, type[APIError]] = {
     401: AuthenticationError,
     403: PermissionDeniedError,
     404: NotFoundError,
+    409: ConflictError,
     413: RequestTooLargeError,
     415: UnsupportedMediaTypeError,
     429: RateLimitError,

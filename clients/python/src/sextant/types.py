@@ -70,6 +70,11 @@ __all__ = [
     "BatchError",
     "BatchResult",
     "BatchResponse",
+    "IndexInfo",
+    "IndexList",
+    "IndexOptions",
+    "IndexResponse",
+    "IndexSettings",
     "MODELS",
 ]
 
@@ -126,6 +131,8 @@ class RetrieveFilters(_Model):
 class RetrieveRequest(_Model):
     openapi_ref = _SCHEMAS + "RetrieveRequest"
     query: str
+    #: The index to search (default: the server's default index).
+    index: str | None = None
     filters: RetrieveFilters | None = None
     top_k: int | None = None
     rerank: bool | None = None
@@ -211,6 +218,8 @@ class RetrieveResponse(_Model):
 class SearchRequest(_Model):
     openapi_ref = _SCHEMAS + "SearchBody"
     query: str
+    #: The index to search (default: the server's default index).
+    index: str | None = None
     entity: str | list[str] | None = None
     theme: str | list[str] | None = None
     published_after: str | None = None
@@ -679,6 +688,68 @@ class CompactResponse(_Camel):
     request_id: str
     #: documents, chunks, ``chunks_encoded``, seconds, version, writes.
     report: dict[str, Any] | None = None
+
+
+# ---------------------------------------------------------------- /v1/indexes
+
+
+class IndexOptions(_Camel):
+    """How a new index cuts its documents (``None``: the server's setting)."""
+
+    openapi_ref = _SCHEMAS + "IndexOptions"
+    chunk_tokens: int | None = None
+    chunk_overlap: int | None = None
+
+
+class IndexSettings(_Camel):
+    openapi_ref = _SCHEMAS + "IndexSettings"
+    chunk_tokens: int
+    chunk_overlap: int
+    dense_window: int
+    dense_model: str
+    sparse_model: str
+
+
+class IndexInfo(_Camel):
+    """An index as a key sees it."""
+
+    openapi_ref = _SCHEMAS + "IndexInfo"
+    index: str
+    documents: int
+    chunks: int
+    built_unix: int
+    writable: bool
+    default: bool
+    #: ``ready`` when every retrieval path serves, else ``building``.
+    state: str
+    paths: dict[str, str]
+    settings: IndexSettings
+    version: str | None = None
+
+
+class IndexList(_Camel):
+    openapi_ref = _SCHEMAS + "IndexList"
+    indexes: list[IndexInfo]
+    request_id: str
+
+
+class IndexResponse(_Camel):
+    """``GET`` or ``PUT /v1/indexes/{index}``: the fields of :class:`IndexInfo`; a
+    ``DELETE``: ``deleted`` and none of them."""
+
+    openapi_ref = _SCHEMAS + "IndexResponse"
+    request_id: str
+    index: str | None = None
+    documents: int | None = None
+    chunks: int | None = None
+    version: str | None = None
+    built_unix: int | None = None
+    writable: bool | None = None
+    default: bool | None = None
+    state: str | None = None
+    paths: dict[str, str] | None = None
+    settings: IndexSettings | None = None
+    deleted: bool | None = None
 
 
 # ---------------------------------------------------------------- GET /health
