@@ -185,6 +185,31 @@ fn the_playground_shows_cited_evidence_ranks_timings_warnings_and_context() {
     );
     assert!(error.as_str().unwrap().contains("400") && error.as_str().unwrap().contains("metadata"), "{error}");
 
+    // The picker lists what the key may read, an index created through the API among them;
+    // a search of the one picked cites its documents.
+    let created = http(&addr, "PUT", "/v1/indexes/pg-notes", &[("Authorization", &auth)], b"");
+    assert_eq!(created.status, 201, "{:?}", created.body);
+    let written = post(
+        "/v1/indexes/pg-notes/documents:batch",
+        &json!([{"documentId": "garage", "text": "Visitors park on level two of the garage."}]),
+    );
+    assert_eq!(written.status, 200, "{:?}", written.body);
+    browser.script("document.getElementById('key').dispatchEvent(new Event('change'));", json!([]));
+    let listed = browser.wait_for(
+        "const o = Array.from(document.querySelectorAll('#index option')).map(o => o.value);          return o.length === 2 ? o : null;",
+        Duration::from_secs(10),
+    );
+    assert_eq!(listed, json!(["demo", "pg-notes"]));
+    browser.script("document.getElementById('index').value = 'pg-notes';", json!([]));
+    browser.script(
+        "document.getElementById('metadata').value = ''; document.getElementById('tickers').value = '';",
+        json!([]),
+    );
+    ask(&browser, "search", "where do visitors park", &[]);
+    let shown = cards(&browser);
+    assert_eq!(shown[0]["documentId"], "garage", "{shown:?}");
+    assert_eq!(shown[0]["mark"], "Visitors park on level two of the garage.");
+
     // The key lives only in the page: nothing stored, no cookie.
     let stored = browser.script("return [localStorage.length, sessionStorage.length, document.cookie];", json!([]));
     assert_eq!(stored, json!([0, 0, ""]));
