@@ -622,16 +622,13 @@ mod tests {
     }
 
     fn open(root: &Path, served: Arc<Mutex<Option<Arc<Index>>>>) -> LiveIndex {
+        open_with(root, LiveOptions { compact_at_chunks: 0 }, Box::new(move |i| *served.lock().unwrap() = Some(i)))
+    }
+
+    /// The writable index over `root/built`, its writes in `root/live`.
+    fn open_with(root: &Path, live: LiveOptions, publish: Publish) -> LiveIndex {
         let base = Index::load(&LocalDir::new(root.join("built"))).unwrap();
-        LiveIndex::open(
-            &root.join("live"),
-            Arc::new(base),
-            &root.join("built"),
-            encoders(),
-            LiveOptions { compact_at_chunks: 0 },
-            Box::new(move |i| *served.lock().unwrap() = Some(i)),
-        )
-        .unwrap()
+        LiveIndex::open(&root.join("live"), Arc::new(base), &root.join("built"), encoders(), live, publish).unwrap()
     }
 
     fn top(index: &Arc<Index>, q: &str) -> Vec<String> {
@@ -655,16 +652,7 @@ mod tests {
     fn a_full_delta_is_compacted_in_the_background() {
         let root = tempfile::tempdir().unwrap();
         original(&root.path().join("built"));
-        let base = Index::load(&LocalDir::new(root.path().join("built"))).unwrap();
-        let live = LiveIndex::open(
-            &root.path().join("live"),
-            Arc::new(base),
-            &root.path().join("built"),
-            encoders(),
-            LiveOptions { compact_at_chunks: 2 },
-            Box::new(|_| {}),
-        )
-        .unwrap();
+        let live = open_with(root.path(), LiveOptions { compact_at_chunks: 2 }, Box::new(|_| {}));
         live.put(doc("a", "Azure revenue grew.", serde_json::json!({}))).unwrap();
         live.put(doc("b", "Gaming revenue rose.", serde_json::json!({}))).unwrap();
         let t = std::time::Instant::now();
@@ -739,18 +727,10 @@ mod tests {
         original(&root.path().join("built"));
         let publishes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let counter = publishes.clone();
-        let base = Index::load(&LocalDir::new(root.path().join("built"))).unwrap();
-        let live = LiveIndex::open(
-            &root.path().join("live"),
-            Arc::new(base),
-            &root.path().join("built"),
-            encoders(),
-            LiveOptions { compact_at_chunks: 0 },
-            Box::new(move |_| {
-                counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            }),
-        )
-        .unwrap();
+        let publish: Publish = Box::new(move |_| {
+            counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        });
+        let live = open_with(root.path(), LiveOptions { compact_at_chunks: 0 }, publish);
         let before = publishes.load(std::sync::atomic::Ordering::Relaxed);
         let outcomes = live
             .put_many(vec![
