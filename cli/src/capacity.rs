@@ -39,10 +39,16 @@ pub fn load(dir: &Path) -> Result<()> {
     let idle = status_mib("VmRSS")?;
     let first = Index::load(&index_files(dir)?.0)?;
     let once = status_mib("VmHWM")?;
+    let resident = status_mib("VmRSS")? - idle;
+    let estimate = first.resident_bytes() as f64 / (1 << 20) as f64;
     let second = Index::load(&index_files(dir)?.0)?;
     let twice = status_mib("VmHWM")?;
     drop((first, second));
-    println!("{}", serde_json::json!({"idle_mib": idle, "once_mib": once, "twice_mib": twice}));
+    println!(
+        "{}",
+        serde_json::json!({"idle_mib": idle, "once_mib": once, "twice_mib": twice,
+                           "resident_mib": resident, "estimate_mib": estimate})
+    );
     Ok(())
 }
 

@@ -46,7 +46,9 @@ pub fn merge(plan: Plan, shards: &[EncodedShard], progress: Progress) -> Result<
     })?;
     progress("hnsw", 1, 1);
     let manifest = manifest(&plan, dim, true);
-    Index::from_parts(manifest, plan.documents, plan.chunks, dense, bm25, splade)
+    let mut index = Index::from_parts(manifest, plan.documents, plan.chunks, dense, bm25, splade)?;
+    index.manifest.resident_bytes = index.resident_bytes();
+    Ok(index)
 }
 
 /// The index of `plan` with BM25 only, before anything is encoded (seconds, not minutes):
@@ -86,5 +88,6 @@ fn manifest(plan: &Plan, dim: usize, built: bool) -> Manifest {
         bm25: options.bm25,
         files: Vec::new(),
         build: built.then(|| BuildRecord { inputs_sha256: plan.inputs_sha256.clone(), encoded: Vec::new() }),
+        resident_bytes: 0,
     }
 }

@@ -235,6 +235,7 @@ pub fn build(
 
     let t = Instant::now();
     let index = merge(*plan, &shards, progress)?;
+    report.resident_bytes = index.manifest.resident_bytes;
     report.phases.merge = t.elapsed().as_secs_f64();
     report.seconds = report.phases.total();
     Ok(Built { report, index: Some(index), shards, attachments })

@@ -71,6 +71,10 @@ pub struct BuildReport {
     /// field); a report written before it reads as none.
     #[serde(default)]
     pub skipped_files: Vec<crate::corpus::SkippedFile>,
+    /// The bytes the index built holds in memory once loaded (its manifest's
+    /// `resident_bytes`; 0 when nothing was built).
+    #[serde(default)]
+    pub resident_bytes: u64,
 }
 
 #[cfg(test)]

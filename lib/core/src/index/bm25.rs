@@ -125,6 +125,12 @@ impl From<Bm25IndexV4> for Bm25Index {
 }
 
 impl Bm25Index {
+    /// The bytes it holds in memory: its postings, and per vocabulary term its text with
+    /// a `String`'s 24 bytes, its id, and a hash table slot's 16.
+    pub fn resident_bytes(&self) -> u64 {
+        self.inverted.resident_bytes() + self.vocab.keys().map(|t| t.len() as u64 + 44).sum::<u64>()
+    }
+
     /// Indexes texts (one per chunk).
     pub fn build<'a>(texts: impl IntoIterator<Item = &'a str>, params: Bm25Params) -> Self {
         let (vocab, docs) = term_counts(texts, &Analyzer::new(params.stemming));

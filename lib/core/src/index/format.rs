@@ -89,6 +89,11 @@ pub struct Manifest {
     /// How the index was built, for the next build (absent before format 3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub build: Option<BuildRecord>,
+    /// The bytes the index holds in memory once loaded, estimated when it was built
+    /// ([`Index::resident_bytes`](super::Index::resident_bytes)); 0 when unknown (an index
+    /// built before it was recorded).
+    #[serde(default)]
+    pub resident_bytes: u64,
 }
 
 /// What the next build of an index needs from this one.

@@ -118,7 +118,32 @@ pub fn beam(rows: usize, chunks: usize) -> usize {
     (EF_SEARCH * rows).div_ceil(chunks.max(1)).max(EF_SEARCH)
 }
 
+/// Neighbours of a graph node on the bottom layer and on each upper layer (instant-distance's
+/// `M`: 32, with twice that on layer 0).
+const GRAPH_M: usize = 32;
+
 impl DenseIndex {
+    /// The bytes this index holds in memory, estimated from its sizes:
+    ///
+    /// ```text
+    /// bytes = 4 · rows · dim                       the f32 vectors
+    ///       + 4 · (|windows| + |owner|)            window offsets and owners
+    ///       + rows_g · (8M + dim + 36)             graph: layer-0 neighbours (2M u32), the
+    ///                                              i8 vector with its Vec and scale, the value
+    ///       + rows_g · 4M / (M − 1)                upper layers (1 node in M − 1 per layer, M u32)
+    /// ```
+    ///
+    /// with `rows_g` the rows in the graph (0 without one) and M = 32.
+    pub fn resident_bytes(&self) -> u64 {
+        let rows = self.vectors.len().checked_div(self.dim).unwrap_or(0) as u64;
+        let in_graph = if self.graph.is_some() { rows } else { 0 };
+        let m = GRAPH_M as u64;
+        4 * self.vectors.len() as u64
+            + 4 * (self.windows.len() + self.owner.len()) as u64
+            + in_graph * (8 * m + self.dim as u64 + 36)
+            + in_graph * 4 * m / (m - 1)
+    }
+
     /// Builds the index of one vector per chunk (the graph only above
     /// [`EXACT_ONLY_BELOW`] vectors).
     pub fn build(dim: usize, vectors: Vec<f32>) -> Self {

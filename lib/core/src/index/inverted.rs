@@ -58,6 +58,12 @@ impl Default for InvertedIndex {
 }
 
 impl InvertedIndex {
+    /// The bytes its postings hold in memory: 8 per term offset, 8 per posting (a chunk
+    /// and its impact).
+    pub fn resident_bytes(&self) -> u64 {
+        8 * self.offsets.len() as u64 + 4 * (self.chunks.len() + self.impacts.len()) as u64
+    }
+
     /// Builds from per-chunk `(term, impact)` lists.
     pub fn build(num_terms: usize, docs: impl IntoIterator<Item = Vec<(u32, f32)>>) -> Self {
         let mut lists: Vec<Vec<(u32, f32)>> = vec![Vec::new(); num_terms];

@@ -324,6 +324,35 @@ impl Index {
         })
     }
 
+    /// The bytes this index holds in memory once loaded, estimated from its sizes (what a
+    /// function must fit beside the models, and twice over to swap in a new version):
+    ///
+    /// ```text
+    /// bytes = Σ_documents (160 + |id| + |title| + |metadata as JSON| + Σ_segments (|s| + 24))
+    ///       + Σ_chunks (48 + |text|)
+    ///       + dense + BM25 + SPLADE                  (each one's own resident_bytes)
+    /// ```
+    ///
+    /// A delta's own documents and vectors are not counted: compaction folds them in.
+    pub fn resident_bytes(&self) -> u64 {
+        let documents: u64 = self
+            .documents
+            .base()
+            .iter()
+            .map(|d| {
+                160 + (d.document_id.len() + d.title.len()) as u64
+                    + d.metadata.to_json().to_string().len() as u64
+                    + d.segments.iter().map(|s| s.len() as u64 + 24).sum::<u64>()
+            })
+            .sum();
+        let chunks: u64 = self.chunks.base().iter().map(|c| 48 + c.text.len() as u64).sum();
+        documents
+            + chunks
+            + self.dense.resident_bytes()
+            + self.bm25.resident_bytes()
+            + self.splade.inverted.resident_bytes()
+    }
+
     /// Chunks in the delta (0 without one).
     pub fn delta_chunks(&self) -> usize {
         self.chunks.tail().len()
@@ -624,6 +653,23 @@ mod tests {
     use super::*;
     use crate::storage::MemStore;
     use crate::testutil::small_engine;
+
+    /// A build records its resident estimate in the manifest, saved and loaded with it; the
+    /// estimate holds at least every vector and every text, and each component adds to it.
+    #[test]
+    fn a_build_records_what_its_index_holds_in_memory() {
+        let index = small_engine().index();
+        let estimate = index.resident_bytes();
+        assert_eq!(index.manifest.resident_bytes, estimate, "recorded at build");
+        let vectors = 4 * index.dense.vectors.len() as u64;
+        let texts: u64 = index.chunks.iter().map(|c| c.text.len() as u64).sum::<u64>()
+            + index.documents.iter().flat_map(|d| &d.segments).map(|s| s.len() as u64).sum::<u64>();
+        assert!(estimate > vectors + texts, "{estimate} <= {vectors} + {texts}");
+        assert!(index.bm25.resident_bytes() > 0 && index.splade.inverted.resident_bytes() > 0);
+        let store = MemStore::new("mem://resident");
+        index.save(&store).unwrap();
+        assert_eq!(Index::load(&store).unwrap().manifest.resident_bytes, estimate, "saved with the index");
+    }
 
     #[test]
     fn attachments_are_listed_and_checked_but_left_to_their_readers() {
