@@ -285,6 +285,22 @@ fn functions_publish_cold_start_swap_refuse_limit_and_survive_a_store_outage() {
         assert_eq!(status, 200, "served after S3 came back, same process: {body}");
         drop(cold);
 
+        // --- An index that cannot fit the function's memory (here 385 MB, 1 MiB beside the
+        // models' reserve): refused at cold start before a byte of it is downloaded, with one
+        // log line naming the memory to set and the IndexTooLarge metric; a 503, not a crash.
+        let mut tight = env.clone();
+        tight.push(("SEXTANT_MEMORY_MB".into(), "385".into()));
+        let small = Function::start("sextant-retrieve", &tight, logs.path()).await;
+        let ask = json!({"query": "cross-border volume growth", "top_k": 3});
+        let (status, _, body) = small.http("POST", "/v1/retrieve", Some("sx_dev"), Some(ask)).await;
+        assert_eq!(status, 503, "{body}\n{}", small.log());
+        assert!(body["error"]["message"].as_str().unwrap().contains("does not fit this function's memory"), "{body}");
+        let log = small.log();
+        assert!(log.contains("set FunctionMemory to at least"), "{log}");
+        assert!(log.contains("\"IndexTooLarge\":1"), "the metric line: {log}");
+        assert!(!log.contains("download_ms"), "nothing was downloaded: {log}");
+        drop(small);
+
         // A key scoped to another index cannot read this one.
         let (status, _, body) = retrieve.http("POST", "/v1/retrieve", Some(&scoped_key), Some(exxon.clone())).await;
         assert_eq!(status, 403, "{body}");

@@ -147,6 +147,72 @@ fn versions_publish_load_conflict_prune_and_refuse_corruption_on_both_s3_servers
     });
 }
 
+/// A warm function loads each new version as its memory allows, from the estimate in the
+/// manifest: beside the served one when two fit, in its place (the served one let go
+/// first) when only one does, and not at all when even one does not (refused once, not
+/// fetched again).
+#[test]
+fn new_versions_load_beside_in_place_or_not_at_all_as_the_memory_allows() {
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    use sextant_aws::memory::{LOAD_FACTOR, RESIDENT_FACTOR};
+    use sextant_aws::{MemoryBudget, Refresher};
+    use sextant_core::pipeline::SharedModels;
+
+    let s = servers();
+    let files = small_index();
+    // Loading takes the files out of their store: a copy is loaded.
+    let estimate = Index::load(&rebuilt(&files, 1)).unwrap().manifest.resident_bytes;
+    assert!(estimate > 0, "a build records its resident estimate");
+    rt().block_on(async {
+        let config = s.config(&s.seaweed).await;
+        let bucket = unique("memory");
+        create_bucket(&config, &bucket).await;
+        let loc = Location::parse(&format!("s3://{bucket}/indexes/small")).unwrap();
+        let index = VersionedIndex::new(&config, &loc).unwrap();
+        let publish = |at: u64| {
+            let index = index.clone();
+            let files = rebuilt(&files, at);
+            async move {
+                let now = index.pointer().await.unwrap();
+                index.publish(&files, &now, 5).await.unwrap().version
+            }
+        };
+        let v1 = publish(1_800_000_000).await;
+        let models = Arc::new(SharedModels::new(ModelSet::under(&default_model_dir())));
+        let check = |budget: u64, serving: String| {
+            let (index, models) = (index.clone(), models.clone());
+            async move {
+                let r = Refresher::within(Duration::ZERO, models, Some(MemoryBudget { bytes: budget }));
+                r.watch("small", index, serving, estimate, None);
+                let seen = Mutex::new(Vec::new());
+                for _ in 0..2 {
+                    let permit = r.begin().expect("a check is due");
+                    r.check_now(
+                        permit,
+                        |id, loaded| seen.lock().unwrap().push(format!("swap {id} {}", loaded.pointer.version)),
+                        |id| seen.lock().unwrap().push(format!("unload {id}")),
+                    )
+                    .await;
+                }
+                seen.into_inner().unwrap()
+            }
+        };
+        let (load, resident) = ((estimate as f64 * LOAD_FACTOR) as u64, (estimate as f64 * RESIDENT_FACTOR) as u64);
+        // Room for two: v2 loads beside v1.
+        let v2 = publish(1_800_000_001).await;
+        assert_eq!(check(load + resident + 1, v1.clone()).await, [format!("swap small {v2}")]);
+        // Room for one: v1 is let go, then v2 loads.
+        assert_eq!(
+            check(load + resident / 2, v1.clone()).await,
+            ["unload small".to_string(), format!("swap small {v2}")]
+        );
+        // Room for none: refused at the first check, not fetched at the second.
+        assert_eq!(check(load / 2, v1).await, Vec::<String>::new());
+    });
+}
+
 #[test]
 fn large_objects_go_up_in_parts_and_come_back_by_ranges_on_both_s3_servers() {
     let s = servers();

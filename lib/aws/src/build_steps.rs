@@ -252,6 +252,7 @@ pub async fn merge_step(
         report.workers = workers;
         let assembled = plan.assemble(&previous.cache, shards)?;
         let index = merge(plan, &assembled, &|_, _, _| {})?;
+        report.resident_bytes = index.manifest.resident_bytes;
         report.phases.merge = t.elapsed().as_secs_f64();
         let built = Built { report, index: Some(index), shards: assembled, attachments };
         let files = MemStore::new("merged build");

@@ -14,6 +14,7 @@ pub mod build_lease;
 pub mod build_steps;
 mod dynamo;
 mod key_store_spec;
+pub mod memory;
 pub mod refresh;
 mod s3;
 mod sdk;
@@ -21,6 +22,7 @@ pub mod versions;
 
 pub use dynamo::DynamoKeyStore;
 pub use key_store_spec::KeyStoreSpec;
+pub use memory::{Fit, MemoryBudget};
 pub use refresh::{open_from_s3, CheckPermit, LoadTimings, LoadedIndex, Refresher, STALE_CHECK};
 pub use s3::{Listed, Object, Precondition, S3Store};
 pub use sdk::{load_sdk_config, retry_config, sdk_config};

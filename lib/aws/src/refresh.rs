@@ -20,6 +20,7 @@ use sextant_core::error::{Error, Result};
 use sextant_core::pipeline::{Engine, SharedModels};
 use sextant_finance::Financials;
 
+use super::memory::{Fit, MemoryBudget};
 use super::versions::{Pointer, VersionedIndex};
 
 /// Phase timings of one load, in milliseconds.
@@ -101,11 +102,15 @@ struct Source {
     version: String,
     /// The last version refused, not to be fetched again.
     refused: Option<String>,
+    /// The resident bytes its manifest estimates for the version served (0: unknown).
+    resident: u64,
 }
 
 /// Watches the `CURRENT` pointers of the S3 indexes and loads new versions.
 pub struct Refresher {
     models: Arc<SharedModels>,
+    /// The memory this function has for its indexes, when known ([`MemoryBudget`]).
+    budget: Option<MemoryBudget>,
     interval: Duration,
     sources: Mutex<HashMap<String, Source>>,
     last_check: Mutex<Option<Instant>>,
@@ -135,8 +140,15 @@ impl Drop for CheckPermit {
 impl Refresher {
     /// Checks at most every `interval`; new versions are opened with `models`.
     pub fn new(interval: Duration, models: Arc<SharedModels>) -> Arc<Self> {
+        Self::within(interval, models, None)
+    }
+
+    /// [`Refresher::new`], loading only the versions that fit `budget` (see
+    /// [`crate::memory`]): beside the one served, or in its place.
+    pub fn within(interval: Duration, models: Arc<SharedModels>, budget: Option<MemoryBudget>) -> Arc<Self> {
         Arc::new(Refresher {
             models,
+            budget,
             interval,
             sources: Mutex::new(HashMap::new()),
             last_check: Mutex::new(Some(Instant::now())),
@@ -144,9 +156,12 @@ impl Refresher {
         })
     }
 
-    /// Watches index `id`, now serving `version` (empty when none could be loaded), at `index`.
-    pub fn watch(&self, id: &str, index: VersionedIndex, version: String) {
-        self.sources.lock().expect("sources lock").insert(id.to_string(), Source { index, version, refused: None });
+    /// Watches index `id`, now serving `version` (empty when none could be loaded) whose
+    /// manifest estimates `resident` bytes, at `index`; `refused` names a version not to
+    /// fetch again (one too large for this function).
+    pub fn watch(&self, id: &str, index: VersionedIndex, version: String, resident: u64, refused: Option<String>) {
+        let source = Source { index, version, refused, resident };
+        self.sources.lock().expect("sources lock").insert(id.to_string(), source);
     }
 
     /// A permit to check now, when a check is due and none is running (or the running one is
@@ -169,12 +184,49 @@ impl Refresher {
     /// Checks every pointer now and hands each new version that loads to `swap_in`, with its
     /// index id, as soon as it is loaded (what the background task runs); the check ends
     /// with `permit`.
-    pub async fn check_now(&self, permit: CheckPermit, swap_in: impl Fn(&str, LoadedIndex)) {
-        self.check_pointers(&swap_in).await;
+    ///
+    /// A version that does not fit beside the one served ([`Fit::InPlace`]) is loaded after
+    /// `unload` lets the served one go; one that does not fit at all is refused (a log line
+    /// and the `IndexTooLarge` metric) and not fetched again.
+    pub async fn check_now(&self, permit: CheckPermit, swap_in: impl Fn(&str, LoadedIndex), unload: impl Fn(&str)) {
+        self.check_pointers(&swap_in, &unload).await;
         drop(permit);
     }
 
-    async fn check_pointers(&self, swap_in: &impl Fn(&str, LoadedIndex)) {
+    /// Whether version `pointer` of `id` may be loaded now: `false` when it was refused
+    /// for its size (and marked so); `unload` is called first when it must replace the
+    /// served one in place.
+    async fn make_room(&self, id: &str, index: &VersionedIndex, pointer: &Pointer, unload: &impl Fn(&str)) -> bool {
+        let Some(budget) = self.budget else { return true };
+        let incoming = match index.resident_estimate(pointer).await {
+            Ok(n) => n,
+            // The load reads the manifest again and reports what is wrong with it.
+            Err(_) => return true,
+        };
+        let serving = self.sources.lock().expect("sources lock").get(id).map_or(0, |s| s.resident);
+        match budget.fit(serving, incoming) {
+            Fit::Swap => true,
+            Fit::InPlace => {
+                tracing::warn!(
+                    index = %id,
+                    version = %pointer.version,
+                    "two copies of the index do not fit this function's memory: letting the served one go \
+                     and loading the new one in its place (503 meanwhile)"
+                );
+                unload(id);
+                true
+            }
+            Fit::TooLarge { needed, budget } => {
+                crate::memory::report_too_large(id, &pointer.version, incoming, needed, budget);
+                if let Some(s) = self.sources.lock().expect("sources lock").get_mut(id) {
+                    s.refused = Some(pointer.version.clone());
+                }
+                false
+            }
+        }
+    }
+
+    async fn check_pointers(&self, swap_in: &impl Fn(&str, LoadedIndex), unload: &impl Fn(&str)) {
         let ids: Vec<(String, VersionedIndex, String, Option<String>)> = self
             .sources
             .lock()
@@ -198,9 +250,13 @@ impl Refresher {
             if pointer.version == serving || refused.as_deref() == Some(pointer.version.as_str()) {
                 continue;
             }
+            if !self.make_room(&id, &index, &pointer, unload).await {
+                continue;
+            }
             let t = Instant::now();
             match self.open(&id, &index, &pointer).await {
                 Ok(loaded) => {
+                    let resident = loaded.engine.index().manifest.resident_bytes;
                     swap_in(&id, loaded);
                     tracing::info!(
                         index = %id,
@@ -211,6 +267,7 @@ impl Refresher {
                     );
                     if let Some(s) = self.sources.lock().expect("sources lock").get_mut(&id) {
                         s.version = pointer.version.clone();
+                        s.resident = resident;
                     }
                 }
                 Err(e) => {

@@ -278,6 +278,12 @@ impl VersionedIndex {
         Ok((label, dir, read_manifest(&files)?))
     }
 
+    /// The bytes the version `pointer` names holds in memory once loaded, as its manifest
+    /// estimates them (0: not recorded); only the manifest is fetched.
+    pub async fn resident_estimate(&self, pointer: &Pointer) -> Result<u64> {
+        Ok(self.manifest(pointer).await?.2.resident_bytes)
+    }
+
     /// Downloads what the next build needs of the version `pointer` names: its manifest
     /// and its encoded shards (the vector cache). A shard file that is gone is left out
     /// (its chunks are encoded again).

@@ -203,10 +203,14 @@ pub async fn refresh(
     if let Some(permit) = refresher.begin() {
         tokio::spawn(async move {
             refresher
-                .check_now(permit, |id, loaded| {
-                    let version = loaded.pointer.version.clone();
-                    state.replace_index(id, ServedIndex::new(loaded.engine, loaded.financials), Some(version));
-                })
+                .check_now(
+                    permit,
+                    |id, loaded| {
+                        let version = loaded.pointer.version.clone();
+                        state.replace_index(id, ServedIndex::new(loaded.engine, loaded.financials), Some(version));
+                    },
+                    |id| state.unload_index(id),
+                )
                 .await;
         });
     }

@@ -35,7 +35,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use sextant_aws::{KeyStoreSpec, Refresher, VersionedIndex};
+use sextant_aws::{Fit, KeyStoreSpec, MemoryBudget, Refresher, VersionedIndex};
 use sextant_core::encode::{default_model_dir, ModelSet};
 use sextant_core::error::{Error, Result};
 use sextant_core::index::Index;
@@ -175,7 +175,8 @@ pub async fn from_env() -> Result<Context> {
     let mut indexes = Indexes::new();
     let mut first = None;
     let mut failures: Vec<String> = Vec::new();
-    let mut watched: Vec<(String, VersionedIndex, String)> = Vec::new();
+    let mut watched: Vec<Watched> = Vec::new();
+    let budget = MemoryBudget::from_env();
     for location in &locations {
         match location {
             Location::Local(dir) => {
@@ -203,6 +204,11 @@ pub async fn from_env() -> Result<Context> {
                 let source = VersionedIndex::new(&sextant_aws::sdk_config().await, location)?;
                 let id = location_id(location);
                 first.get_or_insert_with(|| id.clone());
+                if let Some(version) = too_large(&source, &id, budget).await {
+                    failures.push(format!("{id}: version {version} does not fit this function's memory"));
+                    watched.push(Watched { id, source, version: String::new(), resident: 0, refused: Some(version) });
+                    continue;
+                }
                 match sextant_aws::open_from_s3(&source, &models).await {
                     Ok(loaded) => {
                         let served = loaded.engine.index().manifest.index_id.clone();
@@ -214,7 +220,13 @@ pub async fn from_env() -> Result<Context> {
                             );
                         }
                         versions.push((served.clone(), loaded.pointer.version.clone()));
-                        watched.push((served.clone(), source, loaded.pointer.version));
+                        watched.push(Watched {
+                            id: served.clone(),
+                            resident: loaded.engine.index().manifest.resident_bytes,
+                            source,
+                            version: loaded.pointer.version,
+                            refused: None,
+                        });
                         indexes.insert(served, ServedIndex::new(loaded.engine, loaded.financials));
                     }
                     Err(e) => {
@@ -224,7 +236,7 @@ pub async fn from_env() -> Result<Context> {
                             "cold start: index not loaded; will retry at the next refresh"
                         );
                         failures.push(format!("{id}: {e}"));
-                        watched.push((id, source, String::new()));
+                        watched.push(Watched { id, source, version: String::new(), resident: 0, refused: None });
                     }
                 }
             }
@@ -258,14 +270,39 @@ pub async fn from_env() -> Result<Context> {
     let refresher = if watched.is_empty() {
         None
     } else {
-        let r = Refresher::new(secs("SEXTANT_REFRESH_SECS", 60)?, models.clone());
-        for (id, source, version) in watched {
-            r.watch(&id, source, version);
+        let r = Refresher::within(secs("SEXTANT_REFRESH_SECS", 60)?, models.clone(), budget);
+        for w in watched {
+            r.watch(&w.id, w.source, w.version, w.resident, w.refused);
         }
         Some(r)
     };
     tracing::info!(total_ms = t0.elapsed().as_millis() as u64, "cold start: done");
     Ok(Context { state, refresher })
+}
+
+/// An S3 index the refresher watches: the version served (empty: none), its estimated
+/// resident bytes, and a version refused for its size.
+struct Watched {
+    id: String,
+    source: VersionedIndex,
+    version: String,
+    resident: u64,
+    refused: Option<String>,
+}
+
+/// The version `source` serves now, when it cannot fit this function's memory (`budget`)
+/// at all: reported (a log line and the `IndexTooLarge` metric) and not loaded.
+async fn too_large(source: &VersionedIndex, id: &str, budget: Option<MemoryBudget>) -> Option<String> {
+    let budget = budget?;
+    let pointer = source.current().await.ok()?;
+    let estimate = source.resident_estimate(&pointer).await.ok()?;
+    match budget.fit(0, estimate) {
+        Fit::TooLarge { needed, budget } => {
+            sextant_aws::memory::report_too_large(id, &pointer.version, estimate, needed, budget);
+            Some(pointer.version)
+        }
+        Fit::Swap | Fit::InPlace => None,
+    }
 }
 
 /// The writable indexes and their corpus prefixes, from `SEXTANT_CORPORA`

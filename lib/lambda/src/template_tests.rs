@@ -283,6 +283,15 @@ fn every_function_has_an_alarm_on_its_lambda_errors() {
 }
 
 #[test]
+fn a_version_too_large_for_the_memory_has_an_alarm_on_the_index_the_template_serves() {
+    let alarm = alarms_on("Sextant", "IndexTooLarge");
+    assert!(
+        alarm.iter().any(|(_, p)| dimension(p, "Index").as_deref() == Some("!Ref IndexId")),
+        "no alarm on Sextant IndexTooLarge by Index = IndexId"
+    );
+}
+
+#[test]
 fn api_gateway_5xx_has_an_alarm_on_the_apis_stage() {
     // The REST API's metrics are named by the API's name and the stage's.
     let (name, stage) = (Some(property("Api", "Name")), Some(property("Api", "StageName")));

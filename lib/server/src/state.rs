@@ -96,6 +96,8 @@ pub struct AppState {
     stores: RwLock<BTreeMap<String, Arc<dyn crate::documents::DocumentStore>>>,
     /// What creates and deletes indexes, where the API may.
     admin: RwLock<Option<Arc<dyn crate::routes::indexes::IndexAdmin>>>,
+    /// Indexes let go to load their new version in place: a 503 until it is in.
+    reloading: RwLock<std::collections::BTreeSet<String>>,
 }
 
 impl AppState {
@@ -112,7 +114,21 @@ impl AppState {
             counter: AtomicU64::new(0),
             stores: RwLock::new(BTreeMap::new()),
             admin: RwLock::new(None),
+            reloading: RwLock::new(Default::default()),
         })
+    }
+
+    /// Stops serving index `id` so that its next version can be loaded in its place (the
+    /// memory holds one copy): until [`AppState::replace_index`] serves it again, its
+    /// requests are a 503 with `Retry-After`.
+    pub fn unload_index(&self, id: &str) {
+        self.reloading.write().expect("reloading lock").insert(id.to_string());
+        let mut slot = self.indexes.write().expect("indexes lock");
+        if let Some(now) = slot.as_deref() {
+            let mut indexes: Indexes = now.clone();
+            indexes.remove(id);
+            *slot = Some(Arc::new(indexes));
+        }
     }
 
     /// Lets `PUT` and `DELETE /v1/indexes/{index}` create and delete indexes, with `admin`.
@@ -161,6 +177,7 @@ impl AppState {
     /// holding the old one finish on it, later ones get the new one. `version` is shown
     /// by `/health`.
     pub fn replace_index(&self, id: &str, index: ServedIndex, version: Option<String>) {
+        self.reloading.write().expect("reloading lock").remove(id);
         let mut slot = self.indexes.write().expect("indexes lock");
         let mut indexes: Indexes = slot.as_deref().cloned().unwrap_or_default();
         indexes.insert(id.to_string(), index);
@@ -212,6 +229,12 @@ impl AppState {
             return Err(ApiError::forbidden(format!("this API key may not read index {shown}")));
         }
         let indexes = self.indexes()?;
+        if !indexes.contains_key(id) && self.reloading.read().expect("reloading lock").contains(id) {
+            return Err(ApiError::unavailable(
+                format!("index {shown} is loading its new version in place of the old one; retry shortly"),
+                5,
+            ));
+        }
         let served = indexes.get(id).cloned().ok_or_else(|| {
             let readable: Vec<&str> = indexes.keys().filter(|k| caller.key.can_read(k)).map(String::as_str).collect();
             ApiError::not_found(format!("no index {shown} is loaded (this key may read: {})", readable.join(", ")))

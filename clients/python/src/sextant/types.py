@@ -724,6 +724,8 @@ class IndexInfo(_Camel):
     state: str
     paths: dict[str, str]
     settings: IndexSettings
+    #: Bytes it holds in memory once loaded, estimated at build (0: not recorded).
+    resident_bytes: int
     version: str | None = None
 
 
@@ -749,6 +751,7 @@ class IndexResponse(_Camel):
     state: str | None = None
     paths: dict[str, str] | None = None
     settings: IndexSettings | None = None
+    resident_bytes: int | None = None
     deleted: bool | None = None
 
 

@@ -107,6 +107,10 @@ pub struct IndexInfo {
     pub paths: BTreeMap<&'static str, &'static str>,
     /// How it was built.
     pub settings: IndexSettings,
+    /// The bytes it holds in memory once loaded, as estimated when it was built (0: not
+    /// recorded); a function needs about 3.1 times this beside its models to swap in a
+    /// version of this size (docs/aws.md).
+    pub resident_bytes: u64,
 }
 
 /// `GET /v1/indexes`.
@@ -211,6 +215,7 @@ fn info(state: &AppState, id: &str, served: &ServedIndex) -> IndexInfo {
         default: state.config.default_index == id,
         state: if paths.values().all(|s| *s == "ready") { "ready" } else { "building" },
         paths,
+        resident_bytes: m.resident_bytes,
         settings: IndexSettings {
             chunk_tokens: m.chunk_tokens,
             chunk_overlap: m.chunk_overlap,
