@@ -144,7 +144,7 @@ impl DocumentStore for S3DocumentStore {
         self.runtime.block_on(self.put_object(document))
     }
 
-    /// Each document its own object, [`FETCHES`] written at once; a document that could not
+    /// Each document its own object, 16 written at once; a document that could not
     /// be written is its own `unavailable` result.
     fn put_many(&self, documents: Vec<Document>) -> Result<Vec<Result<Written, StoreError>>, StoreError> {
         let permits = Arc::new(tokio::sync::Semaphore::new(FETCHES));
