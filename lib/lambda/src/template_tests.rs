@@ -499,3 +499,31 @@ fn infra_readme_iam_table_is_what_the_template_grants() {
         "infra/README.md lists these (function, action) that template.yaml does not grant: {ungranted:?}"
     );
 }
+
+/// What `sam build` ships: stripped binaries (Lambda counts a function and its layers
+/// unzipped, 250 MB in all), built by cargo lambda, which SAM runs only with its beta
+/// features on (else `sam build` stops at a prompt): the example configuration opts in,
+/// and the instructions name the flag.
+#[test]
+fn sam_builds_stripped_binaries_with_its_rust_beta_opted_in() {
+    let cargo = include_str!("../../../Cargo.toml");
+    let release: Vec<&str> = cargo
+        .lines()
+        .skip_while(|l| l.trim() != "[profile.release]")
+        .skip(1)
+        .take_while(|l| !l.starts_with('['))
+        .collect();
+    assert!(release.iter().any(|l| l.trim() == "strip = true"), "the release profile does not strip: {release:?}");
+    let samconfig = include_str!("../../../infra/samconfig.example.toml");
+    for section in ["[default.build.parameters]", "[default.sync.parameters]"] {
+        let body: Vec<&str> =
+            samconfig.lines().skip_while(|l| l.trim() != section).skip(1).take_while(|l| !l.starts_with('[')).collect();
+        assert!(body.iter().any(|l| l.trim().starts_with("beta_features = true")), "{section} does not opt in");
+    }
+    for (doc, text) in [("README.md", include_str!("../../../README.md")), ("infra/README.md", README)] {
+        assert!(text.contains("sam build --beta-features"), "{doc} does not name the beta flag");
+    }
+    for name in resources_of_type("AWS::Serverless::Function") {
+        assert!(has(&resource(name), 6, "BuildMethod: rust-cargolambda"), "{name} is not built by cargo lambda");
+    }
+}
