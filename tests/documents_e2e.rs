@@ -445,6 +445,26 @@ fn a_folder_is_served_with_paths_as_ids_fields_from_front_matter_and_sidecars_an
     assert!(!ok && stderr.contains("SEXTANT_API_KEY"), "{stderr}");
     let (ok, report, _) = put(&[], Some(READER));
     assert!(!ok && report["written"] == 0, "{report}");
+
+    // `sextant delete`: a document with folders goes; one the index does not hold is said,
+    // not an error; a read-only key deletes nothing and fails the command.
+    let delete = |ids: &[&str], key: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_sextant"))
+            .args(["delete", "--index", "team", "--url"])
+            .arg(format!("http://{a}"))
+            .args(ids)
+            .env("SEXTANT_API_KEY", key)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        (out.status.success(), said)
+    };
+    let (ok, said) = delete(&["notes/parking.md", "no-such-note"], READER);
+    assert!(!ok && said.contains("failed notes/parking.md: 403"), "{said}");
+    let (ok, said) = delete(&["notes/parking.md", "no-such-note"], ADMIN);
+    assert!(ok, "{said}");
+    assert!(said.contains("deleted notes/parking.md") && said.contains("not found no-such-note"), "{said}");
+    assert_eq!(call(a, "GET", "/v1/indexes/team/documents/notes%2Fparking.md", ADMIN, None).status, 404);
 }
 
 /// A batch: many documents in one call, each answered in order (written, or the error

@@ -53,6 +53,20 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Delete documents from an index of a running Sextant (`serve`, or the API on AWS)
+    /// through the document API. A document the index does not hold is reported, not an
+    /// error. The key is read from SEXTANT_API_KEY.
+    Delete {
+        /// The documents' ids (with folders, as a folder build names them: `handbook/travel.md`).
+        #[arg(required = true)]
+        ids: Vec<String>,
+        /// The index to delete from.
+        #[arg(long)]
+        index: String,
+        /// The API's base URL.
+        #[arg(long, env = "SEXTANT_URL", default_value = "http://127.0.0.1:8080")]
+        url: String,
+    },
     /// Build an index from a folder of documents or a JSONL (or .jsonl.gz) file.
     Build {
         /// A folder (every .md, .txt, .html, .json and .jsonl under it, recursively; a

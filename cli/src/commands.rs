@@ -88,6 +88,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Put { path, index, url, concurrency, json } => {
             crate::put::run(crate::put::PutArgs { path, index, url, concurrency, json })
         }
+        Command::Delete { ids, index, url } => crate::put::delete(&ids, &index, &url),
         Command::EncodeWorker { task, out } => crate::build::encode_worker(&models, &task, &out),
         Command::Serve(args) => crate::serve::run(*args, models),
         Command::Context { index, question, top_k, route } => {

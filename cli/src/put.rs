@@ -86,16 +86,10 @@ pub struct PutReport {
 /// Runs `sextant put`: an error when the files cannot be listed, the key or URL is missing
 /// or wrong, or any document failed (after the report is printed).
 pub fn run(args: PutArgs) -> Result<()> {
-    let key = std::env::var(KEY_VARIABLE)
-        .with_context(|| format!("set {KEY_VARIABLE} to a key that may write to index {}", args.index))?;
     if args.concurrency == 0 {
         bail!("--concurrency must be at least 1");
     }
-    let base = args.url.trim_end_matches('/').to_string();
-    let uri: hyper::Uri = base.parse().with_context(|| format!("--url {base:?} is not a URL"))?;
-    if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.host().is_none() {
-        bail!("--url {base:?} is not an http(s) URL");
-    }
+    let api = Api::connect(&args.index, &args.url)?;
     let folder = match args.path.is_dir() {
         true => load_folder(&args.path),
         false => load_file(&args.path),
@@ -105,7 +99,6 @@ pub fn run(args: PutArgs) -> Result<()> {
         eprintln!("skipped {}: {}", s.path, s.reason);
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    let api = Api { client: client()?, base, index: args.index.clone(), key };
     let outcomes = runtime.block_on(put_all(Arc::new(api), folder.documents, args.concurrency));
     let count = |s: &str| outcomes.iter().filter(|o| o.status == s).count();
     let report = PutReport {
@@ -136,6 +129,36 @@ pub fn run(args: PutArgs) -> Result<()> {
     Ok(())
 }
 
+/// Runs `sextant delete`: each document deleted in turn (retried while the server is busy
+/// or unreachable), one line each; an error when any could not be deleted (a document the
+/// index does not hold is reported, not an error).
+pub fn delete(ids: &[String], index: &str, url: &str) -> Result<()> {
+    let api = Api::connect(index, url)?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let mut failed = 0;
+    for id in ids {
+        let said = runtime.block_on(api.with_retries(Method::DELETE, &api.document_url(id), None));
+        match said {
+            Ok((status, _)) if status.is_success() => println!("deleted {id}"),
+            Ok((StatusCode::NOT_FOUND, answer)) if answer["error"]["code"] == "not_found" => {
+                println!("not found {id}: {}", refusal(StatusCode::NOT_FOUND, &answer))
+            }
+            Ok((status, answer)) => {
+                failed += 1;
+                eprintln!("failed {id}: {}", refusal(status, &answer));
+            }
+            Err(e) => {
+                failed += 1;
+                eprintln!("failed {id}: {e}");
+            }
+        }
+    }
+    if failed > 0 {
+        bail!("{failed} of {} documents were not deleted", ids.len());
+    }
+    Ok(())
+}
+
 /// An HTTP(S) client with the system's root certificates.
 fn client() -> Result<HttpsClient> {
     let https = hyper_rustls::HttpsConnectorBuilder::new()
@@ -156,6 +179,44 @@ struct Api {
 }
 
 impl Api {
+    /// The API at `url`, as the key in [`KEY_VARIABLE`], writing to `index`.
+    fn connect(index: &str, url: &str) -> Result<Api> {
+        let key = std::env::var(KEY_VARIABLE)
+            .with_context(|| format!("set {KEY_VARIABLE} to a key that may write to index {index}"))?;
+        let base = url.trim_end_matches('/').to_string();
+        let uri: hyper::Uri = base.parse().with_context(|| format!("--url {base:?} is not a URL"))?;
+        if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.host().is_none() {
+            bail!("--url {base:?} is not an http(s) URL");
+        }
+        Ok(Api { client: client()?, base, index: index.to_string(), key })
+    }
+
+    /// [`Api::call`], tried again (up to [`ATTEMPTS`] in all, backing off) while the server
+    /// answers 429 or 503 or cannot be reached; the last answer or error.
+    async fn with_retries(
+        &self,
+        method: Method,
+        url: &str,
+        body: Option<&Value>,
+    ) -> Result<(StatusCode, Value), String> {
+        let mut last = Err(String::new());
+        for attempt in 0..ATTEMPTS {
+            if attempt > 0 {
+                tokio::time::sleep(Duration::from_millis(250 << attempt)).await;
+            }
+            last = self.call(method.clone(), url, body).await;
+            match &last {
+                Ok((status, _))
+                    if *status != StatusCode::TOO_MANY_REQUESTS && *status != StatusCode::SERVICE_UNAVAILABLE =>
+                {
+                    return last
+                }
+                _ => {}
+            }
+        }
+        last
+    }
+
     /// The URL of one document.
     fn document_url(&self, id: &str) -> String {
         let encode = |s: &str| utf8_percent_encode(s, SEGMENT).to_string();
@@ -275,7 +336,7 @@ fn batches(documents: Vec<(usize, Document)>) -> Vec<Vec<(usize, String, Value)>
 /// checked (`failed`); `None` when it is to be written.
 async fn check_one(api: &Api, document: &Document) -> Option<Outcome> {
     let outcome = |status, error| Some(Outcome { document_id: document.document_id.clone(), status, error });
-    match api.call(Method::GET, &api.document_url(&document.document_id), None).await {
+    match api.with_retries(Method::GET, &api.document_url(&document.document_id), None).await {
         Ok((StatusCode::OK, held)) if holds(&held, document) => outcome("unchanged", None),
         Ok((StatusCode::OK | StatusCode::NOT_FOUND, _)) => None,
         Ok((status, answer)) => outcome("failed", Some(refusal(status, &answer))),
@@ -291,42 +352,27 @@ async fn put_batch(api: &Api, batch: Vec<(usize, String, Value)>) -> Vec<(usize,
     let all = |status, error: Option<String>| {
         batch.iter().map(|(i, id, _)| (*i, Outcome { document_id: id.clone(), status, error: error.clone() })).collect()
     };
-    let mut last = String::new();
-    for attempt in 0..ATTEMPTS {
-        if attempt > 0 {
-            tokio::time::sleep(Duration::from_millis(250 << attempt)).await;
-        }
-        match api.call(Method::POST, &url, Some(&body)).await {
-            Ok((status, answer)) if status.is_success() => {
-                let results = answer["results"].as_array().map(Vec::as_slice).unwrap_or_default();
-                if results.len() != batch.len() {
-                    return all(
-                        "failed",
-                        Some(format!("the answer holds {} results for {}", results.len(), batch.len())),
-                    );
-                }
-                return batch
-                    .iter()
-                    .zip(results)
-                    .map(|((i, id, _), result)| {
-                        let error = result
-                            .get("error")
-                            .map(|e| e["message"].as_str().map_or_else(|| e.to_string(), str::to_string));
-                        let status = if error.is_some() { "failed" } else { "written" };
-                        (*i, Outcome { document_id: id.clone(), status, error })
-                    })
-                    .collect();
+    match api.with_retries(Method::POST, &url, Some(&body)).await {
+        Ok((status, answer)) if status.is_success() => {
+            let results = answer["results"].as_array().map(Vec::as_slice).unwrap_or_default();
+            if results.len() != batch.len() {
+                return all("failed", Some(format!("the answer holds {} results for {}", results.len(), batch.len())));
             }
-            Ok((status, answer))
-                if status == StatusCode::TOO_MANY_REQUESTS || status == StatusCode::SERVICE_UNAVAILABLE =>
-            {
-                last = refusal(status, &answer)
-            }
-            Ok((status, answer)) => return all("failed", Some(refusal(status, &answer))),
-            Err(e) => last = e,
+            batch
+                .iter()
+                .zip(results)
+                .map(|((i, id, _), result)| {
+                    let error = result
+                        .get("error")
+                        .map(|e| e["message"].as_str().map_or_else(|| e.to_string(), str::to_string));
+                    let status = if error.is_some() { "failed" } else { "written" };
+                    (*i, Outcome { document_id: id.clone(), status, error })
+                })
+                .collect()
         }
+        Ok((status, answer)) => all("failed", Some(refusal(status, &answer))),
+        Err(e) => all("failed", Some(e)),
     }
-    all("failed", Some(last))
 }
 
 /// The document as the API's JSON body takes it (`segments`, title and fields).
