@@ -9,7 +9,6 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use sextant_core::pipeline::Path;
 use tracing::Instrument;
 
 use crate::access;
@@ -98,17 +97,8 @@ async fn health(State(state): State<Arc<AppState>>) -> Response {
             let indexes: BTreeMap<&str, usize> =
                 engines.iter().map(|(id, e)| (id.as_str(), e.engine.index().chunks.len())).collect();
             // Per index, each path's state: `ready`, or `building` while its index builds.
-            let paths: BTreeMap<&str, BTreeMap<&str, &str>> = engines
-                .iter()
-                .map(|(id, e)| {
-                    let ready = e.engine.ready_paths();
-                    let states = Path::ALL
-                        .iter()
-                        .map(|p| (p.name(), if ready.contains(p) { "ready" } else { "building" }))
-                        .collect();
-                    (id.as_str(), states)
-                })
-                .collect();
+            let paths: BTreeMap<&str, BTreeMap<&str, &str>> =
+                engines.iter().map(|(id, e)| (id.as_str(), e.path_states())).collect();
             let degraded = engines.values().any(|e| e.engine.degraded());
             let versions = state.versions.read().expect("versions lock").clone();
             axum::Json(serde_json::json!({

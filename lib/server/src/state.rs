@@ -77,6 +77,16 @@ impl ServedIndex {
     pub fn new(engine: Engine, financials: Financials) -> Self {
         ServedIndex { engine: Arc::new(engine), financials: Arc::new(financials) }
     }
+
+    /// Each retrieval path's state: `ready`, or `building` while its index builds (what
+    /// `/health` and `GET /v1/indexes/{index}` show).
+    pub(crate) fn path_states(&self) -> BTreeMap<&'static str, &'static str> {
+        let ready = self.engine.ready_paths();
+        sextant_core::pipeline::Path::ALL
+            .iter()
+            .map(|p| (p.name(), if ready.contains(p) { "ready" } else { "building" }))
+            .collect()
+    }
 }
 
 /// Loaded indexes, by id.
@@ -123,6 +133,11 @@ impl AppState {
     /// requests are a 503 with `Retry-After`.
     pub fn unload_index(&self, id: &str) {
         self.reloading.write().expect("reloading lock").insert(id.to_string());
+        self.stop_serving(id);
+    }
+
+    /// Publishes the loaded indexes without `id` (requests already holding it finish on it).
+    fn stop_serving(&self, id: &str) {
         let mut slot = self.indexes.write().expect("indexes lock");
         if let Some(now) = slot.as_deref() {
             let mut indexes: Indexes = now.clone();
@@ -145,12 +160,7 @@ impl AppState {
     pub fn remove_index(&self, id: &str) {
         self.stores.write().expect("stores lock").remove(id);
         self.versions.write().expect("versions lock").remove(id);
-        let mut slot = self.indexes.write().expect("indexes lock");
-        if let Some(now) = slot.as_deref() {
-            let mut indexes: Indexes = now.clone();
-            indexes.remove(id);
-            *slot = Some(Arc::new(indexes));
-        }
+        self.stop_serving(id);
     }
 
     /// Makes index `id` writable through the document API, with `store`.

@@ -205,6 +205,20 @@ pub struct CompactResponse {
     pub request_id: String,
 }
 
+/// A 403 unless the caller's key holds `scope` on `index`: it says what the key may not be
+/// `doing` there, the scope needed and the scope held.
+pub(crate) fn require_scope(caller: &Caller, index: &str, scope: Scope, doing: &str) -> Result<(), ApiError> {
+    if caller.key.allows(index, scope) {
+        return Ok(());
+    }
+    let held = caller.key.scope(index).map_or("none".to_string(), |s| s.name().to_string());
+    Err(ApiError::forbidden(format!(
+        "this API key may not {doing} index {} (it needs the {} scope there; it holds: {held})",
+        crate::envelope::echoed(index, 64),
+        scope.name()
+    )))
+}
+
 /// The store of `index`, for a caller holding `scope` there.
 pub(crate) fn store_for(
     state: &AppState,
@@ -213,18 +227,12 @@ pub(crate) fn store_for(
     scope: Scope,
 ) -> Result<Arc<dyn DocumentStore>, ApiError> {
     let shown = crate::envelope::echoed(index, 64);
-    if !caller.key.allows(index, scope) {
-        let held = caller.key.scope(index).map_or("none".to_string(), |s| s.name().to_string());
-        return Err(ApiError::forbidden(format!(
-            "this API key may not {} index {shown} (it needs the {} scope there; it holds: {held})",
-            match scope {
-                Scope::Read => "read",
-                Scope::Write => "write the documents of",
-                Scope::Admin => "administer",
-            },
-            scope.name()
-        )));
-    }
+    let doing = match scope {
+        Scope::Read => "read",
+        Scope::Write => "write the documents of",
+        Scope::Admin => "administer",
+    };
+    require_scope(caller, index, scope, doing)?;
     state.document_store(index).ok_or_else(|| {
         ApiError::not_found(format!(
             "no index {shown} takes documents here (this server writes: {})",

@@ -19,10 +19,9 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::{Deserialize, Serialize};
-use sextant_core::pipeline::Path as RetrievalPath;
 use sextant_keys::Scope;
 
-use super::documents::{answer, blocking};
+use super::documents::{answer, blocking, require_scope};
 use crate::auth::RawCall;
 use crate::envelope::ApiError;
 use crate::state::{AppState, Caller, ServedIndex};
@@ -201,9 +200,7 @@ fn info(state: &AppState, id: &str, served: &ServedIndex) -> IndexInfo {
     let index = served.engine.index();
     let live: Vec<u32> = (0..index.documents.len() as u32).filter(|&d| !index.is_withdrawn(d)).collect();
     let chunks = live.iter().map(|&d| index.chunks_of(d).len()).sum();
-    let ready = served.engine.ready_paths();
-    let paths: BTreeMap<&'static str, &'static str> =
-        RetrievalPath::ALL.iter().map(|p| (p.name(), if ready.contains(p) { "ready" } else { "building" })).collect();
+    let paths = served.path_states();
     let m = &index.manifest;
     IndexInfo {
         index: id.to_string(),
@@ -252,12 +249,7 @@ pub(crate) async fn get_one(State(state): State<Arc<AppState>>, Path(index): Pat
 /// The admin, for a caller holding the admin scope on `index`.
 fn admin_for(state: &AppState, caller: &Caller, index: &str) -> Result<Arc<dyn IndexAdmin>, ApiError> {
     check_index_id(index)?;
-    if !caller.key.allows(index, Scope::Admin) {
-        let held = caller.key.scope(index).map_or("none".to_string(), |s| s.name().to_string());
-        return Err(ApiError::forbidden(format!(
-            "this API key may not create or delete index {index} (it needs the admin scope there; it holds: {held})"
-        )));
-    }
+    require_scope(caller, index, Scope::Admin, "create or delete")?;
     state.index_admin().ok_or_else(|| {
         ApiError::not_implemented(
             "indexes are not created or deleted through this deployment's API: build them with the index-build \
