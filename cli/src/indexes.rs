@@ -30,9 +30,11 @@ pub const GRAPH_RECIPE: u32 = 2;
 pub fn beir_index(beir: &FsPath, set: &BeirSet, models: &ModelSet, build: &BuildArgs) -> Result<Index> {
     let name = beir.file_name().and_then(|n| n.to_str()).unwrap_or("beir").to_string();
     let corpus_sum = sha256_hex(&std::fs::read(beir.join("corpus.jsonl"))?);
-    let corpus_key = format!("beir-{name}-{}-f{FORMAT_VERSION}-", &corpus_sum[..12]);
+    // Vectors are keyed by content, so those of any cached index of this corpus are reused,
+    // whatever its format version or settings.
+    let corpus_key = format!("beir-{name}-{}-", &corpus_sum[..12]);
     let root = cache_dir().join("indexes");
-    let dir = root.join(format!("{corpus_key}{}", build.index_key()));
+    let dir = root.join(format!("{corpus_key}f{FORMAT_VERSION}-{}", build.index_key()));
     let (index, _) = cached_index(&dir, |dir| {
         build_into(dir, set.documents.clone(), models, &name, build, &cached_vectors(&root, &corpus_key))
     })?;
@@ -42,7 +44,7 @@ pub fn beir_index(beir: &FsPath, set: &BeirSet, models: &ModelSet, build: &Build
 /// The encoded vectors saved beside the cached indexes in `root` whose directory names
 /// start with `prefix` (one corpus's). A missing or damaged file is only a vector less to
 /// reuse: the build encodes that chunk again.
-fn cached_vectors(root: &FsPath, prefix: &str) -> Previous {
+pub(crate) fn cached_vectors(root: &FsPath, prefix: &str) -> Previous {
     let mut previous = Previous::none();
     let Ok(entries) = std::fs::read_dir(root) else {
         return previous;

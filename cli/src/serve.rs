@@ -20,7 +20,7 @@ use sextant_server::{router, ApiConfig, AppState, Indexes, ServedIndex};
 
 use crate::cli::{BuildArgs, ServeArgs};
 use crate::index_admin::LocalIndexAdmin;
-use crate::indexes::{build_into, build_options, cache_dir};
+use crate::indexes::{build_into, build_options, cache_dir, cached_vectors};
 
 /// The demo corpus, compiled into the binary so a fresh clone needs no data path.
 const DEMO_CORPUS: &[u8] = include_bytes!("../../data/demo/documents.jsonl.gz");
@@ -223,7 +223,7 @@ fn load_indexes(args: &ServeArgs, shared: SharedModels, state: &Arc<AppState>) -
             tracing::info!("reusing index {}", dir.display());
             serve(vec![(*index, facts()?, dir)], &Path::ALL)
         }
-        CorpusIndex::ToBuild { documents, dir } => {
+        CorpusIndex::ToBuild { documents, dir, vectors_from } => {
             state.set_loading(format!("indexing {} documents for BM25 (first start only)", documents.len()));
             let t = Instant::now();
             let lexical = lexical_index(documents.clone(), models, &args.id, &args.build)?;
@@ -241,7 +241,8 @@ fn load_indexes(args: &ServeArgs, shared: SharedModels, state: &Arc<AppState>) -
             );
             // A failed build leaves the BM25 index serving (still `degraded`), not nothing.
             // `corpus_index` found no index in `dir`: build, then save there for the next start.
-            let built = build_into(&dir, documents, models, &args.id, &args.build, &Previous::none());
+            let previous = cached_vectors(&cache_dir().join("indexes"), &vectors_from);
+            let built = build_into(&dir, documents, models, &args.id, &args.build, &previous);
             match built {
                 Ok(index) => serve(vec![(index, facts()?, dir)], &Path::ALL),
                 Err(e) => {
@@ -316,7 +317,13 @@ fn lexical_index(documents: Vec<Document>, models: &ModelSet, id: &str, build: &
 /// The corpus index: cached (with its directory), or its documents to build it from.
 enum CorpusIndex {
     Cached(Box<Index>, PathBuf),
-    ToBuild { documents: Vec<Document>, dir: PathBuf },
+    /// To build in `dir`, reusing the vectors of the cached indexes whose directory names
+    /// start with `vectors_from` (the same corpus, any subset, settings or format).
+    ToBuild {
+        documents: Vec<Document>,
+        dir: PathBuf,
+        vectors_from: String,
+    },
 }
 
 /// The index of `docs` (or the demo corpus), restricted to `tickers`: from the cache when
@@ -377,5 +384,5 @@ fn corpus_index(
     if documents.is_empty() {
         anyhow::bail!("no documents to index in {}", path.display());
     }
-    Ok(CorpusIndex::ToBuild { documents, dir })
+    Ok(CorpusIndex::ToBuild { documents, dir, vectors_from: format!("{id}-{}-", &bytes_sum[..12]) })
 }
