@@ -193,7 +193,8 @@ async fn writes_land_in_the_corpus_prefix_pending_and_the_next_build_serves_them
         (format!("{doc}/a..b"), WRITER, "text/plain", &b"text"[..], 400),
         // Folders in an id: a corpus prefix names documents by file name, so it is refused.
         (format!("{doc}/a%2Fb"), WRITER, "text/plain", b"text", 400),
-        (format!("{doc}/x"), WRITER, "application/pdf", b"%PDF-1.4", 415),
+        (format!("{doc}/x"), WRITER, "application/pdf", b"%PDF-1.4", 400),
+        (format!("{doc}/x"), WRITER, "image/png", b"\x89PNG", 415),
         (format!("{doc}/x"), WRITER, "text/plain", b"\xff\xfe bad utf-8", 400),
         (format!("{doc}/x"), WRITER, "application/json", br#"{"text": "a", "segments": ["b"]}"#, 400),
         (
@@ -281,6 +282,39 @@ async fn writes_land_in_the_corpus_prefix_pending_and_the_next_build_serves_them
     assert_eq!((status, body["indexes"][0]["index"].as_str()), (200, Some("kb")), "{body}");
     let (status, body) = call(&f.app, "PUT", "/v1/indexes/other", ADMIN, "application/json", b"{}").await;
     assert_eq!((status, body["error"]["code"].as_str()), (501, Some("not_implemented")), "{body}");
+
+    // A PDF through the API and the same PDF uploaded into the prefix: both read by the
+    // same code, each segment on its page, cited with its pages once built.
+    let report_pdf = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/pdf/report.pdf")).unwrap();
+    let (status, body) = call(&f.app, "PUT", &format!("{doc}/turbines"), WRITER, "application/pdf", &report_pdf).await;
+    assert_eq!(status, 202, "{body}");
+    let object = s3.get_object().bucket(&f.bucket).key("corpora/kb/turbines.json").send().await.unwrap();
+    let stored: Document = serde_json::from_slice(&object.body.collect().await.unwrap().into_bytes()).unwrap();
+    assert_eq!(stored.pages.len(), stored.segments.len(), "the JSON document keeps the pages");
+    s3.put_object()
+        .bucket(&f.bucket)
+        .key("corpora/kb/annual.pdf")
+        .body(ByteStream::from(report_pdf.clone()))
+        .send()
+        .await
+        .unwrap();
+    f.build_and_refresh().await;
+    assert_eq!(f.served_ids(), ["annual", "faq", "handbook", "memo", "policy", "seed-1", "seed-2", "turbines"]);
+    let served = f.state.loaded_index("kb").unwrap();
+    let document = |id: &str| served.engine.index().documents.iter().find(|d| d.document_id == id).unwrap().clone();
+    let (annual, turbines) = (document("annual"), document("turbines"));
+    assert_eq!((&annual.segments, &annual.pages), (&turbines.segments, &turbines.pages));
+    assert_eq!((annual.pages[0], *annual.pages.last().unwrap()), (1, 3));
+    let (status, body) = call(&f.app, "GET", &format!("{doc}/annual"), READER, "text/plain", b"").await;
+    assert_eq!((status, body["title"].as_str()), (200, Some("Quarterly operating review")), "{body}");
+    assert_eq!(body["segments"][0]["page"], 1, "{body}");
+    let query = json!({"query": "rare earth magnet suppliers", "index": "kb", "top_k": 3});
+    let (status, body) =
+        call(&f.app, "POST", "/v1/retrieve", READER, "application/json", query.to_string().as_bytes()).await;
+    assert_eq!(status, 200, "{body}");
+    let source = &body["chunks"][0]["source"];
+    assert!(["annual", "turbines"].contains(&source["documentId"].as_str().unwrap()), "{body}");
+    assert!(source["pageNumbers"].as_array().unwrap().contains(&json!(3)), "{body}");
 }
 
 /// The lease table (the rate table of `template.yaml`) on moto.

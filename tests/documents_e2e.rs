@@ -42,6 +42,11 @@ fn start(keys: &Path, data: &Path, extra: &[&str]) -> Server {
     start_demo(READER, &args)
 }
 
+/// A PDF of `tests/data/pdf` (made by `scripts/data/make_test_pdfs.sh`).
+fn pdf(name: &str) -> Vec<u8> {
+    std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/pdf").join(name)).unwrap()
+}
+
 fn bearer(key: &str) -> String {
     format!("Bearer {key}")
 }
@@ -158,6 +163,85 @@ fn teams_write_their_own_documents_and_search_them_at_once() {
         assert_eq!(text[c0..c1].iter().collect::<String>(), s["text"].as_str().unwrap());
     }
 
+    // A PDF: its text read page by page, each passage cited with the pages it spans, in
+    // every API; the document reads back with each segment's page.
+    let r = put_raw(
+        a,
+        WRITER,
+        "turbines-q3.pdf",
+        "application/pdf",
+        &[("Sextant-Metadata", r#"{"department": "operations"}"#)],
+        &pdf("report.pdf"),
+    );
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert!(r.body["chunks"].as_u64().unwrap() >= 2, "three pages of text: {:?}", r.body);
+    let r = call(a, "GET", "/v1/indexes/demo/documents/turbines-q3.pdf", READER, None);
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(r.body["title"], "Quarterly operating review", "the PDF's own title");
+    let segments = r.body["segments"].as_array().unwrap();
+    let page_of = |marker: &str| {
+        let s = segments.iter().find(|s| s["text"].as_str().unwrap().contains(marker)).expect(marker);
+        s["page"].as_u64().unwrap()
+    };
+    assert_eq!((page_of("page-1-marker"), page_of("page-2-marker"), page_of("page-3-marker")), (1, 2, 3));
+    let text: Vec<char> = r.body["text"].as_str().unwrap().chars().collect();
+    for s in segments {
+        let (c0, c1) = (s["charStart"].as_u64().unwrap() as usize, s["charEnd"].as_u64().unwrap() as usize);
+        assert_eq!(text[c0..c1].iter().collect::<String>(), s["text"].as_str().unwrap());
+    }
+    let pdf_only = json!({"metadata": {"department": "operations"}});
+    let body = json!({"query": "rare earth magnet suppliers could delay turbine deliveries", "limit": 10,
+                      "rerank": false, "metadata": pdf_only["metadata"]});
+    let r = call(a, "POST", "/v1/search", READER, Some(&body));
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let results = r.body["results"].as_array().unwrap();
+    assert!(!results.is_empty(), "{:?}", r.body);
+    for u in results {
+        let (first, last) =
+            (u["position"]["page"]["first"].as_u64().unwrap(), u["position"]["page"]["last"].as_u64().unwrap());
+        assert!(1 <= first && first <= last && last <= 3, "{u}");
+        let chunk = u["position"]["chunk_text"].as_str().unwrap();
+        for (marker, page) in [("page-1-marker", 1), ("page-2-marker", 2), ("page-3-marker", 3)] {
+            if chunk.contains(marker) {
+                assert!(first <= page && page <= last, "{marker} in a chunk of pages {first}-{last}");
+            }
+        }
+    }
+    assert_eq!(results[0]["position"]["page"]["last"], 3, "the risk factors are on page 3: {}", results[0]);
+    let r = call(
+        a,
+        "POST",
+        "/v1/retrieve",
+        READER,
+        Some(&json!({"query": "rare earth magnet suppliers", "filters": {"metadata": {"department": ["operations"]}}})),
+    );
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let source = &r.body["chunks"][0]["source"];
+    assert_eq!(source["documentId"], "turbines-q3.pdf");
+    let pages: Vec<u64> = source["pageNumbers"].as_array().unwrap().iter().map(|p| p.as_u64().unwrap()).collect();
+    assert!(pages.contains(&3) && pages.windows(2).all(|w| w[1] == w[0] + 1), "every page spanned: {pages:?}");
+    let r = call(
+        a,
+        "POST",
+        "/ws/index/retrieve",
+        READER,
+        Some(
+            &json!({"IndexId": "demo", "Query": "rare earth magnet suppliers", "SearchFilters": [{"department": "operations"}]}),
+        ),
+    );
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(r.body["Data"]["Nodes"][0]["Metadata"]["page"]["last"], 3, "{:?}", r.body);
+    // A document without pages says none.
+    let r = call(
+        a,
+        "POST",
+        "/v1/retrieve",
+        READER,
+        Some(&json!({"query": "receipts scanned within 30 days",
+        "filters": {"metadata": {"department": ["finance"]}}})),
+    );
+    assert!(r.body["chunks"][0]["source"].get("pageNumbers").is_none(), "{:?}", r.body);
+
     // Any metadata field filters before ranking: all four query kinds, nested groups.
     let q = "company policy rules for employees";
     assert_eq!(search_ids(a, q, json!({"metadata": {"department": "finance"}})), vec!["expense-faq"]);
@@ -217,7 +301,18 @@ fn teams_write_their_own_documents_and_search_them_at_once() {
 
     // Bad input: each a 4xx in the envelope naming the problem, nothing stored.
     let bad: Vec<(Resp, u16, &str)> = vec![
-        (put_raw(a, WRITER, "pdf", "application/pdf", &[], b"%PDF-1.7"), 415, "text/markdown"),
+        (put_raw(a, WRITER, "pdf", "application/pdf", &[], b"%PDF-1.7"), 400, "not a readable PDF"),
+        (put_raw(a, WRITER, "locked", "application/pdf", &[], &pdf("encrypted.pdf")), 400, "encrypted"),
+        (put_raw(a, WRITER, "scan", "application/pdf", &[], &pdf("scanned.pdf")), 400, "run OCR"),
+        (put_raw(a, WRITER, "cut", "application/pdf", &[], &pdf("truncated.pdf")), 400, "not a readable PDF"),
+        (put_raw(a, WRITER, "docx", "application/msword", &[], b"PK"), 415, "application/pdf"),
+        (
+            put_json(a, WRITER, "pdf-text", &json!({"text": "%PDF", "contentType": "application/pdf"})),
+            400,
+            "contentType",
+        ),
+        (put_json(a, WRITER, "pages", &json!({"segments": ["a", "b"], "pages": [1]})), 400, "one page per segment"),
+        (put_json(a, WRITER, "pages-text", &json!({"text": "a", "pages": [1]})), 400, "pages"),
         (put_raw(a, WRITER, "latin", "text/plain; charset=latin1", &[], b"caf\xe9"), 415, "charset"),
         (put_raw(a, WRITER, "utf", "text/plain", &[], b"ok \xff\xfe bad"), 400, "UTF-8"),
         (put_raw(a, WRITER, "a%2F%2Fb", "text/plain", &[], b"slash"), 400, "'//'"),
@@ -244,7 +339,24 @@ fn teams_write_their_own_documents_and_search_them_at_once() {
         let words = format!("{} {}", e["message"].as_str().unwrap_or(""), e["field"].as_str().unwrap_or(""));
         assert!(words.contains(says), "{status}: {words}");
     }
-    for id in ["pdf", "latin", "utf", "deep", "huge-meta", "retyped", "both", "empty", "big"] {
+    for id in [
+        "pdf",
+        "locked",
+        "scan",
+        "cut",
+        "docx",
+        "pdf-text",
+        "pages",
+        "pages-text",
+        "latin",
+        "utf",
+        "deep",
+        "huge-meta",
+        "retyped",
+        "both",
+        "empty",
+        "big",
+    ] {
         assert_eq!(
             call(a, "GET", &format!("/v1/indexes/demo/documents/{id}"), READER, None).status,
             404,
@@ -317,9 +429,9 @@ fn teams_write_their_own_documents_and_search_them_at_once() {
 /// writes): after each restart every acknowledged write is served as acknowledged, the
 /// one write in flight either whole or not at all, and nothing else.
 #[test]
-fn a_folder_is_served_with_paths_as_ids_fields_from_front_matter_and_sidecars_and_a_pdf_skipped() {
+fn a_folder_is_served_with_paths_as_ids_fields_from_front_matter_and_sidecars_and_pdfs_with_their_pages() {
     // A team's folder as it is: Markdown with front matter, HTML with a sidecar of fields,
-    // plain text in a subfolder, and a PDF that is not read (yet).
+    // plain text in a subfolder, a PDF, and a damaged PDF that cannot be read.
     let tmp = tempfile::tempdir().unwrap();
     let docs = tmp.path().join("docs");
     let write = |rel: &str, text: &str| {
@@ -336,6 +448,8 @@ fn a_folder_is_served_with_paths_as_ids_fields_from_front_matter_and_sidecars_an
     write("policies/security.html.meta.json", r#"{"team": "infosec", "reviewed": "2023-01-15"}"#);
     write("notes/cafeteria.txt", "The cafeteria serves lunch from noon until two o'clock.");
     write("scans/contract.pdf", "%PDF-1.7 not read");
+    std::fs::create_dir_all(docs.join("reports")).unwrap();
+    std::fs::write(docs.join("reports/q3.pdf"), pdf("report.pdf")).unwrap();
     let (keys, data) = (key_store(tmp.path()), tmp.path().join("data"));
     let args: Vec<&std::ffi::OsStr> = vec![
         "--docs".as_ref(),
@@ -349,11 +463,22 @@ fn a_folder_is_served_with_paths_as_ids_fields_from_front_matter_and_sidecars_an
     ];
     let server = start_serving(&args, &[], ADMIN, "team");
     let a = &server.addr;
-    // Every readable file is a document named by its path; the PDF is not one.
+    // Every readable file is a document named by its path; the damaged PDF is not one.
     let listed = call(a, "GET", "/v1/indexes/team/documents?limit=10", ADMIN, None);
     let ids: Vec<&str> =
         listed.body["documents"].as_array().unwrap().iter().map(|d| d["documentId"].as_str().unwrap()).collect();
-    assert_eq!(ids, ["handbook/travel.md", "notes/cafeteria.txt", "policies/security.html"], "{:?}", listed.body);
+    assert_eq!(
+        ids,
+        ["handbook/travel.md", "notes/cafeteria.txt", "policies/security.html", "reports/q3.pdf"],
+        "{:?}",
+        listed.body
+    );
+    // The PDF is cited with its pages.
+    let body = json!({"query": "revolving credit facility undrawn", "limit": 1, "rerank": false});
+    let r = call(a, "POST", "/v1/search", ADMIN, Some(&body));
+    assert_eq!(r.body["results"][0]["document"]["document_id"], "reports/q3.pdf", "{:?}", r.body);
+    let page = &r.body["results"][0]["position"]["page"];
+    assert!(page["first"].as_u64().unwrap() <= 2 && page["last"].as_u64().unwrap() >= 2, "{:?}", r.body);
     // Cited by its path, with the title the file gave and the fields of its front matter.
     let body = json!({"query": "daily meal allowance in Zurich", "limit": 3, "rerank": false});
     let r = call(a, "POST", "/v1/search", ADMIN, Some(&body));
@@ -425,6 +550,8 @@ fn a_folder_is_served_with_paths_as_ids_fields_from_front_matter_and_sidecars_an
     assert_eq!(status(&report, "handbook/travel.md"), "unchanged", "{report}");
     assert_eq!(status(&report, "notes/cafeteria.txt"), "unchanged", "{report}");
     assert_eq!(report["skippedFiles"][0]["path"], "scans/contract.pdf", "{report}");
+    assert!(report["skippedFiles"][0]["reason"].as_str().unwrap().contains("not a readable PDF"), "{report}");
+    assert_eq!(status(&report, "reports/q3.pdf"), "unchanged", "held with its pages: {report}");
     let got = call(a, "GET", "/v1/indexes/team/documents/policies%2Fsecurity.html", ADMIN, None);
     assert!(got.body["text"].as_str().unwrap().contains("one hour"), "the folder's version is back: {:?}", got.body);
     let body = json!({"query": "where do visitors park", "limit": 1, "rerank": false});
@@ -432,7 +559,7 @@ fn a_folder_is_served_with_paths_as_ids_fields_from_front_matter_and_sidecars_an
     assert_eq!(r.body["results"][0]["document"]["document_id"], "notes/parking.md", "{:?}", r.body);
     // Run again: nothing left to send.
     let (ok, report, stderr) = put(&[], Some(ADMIN));
-    assert!(ok && report["written"] == 0 && report["unchanged"] == 4, "{report} {stderr}");
+    assert!(ok && report["written"] == 0 && report["unchanged"] == 5, "{report} {stderr}");
     // A field retyped (a number where the index holds dates) is refused by the server: the
     // command names the document and the field, and fails.
     write("notes/parking.md.meta.json", r#"{"reviewed": 5}"#);

@@ -381,24 +381,28 @@ fn body_of(document: &Document) -> Value {
     if let Some(fields) = body.as_object_mut() {
         fields.remove("documentId");
         fields.retain(|_, v| !v.is_null());
+        if document.pages.is_empty() {
+            fields.remove("pages");
+        }
     }
     body
 }
 
-/// Whether `held` (a document's `GET` answer) is `document` as it is: the same segments,
-/// and every field of the body a `PUT` would send equal (an absent field equal to none).
+/// Whether `held` (a document's `GET` answer) is `document` as it is: the same segments on
+/// the same pages, and every field of the body a `PUT` would send equal (an absent field
+/// equal to none).
 fn holds(held: &Value, document: &Document) -> bool {
-    let texts: Vec<&str> = match held["segments"].as_array() {
-        Some(segments) => segments.iter().filter_map(|s| s["text"].as_str()).collect(),
-        None => return false,
-    };
-    if texts != document.segments {
+    let Some(segments) = held["segments"].as_array() else { return false };
+    let texts: Vec<&str> = segments.iter().filter_map(|s| s["text"].as_str()).collect();
+    let pages: Vec<u32> = segments.iter().filter_map(|s| s["page"].as_u64()).map(|p| p as u32).collect();
+    if texts != document.segments || pages != document.pages {
         return false;
     }
     let mut mine = serde_json::to_value(document).unwrap_or(Value::Null);
     let Some(fields) = mine.as_object_mut() else { return false };
     fields.remove("documentId");
     fields.remove("segments");
+    fields.remove("pages");
     fields.iter().all(|(k, v)| held.get(k).unwrap_or(&Value::Null) == v)
 }
 
@@ -449,6 +453,17 @@ mod tests {
         assert!(!holds(&changed, &document), "the text changed");
         let body = body_of(&document);
         assert!(body.get("documentId").is_none() && body.get("ticker").is_none(), "{body}");
+        assert!(body.get("pages").is_none(), "no pages to send: {body}");
         assert_eq!(body["segments"], serde_json::json!(["one", "two"]));
+        // A PDF's segments are held on their pages.
+        document.pages = vec![1, 2];
+        assert!(!holds(&held, &document), "the held copy has no pages");
+        let mut paged = held.clone();
+        paged["segments"][0]["page"] = 1.into();
+        paged["segments"][1]["page"] = 2.into();
+        assert!(holds(&paged, &document));
+        paged["segments"][1]["page"] = 1.into();
+        assert!(!holds(&paged, &document), "a page changed");
+        assert_eq!(body_of(&document)["pages"], serde_json::json!([1, 2]));
     }
 }

@@ -10,9 +10,11 @@
 #
 # Output: $SEXTANT_MODEL_DIR/{minilm-l6-v2,splade-tiny,ce-standin}/{model.onnx,tokenizer.json,model.json}
 #         $SEXTANT_MODEL_DIR/onnxruntime/libonnxruntime.so   (this machine's architecture)
+#         $SEXTANT_MODEL_DIR/pdfium/libpdfium.so             (this machine's architecture)
 #
 #   fetch_models.sh --ort-lib ARCH DIR   only writes ONNX Runtime's library for ARCH
 #                                        (x86_64 or aarch64) to DIR/libonnxruntime.so
+#   fetch_models.sh --pdfium-lib ARCH DIR   the same for PDFium's DIR/libpdfium.so
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -21,34 +23,55 @@ models=${SEXTANT_MODEL_DIR:-$cache/models}
 shared=${SEXTANT_SHARED_DIR:-$repo/../shared}
 recipe=3   # bump when the conversion changes, to rebuild every cache
 ORT_VERSION=1.31.1
+PYPDFIUM2_VERSION=5.15.2   # ships PDFium build 8149
+PDFIUM_BUILD=8149
 mkdir -p "$cache/wheels" "$models"
 
-# ONNX Runtime's shared library, taken from the onnxruntime wheel on PyPI. The library is
-# the same file in every CPython tag's wheel of a release, so its own checksum is pinned
-# (per architecture), not a wheel's. Cached: a library that matches is left alone.
+# A native library taken from a wheel on PyPI. The library is the same file in every
+# CPython tag's wheel of a release, so its own checksum is pinned (per architecture), not a
+# wheel's. Cached: a library that matches is left alone.
+lib_from_wheel() { # spec platform member-in-wheel sha256 dest-file
+  local spec=$1 platform=$2 member=$3 sum=$4 dest=$5 tmp
+  if [ -f "$dest" ] && [ "$(sha256sum "$dest" | cut -d' ' -f1)" = "$sum" ]; then
+    echo "cached: $dest" >&2; return 0
+  fi
+  tmp=$(mktemp -d)
+  python3 -m pip download --no-deps --quiet --only-binary=:all: --platform "$platform" \
+    --python-version 3.12 -d "$tmp" "$spec" >&2
+  python3 - "$tmp"/*.whl "$tmp/lib.so" "$member" <<'PY'
+import shutil, sys, zipfile
+whl, out, member = sys.argv[1:4]
+with zipfile.ZipFile(whl) as z, z.open(member) as src, open(out, "wb") as dst:
+    shutil.copyfileobj(src, dst)
+PY
+  check "$tmp/lib.so" "$sum"
+  mkdir -p "$(dirname "$dest")"; mv "$tmp/lib.so" "$dest.tmp"; mv "$dest.tmp" "$dest"; rm -rf "$tmp"
+  echo "fetched: $dest ($spec, $platform)" >&2
+}
+
+# ONNX Runtime's shared library, from the onnxruntime wheel.
 ort_lib() { # arch dest-dir
-  local arch=$1 dest=$2 sum tmp
+  local arch=$1 dest=$2 sum
   case $arch in
     x86_64) sum=fc44112fbe06d7d689c57e11d3862031f64711007e4ee020f8eed5185fd2c1d3 ;;
     aarch64|arm64) arch=aarch64; sum=8aa3b76b28c778a2b1dd660d34161adb1d508c9ccd04ff9dc80e26eca5df8467 ;;
     *) echo "no ONNX Runtime library is pinned for $arch (tract will be used)" >&2; return 0 ;;
   esac
-  if [ -f "$dest/libonnxruntime.so" ] && [ "$(sha256sum "$dest/libonnxruntime.so" | cut -d' ' -f1)" = "$sum" ]; then
-    echo "cached: $dest/libonnxruntime.so" >&2; return 0
-  fi
-  tmp=$(mktemp -d)
-  python3 -m pip download --no-deps --quiet --only-binary=:all: --platform "manylinux_2_28_$arch" \
-    --python-version 3.12 -d "$tmp" "onnxruntime==$ORT_VERSION" >&2
-  python3 - "$tmp"/*.whl "$tmp/libonnxruntime.so" "$ORT_VERSION" <<'PY'
-import shutil, sys, zipfile
-whl, out, version = sys.argv[1:4]
-with zipfile.ZipFile(whl) as z, z.open(f"onnxruntime/capi/libonnxruntime.so.{version}") as src, open(out, "wb") as dst:
-    shutil.copyfileobj(src, dst)
-PY
-  check "$tmp/libonnxruntime.so" "$sum"
-  mkdir -p "$dest"; mv "$tmp/libonnxruntime.so" "$dest/libonnxruntime.so.tmp"
-  mv "$dest/libonnxruntime.so.tmp" "$dest/libonnxruntime.so"; rm -rf "$tmp"
-  echo "fetched: $dest/libonnxruntime.so (ONNX Runtime $ORT_VERSION, $arch)" >&2
+  lib_from_wheel "onnxruntime==$ORT_VERSION" "manylinux_2_28_$arch" \
+    "onnxruntime/capi/libonnxruntime.so.$ORT_VERSION" "$sum" "$dest/libonnxruntime.so"
+}
+
+# PDFium's shared library (PDF text extraction), from the pypdfium2 wheel: PDFium
+# build $PDFIUM_BUILD (Apache-2.0 / BSD-3-Clause; its licences are in the wheel).
+pdfium_lib() { # arch dest-dir
+  local arch=$1 dest=$2 sum
+  case $arch in
+    x86_64) sum=c76dc0f7839644bfa7c3e3107a6068df714e339c861bb7d4519907b821d427f9 ;;
+    aarch64|arm64) arch=aarch64; sum=4378615ad9710397c96c112611be9018629bbfe38805d91a2663a534b99c28ca ;;
+    *) echo "no PDFium library is pinned for $arch (PDFs will not be read)" >&2; return 0 ;;
+  esac
+  lib_from_wheel "pypdfium2==$PYPDFIUM2_VERSION" "manylinux_2_17_$arch" \
+    "pypdfium2_raw/libpdfium.so" "$sum" "$dest/libpdfium.so"
 }
 
 venv="$cache/venv-convert"
@@ -64,7 +87,9 @@ check() { # file expected-sha256
 }
 
 if [ "${1:-}" = "--ort-lib" ]; then ort_lib "$2" "$3"; exit 0; fi
+if [ "${1:-}" = "--pdfium-lib" ]; then pdfium_lib "$2" "$3"; exit 0; fi
 ort_lib "$(uname -m)" "$models/onnxruntime"
+pdfium_lib "$(uname -m)" "$models/pdfium"
 
 wheel() { # name==version sha256 -> path of the unpacked wheel
   local spec=$1 sum=$2 name=${1%%==*} dir

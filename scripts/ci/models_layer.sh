@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The Lambda layer of the models: OUT/models/{minilm-l6-v2,splade-tiny} as converted by
-# fetch_models.sh and OUT/lib/libonnxruntime.so for arm64 (from the onnxruntime wheel).
+# fetch_models.sh, and for arm64 OUT/lib/libonnxruntime.so (from the onnxruntime wheel) and
+# OUT/lib/libpdfium.so (PDF text extraction, from the pypdfium2 wheel).
 # The stand-in cross-encoder is never included: it is a test fixture, not a reranker.
 #
 #   bash scripts/ci/models_layer.sh OUT     (run by `sam build` through the Makefile)
@@ -18,4 +19,5 @@ for m in minilm-l6-v2 splade-tiny; do
   done
 done
 bash "$here/fetch_models.sh" --ort-lib aarch64 "$out/lib" >/dev/null
+bash "$here/fetch_models.sh" --pdfium-lib aarch64 "$out/lib" >/dev/null
 du -sh "$out" >&2

@@ -28,6 +28,8 @@ pub struct Block {
     pub kind: BlockKind,
     /// The block's visible text, markup removed.
     pub text: String,
+    /// The page it is on, from 1, in a document that has pages (a PDF); `None` otherwise.
+    pub page: Option<u32>,
 }
 
 /// A parsed document.
@@ -72,7 +74,7 @@ impl Blocks {
     /// Adds a block of `kind` with `text`, unless nothing visible is left of it.
     pub(crate) fn push(&mut self, kind: BlockKind, text: &str) {
         if let Some(text) = clean(text) {
-            self.0.push(Block { kind, text });
+            self.0.push(Block { kind, text, page: None });
         }
     }
 }

@@ -5,7 +5,7 @@
 pub type Result<T> = std::result::Result<T, Error>;
 
 /// Why a document could not be read.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum Error {
     /// The Content-Type is not one of the media types this crate reads (HTTP 415).
     #[error("unsupported Content-Type {given:?}: send one of {}", accepted.join(", "))]
@@ -63,5 +63,48 @@ pub enum Error {
     TooLarge {
         /// The body's size in bytes.
         size: usize,
+    },
+    /// A PDF arrived and this process has no PDF engine (PDFium's library is missing or
+    /// does not load; HTTP 415: send the document's text instead).
+    #[error(
+        "this server cannot read PDF ({reason}): send the document's text as text/plain, text/markdown or text/html"
+    )]
+    PdfUnavailable {
+        /// Why the library could not be loaded.
+        reason: String,
+    },
+    /// The PDF is encrypted with a password (HTTP 422).
+    #[error("the PDF is encrypted with a password: send it decrypted")]
+    PdfEncrypted,
+    /// PDFium could not open the PDF (HTTP 422).
+    #[error("not a readable PDF: {reason}")]
+    PdfDamaged {
+        /// What was wrong with it.
+        reason: String,
+    },
+    /// No page of the PDF has a text layer: a scan, or pages of images (HTTP 422).
+    #[error(
+        "none of the PDF's {pages} pages has text (pages of images, such as a scan): run OCR on it and send \
+         the text"
+    )]
+    PdfNoText {
+        /// The PDF's pages.
+        pages: usize,
+    },
+    /// The PDF has more pages than are read (HTTP 413).
+    #[error("the PDF has {pages} pages: at most {limit} are read; split it")]
+    PdfTooManyPages {
+        /// The PDF's pages.
+        pages: usize,
+        /// The most pages read ([`crate::PdfLimits::max_pages`]).
+        limit: usize,
+    },
+    /// Reading the PDF's text took longer than allowed (HTTP 422).
+    #[error("reading the PDF's text took more than {seconds} s (stopped after page {pages_read}): split it")]
+    PdfTimeout {
+        /// The time allowed ([`crate::PdfLimits::max_time`]), in seconds.
+        seconds: f64,
+        /// The pages read when it stopped.
+        pages_read: usize,
     },
 }

@@ -377,7 +377,7 @@ mod tests {
     use crate::BlockKind::{Code, Heading, ListItem, Paragraph, Quote, TableRow};
 
     fn blocks(html: &str) -> Vec<(BlockKind, String)> {
-        parse(html).unwrap().blocks.into_iter().map(|Block { kind, text }| (kind, text)).collect()
+        parse(html).unwrap().blocks.into_iter().map(|Block { kind, text, .. }| (kind, text)).collect()
     }
 
     const PAGE: &str = r#"<!DOCTYPE html>
@@ -606,7 +606,7 @@ mod tests {
         let html = format!("<p><b><i><u>{}", "<p>x".repeat(10_000));
         let got = parse(&html).unwrap();
         assert_eq!(got.blocks.len(), 10_000);
-        assert!(got.blocks.iter().all(|block| block == &Block { kind: Paragraph, text: "x".into() }));
+        assert!(got.blocks.iter().all(|block| block == &Block { kind: Paragraph, text: "x".into(), page: None }));
         // 400 distinct ones (the parser merges only identical ones) would be rebuilt 400 at a
         // time for every 8 bytes.
         let open: String = (0..400).map(|i| format!("<b id={i}>")).collect();

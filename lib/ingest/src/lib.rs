@@ -1,7 +1,8 @@
 //! # sextant-ingest
 //!
-//! Turns a team's own document (plain text, Markdown or HTML) into ordered text blocks
-//! (headings, paragraphs, list items, quotes, code, table rows) for the server to segment.
+//! Turns a team's own document (plain text, Markdown, HTML or PDF) into ordered text blocks
+//! (headings, paragraphs, list items, quotes, code, table rows; a PDF's blocks carry their
+//! page) for the server to segment.
 //!
 //! [`MediaType::from_content_type`] picks the reader from a request's Content-Type (and
 //! [`MediaType::from_extension`] from a file name); [`parse()`] decodes the body and returns
@@ -20,9 +21,11 @@ mod html;
 mod markdown;
 mod media;
 mod parse;
+pub mod pdf;
 mod plain;
 
 pub use block::{Block, BlockKind, Parsed};
 pub use error::{Error, Result};
 pub use media::MediaType;
-pub use parse::parse;
+pub use parse::{parse, parse_with};
+pub use pdf::PdfLimits;

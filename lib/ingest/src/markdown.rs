@@ -220,7 +220,7 @@ mod tests {
     use crate::BlockKind::{Code, Heading, ListItem, Paragraph, Quote, TableRow};
 
     fn blocks(markdown: &str) -> Vec<(BlockKind, String)> {
-        parse(markdown).unwrap().blocks.into_iter().map(|Block { kind, text }| (kind, text)).collect()
+        parse(markdown).unwrap().blocks.into_iter().map(|Block { kind, text, .. }| (kind, text)).collect()
     }
 
     const README: &str = "---

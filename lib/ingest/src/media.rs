@@ -11,18 +11,20 @@ pub enum MediaType {
     Markdown,
     /// HTML, parsed as a browser would (HTML5).
     Html,
+    /// PDF: the text layer of its pages, read by PDFium (see [`crate::pdf`]).
+    Pdf,
 }
 
 impl MediaType {
     /// The media types accepted, as a client would write them, for a 415's message.
-    pub const ACCEPTED: &'static [&'static str] = &["text/plain", "text/markdown", "text/html"];
+    pub const ACCEPTED: &'static [&'static str] = &["text/plain", "text/markdown", "text/html", "application/pdf"];
 
     /// Parses a Content-Type header value: `text/plain`, `text/markdown` (also
     /// `text/x-markdown`), `text/html` (also `application/xhtml+xml`), case-insensitive,
     /// parameters allowed (`text/html; charset=UTF-8`).
     ///
     /// A `charset` parameter other than `utf-8` (or `utf8`) and `us-ascii` is
-    /// [`Error::UnsupportedCharset`]; any other type (`application/pdf`, `image/png`,
+    /// [`Error::UnsupportedCharset`]; any other type (`image/png`,
     /// `application/octet-stream`, an empty value) is [`Error::UnsupportedMediaType`]. Both
     /// name the accepted types in their message.
     pub fn from_content_type(value: &str) -> Result<MediaType> {
@@ -32,6 +34,7 @@ impl MediaType {
             "text/plain" => MediaType::PlainText,
             "text/markdown" | "text/x-markdown" => MediaType::Markdown,
             "text/html" | "application/xhtml+xml" => MediaType::Html,
+            "application/pdf" => MediaType::Pdf,
             _ => return Err(Error::UnsupportedMediaType { given: value.trim().to_owned(), accepted: Self::ACCEPTED }),
         };
         for parameter in parts {
@@ -52,7 +55,7 @@ impl MediaType {
     }
 
     /// The media type a file name's extension stands for (`.txt` `.text` `.md` `.markdown`
-    /// `.html` `.htm`, case-insensitive), for files uploaded by path (S3 keys); `None` for
+    /// `.html` `.htm` `.pdf`, case-insensitive), for files uploaded by path (S3 keys); `None` for
     /// any other extension or none.
     pub fn from_extension(name: &str) -> Option<MediaType> {
         let file = name.rsplit('/').next().unwrap_or(name);
@@ -61,6 +64,7 @@ impl MediaType {
             "txt" | "text" => Some(MediaType::PlainText),
             "md" | "markdown" => Some(MediaType::Markdown),
             "html" | "htm" => Some(MediaType::Html),
+            "pdf" => Some(MediaType::Pdf),
             _ => None,
         }
     }
@@ -82,16 +86,17 @@ mod tests {
 
     #[test]
     fn other_types_are_refused_with_a_message_naming_the_accepted_ones() {
-        for given in ["application/pdf", "image/png", "application/octet-stream", "", "   ", "text", "text/csv"] {
+        for given in ["image/png", "application/octet-stream", "", "   ", "text", "text/csv"] {
             let error = MediaType::from_content_type(given).unwrap_err();
             assert!(matches!(error, Error::UnsupportedMediaType { .. }), "{given:?}: {error:?}");
             let message = error.to_string();
-            assert!(message.contains("text/plain, text/markdown, text/html"), "{message}");
+            assert!(message.contains("text/plain, text/markdown, text/html, application/pdf"), "{message}");
         }
         assert_eq!(
-            MediaType::from_content_type("application/pdf").unwrap_err().to_string(),
-            "unsupported Content-Type \"application/pdf\": send one of text/plain, text/markdown, text/html"
+            MediaType::from_content_type("image/png").unwrap_err().to_string(),
+            "unsupported Content-Type \"image/png\": send one of text/plain, text/markdown, text/html, application/pdf"
         );
+        assert_eq!(MediaType::from_content_type("Application/PDF"), Ok(MediaType::Pdf));
     }
 
     #[test]
@@ -107,7 +112,7 @@ mod tests {
         );
         let message = error.to_string();
         assert!(message.contains("\"latin1\"") && message.contains("UTF-8"), "{message}");
-        assert!(message.contains("text/plain, text/markdown, text/html"), "{message}");
+        assert!(message.contains("text/plain, text/markdown, text/html, application/pdf"), "{message}");
         assert!(MediaType::from_content_type("text/plain; CHARSET=windows-1252").is_err());
     }
 
@@ -119,7 +124,8 @@ mod tests {
         assert_eq!(MediaType::from_extension("guide.markdown"), Some(MediaType::Markdown));
         assert_eq!(MediaType::from_extension("site/index.HTML"), Some(MediaType::Html));
         assert_eq!(MediaType::from_extension("old.htm"), Some(MediaType::Html));
-        for other in ["report.pdf", "README", "archive.md.gz", "dir.md/file", "", "."] {
+        assert_eq!(MediaType::from_extension("annual/Report.PDF"), Some(MediaType::Pdf));
+        for other in ["report.docx", "README", "archive.md.gz", "dir.md/file", "", "."] {
             assert_eq!(MediaType::from_extension(other), None, "{other:?}");
         }
     }

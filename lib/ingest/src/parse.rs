@@ -3,9 +3,11 @@
 use crate::block::Parsed;
 use crate::error::{Error, Result};
 use crate::media::MediaType;
+use crate::pdf::{self, PdfLimits};
 use crate::{html, markdown, plain};
 
-/// Decodes `bytes` as UTF-8 and parses them as `media`.
+/// Decodes `bytes` as UTF-8 and parses them as `media`; a PDF is read by [`crate::pdf`]
+/// within the default [`PdfLimits`] (no UTF-8 decoding: it is binary).
 ///
 /// Invalid UTF-8 is [`Error::InvalidUtf8`], naming the offset of the first bad byte; a
 /// leading byte-order mark is dropped. A body of 4 GiB or more is [`Error::TooLarge`] (the
@@ -14,16 +16,26 @@ use crate::{html, markdown, plain};
 /// parses: malformed Markdown and HTML are read as a CommonMark renderer or a browser
 /// would. This never panics.
 pub fn parse(media: MediaType, bytes: &[u8]) -> Result<Parsed> {
+    parse_with(media, bytes, PdfLimits::default())
+}
+
+/// [`parse`], a PDF within `limits`.
+pub fn parse_with(media: MediaType, bytes: &[u8], limits: PdfLimits) -> Result<Parsed> {
     if bytes.len() >= u32::MAX as usize {
         return Err(Error::TooLarge { size: bytes.len() });
     }
-    let text = std::str::from_utf8(bytes).map_err(|e| Error::InvalidUtf8 { byte_offset: e.valid_up_to() })?;
-    let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
     match media {
-        MediaType::PlainText => Ok(plain::parse(text)),
-        MediaType::Markdown => markdown::parse(text),
-        MediaType::Html => html::parse(text),
+        MediaType::PlainText => Ok(plain::parse(utf8(bytes)?)),
+        MediaType::Markdown => markdown::parse(utf8(bytes)?),
+        MediaType::Html => html::parse(utf8(bytes)?),
+        MediaType::Pdf => pdf::parse(bytes, limits),
     }
+}
+
+/// The text of `bytes`, a leading byte-order mark dropped.
+fn utf8(bytes: &[u8]) -> Result<&str> {
+    let text = std::str::from_utf8(bytes).map_err(|e| Error::InvalidUtf8 { byte_offset: e.valid_up_to() })?;
+    Ok(text.strip_prefix('\u{FEFF}').unwrap_or(text))
 }
 
 #[cfg(test)]
@@ -224,7 +236,7 @@ mod tests {
 
     /// Every block's text is non-empty, trimmed, and has no blank line or carriage return.
     fn assert_well_formed(parsed: &Parsed, input: &str) {
-        for Block { kind, text } in &parsed.blocks {
+        for Block { kind, text, .. } in &parsed.blocks {
             assert!(!text.trim().is_empty(), "empty {kind:?} block from {input:?}");
             assert_eq!(text.trim(), text, "untrimmed {kind:?} block from {input:?}");
             assert!(!text.contains("\n\n") && !text.contains('\r'), "blank line in {text:?} from {input:?}");
@@ -303,12 +315,12 @@ mod tests {
     #[test]
     fn a_leading_byte_order_mark_is_dropped() {
         let plain = parse(MediaType::PlainText, "\u{FEFF}Hello".as_bytes()).unwrap();
-        assert_eq!(plain.blocks, [Block { kind: BlockKind::Paragraph, text: "Hello".into() }]);
+        assert_eq!(plain.blocks, [Block { kind: BlockKind::Paragraph, text: "Hello".into(), page: None }]);
         let markdown = parse(MediaType::Markdown, "\u{FEFF}# Title\n".as_bytes()).unwrap();
         assert_eq!(markdown.title.as_deref(), Some("Title"));
-        assert_eq!(markdown.blocks, [Block { kind: BlockKind::Heading(1), text: "Title".into() }]);
+        assert_eq!(markdown.blocks, [Block { kind: BlockKind::Heading(1), text: "Title".into(), page: None }]);
         let html = parse(MediaType::Html, "\u{FEFF}<p>Hi</p>".as_bytes()).unwrap();
-        assert_eq!(html.blocks, [Block { kind: BlockKind::Paragraph, text: "Hi".into() }]);
+        assert_eq!(html.blocks, [Block { kind: BlockKind::Paragraph, text: "Hi".into(), page: None }]);
     }
 
     #[test]

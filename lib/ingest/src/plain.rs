@@ -139,7 +139,7 @@ mod tests {
     use crate::BlockKind::{Heading, ListItem, Paragraph};
 
     fn blocks(text: &str) -> Vec<(BlockKind, String)> {
-        parse(text).blocks.into_iter().map(|Block { kind, text }| (kind, text)).collect()
+        parse(text).blocks.into_iter().map(|Block { kind, text, .. }| (kind, text)).collect()
     }
 
     fn owned(expected: &[(BlockKind, &str)]) -> Vec<(BlockKind, String)> {

@@ -196,17 +196,20 @@ impl State {
     fn apply(&mut self, record: Record) {
         self.seq = self.seq.max(record.seq);
         match record.op {
-            Op::Put(doc) => {
-                let id = doc.document.document_id.clone();
-                self.schema.add(&doc.document.metadata);
-                self.deleted.remove(&id);
-                self.delta.insert(id, (record.seq, *doc));
-            }
+            Op::PutWithoutPages(old) => self.apply_put(record.seq, (*old).into()),
+            Op::Put(doc) => self.apply_put(record.seq, *doc),
             Op::Delete(id) => {
                 self.delta.remove(&id);
                 self.deleted.insert(id, record.seq);
             }
         }
+    }
+
+    fn apply_put(&mut self, seq: u64, doc: EncodedDocument) {
+        let id = doc.document.document_id.clone();
+        self.schema.add(&doc.document.metadata);
+        self.deleted.remove(&id);
+        self.delta.insert(id, (seq, doc));
     }
 
     fn exists(&self, id: &str) -> bool {
@@ -716,6 +719,44 @@ mod tests {
         assert_eq!(live.get("azure").unwrap().layer, "live");
         assert_eq!(live.get("azure").unwrap().document.metadata, azure.metadata);
         assert_eq!(top(&live.current(), "Xbox gaming content")[0], "late");
+    }
+
+    /// A log written before documents had pages replays: its documents are served, without
+    /// pages; and a document's pages written now survive a restart.
+    #[test]
+    fn a_log_written_before_pages_replays_and_pages_are_kept() {
+        let root = tempfile::tempdir().unwrap();
+        original(&root.path().join("built"));
+        let live = open(root.path(), Arc::new(Mutex::new(None)));
+        live.put(doc("azure", "Azure cloud services revenue grew 29 percent.", serde_json::json!({"team": "cloud"})))
+            .unwrap();
+        live.delete("ko").unwrap();
+        drop(live);
+        let path = root.path().join("live/wal.log");
+        let (mut wal, records, _) = Wal::open(&path).unwrap();
+        let old: Vec<Record> = records
+            .into_iter()
+            .map(|r| match r.op {
+                Op::Put(d) => Record { seq: r.seq, op: Op::PutWithoutPages(Box::new((&*d).into())) },
+                op => Record { seq: r.seq, op },
+            })
+            .collect();
+        assert!(matches!(old[0].op, Op::PutWithoutPages(_)));
+        wal.rewrite(&old).unwrap();
+        drop(wal);
+
+        let live = open(root.path(), Arc::new(Mutex::new(None)));
+        assert_eq!(top(&live.current(), "Azure cloud revenue")[0], "azure");
+        assert!(live.get("azure").unwrap().document.metadata.get("team").is_some());
+        assert!(live.get("ko").is_none());
+        let mut paged = doc("pdf", "Turbine orders doubled.", serde_json::json!({}));
+        paged.segments.push("Backlog reached a record.".into());
+        paged.pages = vec![2, 3];
+        live.put(paged).unwrap();
+        drop(live);
+        let live = open(root.path(), Arc::new(Mutex::new(None)));
+        assert_eq!(live.get("pdf").unwrap().document.pages, [2, 3]);
+        assert_eq!(live.get("azure").unwrap().layer, "delta");
     }
 
     /// A batch is written as its documents would be one by one: in order, each with its own

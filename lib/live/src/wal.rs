@@ -11,7 +11,9 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use sextant_core::build::EncodedDocument;
+use sextant_core::build::{EncodedChunk, EncodedDocument};
+use sextant_core::corpus::legacy::DocumentV6;
+use sextant_core::corpus::Chunk;
 
 use crate::error::{Error, Result};
 
@@ -27,13 +29,44 @@ pub struct Record {
     pub op: Op,
 }
 
-/// A logged operation.
+/// A logged operation. The order of the variants is the log's format (bincode writes a
+/// variant's number): a new kind of record is added at the end.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Op {
-    /// The document, cut and encoded (so replaying the log encodes nothing).
-    Put(Box<EncodedDocument>),
+    /// A put as logs written before document pages hold it: read from such logs (and
+    /// replayed as a [`Op::Put`] of a document without pages), never written.
+    PutWithoutPages(Box<EncodedDocumentV6>),
     /// The id of a deleted document.
     Delete(String),
+    /// The document, cut and encoded (so replaying the log encodes nothing).
+    Put(Box<EncodedDocument>),
+}
+
+/// An [`EncodedDocument`] whose document has the layout of logs before pages.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EncodedDocumentV6 {
+    document: DocumentV6,
+    chunks: Vec<Chunk>,
+    vectors: Vec<EncodedChunk>,
+}
+
+impl PartialEq for EncodedDocumentV6 {
+    fn eq(&self, other: &Self) -> bool {
+        bincode::serialize(self).ok() == bincode::serialize(other).ok()
+    }
+}
+
+impl From<EncodedDocumentV6> for EncodedDocument {
+    fn from(d: EncodedDocumentV6) -> Self {
+        EncodedDocument { document: d.document.into(), chunks: d.chunks, vectors: d.vectors }
+    }
+}
+
+impl From<&EncodedDocument> for EncodedDocumentV6 {
+    /// The old layout of `d` (its pages dropped), to write an old log in tests.
+    fn from(d: &EncodedDocument) -> Self {
+        EncodedDocumentV6 { document: (&d.document).into(), chunks: d.chunks.clone(), vectors: d.vectors.clone() }
+    }
 }
 
 /// The log file, open for appends.

@@ -7,14 +7,13 @@
 //! corpus in S3 and an incremental build serves them later (`202`, status `pending`).
 
 use serde::Serialize;
-use sextant_core::corpus::{segment_blocks, Document, Metadata, TextBlock};
+use sextant_core::corpus::{Document, Metadata};
 
 use crate::envelope::ApiError;
 
 /// A document's id: 1-256 characters, no `/`, no `..`, no control character (it names
 /// an object in S3 and a path segment in the API).
 pub const MAX_DOCUMENT_ID_CHARS: usize = 256;
-pub use sextant_core::corpus::LONG_BLOCK_CHARS;
 
 /// A write as the store took it.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
@@ -196,17 +195,6 @@ pub fn check_document_path(id: &str, at: &str) -> Result<(), ApiError> {
     id.split('/').try_for_each(|segment| check_document_id(segment, at))
 }
 
-/// The segments of a parsed raw document: each block one segment, a block longer than
-/// [`LONG_BLOCK_CHARS`] cut into its sentences, code kept whole. The index build segments
-/// raw files of a corpus prefix by this same rule ([`sextant_core::corpus::segment_blocks`]).
-pub fn segments_of(blocks: Vec<sextant_ingest::Block>) -> Vec<String> {
-    segment_blocks(
-        blocks
-            .into_iter()
-            .map(|b| TextBlock { keep_whole: matches!(b.kind, sextant_ingest::BlockKind::Code), text: b.text }),
-    )
-}
-
 /// The metadata of a document sent as JSON (`at` names the field).
 pub fn metadata_of(value: Option<&serde_json::Value>) -> Result<Metadata, ApiError> {
     match value {
@@ -259,21 +247,5 @@ mod tests {
             let e = check_document_path(bad, "documentId").unwrap_err();
             assert!(e.message.contains(why), "{bad:?}: {}", e.message);
         }
-    }
-
-    #[test]
-    fn long_blocks_are_cut_into_sentences_and_code_is_kept_whole() {
-        use sextant_ingest::{Block, BlockKind};
-        let long = "Revenue rose on pricing. ".repeat(30);
-        let blocks = vec![
-            Block { kind: BlockKind::Heading(1), text: "Results".into() },
-            Block { kind: BlockKind::Paragraph, text: long.trim().to_string() },
-            Block { kind: BlockKind::Code, text: "x = 1; ".repeat(100) },
-        ];
-        let segs = segments_of(blocks);
-        assert_eq!(segs[0], "Results");
-        assert_eq!(segs.len(), 1 + 30 + 1);
-        assert!(segs[1..31].iter().all(|s| s == "Revenue rose on pricing."));
-        assert!(segs[31].len() > LONG_BLOCK_CHARS, "code stays one segment");
     }
 }

@@ -245,6 +245,14 @@ class DocumentRef(_Model):
     metadata: dict[str, Any] | None = None
 
 
+class PageSpan(_Model):
+    """The pages a passage spans, from 1."""
+
+    openapi_ref = _SCHEMAS + "PageSpan"
+    first: int
+    last: int
+
+
 class Position(_Model):
     """The unit's place: its characters in the document (end exclusive) and the chunk it
     came from."""
@@ -255,6 +263,8 @@ class Position(_Model):
     segment_end: int
     char_start: int
     char_end: int
+    #: The chunk's first and last page, when its document has pages (a PDF).
+    page: PageSpan | None = None
 
 
 class UnitDiagnostics(_Model):
@@ -577,6 +587,8 @@ class DocumentBody(_Camel):
     text: str | None = None
     content_type: str | None = None
     segments: list[str] | None = None
+    #: The page of each of ``segments``, from 1 (a document with pages).
+    pages: list[int] | None = None
     title: str | None = None
     metadata: dict[str, Any] | None = None
     document_type: str | None = None
@@ -643,6 +655,8 @@ class DocumentSegment(_Camel):
     text: str
     char_start: int
     char_end: int
+    #: The page it is on, from 1, in a document with pages (a PDF).
+    page: int | None = None
 
 
 class DocumentSummary(_Camel):

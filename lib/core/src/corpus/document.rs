@@ -43,6 +43,10 @@ pub struct Document {
     /// The team's own fields (see [`Metadata`]); empty when none.
     #[serde(default)]
     pub metadata: Metadata,
+    /// The page of each segment, from 1, for a document that has pages (a PDF): as many
+    /// as [`Document::segments`], never decreasing. Empty for a document without pages.
+    #[serde(default)]
+    pub pages: Vec<u32>,
 }
 
 /// Where a segment sits in its document's rebuilt text, in `char`s, end exclusive.
@@ -58,6 +62,36 @@ impl Document {
     /// The document text: segments joined by [`SEGMENT_SEPARATOR`].
     pub fn text(&self) -> String {
         self.segments.join(SEGMENT_SEPARATOR)
+    }
+
+    /// The first and last page that segments `segments` (end exclusive) are on; `None` for
+    /// a document without pages or an empty range.
+    pub fn page_range(&self, segments: std::ops::Range<u32>) -> Option<(u32, u32)> {
+        let first = *self.pages.get(segments.start as usize)?;
+        let last = *self.pages.get((segments.end as usize).checked_sub(1)?)?;
+        (segments.start < segments.end).then_some((first, last.max(first)))
+    }
+
+    /// Why `pages` cannot be this document's (its field's reason, in the API's words), or
+    /// `None` when it can: empty, or one page from 1 per segment, never decreasing.
+    pub fn pages_problem(&self) -> Option<String> {
+        if self.pages.is_empty() {
+            return None;
+        }
+        if self.pages.len() != self.segments.len() {
+            return Some(format!(
+                "must give one page per segment: {} pages for {} segments",
+                self.pages.len(),
+                self.segments.len()
+            ));
+        }
+        if self.pages.contains(&0) {
+            return Some("counts pages from 1, got 0".into());
+        }
+        if self.pages.windows(2).any(|w| w[1] < w[0]) {
+            return Some("must never decrease (a segment is on its page or a later one)".into());
+        }
+        None
     }
 
     /// The char span of every segment in [`Document::text`].
@@ -140,6 +174,28 @@ mod tests {
                 assert_eq!(&slice(&text, span), seg, "case {case}: {:?}", doc.segments);
             }
         }
+    }
+
+    #[test]
+    fn a_range_of_segments_spans_the_pages_of_its_first_and_last() {
+        let doc = Document {
+            segments: vec!["a".into(), "b".into(), "c".into(), "d".into()],
+            pages: vec![1, 1, 2, 4],
+            ..Default::default()
+        };
+        assert_eq!(doc.page_range(0..2), Some((1, 1)));
+        assert_eq!(doc.page_range(1..4), Some((1, 4)));
+        assert_eq!(doc.page_range(3..4), Some((4, 4)));
+        assert_eq!(doc.page_range(2..2), None);
+        assert_eq!(doc.page_range(3..9), None);
+        assert_eq!(Document { pages: vec![], ..doc.clone() }.page_range(0..1), None);
+        assert_eq!(doc.pages_problem(), None);
+        assert!(Document { pages: vec![1, 2], ..doc.clone() }
+            .pages_problem()
+            .unwrap()
+            .contains("one page per segment"));
+        assert!(Document { pages: vec![0, 1, 1, 1], ..doc.clone() }.pages_problem().unwrap().contains("from 1"));
+        assert!(Document { pages: vec![2, 1, 1, 1], ..doc }.pages_problem().unwrap().contains("never decrease"));
     }
 
     #[test]

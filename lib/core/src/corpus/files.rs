@@ -28,7 +28,7 @@
 //! document API writes them.
 //!
 //! A file that cannot be read (not UTF-8, no text, front matter or sidecar that is not
-//! fields, a PDF, too large) does not stop a folder: it is listed in [`Folder::skipped`]
+//! fields, a PDF that is encrypted, damaged or only images, too large) does not stop a folder: it is listed in [`Folder::skipped`]
 //! with the reason, for the build to report.
 
 use std::collections::{BTreeMap, HashSet};
@@ -36,12 +36,12 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use sextant_ingest::{BlockKind, MediaType};
+use sextant_ingest::MediaType;
 
 use super::document::Document;
 use super::load::load_documents;
 use super::metadata::Metadata;
-use super::segments::{segment_blocks, TextBlock};
+use super::segments::segment_blocks;
 use crate::error::{Error, Result};
 
 /// The extension of a document the API writes (one [`Document`] as JSON).
@@ -58,7 +58,7 @@ pub const MAX_FILE_BYTES: u64 = 64 << 20;
 pub enum DocumentObject {
     /// `.json`: one [`Document`] in its JSON form.
     Json,
-    /// `.md`, `.markdown`, `.txt`, `.html`, `.htm`: a raw file.
+    /// `.md`, `.markdown`, `.txt`, `.html`, `.htm`, `.pdf`: a raw file.
     Raw(MediaType),
 }
 
@@ -80,7 +80,9 @@ pub fn document_object(key: &str) -> Option<(&str, DocumentObject)> {
 fn file_kind(name: &str, extension: &str) -> Option<DocumentObject> {
     match extension.to_ascii_lowercase().as_str() {
         DOCUMENT_EXTENSION => Some(DocumentObject::Json),
-        "md" | "markdown" | "txt" | "html" | "htm" => Some(DocumentObject::Raw(MediaType::from_extension(name)?)),
+        "md" | "markdown" | "txt" | "html" | "htm" | "pdf" => {
+            Some(DocumentObject::Raw(MediaType::from_extension(name)?))
+        }
         _ => None,
     }
 }
@@ -90,7 +92,7 @@ fn file_kind(name: &str, extension: &str) -> Option<DocumentObject> {
 /// Its id is the key's file name without the extension, whatever the JSON says.
 pub fn read_document_object(key: &str, source: &str, bytes: &[u8]) -> Result<Document> {
     let Some((id, kind)) = document_object(key) else {
-        return Err(Error::invalid("corpus", format!("{source} is not a document (.json, .md, .txt, .html)")));
+        return Err(Error::invalid("corpus", format!("{source} is not a document (.json, .md, .txt, .html, .pdf)")));
     };
     read_document(id, kind, source, bytes, None)
 }
@@ -106,7 +108,13 @@ fn read_document(
 ) -> Result<Document> {
     let corpus_error = |reason: String| Error::Corpus { source_name: source.to_string(), line: 1, reason };
     let mut document = match kind {
-        DocumentObject::Json => serde_json::from_slice::<Document>(bytes).map_err(|e| corpus_error(e.to_string()))?,
+        DocumentObject::Json => {
+            let document = serde_json::from_slice::<Document>(bytes).map_err(|e| corpus_error(e.to_string()))?;
+            if let Some(problem) = document.pages_problem() {
+                return Err(corpus_error(format!("pages {problem}")));
+            }
+            document
+        }
         DocumentObject::Raw(media) => {
             let parsed = sextant_ingest::parse(media, bytes).map_err(|e| corpus_error(e.to_string()))?;
             let mut fields = match &parsed.front_matter {
@@ -120,17 +128,12 @@ fn read_document(
                     Err(e) => return Err(corpus_error(format!("its sidecar {SIDECAR_SUFFIX}: {e}"))),
                 }
             }
-            let segments = segment_blocks(
-                parsed
-                    .blocks
-                    .into_iter()
-                    .map(|b| TextBlock { keep_whole: matches!(b.kind, BlockKind::Code), text: b.text }),
-            );
+            let segmented = segment_blocks(parsed.blocks);
             let mut document = with_fields(fields).map_err(corpus_error)?;
             if document.title.is_empty() {
                 document.title = parsed.title.unwrap_or_default();
             }
-            document.segments = segments;
+            (document.segments, document.pages) = (segmented.segments, segmented.pages);
             document
         }
     };
@@ -287,18 +290,13 @@ pub fn load_file(path: &Path) -> Result<Folder> {
     match kind.map(|kind| read_file(&name, path, kind, sidecar.as_ref())) {
         Some(Ok(d)) => folder.documents.push(d),
         Some(Err(reason)) => folder.skipped.push(SkippedFile { path: name, reason }),
-        None => folder.skipped.push(SkippedFile { path: name, reason: unreadable_kind(&lower) }),
+        None => folder.skipped.push(SkippedFile { path: name, reason: UNREADABLE_KIND.to_string() }),
     }
     Ok(folder)
 }
 
 /// Why a file of another kind is not read.
-fn unreadable_kind(lower_name: &str) -> String {
-    match lower_name.ends_with(".pdf") {
-        true => "PDF is not read yet: extract its text to .txt, .md or .html".to_string(),
-        false => "not a kind of file Sextant reads (.md, .txt, .html, .json, .jsonl)".to_string(),
-    }
-}
+const UNREADABLE_KIND: &str = "not a kind of file Sextant reads (.md, .txt, .html, .pdf, .json, .jsonl)";
 
 /// Reads every document under `dir`, recursively (module documentation). Hidden files and
 /// directories (a name starting with `.`) are not read. Errors only when the folder itself
@@ -336,7 +334,7 @@ pub fn load_folder(dir: &Path) -> Result<Folder> {
         }
         let kind = name.rsplit_once('.').and_then(|(_, ext)| file_kind(name, ext));
         let Some(kind) = kind else {
-            skip(&mut folder, rel, unreadable_kind(&lower));
+            skip(&mut folder, rel, UNREADABLE_KIND.to_string());
             continue;
         };
         match read_file(rel, path, kind, files.get(&format!("{rel}{SIDECAR_SUFFIX}"))) {
@@ -404,8 +402,12 @@ mod tests {
         assert_eq!(document_object("corpora/demo/a.b.md"), Some(("a.b", DocumentObject::Raw(MediaType::Markdown))));
         assert_eq!(document_object("x/Guide.HTM"), Some(("Guide", DocumentObject::Raw(MediaType::Html))));
         assert_eq!(document_object("x/notes.txt"), Some(("notes", DocumentObject::Raw(MediaType::PlainText))));
+        assert_eq!(
+            document_object("x/Annual Report.pdf"),
+            Some(("Annual Report", DocumentObject::Raw(MediaType::Pdf)))
+        );
         for other in
-            ["x/filings.jsonl", "x/filings.jsonl.gz", "x/report.pdf", "x/.json", "x/README", "x/", "x/a.md.meta.json"]
+            ["x/filings.jsonl", "x/filings.jsonl.gz", "x/report.docx", "x/.json", "x/README", "x/", "x/a.md.meta.json"]
         {
             assert_eq!(document_object(other), None, "{other}");
         }
@@ -475,15 +477,29 @@ mod tests {
         write(d, "notes.txt", b"Plain notes.\n\nSecond paragraph.");
         write(d, "more/docs.jsonl", br#"{"documentId": "j1", "segments": ["From JSONL."]}"#);
         write(d, "report.pdf", b"%PDF-1.7");
+        let pdfs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/pdf");
+        write(d, "annual/review.pdf", &std::fs::read(pdfs.join("report.pdf")).unwrap());
+        write(d, "annual/review.pdf.meta.json", br#"{"ticker": "TURB"}"#);
+        write(d, "annual/locked.pdf", &std::fs::read(pdfs.join("encrypted.pdf")).unwrap());
         write(d, "image.png", b"\x89PNG");
         write(d, "empty.md", b"   \n");
         write(d, "bad.md", b"---\nnested:\n  key: v\n---\nText.\n");
         write(d, "orphan.txt.meta.json", b"{}");
         write(d, ".hidden/secret.md", b"Not read.");
         write(d, "dup.json", br#"{"documentId": "x", "segments": ["A JSON document."]}"#);
-        let folder = load_folder(d).unwrap();
+        let mut folder = load_folder(d).unwrap();
         let ids: Vec<&str> = folder.documents.iter().map(|d| d.document_id.as_str()).collect();
-        assert_eq!(ids, ["dup.json", "handbook/intro.md", "j1", "notes.txt", "policies/leave.html"]);
+        assert_eq!(
+            ids,
+            ["annual/review.pdf", "dup.json", "handbook/intro.md", "j1", "notes.txt", "policies/leave.html"]
+        );
+        let review = folder.documents.remove(0);
+        assert_eq!((review.title.as_str(), review.ticker.as_deref()), ("Quarterly operating review", Some("TURB")));
+        assert_eq!(review.pages.len(), review.segments.len(), "a PDF's segments each have a page");
+        assert_eq!((review.pages[0], review.pages[review.pages.len() - 1]), (1, 3));
+        let on_page_2: Vec<&String> =
+            review.segments.iter().zip(&review.pages).filter(|p| *p.1 == 2).map(|p| p.0).collect();
+        assert!(on_page_2.iter().any(|s| s.contains("page-2-marker")), "{on_page_2:?}");
         let intro = &folder.documents[1];
         assert_eq!((intro.title.as_str(), intro.year, intro.document_type.as_str()), ("Welcome", Some(2025), "policy"));
         assert_eq!(intro.metadata.get("team"), Some(&MetaValue::Str("people ops".into())));
@@ -493,12 +509,13 @@ mod tests {
         let skipped: Vec<(&str, &str)> = folder.skipped.iter().map(|s| (s.path.as_str(), s.reason.as_str())).collect();
         let reason =
             |p: &str| skipped.iter().find(|s| s.0 == p).map(|s| s.1).unwrap_or_else(|| panic!("{p}: {skipped:?}"));
-        assert!(reason("report.pdf").contains("PDF"));
+        assert!(reason("report.pdf").contains("not a readable PDF"), "{}", reason("report.pdf"));
+        assert!(reason("annual/locked.pdf").contains("encrypted"), "{}", reason("annual/locked.pdf"));
         assert!(reason("image.png").contains("not a kind of file"));
         assert!(reason("empty.md").contains("no text"));
         assert!(reason("bad.md").contains("front matter: line 2"), "{}", reason("bad.md"));
         assert!(reason("orphan.txt.meta.json").contains("not in the folder"));
-        assert_eq!(skipped.len(), 5, "{skipped:?}");
+        assert_eq!(skipped.len(), 6, "{skipped:?}");
         // One file reads as a folder of one, named by its file name, with its sidecar.
         let one = load_file(&d.join("policies/leave.html")).unwrap();
         assert_eq!(one.documents[0].document_id, "leave.html");
@@ -508,7 +525,7 @@ mod tests {
         assert_eq!(load_file(&d.join("more/docs.jsonl")).unwrap().documents[0].document_id, "j1");
         assert!(load_file(&d.join("handbook")).is_err(), "a folder is not a file");
         // A corpus is a folder or a JSONL file.
-        assert_eq!(load_corpus(d).unwrap().documents.len(), 5);
+        assert_eq!(load_corpus(d).unwrap().documents.len(), 6);
         assert_eq!(load_corpus(&d.join("more/docs.jsonl")).unwrap().documents[0].document_id, "j1");
         assert!(load_folder(&d.join("absent")).is_err());
     }

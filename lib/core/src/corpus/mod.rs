@@ -7,6 +7,7 @@
 mod chunk;
 mod document;
 mod files;
+pub mod legacy;
 mod load;
 mod metadata;
 mod segments;
@@ -24,6 +25,6 @@ pub use metadata::{
     MetaType, MetaValue, Metadata, MetadataError, MetadataSchema, BUILT_IN_FIELDS, MAX_BYTES as MAX_METADATA_BYTES,
     MAX_DEPTH as MAX_METADATA_DEPTH,
 };
-pub use segments::{segment_blocks, TextBlock, LONG_BLOCK_CHARS};
+pub use segments::{segment_blocks, Segmented, LONG_BLOCK_CHARS};
 pub use sentences::{sentence_ranges, split_sentences};
 pub use values::{Date, DocumentType, Quarter};

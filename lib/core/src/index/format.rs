@@ -15,11 +15,11 @@ use crate::storage::{Blob, Storage};
 pub const FORMAT_NAME: &str = "sextant-index";
 /// The format version this build writes.
 ///
-/// Version 6 stores a chunk's dense vectors as one or more windows (`dense.windows`); version 5 stores BM25's stemming in its parameters (earlier versions always stemmed, and
+/// Version 7 stores each document's pages (the page of each segment, for PDFs); version 6 stores a chunk's dense vectors as one or more windows (`dense.windows`); version 5 stores BM25's stemming in its parameters (earlier versions always stemmed, and
 /// are read so); version 4 stores each document's own metadata; version 3 gives each chunk its character range in its document (chunks may cut a
 /// segment); version 2 stores postings as flat little-endian arrays; version 1 (a list per
 /// term) is still read, and so is version 2.
-pub const FORMAT_VERSION: u32 = 6;
+pub const FORMAT_VERSION: u32 = 7;
 /// The oldest format version this build reads.
 pub const OLDEST_READABLE_VERSION: u32 = 1;
 /// The manifest's object key.

@@ -31,6 +31,7 @@ pub use splade::SpladeIndex;
 pub use topk::top_k;
 pub use vector_store::VectorStore;
 
+use crate::corpus::legacy::{DocumentV3, DocumentV6};
 use crate::corpus::{Chunk, ChunkSpan, Document, MetadataSchema};
 use crate::encode::SparseVector;
 use crate::error::{Error, Result};
@@ -102,6 +103,8 @@ const SPLADE: &str = "splade.bin";
 const OWN_FILES: [&str; 7] = [DOCUMENTS, CHUNKS, DENSE_VECTORS, DENSE_GRAPH, DENSE_WINDOWS, BM25, SPLADE];
 /// The first format with [`DENSE_WINDOWS`]; before it every chunk had one dense vector.
 const WINDOWS_SINCE: u32 = 6;
+/// The first format whose documents carry their pages ([`Document::pages`]).
+const PAGES_SINCE: u32 = 7;
 
 /// One verified and decoded file of an index ([`Index::decode_file`]).
 pub struct DecodedFile(Part);
@@ -121,40 +124,6 @@ enum Part {
     /// A file the index does not read itself (an attachment such as the facts of the
     /// financial routes, which their own crate loads beside the index).
     Other,
-}
-
-/// A document as formats 1 to 3 stored it: without metadata.
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct DocumentV3 {
-    document_id: String,
-    title: String,
-    document_type: crate::corpus::DocumentType,
-    ticker: Option<String>,
-    year: Option<i32>,
-    quarter: Option<crate::corpus::Quarter>,
-    filing_type: Option<String>,
-    source_url: Option<String>,
-    published_at: Option<crate::corpus::Date>,
-    segments: Vec<String>,
-}
-
-impl From<DocumentV3> for Document {
-    fn from(d: DocumentV3) -> Self {
-        Document {
-            document_id: d.document_id,
-            title: d.title,
-            document_type: d.document_type,
-            ticker: d.ticker,
-            year: d.year,
-            quarter: d.quarter,
-            filing_type: d.filing_type,
-            source_url: d.source_url,
-            published_at: d.published_at,
-            segments: d.segments,
-            metadata: Default::default(),
-        }
-    }
 }
 
 /// A chunk as formats 1 and 2 stored it.
@@ -577,6 +546,9 @@ impl Index {
             DOCUMENTS if manifest.version < 4 => Part::Documents(
                 decode_file::<Vec<DocumentV3>>(loc, DOCUMENTS, bytes)?.into_iter().map(Into::into).collect(),
             ),
+            DOCUMENTS if manifest.version < PAGES_SINCE => Part::Documents(
+                decode_file::<Vec<DocumentV6>>(loc, DOCUMENTS, bytes)?.into_iter().map(Into::into).collect(),
+            ),
             DOCUMENTS => Part::Documents(decode_file(loc, DOCUMENTS, bytes)?),
             CHUNKS if manifest.version < 3 => Part::ChunksV2(decode_file(loc, CHUNKS, bytes)?),
             CHUNKS => Part::Chunks(decode_file(loc, CHUNKS, bytes)?),
@@ -708,6 +680,11 @@ mod tests {
         store.write(format::MANIFEST, &serde_json::to_vec(&manifest).unwrap()).unwrap();
     }
 
+    /// `index`'s documents as formats 4 to 6 wrote them (without pages).
+    fn documents_v6(index: &Index) -> Vec<u8> {
+        bincode::serialize(&index.documents.iter().map(DocumentV6::from).collect::<Vec<_>>()).unwrap()
+    }
+
     #[test]
     fn a_chunk_read_in_windows_is_saved_loaded_and_scored_by_its_best_window() {
         let index = small_engine().index();
@@ -755,6 +732,7 @@ mod tests {
         let index = small_engine().index();
         let store = MemStore::new("mem://format-5");
         index.save(&store).unwrap();
+        rewrite(&store, DOCUMENTS, Some(documents_v6(index)), |_| {});
         rewrite(&store, DENSE_WINDOWS, None, |m| {
             m["version"] = 5.into();
             m.as_object_mut().unwrap().remove("dense_window");
@@ -772,12 +750,39 @@ mod tests {
         assert!(err.contains("dense.windows"), "{err}");
     }
 
+    /// A format 6 index (documents without pages) loads, each document without pages; a
+    /// document's pages are saved and loaded with it since format 7.
+    #[test]
+    fn a_format_6_index_loads_with_documents_without_pages() {
+        let index = small_engine().index();
+        let store = MemStore::new("mem://format-6");
+        index.save(&store).unwrap();
+        rewrite(&store, DOCUMENTS, Some(documents_v6(index)), |m| m["version"] = 6.into());
+        let loaded = Index::load(&store).unwrap();
+        assert_eq!(
+            loaded.documents.iter().cloned().collect::<Vec<_>>(),
+            index.documents.iter().cloned().collect::<Vec<_>>()
+        );
+        assert!(loaded.documents.iter().all(|d| d.pages.is_empty()));
+
+        let mut documents: Vec<Document> = index.documents.iter().cloned().collect();
+        documents[0].pages = (1..=documents[0].segments.len() as u32).collect();
+        let bytes = bincode::serialize(&documents).unwrap();
+        let store = MemStore::new("mem://format-7");
+        index.save(&store).unwrap();
+        rewrite(&store, DOCUMENTS, Some(bytes), |_| {});
+        let loaded = Index::load(&store).unwrap();
+        assert_eq!(loaded.documents[0].pages, documents[0].pages);
+        assert_eq!(loaded.manifest.version, format::FORMAT_VERSION);
+    }
+
     #[test]
     fn a_format_4_index_loads_as_stemmed_and_stems_its_queries() {
         let index = small_engine().index();
         assert_eq!(index.bm25.params.stemming, Stemming::None, "new indexes do not stem");
         let store = MemStore::new("mem://format-4");
         index.save(&store).unwrap();
+        rewrite(&store, DOCUMENTS, Some(documents_v6(index)), |_| {});
         // Rewrite the BM25 file as format 4 wrote it (stemmed, parameters without the
         // stemming) and the manifest as format 4's, checksums included.
         let texts: Vec<&str> = (0..index.chunks.len()).map(|i| index.chunks[i].text.as_str()).collect();

@@ -22,6 +22,12 @@ pub struct Provenance<'a> {
 }
 
 impl Provenance<'_> {
+    /// The first and last page the chunk is on (its first and last segment's pages), for a
+    /// document with pages (a PDF); `None` otherwise.
+    pub fn pages(&self) -> Option<(u32, u32)> {
+        self.document.page_range(self.segments.clone())
+    }
+
     /// The chunk's citation id, `documentId#n` with `n` its ordinal within the document:
     /// stable when other documents are added to or removed from the index.
     pub fn chunk_id(&self) -> String {

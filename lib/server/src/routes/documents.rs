@@ -8,11 +8,12 @@
 //! | `GET /v1/indexes/{index}/documents?limit=&cursor=` | read | a page of documents, in id order |
 //! | `POST /v1/indexes/{index}/compact` | admin | folds the writes into a new version |
 //!
-//! A `PUT` body is either a raw file (`text/plain`, `text/markdown`, `text/html`; its
+//! A `PUT` body is either a raw file (`text/plain`, `text/markdown`, `text/html`,
+//! `application/pdf`, whose segments keep their page; its
 //! title and metadata in the `Sextant-Title` and `Sextant-Metadata` headers, the latter a
 //! JSON object) or JSON (`application/json`): `text` (read as `contentType` says, plain
 //! by default) or `segments`, with `title`, `metadata` and the financial fields. The
-//! server segments raw text ([`crate::documents::segments_of`]); segments' character
+//! server segments raw text ([`sextant_core::corpus::segment_blocks`]); segments' character
 //! offsets are exact in the rebuilt text, as for every document.
 
 use std::sync::Arc;
@@ -23,11 +24,11 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sextant_core::corpus::{Date, Document, DocumentType, Quarter};
+use sextant_core::corpus::{segment_blocks, Date, Document, DocumentType, Quarter, Segmented};
 use sextant_keys::Scope;
 
 use crate::auth::RawCall;
-use crate::documents::{check_document_path, metadata_of, segments_of, DocumentStore, StoredDocument, Written};
+use crate::documents::{check_document_path, metadata_of, DocumentStore, StoredDocument, Written};
 use crate::envelope::ApiError;
 use crate::state::{AppState, Caller};
 
@@ -52,6 +53,10 @@ pub struct DocumentBody {
     /// The document already cut into segments (one of `text` and `segments`).
     #[serde(default)]
     pub segments: Option<Vec<String>>,
+    /// The page of each of `segments`, from 1, never decreasing (a document with pages,
+    /// such as a PDF whose text was extracted elsewhere); with `segments` only.
+    #[serde(default)]
+    pub pages: Option<Vec<u32>>,
     /// Its title (default: the first heading of Markdown or HTML, else none).
     #[serde(default)]
     pub title: Option<String>,
@@ -157,6 +162,9 @@ pub struct DocumentSegment {
     pub char_start: usize,
     /// Where it ends, exclusive.
     pub char_end: usize,
+    /// The page it is on, from 1, in a document with pages (a PDF).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page: Option<u32>,
 }
 
 /// `GET` of one document: its fields, its text and its segments.
@@ -267,11 +275,12 @@ fn unsupported(message: &str) -> ApiError {
 }
 
 fn ingest_error(e: sextant_ingest::Error) -> ApiError {
+    use sextant_ingest::Error as E;
     match e {
-        sextant_ingest::Error::UnsupportedMediaType { .. } | sextant_ingest::Error::UnsupportedCharset { .. } => {
+        E::UnsupportedMediaType { .. } | E::UnsupportedCharset { .. } | E::PdfUnavailable { .. } => {
             unsupported(&e.to_string())
         }
-        sextant_ingest::Error::TooLarge { .. } => {
+        E::TooLarge { .. } | E::PdfTooManyPages { .. } => {
             let mut too_large = ApiError::too_large(0);
             too_large.message = e.to_string();
             too_large
@@ -281,11 +290,12 @@ fn ingest_error(e: sextant_ingest::Error) -> ApiError {
 }
 
 /// The document a `PUT` describes.
-fn document_of(id: &str, call: &RawCall) -> Result<Document, ApiError> {
+async fn document_of(id: &str, call: &RawCall) -> Result<Document, ApiError> {
     let header = |name: &str| call.headers.get(name).map(|v| v.to_str().map(str::to_string));
     match raw_media(&call.headers)? {
         Some(media) => {
-            let parsed = sextant_ingest::parse(media, &call.body).map_err(ingest_error)?;
+            let body = call.body.clone();
+            let parsed = blocking(move || sextant_ingest::parse(media, &body)).await?.map_err(ingest_error)?;
             let title = match header("sextant-title") {
                 Some(Ok(t)) => t,
                 Some(Err(_)) => {
@@ -305,12 +315,13 @@ fn document_of(id: &str, call: &RawCall) -> Result<Document, ApiError> {
                     return Err(ApiError::invalid("Sextant-Metadata", "must be ASCII JSON (escape non-ASCII as \\u)"))
                 }
             };
-            let segments = segments_of(parsed.blocks);
+            let segmented = segment_blocks(parsed.blocks);
             Ok(Document {
                 document_id: id.to_string(),
                 title,
                 document_type: "article".into(),
-                segments,
+                segments: segmented.segments,
+                pages: segmented.pages,
                 metadata: metadata_of(metadata.as_ref())?,
                 ..Default::default()
             })
@@ -328,22 +339,31 @@ pub(crate) fn json_document(id: &str, body: DocumentBody) -> Result<Document, Ap
         return Err(ApiError::invalid("documentId", "is not the id the path names (leave it out of a PUT's body)"));
     }
     let (fields, metadata) = (body.rest(), body.metadata.clone());
-    let (segments, found_title) = match (body.text, body.segments) {
+    let (segmented, found_title) = match (body.text, body.segments) {
         (Some(_), Some(_)) => return Err(ApiError::invalid("segments", "send text or segments, not both")),
         (None, None) => return Err(ApiError::invalid("text", "is required (or segments)")),
-        (None, Some(segments)) => (segments, None),
+        (None, Some(segments)) => (Segmented { segments, pages: body.pages.unwrap_or_default() }, None),
+        (Some(_), None) if body.pages.is_some() => {
+            return Err(ApiError::invalid("pages", "goes with segments, not text (the server segments text)"))
+        }
         (Some(text), None) => {
             let media = match body.content_type.as_deref() {
                 None => sextant_ingest::MediaType::PlainText,
                 Some(ct) => sextant_ingest::MediaType::from_content_type(ct)
                     .map_err(|e| ApiError::invalid("contentType", e.to_string()))?,
             };
+            if media == sextant_ingest::MediaType::Pdf {
+                return Err(ApiError::invalid(
+                    "contentType",
+                    "application/pdf is not text: PUT the PDF itself as the body, with Content-Type: application/pdf",
+                ));
+            }
             let parsed = sextant_ingest::parse(media, text.as_bytes()).map_err(ingest_error)?;
-            (segments_of(parsed.blocks), parsed.title)
+            (segment_blocks(parsed.blocks), parsed.title)
         }
     };
     let title = body.title.or(found_title).unwrap_or_default();
-    finish(id, title, segments, metadata, fields)
+    finish(id, title, segmented, metadata, fields)
 }
 
 /// The financial fields of a JSON document.
@@ -374,10 +394,11 @@ impl DocumentBody {
 fn finish(
     id: &str,
     title: String,
-    segments: Vec<String>,
+    segmented: Segmented,
     metadata: Option<Value>,
     f: Fields,
 ) -> Result<Document, ApiError> {
+    let Segmented { segments, pages } = segmented;
     if segments.iter().all(|s| s.trim().is_empty()) {
         return Err(ApiError::invalid("text", "holds no text to index"));
     }
@@ -408,6 +429,11 @@ fn finish(
         published_at,
         segments,
         metadata: metadata_of(metadata.as_ref())?,
+        pages,
+    })
+    .and_then(|document| match document.pages_problem() {
+        Some(problem) => Err(ApiError::invalid("pages", problem)),
+        None => Ok(document),
     })
 }
 
@@ -461,7 +487,7 @@ pub(crate) async fn put(State(state): State<Arc<AppState>>, path: DocPath, req: 
 async fn put_call(state: Arc<AppState>, path: DocPath, call: RawCall) -> Result<Response, ApiError> {
     let (index, id) = path_ids(path)?;
     let store = store_for(&state, &call.caller, &index, Scope::Write)?;
-    let document = document_of(&id, &call)?;
+    let document = document_of(&id, &call).await?;
     let segments = document.segments.len();
     let written = blocking(move || store.put(document)).await??;
     crate::access::record(|r| r.index = Some(index.clone()));
@@ -503,7 +529,13 @@ async fn get_call(state: Arc<AppState>, path: DocPath, call: RawCall) -> Result<
         .segments
         .iter()
         .zip(spans)
-        .map(|(s, sp)| DocumentSegment { text: s.clone(), char_start: sp.char_start, char_end: sp.char_end })
+        .enumerate()
+        .map(|(i, (s, sp))| DocumentSegment {
+            text: s.clone(),
+            char_start: sp.char_start,
+            char_end: sp.char_end,
+            page: doc.document.pages.get(i).copied(),
+        })
         .collect();
     let body = DocumentResponse {
         text: doc.document.text(),

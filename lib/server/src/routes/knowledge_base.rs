@@ -233,6 +233,7 @@ fn node_metadata(p: &Provenance<'_>, rerank: &RerankStatus) -> Value {
         "year": d.year, "quarter": d.quarter, "filingType": d.filing_type, "publishedAt": d.published_at,
         "sourceUrl": d.source_url, "segmentStart": p.segments.start, "segmentEnd": p.segments.end,
         "charStart": p.chars.start, "charEnd": p.chars.end,
+        "page": p.pages().map(|(first, last)| serde_json::json!({"first": first, "last": last})),
         "rerank": rerank, "metadata": d.metadata.to_json(),
     })
 }

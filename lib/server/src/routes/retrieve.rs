@@ -124,7 +124,7 @@ pub struct SourceOut {
     pub char_start: usize,
     /// One past its last character: `text` is the document's text from `char_start` to here.
     pub char_end: usize,
-    /// Page numbers, when the source has pages (none of the bundled sources does).
+    /// Every page the passage is on, first to last, when its document has pages (a PDF).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub page_numbers: Option<Vec<u32>>,
     /// The segments behind the passage (`include_segments: true`), whole: a passage cut
@@ -149,7 +149,7 @@ impl From<&Provenance<'_>> for SourceOut {
             metadata: (!doc.metadata.is_empty()).then(|| doc.metadata.to_json()),
             char_start: p.chars.start,
             char_end: p.chars.end,
-            page_numbers: None,
+            page_numbers: p.pages().map(|(first, last)| (first..=last).collect()),
             segments: None,
         }
     }

@@ -169,6 +169,18 @@ pub struct Position {
     pub char_start: usize,
     /// One past its last character.
     pub char_end: usize,
+    /// The first and last page of the chunk, when its document has pages (a PDF).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page: Option<PageSpan>,
+}
+
+/// The pages a passage spans, from 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct PageSpan {
+    /// The page it starts on.
+    pub first: u32,
+    /// The page it ends on.
+    pub last: u32,
 }
 
 /// Ranks at each stage.
@@ -345,6 +357,7 @@ pub(crate) async fn handle(
                     segment_end: chunk.span.seg_end,
                     char_start: base + c0,
                     char_end: base + c1,
+                    page: p.pages().map(|(first, last)| PageSpan { first, last }),
                 },
                 diagnostics: UnitDiagnostics {
                     dense_rank: rank(Path::Dense),
