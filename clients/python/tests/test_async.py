@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -50,6 +51,18 @@ async def test_documents_round_trip(aclient: AsyncSextant, index: str) -> None:
         assert (await aclient.delete_document(index, document_id)).deleted
     with pytest.raises(NotFoundError):
         await aclient.get_document(index, document_id)
+
+
+async def test_put_file(aclient: AsyncSextant, index: str) -> None:
+    document_id = f"client-async-pdf-{uuid.uuid4().hex[:12]}"
+    pdf = Path(__file__).resolve().parents[3] / "tests" / "data" / "pdf" / "report.pdf"
+    w = await aclient.put_file(index, document_id, pdf, title="Turbines Q3")
+    try:
+        assert w.created and w.status == "live"
+        doc = await aclient.get_document(index, document_id)
+        assert doc.title == "Turbines Q3" and {s.page for s in doc.segments} == {1, 2, 3}
+    finally:
+        await aclient.delete_document(index, document_id)
 
 
 async def test_put_documents(aclient: AsyncSextant, index: str) -> None:

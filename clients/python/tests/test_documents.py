@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from sextant import NotFoundError, Sextant
+from sextant import BadRequestError, NotFoundError, Sextant
 
 NOTE = """# Travel policy
 
@@ -73,6 +74,31 @@ def test_put_search_get_replace_delete(client: Sextant, index: str, document_id:
     assert e.value.status == 404 and e.value.code == "not_found" and document_id in e.value.message
     with pytest.raises(NotFoundError):
         client.delete_document(index, document_id)
+
+
+REPORT_PDF = Path(__file__).resolve().parents[3] / "tests" / "data" / "pdf" / "report.pdf"
+
+
+def test_put_file_reads_a_pdf_and_cites_its_pages(client: Sextant, index: str, document_id: str) -> None:
+    w = client.put_file(index, document_id, REPORT_PDF, metadata={"department": "turbine-ops"})
+    assert (w.status, w.created) == ("live", True) and w.chunks and w.chunks >= 2
+    doc = client.get_document(index, document_id)
+    assert doc.title == "Quarterly operating review"
+    pages = [s.page or 0 for s in doc.segments]
+    assert pages[0] == 1 and pages[-1] == 3 and pages == sorted(pages)
+    r = client.search("rare earth magnet suppliers", metadata={"department": "turbine-ops"})
+    assert r.results and all(u.position.page is not None for u in r.results)
+    top = r.results[0].position.page
+    assert top is not None and top.first <= 3 <= top.last
+    chunks = client.retrieve("rare earth magnet suppliers", filters={"metadata": {"department": ["turbine-ops"]}})
+    assert 3 in (chunks.chunks[0].source.page_numbers or [])
+    # Bytes need their type; an encrypted PDF is refused with the reason.
+    with pytest.raises(ValueError, match="content_type"):
+        client.put_file(index, document_id, REPORT_PDF.read_bytes())
+    with pytest.raises(BadRequestError, match="encrypted"):
+        client.put_file(
+            index, document_id, (REPORT_PDF.parent / "encrypted.pdf").read_bytes(), content_type="application/pdf"
+        )
 
 
 def test_list_documents_pages_through_every_document(client: Sextant, index: str, document_id: str) -> None:

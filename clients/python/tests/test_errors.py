@@ -49,8 +49,11 @@ def test_a_date_that_is_not_a_calendar_day(client: Sextant) -> None:
 
 def test_a_document_body_field(client: Sextant, index: str) -> None:
     with pytest.raises(BadRequestError) as e:
-        client.put_document(index, "never-stored", text="x", content_type="application/pdf")
+        client.put_document(index, "never-stored", text="x", content_type="image/png")
     assert e.value.field == "contentType" and "text/markdown" in e.value.message
+    with pytest.raises(BadRequestError) as e:
+        client.put_document(index, "never-stored", text="x", content_type="application/pdf")
+    assert e.value.field == "contentType" and "put the pdf itself" in e.value.message.lower()
 
 
 def test_the_knowledge_base_envelope(client: Sextant, index: str) -> None:

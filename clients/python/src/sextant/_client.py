@@ -8,6 +8,7 @@ raised as an :class:`~sextant.APIError` naming the field at fault.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import time
@@ -81,6 +82,10 @@ class _Call(Generic[T]):
     params: dict[str, Any] | None = None
     #: Safe to send twice (read-only or idempotent): retried on a broken connection too.
     idempotent: bool = True
+    #: A raw body (a file), sent instead of ``json``.
+    content: bytes | None = None
+    #: Headers of this call (a raw body's ``Content-Type``, title and metadata).
+    headers: dict[str, str] | None = None
 
 
 def _wire(value: Any) -> Any:
@@ -155,6 +160,46 @@ def _document_path(index: str, document_id: str) -> str:
 
 def _put_document_call(index: str, document_id: str, **fields: Any) -> _Call[WriteResponse]:
     return _Call("PUT", _document_path(index, document_id), WriteResponse, json=_body(DocumentBody, **fields))
+
+
+#: The media type of a file by its extension (what ``put_file`` sends).
+FILE_TYPES = {
+    ".pdf": "application/pdf",
+    ".md": "text/markdown",
+    ".markdown": "text/markdown",
+    ".html": "text/html",
+    ".htm": "text/html",
+    ".txt": "text/plain",
+}
+
+
+def _put_file_call(
+    index: str,
+    document_id: str,
+    file: str | os.PathLike[str] | bytes,
+    content_type: str | None,
+    title: str | None,
+    metadata: Mapping[str, Any] | None,
+) -> _Call[WriteResponse]:
+    if isinstance(file, bytes):
+        content = file
+        if content_type is None:
+            raise ValueError("content_type is required when the file is given as bytes")
+    else:
+        path = os.fspath(file)
+        with open(path, "rb") as f:
+            content = f.read()
+        if content_type is None:
+            content_type = FILE_TYPES.get(os.path.splitext(path)[1].lower())
+            if content_type is None:
+                raise ValueError(f"cannot tell the type of {path!r} by its extension: pass content_type")
+    headers = {"Content-Type": content_type}
+    if title is not None:
+        headers["Sextant-Title"] = title
+    if metadata is not None:
+        # ASCII JSON: a header carries no other bytes.
+        headers["Sextant-Metadata"] = json.dumps(_wire(metadata), ensure_ascii=True)
+    return _Call("PUT", _document_path(index, document_id), WriteResponse, content=content, headers=headers)
 
 
 #: Documents one batch may hold (the server's limit).
@@ -310,7 +355,12 @@ class Sextant(_BaseClient):
 
     def _send(self, call: _Call[T]) -> T:
         request = self._client.build_request(
-            call.method, self._url(call.path), json=call.json, params=call.params, headers=self._headers()
+            call.method,
+            self._url(call.path),
+            json=call.json,
+            content=call.content,
+            params=call.params,
+            headers={**self._headers(), **(call.headers or {})},
         )
         attempt = 0
         while True:
@@ -458,8 +508,8 @@ class Sextant(_BaseClient):
     ) -> WriteResponse:
         """``PUT /v1/indexes/{index}/documents/{documentId}``: insert or replace a document
         (``text`` read as ``content_type`` says: ``text/plain``, ``text/markdown`` or
-        ``text/html``; or ready-made ``segments``). Searchable when it returns (``status``
-        ``live``; ``pending`` on AWS)."""
+        ``text/html``; or ready-made ``segments``; a PDF goes through :meth:`put_file`).
+        Searchable when it returns (``status`` ``live``; ``pending`` on AWS)."""
         return self._send(
             _put_document_call(
                 index,
@@ -478,6 +528,24 @@ class Sextant(_BaseClient):
                 published_at=published_at,
             )
         )
+
+    def put_file(
+        self,
+        index: str,
+        document_id: str,
+        file: str | os.PathLike[str] | bytes,
+        *,
+        content_type: str | None = None,
+        title: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> WriteResponse:
+        """``PUT /v1/indexes/{index}/documents/{documentId}`` with a file as the body: a PDF,
+        Markdown, HTML or plain text, read and segmented by the server (a PDF's segments
+        keep their pages, and its passages are cited with them). ``file`` is a path (its
+        type told by its extension unless ``content_type`` says) or the file's bytes (with
+        ``content_type``). ``title`` (ASCII) and ``metadata`` go in the
+        ``Sextant-Title``/``Sextant-Metadata`` headers."""
+        return self._send(_put_file_call(index, document_id, file, content_type, title, metadata))
 
     def list_indexes(self) -> IndexList:
         """``GET /v1/indexes``: the indexes this key may read, in id order."""
@@ -584,7 +652,12 @@ class AsyncSextant(_BaseClient):
 
     async def _send(self, call: _Call[T]) -> T:
         request = self._client.build_request(
-            call.method, self._url(call.path), json=call.json, params=call.params, headers=self._headers()
+            call.method,
+            self._url(call.path),
+            json=call.json,
+            content=call.content,
+            params=call.params,
+            headers={**self._headers(), **(call.headers or {})},
         )
         attempt = 0
         while True:
@@ -744,6 +817,19 @@ class AsyncSextant(_BaseClient):
                 published_at=published_at,
             )
         )
+
+    async def put_file(
+        self,
+        index: str,
+        document_id: str,
+        file: str | os.PathLike[str] | bytes,
+        *,
+        content_type: str | None = None,
+        title: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> WriteResponse:
+        """See :meth:`Sextant.put_file`."""
+        return await self._send(_put_file_call(index, document_id, file, content_type, title, metadata))
 
     async def list_indexes(self) -> IndexList:
         """See :meth:`Sextant.list_indexes`."""
