@@ -15,4 +15,4 @@ mod harness;
 mod targets;
 
 pub use harness::{harness, Harness, KEY, ROUTES};
-pub use targets::{apigw_event, index_file, request_body, rewrite, search_filters};
+pub use targets::{apigw_event, index_file, pdf, request_body, rewrite, search_filters};

@@ -107,3 +107,18 @@ pub fn apigw_event(data: &[u8]) {
     let Some(request) = convert_quietly(text) else { return };
     harness().send(request.map(Body::new), data);
 }
+
+/// The PDF reader on hostile bytes: any input is read or refused with one of the PDF
+/// errors, within the time limit plus one page's worth (the limit is checked after each
+/// page), never a panic or a hang. A crash inside PDFium would end the process, which the
+/// runner reports as a failure too.
+pub fn pdf(data: &[u8]) {
+    let limits = sextant_ingest::PdfLimits { max_pages: 50, max_time: std::time::Duration::from_secs(2) };
+    let started = std::time::Instant::now();
+    let read = sextant_ingest::parse_with(sextant_ingest::MediaType::Pdf, data, limits);
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "reading took {:?}", started.elapsed());
+    match read {
+        Ok(parsed) => assert!(parsed.blocks.iter().all(|b| b.page.is_some() && !b.text.is_empty()), "{parsed:?}"),
+        Err(e) => assert!(!e.to_string().is_empty()),
+    }
+}
