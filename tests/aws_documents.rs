@@ -14,6 +14,7 @@ use axum::body::{to_bytes, Body};
 use serde_json::{json, Value};
 use sextant_aws::build_job::{self, BuildJob};
 use sextant_aws::build_lease::{BuildLease, Debounced};
+use sextant_aws::build_workflow::BuildWorkflow;
 use sextant_aws::VersionedIndex;
 use sextant_core::corpus::Document;
 use sextant_core::encode::{default_model_dir, ModelSet};
@@ -21,7 +22,7 @@ use sextant_core::pipeline::SharedModels;
 use sextant_core::storage::Location;
 use sextant_keys::LocalKeyStore;
 use sextant_lambda::documents::S3DocumentStore;
-use sextant_lambda::handle_build_event;
+use sextant_lambda::{finish_step, handle_build_event, Builds};
 use sextant_server::{router, ApiConfig, AppState, Indexes, ServedIndex};
 use support::servers::{create_bucket, s3_client, servers, unique};
 use tower::ServiceExt;
@@ -364,6 +365,8 @@ async fn s3_events_start_one_build_at_a_time_that_serves_an_uploaded_file() {
     let f = fixture().await;
     let (dynamo, table) = lease_table().await;
     let lease = BuildLease::new(&dynamo, &table, 60);
+    // No workflow: the function builds itself, debounced by the lease.
+    let starts = Builds { lease: Some(lease), workflow: None };
     s3_client(&f.config)
         .put_object()
         .bucket(&f.bucket)
@@ -382,8 +385,8 @@ async fn s3_events_start_one_build_at_a_time_that_serves_an_uploaded_file() {
     let models = f.models.set();
     // Two events at once (two writes): one builds, the other is queued behind it.
     let (a, b) = tokio::join!(
-        handle_build_event(event.clone(), models, &f.config, defaults, Some(&lease)),
-        handle_build_event(event.clone(), models, &f.config, defaults, Some(&lease)),
+        handle_build_event(event.clone(), models, &f.config, defaults, &starts),
+        handle_build_event(event.clone(), models, &f.config, defaults, &starts),
     );
     let (a, b) = (a.unwrap(), b.unwrap());
     let (queued, built): (Vec<&Value>, Vec<&Value>) = [&a, &b].into_iter().partition(|r| r["queued"] == true);
@@ -399,8 +402,114 @@ async fn s3_events_start_one_build_at_a_time_that_serves_an_uploaded_file() {
     let event_file =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../events/index-build/s3-object-deleted.json");
     let deleted: Value = serde_json::from_slice(&std::fs::read(event_file).unwrap()).unwrap();
-    let out = handle_build_event(deleted, models, &f.config, defaults, Some(&lease)).await.unwrap();
+    let out = handle_build_event(deleted, models, &f.config, defaults, &starts).await.unwrap();
     assert_eq!(out["builds"].as_array().map(Vec::len), Some(1), "{out}");
     f.refresh().await;
     assert_eq!(f.served_ids(), ["seed-1", "seed-2"]);
+}
+
+/// As deployed, builds go through the workflow: S3 events that arrive together start one
+/// execution holding the index's lease (on moto's Step Functions), the others are counted;
+/// the execution's last step starts one more for the writes that arrived during it, then
+/// releases the lease; a failed run releases it whatever was written; the schedule asks the
+/// same way. No build runs in the function itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn corpus_events_and_the_schedule_start_the_workflow_one_execution_at_a_time() {
+    let (config, table) = lease_table().await;
+    let sfn = aws_sdk_sfn::Client::new(&config);
+    let machine = sfn
+        .create_state_machine()
+        .name(unique("index-build"))
+        .role_arn("arn:aws:iam::123456789012:role/sextant-build")
+        .definition(r#"{"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}}"#)
+        .send()
+        .await
+        .unwrap();
+    let arn = machine.state_machine_arn().to_string();
+    let executions = || async {
+        let listed = sfn.list_executions().state_machine_arn(&arn).send().await.unwrap();
+        let mut names: Vec<String> = listed.executions().iter().map(|e| e.name().to_string()).collect();
+        names.sort();
+        names
+    };
+    let builds = Builds {
+        lease: Some(BuildLease::new(&config, &table, 3600)),
+        workflow: Some(BuildWorkflow::new(&config, &arn)),
+    };
+    let defaults =
+        json!({"index_id": "kb", "corpus": "s3://sextant-kb/corpora/kb/", "target": "s3://sextant-kb/indexes/kb"});
+    let defaults = defaults.as_object().unwrap();
+    let models = ModelSet::under(&default_model_dir());
+    let event_file =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../events/index-build/s3-object-created.json");
+    let event: Value = serde_json::from_slice(&std::fs::read(event_file).unwrap()).unwrap();
+
+    // Three writes at once: one execution, the other two counted (those counted before
+    // it took the lease are read by it; those after, by one more execution).
+    let (a, b, c) = tokio::join!(
+        handle_build_event(event.clone(), &models, &config, defaults, &builds),
+        handle_build_event(event.clone(), &models, &config, defaults, &builds),
+        handle_build_event(event.clone(), &models, &config, defaults, &builds),
+    );
+    let answers = [a.unwrap(), b.unwrap(), c.unwrap()];
+    let started: Vec<&Value> = answers.iter().filter(|r| r["started"].is_string()).collect();
+    assert_eq!(started.len(), 1, "{answers:?}");
+    assert_eq!(answers.iter().filter(|r| r["queued"] == true).count(), 2, "{answers:?}");
+    // One more write while it runs.
+    let queued = handle_build_event(event.clone(), &models, &config, defaults, &builds).await.unwrap();
+    assert_eq!(queued["queued"], true, "{queued}");
+    let first = started[0]["started"].as_str().unwrap().to_string();
+    assert_eq!(executions().await, std::slice::from_ref(&first));
+    // The execution's input is the job with the lease it holds.
+    let described = sfn.list_executions().state_machine_arn(&arn).send().await.unwrap();
+    let execution_arn = described.executions()[0].execution_arn().to_string();
+    let input = sfn.describe_execution().execution_arn(&execution_arn).send().await.unwrap();
+    let job: Value = serde_json::from_str(input.input().unwrap()).unwrap();
+    assert_eq!((job["index_id"].as_str(), job["lease"]["holder"].as_str()), (Some("kb"), Some(first.as_str())));
+
+    // Its last step: writes arrived during it, so one more execution reads them.
+    let finish = |job: &Value, failed: bool| {
+        let job = sextant_aws::build_job::BuildJob::from_event(job.clone(), defaults).unwrap();
+        let builds = builds.clone();
+        async move { finish_step(job, failed, &builds).await.unwrap() }
+    };
+    let out = finish(&job, false).await;
+    let again = out["again"].as_str().expect("a new execution").to_string();
+    assert_ne!(again, first);
+    let names = executions().await;
+    assert_eq!(names.len(), 2, "{names:?}");
+    // A write while the second runs is counted; the second's last step starts a third.
+    let queued = handle_build_event(event.clone(), &models, &config, defaults, &builds).await.unwrap();
+    assert_eq!(queued["queued"], true, "{queued}");
+    let second = executions_input(&sfn, &arn, &again).await;
+    let out = finish(&second, false).await;
+    let third = out["again"].as_str().expect("one more for the write").to_string();
+    // The third saw every write: its end releases the lease, and starts nothing.
+    let third_job = executions_input(&sfn, &arn, &third).await;
+    assert_eq!(finish(&third_job, false).await, json!({"lease": "released", "again": null}));
+    assert_eq!(executions().await.len(), 3);
+
+    // The schedule asks the same way; a failed run lets the lease go whatever was written.
+    let request_file =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../events/index-build/build-request.json");
+    let scheduled: Value = serde_json::from_slice(&std::fs::read(request_file).unwrap()).unwrap();
+    let out = handle_build_event(scheduled.clone(), &models, &config, defaults, &builds).await.unwrap();
+    let fourth = out["started"].as_str().expect("started").to_string();
+    assert_eq!(handle_build_event(event.clone(), &models, &config, defaults, &builds).await.unwrap()["queued"], true);
+    let fourth_job = executions_input(&sfn, &arn, &fourth).await;
+    assert_eq!(finish(&fourth_job, true).await, json!({"lease": "released", "again": null}));
+    let out = handle_build_event(scheduled, &models, &config, defaults, &builds).await.unwrap();
+    assert!(out["started"].is_string(), "released: the next request starts at once: {out}");
+    // A run started by hand holds no lease: its last step hands nothing on.
+    let by_hand =
+        json!({"index_id": "kb", "corpus": "s3://sextant-kb/corpora/kb/", "target": "s3://sextant-kb/indexes/kb"});
+    assert_eq!(finish(&by_hand, false).await, json!({"lease": "none", "again": null}));
+}
+
+/// The input of the execution `name` of state machine `arn`.
+async fn executions_input(sfn: &aws_sdk_sfn::Client, arn: &str, name: &str) -> Value {
+    let listed = sfn.list_executions().state_machine_arn(arn).send().await.unwrap();
+    let e = listed.executions().iter().find(|e| e.name() == name).unwrap_or_else(|| panic!("no execution {name}"));
+    let described = sfn.describe_execution().execution_arn(e.execution_arn()).send().await.unwrap();
+    serde_json::from_str(described.input().unwrap()).unwrap()
 }

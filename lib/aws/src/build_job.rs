@@ -15,6 +15,7 @@ use sextant_core::index::Bm25Params;
 use sextant_core::storage::{Location, MemStore};
 use sextant_finance::{FactStore, Financials};
 
+use super::build_lease::LeaseHold;
 use super::s3::S3Store;
 use super::versions::{PointerState, Published, VersionedIndex};
 
@@ -64,6 +65,12 @@ pub struct BuildJob {
     /// local file or directory, of `.jsonl` / `.jsonl.gz` files (default: none).
     #[serde(default)]
     pub facts: Option<String>,
+    /// The build lease this run holds, when a corpus write or the schedule started it
+    /// through [`BuildWorkflow::request`](crate::build_workflow::BuildWorkflow::request);
+    /// its last step hands the lease on ([`BuildWorkflow::finish`](crate::build_workflow::BuildWorkflow::finish)).
+    /// `None` for a run started by hand.
+    #[serde(default)]
+    pub lease: Option<LeaseHold>,
 }
 
 fn default_keep() -> usize {

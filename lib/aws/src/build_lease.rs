@@ -37,6 +37,16 @@ pub struct BuildLease {
     lease_secs: u64,
 }
 
+/// A lease held by a build run: its holder, and the writes counted when it took the lease
+/// (carried in the workflow's job, so its last step can hand the lease on).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LeaseHold {
+    /// Who holds it (the workflow execution's name).
+    pub holder: String,
+    /// The index's writes counted when the lease was taken.
+    pub seen: u64,
+}
+
 /// What a debounced build request did.
 #[derive(Debug)]
 pub enum Debounced<T> {

@@ -70,6 +70,15 @@ pub enum StepEvent {
         /// The build's id.
         build_id: String,
     },
+    /// The run's last step: hand on the build lease its job holds
+    /// ([`BuildWorkflow::finish`](crate::build_workflow::BuildWorkflow::finish)).
+    Finish {
+        /// The job (as the workflow was started with it, its lease included).
+        job: serde_json::Value,
+        /// Whether the run failed (the lease is then released whatever was written).
+        #[serde(default)]
+        failed: bool,
+    },
 }
 
 /// What the clean step answers.

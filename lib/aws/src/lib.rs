@@ -12,6 +12,7 @@
 pub mod build_job;
 pub mod build_lease;
 pub mod build_steps;
+pub mod build_workflow;
 mod dynamo;
 mod key_store_spec;
 pub mod memory;

@@ -14,5 +14,8 @@ pub mod startup;
 #[cfg(test)]
 mod template_tests;
 
-pub use runner::{gateway_request_id, handle_build_event, init_logging, refresh, serve, serve_index_build};
+pub use runner::{
+    finish_step, gateway_request_id, handle_build_event, init_logging, refresh, serve, serve_index_build, Builds,
+    BUILD_REQUEST_SOURCE,
+};
 pub use startup::{from_env, key_store_from_env, models_from_env, Context};

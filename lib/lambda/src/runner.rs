@@ -10,6 +10,7 @@ use lambda_http::{service_fn, LambdaEvent};
 use sextant_aws::build_job::{run, BuildJob};
 use sextant_aws::build_lease::{BuildLease, Debounced};
 use sextant_aws::build_steps::{clean_step, encode_step, merge_step, plan_step, StepEvent};
+use sextant_aws::build_workflow::{BuildWorkflow, Handed, Requested};
 use sextant_aws::Refresher;
 use sextant_core::encode::{DenseEncoder, ModelSet, SparseEncoder};
 use sextant_core::Error;
@@ -52,7 +53,9 @@ pub fn serve_index_build() -> Result<(), lambda_http::Error> {
         let defaults = BuildJob::env_defaults();
         let encoders = tokio::sync::OnceCell::new();
         let lease = BuildLease::from_env(&config)?;
-        let (models, config, defaults, encoders, lease) = (&models, &config, &defaults, &encoders, &lease);
+        let workflow = BuildWorkflow::from_env(&config);
+        let builds = Builds { lease, workflow };
+        let (models, config, defaults, encoders, builds) = (&models, &config, &defaults, &encoders, &builds);
         lambda_http::lambda_runtime::run(service_fn(move |event: LambdaEvent<serde_json::Value>| async move {
             let diagnose = |e: Error| {
                 tracing::error!(error = %e, "index build failed");
@@ -65,37 +68,63 @@ pub fn serve_index_build() -> Result<(), lambda_http::Error> {
                 lambda_http::lambda_runtime::Diagnostic { error_type: kind.into(), error_message: e.to_string() }
             };
             if event.payload.get("step").is_some() {
-                return run_step(event.payload, models, config, defaults, encoders).await.map_err(diagnose);
+                return run_step(event.payload, models, config, defaults, encoders, builds).await.map_err(diagnose);
             }
-            handle_build_event(event.payload, models, config, defaults, lease.as_ref()).await.map_err(diagnose)
+            handle_build_event(event.payload, models, config, defaults, builds).await.map_err(diagnose)
         }))
         .await
     })
 }
 
-/// One invocation of the `index-build` function without a `step`: a whole build of the
-/// [`BuildJob`] the event names (direct invoke, schedule), answered with its
-/// [`BuildReport`](sextant_aws::build_job::BuildReport).
+/// How the `index-build` function starts builds: the build lease of its indexes
+/// (`SEXTANT_BUILD_LEASE_TABLE`) and the build workflow (`SEXTANT_BUILD_WORKFLOW`), each
+/// when the environment names one.
+#[derive(Clone, Default)]
+pub struct Builds {
+    /// The build leases.
+    pub lease: Option<BuildLease>,
+    /// The build workflow.
+    pub workflow: Option<BuildWorkflow>,
+}
+
+/// The `source` of an event that asks for a build of the function's index through the
+/// workflow: the schedule's, and `aws lambda invoke --payload '{"source": "sextant.build"}'`.
+pub const BUILD_REQUEST_SOURCE: &str = "sextant.build";
+
+/// One invocation of the `index-build` function without a `step`.
 ///
 /// An S3 event from EventBridge (`"source": "aws.s3"`, `Object Created` or
-/// `Object Deleted` under the corpus prefix) runs the job the environment names,
-/// debounced by `lease` ([`BuildLease::debounced`]): when a build of the index is
-/// running it answers `{"queued": true}` at once (that build runs again), else it builds
-/// until no write arrived during the last build and answers `{"builds": [reports]}`.
-/// Without a lease table every event builds.
+/// `Object Deleted` under the corpus prefix), or a request for a build
+/// (`"source": "sextant.build"`: the schedule, or by hand), builds the job the environment
+/// names. With a workflow and a lease (as deployed) it asks the workflow for the build
+/// ([`BuildWorkflow::request`]) and answers at once: `{"started": execution}`, or
+/// `{"queued": true}` when a build of the index runs (it runs again). Without a workflow it
+/// builds here, debounced by the lease ([`BuildLease::debounced`]): `{"queued": true}`, or
+/// `{"builds": [reports]}` once no write arrived during the last build; without a lease
+/// every event builds.
+///
+/// Any other event is a [`BuildJob`] (a direct invoke): one whole build here, answered with
+/// its [`BuildReport`](sextant_aws::build_job::BuildReport).
 pub async fn handle_build_event(
     event: serde_json::Value,
     models: &ModelSet,
     config: &aws_config::SdkConfig,
     defaults: &serde_json::Map<String, serde_json::Value>,
-    lease: Option<&BuildLease>,
+    builds: &Builds,
 ) -> Result<serde_json::Value, Error> {
-    if event.get("source").and_then(|s| s.as_str()) == Some("aws.s3") {
+    let source = event.get("source").and_then(|s| s.as_str());
+    if source == Some("aws.s3") || source == Some(BUILD_REQUEST_SOURCE) {
         let job = BuildJob::from_event(serde_json::Value::Null, defaults)?;
         let key = event.pointer("/detail/object/key").and_then(|k| k.as_str()).unwrap_or_default();
-        let change = event.get("detail-type").and_then(|k| k.as_str()).unwrap_or_default();
+        let change = event.get("detail-type").and_then(|k| k.as_str()).unwrap_or("build requested");
         tracing::info!(index = %job.index_id, key, change, "corpus changed");
-        let Some(lease) = lease else {
+        if let (Some(workflow), Some(lease)) = (&builds.workflow, &builds.lease) {
+            return match workflow.request(lease, &job).await? {
+                Requested::Started(name) => Ok(serde_json::json!({"index_id": job.index_id, "started": name})),
+                Requested::Queued => Ok(serde_json::json!({"index_id": job.index_id, "queued": true})),
+            };
+        }
+        let Some(lease) = &builds.lease else {
             tracing::warn!("SEXTANT_BUILD_LEASE_TABLE is not set: builds started by S3 events are not debounced");
             let report = build_once(&job, models, config).await?;
             return Ok(serde_json::json!({"index_id": job.index_id, "builds": [report]}));
@@ -139,6 +168,7 @@ async fn run_step(
     config: &aws_config::SdkConfig,
     defaults: &serde_json::Map<String, serde_json::Value>,
     encoders: &tokio::sync::OnceCell<(DenseEncoder, SparseEncoder)>,
+    builds: &Builds,
 ) -> Result<serde_json::Value, Error> {
     let step: StepEvent = serde_path_to_error::deserialize(event)
         .map_err(|e| Error::invalid(e.path().to_string(), e.inner().to_string()))?;
@@ -170,9 +200,29 @@ async fn run_step(
             let job = BuildJob::from_event(job, defaults)?;
             serde_json::to_value(clean_step(&job, &build_id, config).await?)?
         }
+        StepEvent::Finish { job, failed } => finish_step(BuildJob::from_event(job, defaults)?, failed, builds).await?,
     };
     tracing::info!(output = %out, "build step finished");
     Ok(out)
+}
+
+/// The workflow's last step: hands on the lease `job` holds ([`BuildWorkflow::finish`]),
+/// answered with `{"lease": "released" | "none", "again": execution | null}`.
+pub async fn finish_step(job: BuildJob, failed: bool, builds: &Builds) -> Result<serde_json::Value, Error> {
+    let (Some(workflow), Some(lease)) = (&builds.workflow, &builds.lease) else {
+        if job.lease.is_some() {
+            return Err(Error::invalid(
+                "SEXTANT_BUILD_WORKFLOW",
+                "a run holding a build lease finished where no workflow and lease table are set",
+            ));
+        }
+        return Ok(serde_json::json!({"lease": "none", "again": null}));
+    };
+    Ok(match workflow.finish(lease, &job, failed).await? {
+        Handed::Released => serde_json::json!({"lease": "released", "again": null}),
+        Handed::Again(name) => serde_json::json!({"lease": "released", "again": name}),
+        Handed::NoLease => serde_json::json!({"lease": "none", "again": null}),
+    })
 }
 
 /// Hands API Gateway's request id to the router ([`UpstreamRequestId`]), which answers

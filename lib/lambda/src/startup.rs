@@ -365,6 +365,7 @@ mod tests {
             include_str!("startup.rs"),
             include_str!("../../aws/src/build_lease.rs"),
             include_str!("../../aws/src/build_job.rs"),
+            include_str!("../../aws/src/build_workflow.rs"),
             include_str!("../../aws/src/sdk.rs"),
             include_str!("../../core/src/encode/runtime/onnxruntime.rs"),
             include_str!("../../core/src/encode/models.rs"),

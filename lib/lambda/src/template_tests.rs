@@ -354,7 +354,7 @@ fn a_failed_build_removes_its_files_and_what_a_crash_leaves_expires() {
         "step: clean",
         "job.$: $$.Execution.Input",
         "build_id.$: $$.Execution.Name",
-        "Next: Failed",
+        "Next: ReleaseLease",
     ] {
         assert!(clean.contains(part), "CleanBuild lacks {part:?}: {clean}");
     }
@@ -367,7 +367,59 @@ fn a_failed_build_removes_its_files_and_what_a_crash_leaves_expires() {
         rules.contains("Id: ExpireAbandonedBuilds Status: Enabled Prefix: !Sub indexes/${IndexId}/builds/"),
         "{rules}"
     );
-    assert!(TEMPLATE.contains(r#""target": "s3://${IndexBucket}/indexes/${IndexId}","#));
+    assert!(TEMPLATE.contains("SEXTANT_BUILD_TARGET: !Sub s3://${IndexBucket}/indexes/${IndexId}\n"));
+}
+
+#[test]
+fn every_build_goes_through_the_workflow_one_execution_of_an_index_at_a_time() {
+    let lines: Vec<&str> = resource("IndexBuildWorkflow");
+    let state = |name: &str| {
+        let start = lines.iter().position(|l| l.trim() == format!("{name}:")).unwrap_or_else(|| panic!("no {name}"));
+        joined(&lines, start)
+    };
+    // Merged or unchanged, a run ends in Finish, which hands the lease on; a failed run
+    // releases it after cleaning.
+    assert!(state("Merge").contains("Next: Finish"), "{}", state("Merge"));
+    assert!(state("Changed").contains("BooleanEquals: true Next: Finish"), "{}", state("Changed"));
+    let finish = state("Finish");
+    for part in ["step: finish", "job.$: $$.Execution.Input", "End: true", "Next: ReportFailure"] {
+        assert!(finish.contains(part), "Finish lacks {part:?}: {finish}");
+    }
+    assert!(state("CleanBuild").contains("Next: ReleaseLease"), "{}", state("CleanBuild"));
+    let release = state("ReleaseLease");
+    for part in ["step: finish", "job.$: $$.Execution.Input", "failed: true", "Next: Failed"] {
+        assert!(release.contains(part), "ReleaseLease lacks {part:?}: {release}");
+    }
+    for step in [
+        serde_json::json!({"step": "finish", "job": {}}),
+        serde_json::json!({"step": "finish", "job": {}, "failed": true}),
+    ] {
+        assert!(serde_json::from_value::<sextant_aws::build_steps::StepEvent>(step).is_ok());
+    }
+    // The function starts the workflow it is given by name (no cycle), and may.
+    let name = "${AWS::StackName}-index-build";
+    assert!(has(&lines, 6, &format!("Name: !Sub {name}")), "the workflow's name");
+    let arn = format!("!Sub arn:${{AWS::Partition}}:states:${{AWS::Region}}:${{AWS::AccountId}}:stateMachine:{name}");
+    let env = property("IndexBuildFunction", "Environment");
+    assert!(env.contains(&format!("SEXTANT_BUILD_WORKFLOW: {arn}")), "{env}");
+    let start = statement("IndexBuildFunction", "StartBuildWorkflow");
+    assert!(start.contains("Action: states:StartExecution") && start.contains(&format!("Resource: {arn}")), "{start}");
+    // The lease is held as long as an execution may run.
+    assert!(env.contains("SEXTANT_BUILD_LEASE_SECS: !Ref BuildWorkflowTimeout"), "{env}");
+    assert!(has(&lines, 8, "TimeoutSeconds: ${WorkflowTimeout}"), "the workflow's timeout");
+    assert!(property("IndexBuildWorkflow", "DefinitionSubstitutions")
+        .contains("WorkflowTimeout: !Ref BuildWorkflowTimeout"));
+    // Corpus writes and the schedule go to the function, which asks the workflow; nothing
+    // starts the workflow directly.
+    let events = property("IndexBuildFunction", "Events");
+    assert!(events.contains("CorpusChanged: Type: EventBridgeRule"), "{events}");
+    let source = format!("Input: '{{\"source\": \"{}\"}}'", crate::BUILD_REQUEST_SOURCE);
+    assert!(events.contains("Reindex: Type: Schedule") && events.contains(&source), "{events}");
+    assert!(!has(&lines, 6, "Events:"), "the workflow has no event of its own");
+    // events/index-build/build-request.json is what the schedule sends.
+    let request: serde_json::Value =
+        serde_json::from_str(include_str!("../../../events/index-build/build-request.json")).unwrap();
+    assert_eq!(request["source"], crate::BUILD_REQUEST_SOURCE);
 }
 
 #[test]
@@ -399,7 +451,8 @@ fn index_build_reads_only_the_corpus_and_facts_the_stack_names() {
     let read = statement("IndexBuildFunction", "ReadCorporaIndexes");
     assert!(!read.contains("/corpora/*"), "index-build may read every corpus: {read}");
     // Yet every corpus or facts prefix the template hands the builder stays readable: its
-    // environment's defaults, and the schedule's input.
+    // environment's defaults (the schedule asks for the job they name), and any corpus a
+    // job in the template names.
     let mut named: Vec<&str> = resource("IndexBuildFunction")
         .into_iter()
         .filter_map(|l| {
@@ -408,7 +461,7 @@ fn index_build_reads_only_the_corpus_and_facts_the_stack_names() {
         })
         .collect();
     named.extend(TEMPLATE.split("\"corpus\": \"").skip(1).filter_map(|rest| rest.split('"').next()));
-    assert!(named.len() >= 3, "{named:?}");
+    assert!(named.len() >= 2, "{named:?}");
     for location in named {
         let path = location.strip_prefix("s3://${IndexBucket}/").unwrap_or_else(|| panic!("{location}"));
         assert!(path.ends_with('/'), "{location} is not a prefix");
