@@ -49,29 +49,26 @@ PY
   echo "fetched: $dest ($spec, $platform)" >&2
 }
 
-# ONNX Runtime's shared library, from the onnxruntime wheel.
-ort_lib() { # arch dest-dir
-  local arch=$1 dest=$2 sum
-  case $arch in
-    x86_64) sum=fc44112fbe06d7d689c57e11d3862031f64711007e4ee020f8eed5185fd2c1d3 ;;
-    aarch64|arm64) arch=aarch64; sum=8aa3b76b28c778a2b1dd660d34161adb1d508c9ccd04ff9dc80e26eca5df8467 ;;
-    *) echo "no ONNX Runtime library is pinned for $arch (tract will be used)" >&2; return 0 ;;
+# The native libraries, each from a wheel, its checksum pinned per architecture:
+#   ort     ONNX Runtime, from the onnxruntime wheel (tract is used without it);
+#   pdfium  PDFium (PDF text extraction), from the pypdfium2 wheel: PDFium build
+#           $PDFIUM_BUILD (Apache-2.0 / BSD-3-Clause; its licences are in the wheel).
+native_lib() { # ort|pdfium arch dest-dir
+  local lib=$1 arch=$2 dest=$3 sum
+  case $arch in arm64) arch=aarch64 ;; esac
+  case $lib-$arch in
+    ort-x86_64) sum=fc44112fbe06d7d689c57e11d3862031f64711007e4ee020f8eed5185fd2c1d3 ;;
+    ort-aarch64) sum=8aa3b76b28c778a2b1dd660d34161adb1d508c9ccd04ff9dc80e26eca5df8467 ;;
+    pdfium-x86_64) sum=c76dc0f7839644bfa7c3e3107a6068df714e339c861bb7d4519907b821d427f9 ;;
+    pdfium-aarch64) sum=4378615ad9710397c96c112611be9018629bbfe38805d91a2663a534b99c28ca ;;
+    *) echo "no $lib library is pinned for $arch (without it: tract for ONNX, no PDF)" >&2; return 0 ;;
   esac
-  lib_from_wheel "onnxruntime==$ORT_VERSION" "manylinux_2_28_$arch" \
-    "onnxruntime/capi/libonnxruntime.so.$ORT_VERSION" "$sum" "$dest/libonnxruntime.so"
-}
-
-# PDFium's shared library (PDF text extraction), from the pypdfium2 wheel: PDFium
-# build $PDFIUM_BUILD (Apache-2.0 / BSD-3-Clause; its licences are in the wheel).
-pdfium_lib() { # arch dest-dir
-  local arch=$1 dest=$2 sum
-  case $arch in
-    x86_64) sum=c76dc0f7839644bfa7c3e3107a6068df714e339c861bb7d4519907b821d427f9 ;;
-    aarch64|arm64) arch=aarch64; sum=4378615ad9710397c96c112611be9018629bbfe38805d91a2663a534b99c28ca ;;
-    *) echo "no PDFium library is pinned for $arch (PDFs will not be read)" >&2; return 0 ;;
+  case $lib in
+    ort) lib_from_wheel "onnxruntime==$ORT_VERSION" "manylinux_2_28_$arch" \
+           "onnxruntime/capi/libonnxruntime.so.$ORT_VERSION" "$sum" "$dest/libonnxruntime.so" ;;
+    pdfium) lib_from_wheel "pypdfium2==$PYPDFIUM2_VERSION" "manylinux_2_17_$arch" \
+              "pypdfium2_raw/libpdfium.so" "$sum" "$dest/libpdfium.so" ;;
   esac
-  lib_from_wheel "pypdfium2==$PYPDFIUM2_VERSION" "manylinux_2_17_$arch" \
-    "pypdfium2_raw/libpdfium.so" "$sum" "$dest/libpdfium.so"
 }
 
 venv="$cache/venv-convert"
@@ -86,10 +83,10 @@ check() { # file expected-sha256
   if [ "$got" != "$2" ]; then echo "checksum mismatch for $1: expected $2, got $got" >&2; exit 1; fi
 }
 
-if [ "${1:-}" = "--ort-lib" ]; then ort_lib "$2" "$3"; exit 0; fi
-if [ "${1:-}" = "--pdfium-lib" ]; then pdfium_lib "$2" "$3"; exit 0; fi
-ort_lib "$(uname -m)" "$models/onnxruntime"
-pdfium_lib "$(uname -m)" "$models/pdfium"
+if [ "${1:-}" = "--ort-lib" ]; then native_lib ort "$2" "$3"; exit 0; fi
+if [ "${1:-}" = "--pdfium-lib" ]; then native_lib pdfium "$2" "$3"; exit 0; fi
+native_lib ort "$(uname -m)" "$models/onnxruntime"
+native_lib pdfium "$(uname -m)" "$models/pdfium"
 
 wheel() { # name==version sha256 -> path of the unpacked wheel
   local spec=$1 sum=$2 name=${1%%==*} dir

@@ -338,14 +338,17 @@ fn the_key_table_and_the_index_bucket_outlive_the_stack() {
     }
 }
 
+/// The state `name` of the build workflow, joined into one line (see [`joined`]).
+fn workflow_state(name: &str) -> String {
+    let lines: Vec<&str> = resource("IndexBuildWorkflow");
+    let start = lines.iter().position(|l| l.trim() == format!("{name}:")).unwrap_or_else(|| panic!("no {name}"));
+    joined(&lines, start)
+}
+
 #[test]
 fn a_failed_build_removes_its_files_and_what_a_crash_leaves_expires() {
     // The workflow's failure path reports, then runs the clean step on the execution's build.
-    let lines: Vec<&str> = resource("IndexBuildWorkflow");
-    let state = |name: &str| {
-        let start = lines.iter().position(|l| l.trim() == format!("{name}:")).unwrap_or_else(|| panic!("no {name}"));
-        joined(&lines, start)
-    };
+    let state = workflow_state;
     assert!(state("ReportFailure").contains("Next: CleanBuild"), "{}", state("ReportFailure"));
     let clean = state("CleanBuild");
     for part in [
@@ -373,10 +376,7 @@ fn a_failed_build_removes_its_files_and_what_a_crash_leaves_expires() {
 #[test]
 fn every_build_goes_through_the_workflow_one_execution_of_an_index_at_a_time() {
     let lines: Vec<&str> = resource("IndexBuildWorkflow");
-    let state = |name: &str| {
-        let start = lines.iter().position(|l| l.trim() == format!("{name}:")).unwrap_or_else(|| panic!("no {name}"));
-        joined(&lines, start)
-    };
+    let state = workflow_state;
     // Merged or unchanged, a run ends in Finish, which hands the lease on; a failed run
     // releases it after cleaning.
     assert!(state("Merge").contains("Next: Finish"), "{}", state("Merge"));
