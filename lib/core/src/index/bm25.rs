@@ -77,6 +77,48 @@ fn document_frequencies(docs: &[(Vec<(u32, u32)>, usize)], terms: usize) -> Vec<
     df
 }
 
+/// BM25's corpus statistics, kept by term text so that indexes with vocabularies of their
+/// own (the shards of one index) can share them: the chunk count `N`, the total length
+/// `Σ |d|` in analysed terms, and each term's document (chunk) frequency `df(t)`. Two
+/// parts' statistics add up to those of both ([`LexicalStats::add`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LexicalStats {
+    /// Chunks counted (`N`).
+    pub chunks: u64,
+    /// Their total length in analysed terms.
+    pub total_length: u64,
+    /// Term → the number of chunks it is in. Written sorted by term.
+    #[serde(serialize_with = "sorted_by_key")]
+    pub df: HashMap<String, u32>,
+}
+
+impl LexicalStats {
+    /// The statistics of `texts` (one per chunk) as an index with `params` reads them.
+    pub fn of<'a>(texts: impl IntoIterator<Item = &'a str>, params: Bm25Params) -> Self {
+        let (vocab, docs) = term_counts(texts, &Analyzer::new(params.stemming));
+        let df = document_frequencies(&docs, vocab.len());
+        LexicalStats {
+            chunks: docs.len() as u64,
+            total_length: docs.iter().map(|d| d.1 as u64).sum(),
+            df: vocab.into_iter().map(|(term, id)| (term, df[id as usize])).collect(),
+        }
+    }
+
+    /// Adds `other`'s chunks to these statistics.
+    pub fn add(&mut self, other: &LexicalStats) {
+        self.chunks += other.chunks;
+        self.total_length += other.total_length;
+        for (term, &n) in &other.df {
+            *self.df.entry(term.clone()).or_default() += n;
+        }
+    }
+
+    /// `avgdl = Σ |d| / N`, at least 1, computed as [`Bm25Index::build`] computes it.
+    pub fn avgdl(&self) -> f32 {
+        (self.total_length as f32 / (self.chunks as f32).max(1.0)).max(1.0)
+    }
+}
+
 /// A BM25 index: vocabulary and impact postings.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Bm25Index {
@@ -138,6 +180,25 @@ impl Bm25Index {
         let avgdl = (docs.iter().map(|d| d.1).sum::<usize>() as f32 / n.max(1.0)).max(1.0);
         let df = document_frequencies(&docs, vocab.len());
         Self::weigh(params, vocab, docs, |t| df[t as usize], n, avgdl)
+    }
+
+    /// Indexes texts (one per chunk) weighed with `stats`, the statistics of a whole corpus
+    /// these texts are part of (an index shard's chunks, with the root's statistics):
+    /// `N = stats.chunks`, `avgdl = stats.total_length / N` and `df(t)` from `stats`, so a
+    /// chunk's impacts are bit for bit those of a [`build`](Self::build) of the whole
+    /// corpus. A term of `texts` that `stats` lacks counts the chunks of `texts` it is in.
+    pub fn build_with_stats<'a>(
+        texts: impl IntoIterator<Item = &'a str>,
+        params: Bm25Params,
+        stats: &LexicalStats,
+    ) -> Self {
+        let (vocab, docs) = term_counts(texts, &Analyzer::new(params.stemming));
+        let own = document_frequencies(&docs, vocab.len());
+        let mut df = vec![0u32; vocab.len()];
+        for (term, &id) in &vocab {
+            df[id as usize] = stats.df.get(term).copied().unwrap_or(own[id as usize]);
+        }
+        Self::weigh(params, vocab, docs, |t| df[t as usize], stats.chunks as f32, stats.avgdl())
     }
 
     /// Indexes `texts`, chunks appended after those of `main` (a delta), with the
@@ -280,6 +341,40 @@ mod tests {
                 assert!((a.1 - b.1).abs() < 1e-5, "{q}: {a:?} vs {b:?}");
             }
         }
+    }
+
+    #[test]
+    fn parts_weighed_with_the_whole_statistics_score_as_the_whole_to_the_bit() {
+        let texts: Vec<String> =
+            (0..300).map(|i| format!("term{} shared words {} and {}", i % 37, i % 7, "x ".repeat(i % 11))).collect();
+        let params = Bm25Params::default();
+        let whole = Bm25Index::build(texts.iter().map(String::as_str), params);
+        let stats = LexicalStats::of(texts.iter().map(String::as_str), params);
+        // Statistics of parts add up to the whole's.
+        type Part<'a> = Vec<(usize, &'a String)>;
+        let (even, odd): (Part<'_>, Part<'_>) = texts.iter().enumerate().partition(|(i, _)| i % 2 == 0);
+        let mut added = LexicalStats::of(even.iter().map(|(_, t)| t.as_str()), params);
+        added.add(&LexicalStats::of(odd.iter().map(|(_, t)| t.as_str()), params));
+        assert_eq!(added, stats);
+        for part in [&even, &odd] {
+            let index = Bm25Index::build_with_stats(part.iter().map(|(_, t)| t.as_str()), params, &stats);
+            for q in ["term3 shared", "words 5 x", "and term36 term1", "absent"] {
+                let whole_hits: Vec<(usize, u32)> = whole
+                    .search(q, None, 300)
+                    .into_iter()
+                    .filter(|h| part.iter().any(|(i, _)| *i == h.0 as usize))
+                    .map(|(c, s)| (c as usize, s.to_bits()))
+                    .collect();
+                let mut part_hits: Vec<(usize, u32)> =
+                    index.search(q, None, 300).into_iter().map(|(c, s)| (part[c as usize].0, s.to_bits())).collect();
+                part_hits.sort_by_key(|h| whole_hits.iter().position(|w| w.0 == h.0));
+                assert_eq!(part_hits, whole_hits, "{q}");
+            }
+        }
+        // With its own statistics a part scores otherwise: the statistics are what makes them equal.
+        let alone = Bm25Index::build(even.iter().map(|(_, t)| t.as_str()), params);
+        let weighed = Bm25Index::build_with_stats(even.iter().map(|(_, t)| t.as_str()), params, &stats);
+        assert_ne!(alone.search("term3", None, 1)[0].1, weighed.search("term3", None, 1)[0].1);
     }
 
     #[test]
