@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::adaptive::{adaptive_weights, agreement, confidence, identifier_share};
+use super::chunks::ChunkSource;
 use super::feedback::{feedback_query, feedback_weight};
 use super::fusion::{groups_in_order, recall_tail, rrf_fuse, rrf_fuse_grouped, zscore_fuse_grouped, Fused};
 use super::instructions::lexical_query;
@@ -40,6 +41,28 @@ struct Branch {
     /// The query's dense vector, when the branch encoded it (or was given it).
     dense_query: Option<Vec<f32>>,
     results: Vec<(Path, Result<Vec<PathHit>>, f64)>,
+}
+
+/// What the retrieval half of a search found ([`Engine::retrieve_paths`]), for its second half
+/// ([`Engine::finish`]).
+#[derive(Debug, Clone, Default)]
+pub struct Retrieved {
+    /// Each served path's list, best first (`lists[i]` from `used_paths[i]`).
+    pub lists: Vec<Vec<PathHit>>,
+    /// The paths that served, in the request's order.
+    pub used_paths: Vec<Path>,
+    /// Paths that failed and why.
+    pub failed_paths: Vec<(Path, String)>,
+    /// Paths asked for that are not ready yet.
+    pub paths_pending: Vec<Path>,
+    /// The query's dense vector, when the dense path ran.
+    pub dense_query: Option<Vec<f32>>,
+    /// Chunks that passed the filter.
+    pub candidates: usize,
+    /// Whether the query was cut to the model window.
+    pub query_truncated: bool,
+    /// Encoding and per-path timings.
+    pub timings: StageTimings,
 }
 
 /// One index with everything needed to search it.
@@ -148,10 +171,13 @@ impl Engine {
     /// on ONNX Runtime one after the other, each on the whole thread pool (measured on 2
     /// cores: 4.7 ms in sequence against 5.0 ms side by side).
     pub fn prepare(&self, text: &str, paths: &[Path]) -> Result<(PreparedQuery, bool)> {
+        let lexical = lexical_query(text);
+        Ok(self.prepare_texts(QueryTexts { full: text, lexical: &lexical }, paths))
+    }
+
+    fn prepare_texts(&self, text: QueryTexts<'_>, paths: &[Path]) -> (PreparedQuery, bool) {
         let dense_paths: Vec<Path> = paths.iter().copied().filter(|&p| p == Path::Dense).collect();
         let sparse_paths: Vec<Path> = paths.iter().copied().filter(|&p| p == Path::Splade).collect();
-        let lexical = lexical_query(text);
-        let text = QueryTexts { full: text, lexical: &lexical };
         let (d, s) = join_encoders(
             (self.dense.backend(), self.sparse.backend()),
             || self.encode(text, &dense_paths),
@@ -159,7 +185,7 @@ impl Engine {
         );
         // An encoder failure is a failure of its path only, reported by the retriever.
         let query = PreparedQuery { text: text.lexical.to_string(), dense: d.query.dense, sparse: s.query.sparse };
-        Ok((query, self.query_truncated(text.full, d.truncated)))
+        (query, self.query_truncated(text.full, d.truncated))
     }
 
     /// Whether `text` is cut to the model window: known from the dense encoding when it
@@ -281,14 +307,14 @@ impl Engine {
         paths: &[Path],
         lists: &[Vec<PathHit>],
     ) -> Result<Vec<Fused<u32>>> {
-        self.fuse_shared(fusion, query, paths, lists, &[])
+        Self::fuse_with(&*self.index, fusion, query, paths, lists, &[])
     }
 
-    /// [`fuse`](Self::fuse), each list's per-query weight then multiplied by its entry in
-    /// `shares` (a list without one: 1). Dense feedback on a long query fuses two dense lists
-    /// that share the dense weight this way ([`FusionConfig`]).
-    pub(super) fn fuse_shared(
-        &self,
+    /// [`fuse`](Self::fuse) over the chunks of `chunks`, each list's per-query weight then
+    /// multiplied by its entry in `shares` (a list without one: 1). Dense feedback on a long
+    /// query fuses two dense lists that share the dense weight this way ([`FusionConfig`]).
+    pub(super) fn fuse_with(
+        chunks: &dyn ChunkSource,
         fusion: &FusionConfig,
         query: &str,
         paths: &[Path],
@@ -297,7 +323,7 @@ impl Engine {
     ) -> Result<Vec<Fused<u32>>> {
         let ids: Vec<Vec<u32>> = lists.iter().map(|l| l.iter().map(|h| h.0).collect()).collect();
         let by_document = fusion.by_document;
-        let unit = |c: &u32| if by_document { self.index.chunks[*c as usize].doc } else { *c };
+        let unit = |c: &u32| if by_document { chunks.doc(*c) } else { *c };
         let units: Vec<Vec<(u32, f32)>> = lists.iter().map(|l| groups_in_order(l, unit)).collect();
         let mut weights = Self::fusion_weights(fusion, paths, &units);
         weights.iter_mut().zip(shares).for_each(|(w, share)| *w *= share);
@@ -326,6 +352,14 @@ impl Engine {
     /// Runs a search.
     pub fn search(&self, req: &SearchRequest) -> Result<SearchOutcome> {
         let start = Instant::now();
+        self.check_request(req)?;
+        let retrieved = self.retrieve_paths(req)?;
+        let outcome = self.finish(&*self.index, self.newest_day, req, retrieved)?;
+        Ok(SearchOutcome { timings: StageTimings { total_ms: ms(start), ..outcome.timings }, ..outcome })
+    }
+
+    /// Refuses a request no search can answer, naming the field and why.
+    pub fn check_request(&self, req: &SearchRequest) -> Result<()> {
         if req.query.trim().is_empty() {
             return Err(Error::invalid("query", "must not be empty"));
         }
@@ -338,6 +372,36 @@ impl Engine {
         if !(req.fusion.feedback.is_finite() && req.fusion.feedback >= 0.0) {
             return Err(Error::invalid("fusion.feedback", "must be a number of at least 0 (0: no dense feedback)"));
         }
+        Ok(())
+    }
+
+    /// The newest document's day (days since the Unix epoch), what a recency boost counts
+    /// from when the request names no day.
+    pub fn newest_day(&self) -> Option<i64> {
+        self.newest_day
+    }
+
+    /// `req`'s query encoded once for its paths, as [`search`](Self::search) encodes it
+    /// (the lexical paths read it without instructions unless the request keeps them), and
+    /// whether it was cut to the model window.
+    pub fn prepare_request(&self, req: &SearchRequest) -> (PreparedQuery, bool) {
+        let lexical = match req.strip_instructions {
+            true => lexical_query(&req.query),
+            false => std::borrow::Cow::Borrowed(req.query.as_str()),
+        };
+        let text = QueryTexts { full: &req.query, lexical: &lexical };
+        self.prepare_texts(text, &req.paths)
+    }
+
+    /// Whether `text` is cut to the model window.
+    pub fn query_truncated_by(&self, text: &str) -> bool {
+        self.query_truncated(text, None)
+    }
+
+    /// The retrieval half of [`search`](Self::search): every path's list for `req`, within
+    /// its filter, each best first with its own scores (what an index shard answers a
+    /// router with, [`crate::shards`]). The request is not checked here; `search` does.
+    pub fn retrieve_paths(&self, req: &SearchRequest) -> Result<Retrieved> {
         let checkpoint = |stage: Stage| req.cancel.as_ref().map_or(Ok(()), |c| c.check(stage));
         checkpoint(Stage::Retrieval)?;
         let mut timings = StageTimings::default();
@@ -426,15 +490,51 @@ impl Engine {
             let why = failed_paths.iter().map(|(p, e)| format!("{p}: {e}")).collect::<Vec<_>>().join("; ");
             return Err(Error::AllPathsFailed(why));
         }
+        Ok(Retrieved {
+            lists,
+            used_paths,
+            failed_paths,
+            paths_pending,
+            dense_query,
+            candidates,
+            query_truncated,
+            timings,
+        })
+    }
 
+    /// The second half of [`search`](Self::search): fuses `retrieved`'s lists (after dense
+    /// feedback), turns fused scores into relevances, reranks, boosts recent documents
+    /// (`newest_day`: the newest document's day, when the request names no day) and keeps
+    /// the first `top_k`. Every chunk id in the lists is read from `chunks`: this engine's
+    /// index, or the shards of a sharded index with the ids counted across them.
+    pub fn finish(
+        &self,
+        chunks: &dyn ChunkSource,
+        newest_day: Option<i64>,
+        req: &SearchRequest,
+        retrieved: Retrieved,
+    ) -> Result<SearchOutcome> {
+        let checkpoint = |stage: Stage| req.cancel.as_ref().map_or(Ok(()), |c| c.check(stage));
+        let Retrieved {
+            mut lists,
+            used_paths,
+            failed_paths,
+            paths_pending,
+            dense_query,
+            candidates,
+            query_truncated,
+            mut timings,
+        } = retrieved;
+        let default_k = req.per_path_k.max(req.top_k);
+        let k = move |p: Path| req.path_k.get(&p).copied().unwrap_or(default_k);
         checkpoint(Stage::Fusion)?;
         let t = Instant::now();
-        let mut fused = self.fuse(&req.fusion, &req.query, &used_paths, &lists)?;
+        let mut fused = Self::fuse_with(chunks, &req.fusion, &req.query, &used_paths, &lists, &[])?;
         // Feedback lets the dense path read what the other paths found: with dense alone
         // there is nothing to read.
         let dense_at = used_paths.iter().position(|&p| p == Path::Dense).filter(|_| used_paths.len() > 1);
         if let (Some(i), Some(q)) = (dense_at, &dense_query) {
-            if let Some((list, gamma)) = self.dense_feedback(req, q, &fused, &lists, k(Path::Dense)) {
+            if let Some((list, gamma)) = Self::dense_feedback(chunks, req, q, &fused, &lists, k(Path::Dense)) {
                 let own = std::mem::replace(&mut lists[i], list);
                 fused = if req.fusion.dense_beside_feedback && req.fusion.is_long(&req.query) {
                     // The dense path's own list goes last, after the paths the hits report
@@ -445,9 +545,9 @@ impl Engine {
                     shares[i] = gamma;
                     shares.push(1.0 - gamma);
                     lists.push(own);
-                    self.fuse_shared(&req.fusion, &req.query, &paths, &lists, &shares)?
+                    Self::fuse_with(chunks, &req.fusion, &req.query, &paths, &lists, &shares)?
                 } else {
-                    self.fuse(&req.fusion, &req.query, &used_paths, &lists)?
+                    Self::fuse_with(chunks, &req.fusion, &req.query, &used_paths, &lists, &[])?
                 };
             }
         }
@@ -472,19 +572,18 @@ impl Engine {
             checkpoint(Stage::Rerank)?;
         }
         let t = Instant::now();
-        let rerank = self.rerank(req, &mut hits);
+        let rerank = self.rerank(chunks, req, &mut hits);
         timings.rerank_ms = ms(t);
 
         if let Some(rec) = &req.recency {
-            self.apply_recency(&mut hits, rec)?;
+            Self::apply_recency(chunks, newest_day, &mut hits, rec)?;
         }
-        let mut out = self.diversify(hits, req.top_k, req.max_per_document);
+        let mut out = Self::diversify(chunks, hits, req.top_k, req.max_per_document);
         // Scores never rise down the list: a hit the reranker or the recency boost left
         // below another keeps at most that one's score.
         for i in 1..out.len() {
             out[i].score = out[i].score.min(out[i - 1].score);
         }
-        timings.total_ms = ms(start);
         Ok(SearchOutcome {
             hits: out,
             failed_paths,
@@ -511,7 +610,7 @@ impl Engine {
     /// `q` itself is under the request's `min_dense_similarity` are left out, as from the
     /// first dense list.
     fn dense_feedback(
-        &self,
+        chunks: &dyn ChunkSource,
         req: &SearchRequest,
         q: &[f32],
         fused: &[Fused<u32>],
@@ -526,13 +625,13 @@ impl Engine {
         let top: Vec<u32> = fused
             .iter()
             .map(|f| f.item)
-            .filter(|&c| seen.insert(self.index.chunks[c as usize].doc))
+            .filter(|&c| seen.insert(chunks.doc(c)))
             .take(req.fusion.feedback_documents)
             .collect();
         if top.is_empty() {
             return None;
         }
-        let moved = feedback_query(q, top.iter().map(|&c| self.index.dense_nearest(c, q)), gamma);
+        let moved = feedback_query(q, top.iter().map(|&c| chunks.dense_nearest(c, q)), gamma);
         let min = req.min_dense_similarity;
         let mut seen = std::collections::HashSet::new();
         let mut hits: Vec<PathHit> = lists
@@ -540,8 +639,8 @@ impl Engine {
             .flatten()
             .map(|h| h.0)
             .filter(|&c| seen.insert(c))
-            .filter(|&c| min.is_none_or(|min| self.index.dense_score(c, q) >= min))
-            .map(|c| (c, self.index.dense_score(c, &moved)))
+            .filter(|&c| min.is_none_or(|min| chunks.dense_score(c, q) >= min))
+            .map(|c| (c, chunks.dense_score(c, &moved)))
             .collect();
         hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         hits.truncate(k);
@@ -550,7 +649,7 @@ impl Engine {
 
     /// Reranks the fused top `rerank_depth` in place when asked and possible; candidates
     /// beyond the depth stay below every reranked one. On failure the fused order stays.
-    fn rerank(&self, req: &SearchRequest, hits: &mut Vec<Hit>) -> RerankStatus {
+    fn rerank(&self, chunks: &dyn ChunkSource, req: &SearchRequest, hits: &mut Vec<Hit>) -> RerankStatus {
         if !req.rerank {
             return RerankStatus::NotRequested;
         }
@@ -558,11 +657,7 @@ impl Engine {
         let depth = req.rerank_depth.min(hits.len());
         let candidates: Vec<Candidate<'_>> = hits[..depth]
             .iter()
-            .map(|h| Candidate {
-                chunk: h.chunk,
-                text: &self.index.chunks[h.chunk as usize].text,
-                fused_score: h.score,
-            })
+            .map(|h| Candidate { chunk: h.chunk, text: chunks.text(h.chunk), fused_score: h.score })
             .collect();
         let reranked = match rr.rerank(&req.query, &candidates) {
             Ok(r) => r,
@@ -606,14 +701,14 @@ impl Engine {
     }
 
     /// The first `top_k` hits, keeping at most `max_per_document` chunks of a document.
-    fn diversify(&self, hits: Vec<Hit>, top_k: usize, max_per_document: Option<usize>) -> Vec<Hit> {
+    fn diversify(chunks: &dyn ChunkSource, hits: Vec<Hit>, top_k: usize, max_per_document: Option<usize>) -> Vec<Hit> {
         let mut out = Vec::with_capacity(top_k);
         let mut per_doc: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();
         for h in hits {
             if out.len() == top_k {
                 break;
             }
-            let n = per_doc.entry(self.index.chunks[h.chunk as usize].doc).or_default();
+            let n = per_doc.entry(chunks.doc(h.chunk)).or_default();
             if max_per_document.is_some_and(|m| *n >= m) {
                 continue;
             }
@@ -623,17 +718,17 @@ impl Engine {
         out
     }
 
-    fn apply_recency(&self, hits: &mut [Hit], rec: &Recency) -> Result<()> {
+    fn apply_recency(chunks: &dyn ChunkSource, newest_day: Option<i64>, hits: &mut [Hit], rec: &Recency) -> Result<()> {
         if rec.half_life_days.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater)
             || !rec.weight.is_finite()
             || rec.weight < 0.0
         {
             return Err(Error::invalid("recency", "half_life_days must be positive and weight non-negative"));
         }
-        let now = rec.now.map(Date::days_since_epoch).or(self.newest_day);
+        let now = rec.now.map(Date::days_since_epoch).or(newest_day);
         let Some(now) = now else { return Ok(()) };
         for h in hits.iter_mut() {
-            let doc = self.index.document_of(h.chunk);
+            let doc = chunks.document(h.chunk);
             let boost = match doc.published_at.map(Date::days_since_epoch) {
                 Some(day) => 1.0 + rec.weight * 0.5f32.powf((now - day).max(0) as f32 / rec.half_life_days),
                 None => 1.0,

@@ -449,7 +449,8 @@ fn a_long_questions_dense_weight_is_shared_by_its_own_list_and_the_feedback_list
     let default = FusionConfig::default();
     assert!(default.dense_beside_feedback && default.is_long(long));
     let first = |gamma: f32| {
-        let fused = e.fuse_shared(&default, long, &paths, &lists, &[gamma, 1.0, 1.0, 1.0 - gamma]).unwrap();
+        let fused =
+            Engine::fuse_with(&**e.index(), &default, long, &paths, &lists, &[gamma, 1.0, 1.0, 1.0 - gamma]).unwrap();
         fused.into_iter().map(|f| f.item).find(|&c| c == x || c == y).unwrap()
     };
     assert_eq!(first(0.2), x, "γ = 0.2: dense's own list weighs four times the feedback's");

@@ -4,6 +4,7 @@
 
 mod adaptive;
 mod cancel;
+mod chunks;
 mod engine;
 mod feedback;
 mod fusion;
@@ -16,7 +17,8 @@ mod shared_models;
 
 pub use adaptive::{adaptive_weights, agreement, confidence, identifier_share, word_count};
 pub use cancel::{CancelFlag, CancelOnDrop};
-pub use engine::{open_engine, Engine, LoadedModels};
+pub use chunks::ChunkSource;
+pub use engine::{open_engine, Engine, LoadedModels, Retrieved};
 pub use feedback::{feedback_query, feedback_weight};
 pub use fusion::{
     check_rrf_params, groups_in_order, recall_tail, rrf_fuse, rrf_fuse_grouped, zscore_fuse_grouped, Fused,
