@@ -63,6 +63,9 @@ pub enum Error {
     /// Every retrieval path failed for a query.
     #[error("all retrieval paths failed: {0}")]
     AllPathsFailed(String),
+    /// No shard of a sharded index answered a search.
+    #[error("no index shard answered: {0}")]
+    NoShardAnswered(String),
     /// The caller went away; the work stopped before this stage.
     #[error("cancelled before {0}: the caller went away")]
     Cancelled(Stage),

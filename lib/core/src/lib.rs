@@ -24,6 +24,7 @@ pub mod encode;
 pub mod error;
 pub mod index;
 pub mod pipeline;
+pub mod shards;
 pub mod storage;
 
 pub use error::{Error, Result, Stage};

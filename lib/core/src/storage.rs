@@ -121,6 +121,45 @@ impl Storage for LocalDir {
     }
 }
 
+/// The objects of another store under a key prefix, as a store of their own: an index
+/// shard's files (`shards/003/manifest.json` read as `manifest.json`).
+pub struct Within<'a> {
+    inner: &'a dyn Storage,
+    prefix: String,
+}
+
+impl<'a> Within<'a> {
+    /// The objects of `inner` whose keys start with `prefix` (which ends with `/`).
+    pub fn new(inner: &'a dyn Storage, prefix: impl Into<String>) -> Self {
+        Within { inner, prefix: prefix.into() }
+    }
+
+    fn key(&self, key: &str) -> String {
+        format!("{}{key}", self.prefix)
+    }
+}
+
+impl Storage for Within<'_> {
+    fn read(&self, key: &str) -> Result<Vec<u8>> {
+        self.inner.read(&self.key(key))
+    }
+    fn read_blob(&self, key: &str) -> Result<Blob> {
+        self.inner.read_blob(&self.key(key))
+    }
+    fn write(&self, key: &str, bytes: &[u8]) -> Result<()> {
+        self.inner.write(&self.key(key), bytes)
+    }
+    fn remove(&self, key: &str) -> Result<()> {
+        self.inner.remove(&self.key(key))
+    }
+    fn exists(&self, key: &str) -> Result<bool> {
+        self.inner.exists(&self.key(key))
+    }
+    fn location(&self) -> String {
+        format!("{}/{}", self.inner.location().trim_end_matches('/'), self.prefix.trim_end_matches('/'))
+    }
+}
+
 /// Objects held in memory: what an object-store download is decoded from, and what a
 /// build is written to before it is published.
 ///

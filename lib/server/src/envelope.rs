@@ -169,13 +169,18 @@ impl ApiError {
 
 impl From<sextant_core::Error> for ApiError {
     /// Invalid arguments become a 400 naming the field; a search whose paths are all still
-    /// building a 503 with `Retry-After`; a search cancelled because the
+    /// building, or that no shard of a sharded index answered, a 503 with `Retry-After`; a
+    /// search cancelled because the
     /// client went away a 499 (nginx's "client closed request", which nobody reads); anything
     /// else is logged and becomes a bare 500.
     fn from(e: sextant_core::Error) -> Self {
         match e {
             sextant_core::Error::InvalidArgument { field, reason } => ApiError::invalid(field, reason),
             sextant_core::Error::PathsNotReady(_) => ApiError::unavailable(e.to_string(), 30),
+            sextant_core::Error::NoShardAnswered(ref why) => {
+                tracing::error!(error = %why, "no index shard answered");
+                ApiError::unavailable("no index shard answered; try again shortly", 5)
+            }
             sextant_core::Error::Cancelled(stage) => {
                 tracing::info!(stage = %stage, "search cancelled: the client went away");
                 let status = axum::http::StatusCode::from_u16(499).expect("499 is a valid status code");
@@ -244,5 +249,19 @@ impl IntoResponse for ApiError {
             }
         }
         resp
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_search_no_shard_answered_is_a_503_to_retry_that_names_no_internals() {
+        let e = ApiError::from(sextant_core::Error::NoShardAnswered("shard 0: dense: connection reset".into()));
+        assert_eq!((e.status, e.code, e.retry_after), (StatusCode::SERVICE_UNAVAILABLE, "unavailable", Some(5)));
+        assert!(!e.message.contains("connection reset"), "{}", e.message);
+        let other = ApiError::from(sextant_core::Error::AllPathsFailed("dense: down".into()));
+        assert_eq!(other.status, StatusCode::INTERNAL_SERVER_ERROR);
     }
 }

@@ -23,7 +23,7 @@ use std::time::Instant;
 
 pub use encode::{encode_inputs, encode_task, EncodeTask, ENCODE_STEP};
 pub use encoded::{ChunkKey, EncodedChunk, EncodedShard, VectorCache};
-pub use merge::{lexical_only, merge};
+pub use merge::{lexical_only, merge, merge_shards};
 pub use plan::{
     dense_windows, encoder_input, inputs_sha256, plan, shard_ranges, BuildOptions, Plan, DEFAULT_DENSE_WINDOW,
     DEFAULT_SHARD_CHUNKS, MEASURED_DENSE_WINDOW, TITLE_TOKENS, WINDOW,
@@ -35,6 +35,7 @@ use crate::encode::{Backend, DenseEncoder, SparseEncoder, TextTokenizer};
 use crate::error::Result;
 use crate::index::format::{read_manifest, Manifest};
 use crate::index::Index;
+use crate::shards::Shards;
 use crate::storage::Storage;
 
 /// Receives `(stage, done, total)` while a build runs.
@@ -241,6 +242,51 @@ pub fn build(
     Ok(Built { report, index: Some(index), shards, attachments })
 }
 
+/// An index built as shards ([`build_shards`]): the shards, BM25's statistics over all of
+/// them, the encoded vectors (the cache of the next build) and what the build did.
+pub struct BuiltShards {
+    /// The index shards, where their documents stand, and BM25's statistics.
+    pub shards: Shards,
+    /// The encoded vectors, in plan order.
+    pub encoded: Vec<EncodedShard>,
+    /// What the build did (`chunks_encoded` counts only what `previous` lacked).
+    pub report: BuildReport,
+}
+
+/// Builds the index of `documents` as `count` index shards ([`merge_shards`]), reusing
+/// `previous`'s vectors and encoding the rest with `runner`. The vectors are keyed by
+/// content, not by shard, so building the same documents with another `count` from the
+/// vectors of a build with any count encodes nothing.
+pub fn build_shards(
+    documents: Vec<Document>,
+    options: &BuildOptions,
+    tokenizers: (&TextTokenizer, &TextTokenizer),
+    previous: &Previous,
+    runner: &dyn EncodeRunner,
+    count: usize,
+    progress: Progress,
+) -> Result<BuiltShards> {
+    progress("plan", 0, 1);
+    let t = Instant::now();
+    let fingerprint = inputs_sha256(&documents, options, &[])?;
+    let plan = plan(documents, options, fingerprint, tokenizers.0, tokenizers.1)?;
+    let tasks = plan.tasks(&previous.cache);
+    let mut report = BuildReport::planned(&plan, &tasks, previous);
+    report.phases.plan = t.elapsed().as_secs_f64();
+    report.workers = runner.workers();
+    report.backend = runner.backend().to_string();
+    let t = Instant::now();
+    let encoded = if tasks.is_empty() { Vec::new() } else { runner.run(tasks, progress)? };
+    let encoded = plan.assemble(&previous.cache, encoded)?;
+    report.phases.encode = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let shards = merge_shards(plan, &encoded, count, progress)?;
+    report.resident_bytes = shards.indexes.iter().map(|s| s.manifest.resident_bytes).sum();
+    report.phases.merge = t.elapsed().as_secs_f64();
+    report.seconds = report.phases.total();
+    Ok(BuiltShards { shards, encoded, report })
+}
+
 /// What [`build`] would do, without encoding or writing anything: the plan's figures
 /// (chunks, shards, `tokens_beyond_window`), as `chunks_encoded` how many chunks the cache
 /// lacks, and whether the inputs are unchanged. Unlike a build, it plans even then.
@@ -398,6 +444,17 @@ impl EncodedDocument {
             }
         }
         a
+    }
+}
+
+impl Previous {
+    /// A previous build known only by its encoded vectors (in memory, without a manifest).
+    pub fn with_vectors(encoded: &[EncodedShard]) -> Self {
+        let mut cache = VectorCache::new();
+        for shard in encoded {
+            cache.insert(shard.records.iter().cloned());
+        }
+        Previous { manifest: None, cache }
     }
 }
 

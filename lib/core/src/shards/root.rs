@@ -1,0 +1,164 @@
+//! The root manifest of a sharded index: which version of every shard one published
+//! version is made of, and BM25's statistics over all of them.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::index::format::{sha256_hex, FileEntry, MANIFEST};
+use crate::index::{Index, LexicalStats};
+use crate::storage::{Storage, Within};
+
+/// The root manifest's object key. It is written last: an index whose root exists is
+/// complete, and one without is a single index (`K` = 1).
+pub const ROOT_MANIFEST: &str = "root.json";
+/// BM25's statistics over every shard ([`LexicalStats`], bincode).
+pub const STATS_FILE: &str = "lexical_stats.bin";
+/// In each shard, where its documents stand among all the index's ([`Shards::order`]):
+/// one little-endian `u32` per document, saved with the shard as an attachment.
+pub const ORDER_FILE: &str = "documents.order";
+
+/// An index as `K` shards, in memory.
+pub struct Shards {
+    /// The shards, in shard order.
+    pub indexes: Vec<Index>,
+    /// For each shard, each of its documents' ordinal among all the index's documents (the
+    /// order of the single index built from the same documents): what a search over the
+    /// shards breaks ties by, so that it answers as that index would.
+    pub order: Vec<Vec<u32>>,
+    /// BM25's statistics over every shard.
+    pub stats: LexicalStats,
+}
+/// The format name written in every root manifest.
+const ROOT_FORMAT: &str = "sextant-sharded-index";
+/// The root format version this build writes and reads.
+const ROOT_VERSION: u32 = 1;
+
+/// The key prefix of shard `k`'s files: `shards/003/`.
+pub fn shard_prefix(k: usize) -> String {
+    format!("shards/{k:03}/")
+}
+
+/// One shard of a published version.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardEntry {
+    /// Where its files are (`shards/003/`).
+    pub prefix: String,
+    /// The SHA-256 of its `manifest.json`: a shard whose manifest differs is another
+    /// build's, and is refused.
+    pub manifest_sha256: String,
+    /// Its documents.
+    pub documents: usize,
+    /// Its chunks.
+    pub chunks: usize,
+}
+
+/// The root manifest of a sharded index.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RootManifest {
+    /// Always `sextant-sharded-index`.
+    pub format: String,
+    /// The root format version.
+    pub version: u32,
+    /// Index id.
+    pub index_id: String,
+    /// The shards, in shard order ([`shard_of`](super::shard_of) counts into this list).
+    pub shards: Vec<ShardEntry>,
+    /// The statistics file, with its size and checksum.
+    pub stats: FileEntry,
+}
+
+/// Writes `shards` (shard `k` under [`shard_prefix`]`(k)`, with its documents' order),
+/// BM25's statistics over all of them, then the root manifest, the commit point.
+pub fn save_sharded(storage: &dyn Storage, shards: &Shards) -> Result<RootManifest> {
+    let Shards { indexes, order, stats } = shards;
+    if order.len() != indexes.len() || indexes.iter().zip(order).any(|(i, o)| i.documents.len() != o.len()) {
+        return Err(Error::invalid("shards", "one document order per shard, one entry per document"));
+    }
+    let mut entries = Vec::with_capacity(indexes.len());
+    for (k, (index, order)) in indexes.iter().zip(order).enumerate() {
+        let prefix = shard_prefix(k);
+        let within = Within::new(storage, prefix.clone());
+        let order_bytes: Vec<u8> = order.iter().flat_map(|d| d.to_le_bytes()).collect();
+        index.save_with(&within, vec![(ORDER_FILE.to_string(), order_bytes)])?;
+        let manifest_sha256 = sha256_hex(&within.read(MANIFEST)?);
+        entries.push(ShardEntry {
+            prefix,
+            manifest_sha256,
+            documents: index.documents.len(),
+            chunks: index.chunks.len(),
+        });
+    }
+    let bytes = bincode::serialize(stats)?;
+    storage.write(STATS_FILE, &bytes)?;
+    let root = RootManifest {
+        format: ROOT_FORMAT.into(),
+        version: ROOT_VERSION,
+        index_id: indexes.first().map(|i| i.manifest.index_id.clone()).unwrap_or_default(),
+        shards: entries,
+        stats: FileEntry { name: STATS_FILE.into(), bytes: bytes.len() as u64, sha256: sha256_hex(&bytes) },
+    };
+    storage.write(ROOT_MANIFEST, &serde_json::to_vec_pretty(&root)?)?;
+    Ok(root)
+}
+
+/// Loads a sharded index: `None` when `storage` holds no root manifest (a single index);
+/// else the root and the shards (each verified as [`Index::load`] does, and refused unless
+/// its manifest is the one the root names), their documents' order and the statistics.
+pub fn load_sharded(storage: &dyn Storage) -> Result<Option<(RootManifest, Shards)>> {
+    use rayon::prelude::*;
+    if !storage.exists(ROOT_MANIFEST)? {
+        return Ok(None);
+    }
+    let corrupted = |file: &str, expected: &str, found: String| Error::IndexCorrupted {
+        file: format!("{}/{file}", storage.location()),
+        expected: expected.into(),
+        found,
+    };
+    let root: RootManifest = serde_json::from_slice(&storage.read(ROOT_MANIFEST)?)
+        .map_err(|e| corrupted(ROOT_MANIFEST, "a root manifest", e.to_string()))?;
+    if root.format != ROOT_FORMAT || root.version != ROOT_VERSION {
+        return Err(corrupted(
+            ROOT_MANIFEST,
+            &format!("{ROOT_FORMAT} version {ROOT_VERSION}"),
+            format!("{} version {}", root.format, root.version),
+        ));
+    }
+    if root.shards.is_empty() {
+        return Err(corrupted(ROOT_MANIFEST, "at least one shard", "none".into()));
+    }
+    let bytes = storage.read(STATS_FILE)?;
+    if sha256_hex(&bytes) != root.stats.sha256 {
+        return Err(corrupted(STATS_FILE, &format!("SHA-256 {}", root.stats.sha256), sha256_hex(&bytes)));
+    }
+    let stats: LexicalStats =
+        bincode::deserialize(&bytes).map_err(|e| corrupted(STATS_FILE, "BM25 statistics", e.to_string()))?;
+    let loaded = root
+        .shards
+        .par_iter()
+        .with_max_len(1)
+        .map(|entry| {
+            let within = Within::new(storage, entry.prefix.clone());
+            let found = sha256_hex(&within.read(MANIFEST)?);
+            if found != entry.manifest_sha256 {
+                let file = format!("{}{MANIFEST}", entry.prefix);
+                return Err(corrupted(
+                    &file,
+                    &format!("the manifest the root names ({})", entry.manifest_sha256),
+                    found,
+                ));
+            }
+            let index = Index::load(&within)?;
+            let file = format!("{}{ORDER_FILE}", entry.prefix);
+            let listed = index.manifest.files.iter().find(|f| f.name == ORDER_FILE);
+            let bytes = within.read(ORDER_FILE)?;
+            if listed.is_none_or(|f| f.sha256 != sha256_hex(&bytes)) || bytes.len() != 4 * index.documents.len() {
+                let expected = format!("{} documents' order, as the manifest lists it", index.documents.len());
+                return Err(corrupted(&file, &expected, format!("{} bytes", bytes.len())));
+            }
+            let order = bytes.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+            Ok((index, order))
+        })
+        .collect::<Result<Vec<(Index, Vec<u32>)>>>()?;
+    let (indexes, order) = loaded.into_iter().unzip();
+    Ok(Some((root, Shards { indexes, order, stats })))
+}

@@ -1,0 +1,245 @@
+//! The router: one search over every shard of an index, answered as one index would.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use rayon::prelude::*;
+
+use crate::corpus::Document;
+use crate::error::{Error, Result};
+use crate::pipeline::{ChunkSource, Engine, Path, PathHit, Retrieved, SearchOutcome, SearchRequest, StageTimings};
+
+/// The shards of one index, each with its engine (the same models), searched as one
+/// index. Chunk and document ids in its outcomes are those of the single index built from
+/// the same documents (documents in the order [`Shards::order`](super::Shards::order)
+/// gives, each document's chunks in order), so every tie between equal scores breaks as it
+/// would there ([`ShardSet::locate`] finds a chunk's shard).
+pub struct ShardSet {
+    engines: Vec<Engine>,
+    /// Global document → (shard, the shard's document).
+    docs: Vec<(u32, u32)>,
+    /// Global document → its first global chunk.
+    first_chunk: Vec<u32>,
+    /// Per shard, its document → global document.
+    global_doc: Vec<Vec<u32>>,
+    newest_day: Option<i64>,
+}
+
+/// A search's outcome on a sharded index, with how many shards answered.
+#[derive(Debug)]
+pub struct ShardedOutcome {
+    /// The outcome, its chunk ids global ([`ShardSet::locate`]).
+    pub outcome: SearchOutcome,
+    /// Shards that answered.
+    pub answered: usize,
+    /// Shards asked.
+    pub of: usize,
+    /// Each shard that did not answer, with why.
+    pub failed_shards: Vec<(usize, String)>,
+}
+
+impl ShardedOutcome {
+    /// Whether some shard did not answer (the results come from the others).
+    pub fn degraded(&self) -> bool {
+        self.answered < self.of
+    }
+}
+
+impl ShardSet {
+    /// The shards `engines`, in shard order (at least one), their documents in the global
+    /// order `order` (`order[s][d]`: shard `s`'s document `d`'s ordinal among all; every
+    /// ordinal once). Without an order the shards' documents follow each other.
+    pub fn new(engines: Vec<Engine>, order: Option<Vec<Vec<u32>>>) -> Result<Self> {
+        let wrong = |why: String| Error::invalid("shards", why);
+        if engines.is_empty() {
+            return Err(wrong("a sharded index needs at least one shard".into()));
+        }
+        let sizes: Vec<usize> = engines.iter().map(|e| e.index().documents.len()).collect();
+        let total: usize = sizes.iter().sum();
+        let global_doc = match order {
+            Some(order) => order,
+            None => {
+                let mut start = 0u32;
+                let mut order = Vec::with_capacity(sizes.len());
+                for &n in &sizes {
+                    order.push((start..start + n as u32).collect());
+                    start += n as u32;
+                }
+                order
+            }
+        };
+        if global_doc.len() != engines.len() || global_doc.iter().zip(&sizes).any(|(o, &n)| o.len() != n) {
+            return Err(wrong("one document order per shard, one entry per document".into()));
+        }
+        let chunks: u64 = engines.iter().map(|e| e.index().chunks.len() as u64).sum();
+        if chunks > u32::MAX as u64 {
+            return Err(wrong(format!("{chunks} chunks: at most {} across the shards", u32::MAX)));
+        }
+        let mut docs = vec![(u32::MAX, u32::MAX); total];
+        for (s, order) in global_doc.iter().enumerate() {
+            for (d, &g) in order.iter().enumerate() {
+                match docs.get_mut(g as usize) {
+                    Some(slot) if slot.0 == u32::MAX => *slot = (s as u32, d as u32),
+                    _ => return Err(wrong(format!("document ordinal {g} is out of range or given twice"))),
+                }
+            }
+        }
+        let mut first_chunk = Vec::with_capacity(total);
+        let mut next = 0u32;
+        for &(s, d) in &docs {
+            first_chunk.push(next);
+            next += engines[s as usize].index().chunks_of(d).len() as u32;
+        }
+        let newest_day = engines.iter().filter_map(Engine::newest_day).max();
+        Ok(ShardSet { engines, docs, first_chunk, global_doc, newest_day })
+    }
+
+    /// The shards' engines, in shard order.
+    pub fn engines(&self) -> &[Engine] {
+        &self.engines
+    }
+
+    /// The shard of `chunk` (a global chunk id) and the shard's own id for it.
+    pub fn locate(&self, chunk: u32) -> (usize, u32) {
+        let g = self.first_chunk.partition_point(|&f| f <= chunk) - 1;
+        let (s, d) = self.docs[g];
+        (s as usize, self.engines[s as usize].index().chunks_of(d).start + (chunk - self.first_chunk[g]))
+    }
+
+    /// The global id of shard `s`'s chunk `c`.
+    pub fn global(&self, s: usize, c: u32) -> u32 {
+        let index = self.engines[s].index();
+        let d = index.chunks[c as usize].doc;
+        self.first_chunk[self.global_doc[s][d as usize] as usize] + (c - index.chunks_of(d).start)
+    }
+
+    /// Searches every shard as one index:
+    /// 1. the query is encoded once, as [`Engine::search`] encodes it;
+    /// 2. every shard retrieves each path's candidates within the filter, with their scores
+    ///    ([`Engine::retrieve_paths`]), in parallel;
+    /// 3. each path's lists are merged by score, ties by global chunk id (as one index
+    ///    breaks them), and cut to the path's depth: each shard's list is the whole index's
+    ///    list restricted to that shard, so this is the whole index's list;
+    /// 4. the rest of the search runs as on one index ([`Engine::finish`]), reading the
+    ///    chunks of every shard.
+    ///
+    /// A shard that fails (its every path failing included) is left out and named in the
+    /// outcome; when none answers the search fails.
+    pub fn search(&self, req: &SearchRequest) -> Result<ShardedOutcome> {
+        let start = Instant::now();
+        let first = &self.engines[0];
+        first.check_request(req)?;
+        if req.documents.is_some() {
+            return Err(Error::invalid("documents", "a set of document ordinals cannot restrict a sharded index"));
+        }
+        let t = Instant::now();
+        let (prepared, query_truncated) = match &req.prepared {
+            Some(p) => (p.clone(), first.query_truncated_by(&req.query)),
+            None => {
+                let (p, truncated) = first.prepare_request(req);
+                (Arc::new(p), truncated)
+            }
+        };
+        let encode_ms = t.elapsed().as_secs_f64() * 1e3;
+        let shard_req = SearchRequest { prepared: Some(prepared.clone()), ..req.clone() };
+        let answers: Vec<Result<Retrieved>> =
+            self.engines.par_iter().with_max_len(1).map(|e| e.retrieve_paths(&shard_req)).collect();
+        let of = answers.len();
+        let mut failed_shards = Vec::new();
+        let mut answered = Vec::new();
+        for (s, a) in answers.into_iter().enumerate() {
+            match a {
+                Ok(r) => answered.push((s, r)),
+                Err(e @ Error::Cancelled(_)) => return Err(e),
+                Err(e) => {
+                    tracing::warn!(shard = s, error = %e, "index shard failed; left out of the search");
+                    failed_shards.push((s, e.to_string()));
+                }
+            }
+        }
+        if answered.is_empty() {
+            let why = failed_shards.iter().map(|(s, e)| format!("shard {s}: {e}")).collect::<Vec<_>>().join("; ");
+            return Err(Error::NoShardAnswered(why));
+        }
+        let mut merged = self.merge(req, answered);
+        merged.dense_query = prepared.dense.clone();
+        merged.query_truncated = query_truncated;
+        merged.timings.encode_ms = encode_ms;
+        let outcome = first.finish(self, self.newest_day, req, merged)?;
+        let timings = StageTimings { total_ms: start.elapsed().as_secs_f64() * 1e3, ..outcome.timings.clone() };
+        let answered = of - failed_shards.len();
+        Ok(ShardedOutcome { outcome: SearchOutcome { timings, ..outcome }, answered, of, failed_shards })
+    }
+
+    /// Each path's lists of the shards that answered, merged by score and cut to the
+    /// path's depth, ids counted across the shards; what failed or is pending on any shard
+    /// is reported; timings are the slowest shard's.
+    fn merge(&self, req: &SearchRequest, answered: Vec<(usize, Retrieved)>) -> Retrieved {
+        let default_k = req.per_path_k.max(req.top_k);
+        let k = |p: Path| req.path_k.get(&p).copied().unwrap_or(default_k);
+        let mut out = Retrieved::default();
+        for &p in &req.paths {
+            let mut list: Vec<PathHit> = Vec::new();
+            let mut served = false;
+            for (s, r) in &answered {
+                if let Some(i) = r.used_paths.iter().position(|&u| u == p) {
+                    served = true;
+                    list.extend(r.lists[i].iter().map(|&(c, score)| (self.global(*s, c), score)));
+                }
+            }
+            if served {
+                list.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+                list.truncate(k(p));
+                out.used_paths.push(p);
+                out.lists.push(list);
+            }
+        }
+        for (s, r) in &answered {
+            out.candidates += r.candidates;
+            for (p, why) in &r.failed_paths {
+                if !out.failed_paths.iter().any(|(q, _)| q == p) {
+                    out.failed_paths.push((*p, format!("shard {s}: {why}")));
+                }
+            }
+            for p in &r.paths_pending {
+                if !out.paths_pending.contains(p) {
+                    out.paths_pending.push(*p);
+                }
+            }
+            for (p, ms) in &r.timings.paths_ms {
+                let slowest = out.timings.paths_ms.entry(*p).or_default();
+                *slowest = slowest.max(*ms);
+            }
+        }
+        // A path some shard served is served: its failure elsewhere is reported, not fatal.
+        out.failed_paths.retain(|(p, _)| !out.used_paths.contains(p));
+        out
+    }
+
+    fn index_of(&self, chunk: u32) -> (&crate::index::Index, u32) {
+        let (s, c) = self.locate(chunk);
+        (self.engines[s].index(), c)
+    }
+}
+
+impl ChunkSource for ShardSet {
+    fn doc(&self, chunk: u32) -> u32 {
+        (self.first_chunk.partition_point(|&f| f <= chunk) - 1) as u32
+    }
+    fn text(&self, chunk: u32) -> &str {
+        let (index, c) = self.index_of(chunk);
+        &index.chunks[c as usize].text
+    }
+    fn document(&self, chunk: u32) -> &Document {
+        let (index, c) = self.index_of(chunk);
+        index.document_of(c)
+    }
+    fn dense_score(&self, chunk: u32, query: &[f32]) -> f32 {
+        let (index, c) = self.index_of(chunk);
+        index.dense_score(c, query)
+    }
+    fn dense_nearest(&self, chunk: u32, query: &[f32]) -> &[f32] {
+        let (index, c) = self.index_of(chunk);
+        index.dense_nearest(c, query)
+    }
+}

@@ -1,0 +1,185 @@
+//! A sharded index answers as one index: the same top 10, the same scores to the bit, at
+//! any shard count; it survives a shard that fails; it is saved and loaded by its root.
+
+use std::sync::{Arc, OnceLock};
+
+use super::*;
+use crate::build::{build, build_shards, BuildOptions, EncodedShard, InProcess, Previous, DEFAULT_DENSE_WINDOW};
+use crate::corpus::{load_beir, Document};
+use crate::encode::{DenseEncoder, ModelSet, SparseEncoder};
+use crate::error::Error;
+use crate::index::format::ModelRef;
+use crate::index::{Bitset, Bm25Params, Index};
+use crate::pipeline::ChunkSource;
+use crate::pipeline::{Engine, Path, PathHit, PathRetriever, PreparedQuery, SearchOutcome, SearchRequest};
+use crate::storage::LocalDir;
+use crate::testutil::{model_dir, shared_dir};
+
+struct Fixture {
+    dense: Arc<DenseEncoder>,
+    sparse: Arc<SparseEncoder>,
+    documents: Vec<Document>,
+    queries: Vec<String>,
+    options: BuildOptions,
+    single: Engine,
+    encoded: Vec<EncodedShard>,
+}
+
+/// SciFact's first 400 abstracts as one index, built once per test process with the
+/// real models, and 80 of its test claims.
+fn fixture() -> &'static Fixture {
+    static FIXTURE: OnceLock<Fixture> = OnceLock::new();
+    FIXTURE.get_or_init(|| {
+        let set = load_beir(&shared_dir().join("data/scifact"), "test").unwrap();
+        let documents: Vec<Document> = set.documents.into_iter().take(400).collect();
+        let queries = set.queries.into_iter().take(80).map(|(_, q)| q).collect();
+        let models = ModelSet::under(&model_dir());
+        let dense = Arc::new(DenseEncoder::load(&models.dense).unwrap());
+        let sparse = Arc::new(SparseEncoder::load(&models.sparse).unwrap());
+        let options = BuildOptions {
+            index_id: "scifact-400".into(),
+            chunk_tokens: 200,
+            chunk_overlap: 0,
+            dense_window: DEFAULT_DENSE_WINDOW,
+            bm25: Bm25Params::default(),
+            dense_model: ModelRef { id: "d".into(), weights_sha256: "x".into() },
+            sparse_model: ModelRef { id: "s".into(), weights_sha256: "y".into() },
+            shard_chunks: 256,
+        };
+        let runner = InProcess { dense: &dense, sparse: &sparse };
+        let tokenizers = (dense.tokenizer(), sparse.tokenizer());
+        let built =
+            build(documents.clone(), Vec::new(), &options, tokenizers, &Previous::none(), &runner, &|_, _, _| {})
+                .unwrap();
+        let single = Engine::new(Arc::new(built.index.unwrap()), dense.clone(), sparse.clone(), None);
+        Fixture { dense, sparse, documents, queries, options, single, encoded: built.shards }
+    })
+}
+
+/// The fixture's documents as `k` shards, from the single index's vectors.
+fn shard_indexes(k: usize) -> Shards {
+    let f = fixture();
+    let runner = InProcess { dense: &f.dense, sparse: &f.sparse };
+    let tokenizers = (f.dense.tokenizer(), f.sparse.tokenizer());
+    let previous = Previous::with_vectors(&f.encoded);
+    let built =
+        build_shards(f.documents.clone(), &f.options, tokenizers, &previous, &runner, k, &|_, _, _| {}).unwrap();
+    assert_eq!(built.report.chunks_encoded, 0, "sharding reuses every vector");
+    assert_eq!(built.shards.indexes.len(), k);
+    built.shards
+}
+
+fn engines(indexes: Vec<Index>) -> Vec<Engine> {
+    let f = fixture();
+    indexes.into_iter().map(|i| Engine::new(Arc::new(i), f.dense.clone(), f.sparse.clone(), None)).collect()
+}
+
+/// The shards searched as one, in the single index's order.
+fn shard_set(shards: Shards) -> ShardSet {
+    ShardSet::new(engines(shards.indexes), Some(shards.order)).unwrap()
+}
+
+/// A search at the API's default fusion, exact on every path (300 candidates a path is
+/// above the HNSW beam, and these indexes are small enough to be searched exactly).
+fn request(q: &str) -> SearchRequest {
+    let mut req = SearchRequest::new(q, 10);
+    req.per_path_k = 300;
+    req
+}
+
+/// Each hit as (document id, chunk text, score bits, each path's score bits).
+type Seen = Vec<(String, String, u32, Vec<(Path, u32)>)>;
+
+fn seen(out: &SearchOutcome, chunks: &dyn crate::pipeline::ChunkSource) -> Seen {
+    out.hits
+        .iter()
+        .map(|h| {
+            let paths = h.diagnostics.paths.iter().map(|(p, r)| (*p, r.score.to_bits())).collect();
+            (chunks.document(h.chunk).document_id.clone(), chunks.text(h.chunk).to_string(), h.score.to_bits(), paths)
+        })
+        .collect()
+}
+
+#[test]
+fn every_query_answers_the_same_at_any_shard_count() {
+    let f = fixture();
+    let single: Vec<Seen> =
+        f.queries.iter().map(|q| seen(&f.single.search(&request(q)).unwrap(), &**f.single.index())).collect();
+    for k in [1, 2, 3, 7] {
+        let set = shard_set(shard_indexes(k));
+        if k > 1 {
+            assert!(set.engines().iter().all(|e| !e.index().chunks.is_empty()), "every shard holds documents");
+        }
+        for (q, want) in f.queries.iter().zip(&single) {
+            let out = set.search(&request(q)).unwrap();
+            assert_eq!((out.answered, out.of, out.degraded()), (k, k, false));
+            // Ids, order, fused relevance and every path's score, to the bit.
+            assert_eq!(&seen(&out.outcome, &set), want, "K = {k}: {q}");
+        }
+    }
+}
+
+#[test]
+fn a_sharded_index_is_saved_and_loaded_by_its_root() {
+    let shards = shard_indexes(3);
+    let dir = tempfile::tempdir().unwrap();
+    let storage = LocalDir::new(dir.path());
+    let root = save_sharded(&storage, &shards).unwrap();
+    assert_eq!(root.shards.len(), 3);
+    assert_eq!(root.shards.iter().map(|s| s.documents).sum::<usize>(), 400);
+    let (loaded_root, loaded) = load_sharded(&storage).unwrap().expect("a root");
+    assert_eq!((&loaded_root, &loaded.stats, &loaded.order), (&root, &shards.stats, &shards.order));
+    let set = shard_set(loaded);
+    let f = fixture();
+    let q = &f.queries[0];
+    let want = seen(&f.single.search(&request(q)).unwrap(), &**f.single.index());
+    assert_eq!(seen(&set.search(&request(q)).unwrap().outcome, &set), want);
+
+    // A single index has no root: it loads as today.
+    assert!(load_sharded(&LocalDir::new(dir.path().join("shards/000"))).unwrap().is_none());
+    // A shard rebuilt under the root's feet is another version: refused, by name.
+    shards.indexes[0].save(&crate::storage::Within::new(&storage, shard_prefix(1))).unwrap();
+    let err = load_sharded(&storage).err().expect("a shard the root does not name");
+    assert!(err.to_string().contains("shards/001/manifest.json"), "{err}");
+}
+
+/// Fails every search, as a shard whose process died would.
+struct Down(Path);
+impl PathRetriever for Down {
+    fn path(&self) -> Path {
+        self.0
+    }
+    fn retrieve(&self, _: &PreparedQuery, _: Option<&Bitset>, _: usize) -> crate::error::Result<Vec<PathHit>> {
+        Err(Error::Component { component: self.0.name().into(), reason: "shard down".into() })
+    }
+}
+
+fn down(engine: Engine) -> Engine {
+    Path::ALL.iter().fold(engine, |e, &p| e.with_retriever(Box::new(Down(p))))
+}
+
+#[test]
+fn a_shard_that_fails_leaves_the_answer_to_the_others() {
+    let f = fixture();
+    let built = shard_indexes(3);
+    let order = built.order.clone();
+    let mut shards = engines(built.indexes);
+    let lost: std::collections::HashSet<String> =
+        shards[1].index().documents.iter().map(|d| d.document_id.clone()).collect();
+    let failing = down(shards.remove(1));
+    shards.insert(1, failing);
+    let set = ShardSet::new(shards, Some(order)).unwrap();
+    for q in f.queries.iter().take(10) {
+        let out = set.search(&request(q)).unwrap();
+        assert_eq!((out.answered, out.of, out.degraded()), (2, 3, true));
+        assert_eq!(out.failed_shards.len(), 1);
+        assert_eq!(out.failed_shards[0].0, 1);
+        assert_eq!(out.outcome.hits.len(), 10);
+        assert!(out.outcome.hits.iter().all(|h| !lost.contains(&set.document(h.chunk).document_id)));
+    }
+    let none = ShardSet::new(engines(shard_indexes(2).indexes).into_iter().map(down).collect(), None).unwrap();
+    match none.search(&request(&f.queries[0])) {
+        Err(Error::NoShardAnswered(why)) => assert!(why.contains("shard 0") && why.contains("shard 1"), "{why}"),
+        other => panic!("expected no shard to answer: {:?}", other.map(|o| o.answered)),
+    }
+}
