@@ -183,3 +183,42 @@ fn a_folder_builds_every_file_it_reads_and_reports_every_file_it_does_not() {
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["hits"][0]["documentId"], "faq.html", "{v}");
 }
+
+/// Each hit of `query` in `index` as `sextant search --json` prints it: document, text,
+/// score and every path's rank and score.
+fn hits(index: &Path, query: &str) -> Value {
+    let o = sextant(&["search", "--index", index.to_str().unwrap(), "--json", query], &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice::<Value>(&o.stdout).unwrap()["hits"].clone()
+}
+
+#[test]
+fn a_sharded_build_answers_as_the_single_index_and_changing_the_shard_count_encodes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs.jsonl");
+    write_docs(&docs, 0, 30);
+    let (single, sharded) = (tmp.path().join("single"), tmp.path().join("sharded"));
+    build(&docs, &single, &[], &[]);
+    let first = build(&docs, &sharded, &["--shards", "3"], &[]);
+    assert!(first["chunks_encoded"].as_u64().unwrap() > 0);
+    assert!(sharded.join("root.json").is_file());
+    for k in 0..3 {
+        assert!(sharded.join(format!("shards/{k:03}/manifest.json")).is_file(), "shard {k}");
+    }
+    let queries = ["revenue growth in the quarter", "risk factors and interest rates", "cash dividends paid"];
+    let want: Vec<Value> = queries.iter().map(|q| hits(&single, q)).collect();
+    for (q, w) in queries.iter().zip(&want) {
+        assert!(!w.as_array().unwrap().is_empty(), "{q}");
+        assert_eq!(&hits(&sharded, q), w, "3 shards: {q}");
+    }
+    // The vectors are keyed by content: another shard count, then a single index, in the
+    // same directory encode nothing and answer the same.
+    let two = build(&docs, &sharded, &["--shards", "2"], &[]);
+    assert_eq!(two["chunks_encoded"], 0, "{two}");
+    let again = build(&docs, &sharded, &[], &[]);
+    assert_eq!(again["chunks_encoded"], 0, "{again}");
+    assert!(!sharded.join("root.json").exists(), "a single index is not shadowed by the old root");
+    for (q, w) in queries.iter().zip(&want) {
+        assert_eq!(&hits(&sharded, q), w, "single again: {q}");
+    }
+}

@@ -99,6 +99,12 @@ pub enum Command {
         /// Chunks per shard: the unit of encode work and of the vector cache.
         #[arg(long, default_value_t = sextant_core::build::DEFAULT_SHARD_CHUNKS)]
         shard_chunks: usize,
+        /// Index shards: split the index by document into this many indexes under
+        /// `shards/NNN/` with a root manifest (`root.json`), searched as one index
+        /// (docs/shards.md). 1: a single index. The vectors are keyed by content, so
+        /// changing the count encodes nothing.
+        #[arg(long, default_value_t = 1)]
+        shards: usize,
         /// Print the build report (build_report.json) on stdout.
         #[arg(long)]
         json: bool,
@@ -532,6 +538,13 @@ pub struct EvalArgs {
     /// (`scripts/studies/paired.py`).
     #[arg(long, value_name = "FILE")]
     pub per_query: Option<PathBuf>,
+    /// Also split the index into these numbers of index shards (comma-separated, e.g.
+    /// 2,3,7), from its own vectors, and search each split through the shard router
+    /// exactly as the index is searched: prints, per shard count, how many questions' top
+    /// 10 is identical to the unsplit index's (ids, order and every score to the bit) and
+    /// the mean top-10 overlap.
+    #[arg(long, value_delimiter = ',', value_name = "K", conflicts_with_all = ["report", "dump_runs", "per_query", "late_interaction"])]
+    pub shards: Vec<usize>,
     /// Let the lexical paths read each question whole, a role in front of it included
     /// (by default BM25 and SPLADE read it without: "You are an analyst." and the like).
     #[arg(long)]

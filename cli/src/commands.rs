@@ -8,7 +8,9 @@ use anyhow::{bail, Context, Result};
 use sextant_core::corpus::{load_beir, load_corpus};
 use sextant_core::encode::{choose_backend, default_model_dir, BackendChoice, ModelSet, ORT_LIBRARY};
 use sextant_core::index::Filter;
-use sextant_core::pipeline::{open_engine, Engine, SearchOutcome, SearchRequest};
+use sextant_core::pipeline::{open_engine, ChunkSource, LoadedModels, SearchOutcome, SearchRequest};
+use sextant_core::shards::{load_sharded, ShardSet};
+use sextant_core::storage::LocalDir;
 use sextant_finance::{FactStore, Financials};
 
 use crate::cli::{Cli, Command};
@@ -20,7 +22,20 @@ pub fn run(cli: Cli) -> Result<()> {
     let mut models = ModelSet::under(&cli.models.clone().unwrap_or_else(default_model_dir));
     models.reranker = cli.reranker.clone();
     match cli.command {
-        Command::Build { docs, out, id, ticker, document_type, build, facts, workers, shard_chunks, json, dry_run } => {
+        Command::Build {
+            docs,
+            out,
+            id,
+            ticker,
+            document_type,
+            build,
+            facts,
+            workers,
+            shard_chunks,
+            shards,
+            json,
+            dry_run,
+        } => {
             let t = Instant::now();
             let subset = Filter {
                 tickers: ticker.clone(),
@@ -45,6 +60,12 @@ pub fn run(cli: Cli) -> Result<()> {
             if workers == 0 {
                 bail!("--workers must be at least 1");
             }
+            if shards == 0 {
+                bail!("--shards must be at least 1");
+            }
+            if shards > 1 && !facts.is_empty() {
+                bail!("--facts cannot be saved with a sharded index yet: build it with --shards 1");
+            }
             let mut options = build_options(&models, &id, &build)?;
             options.shard_chunks = shard_chunks;
             if dry_run {
@@ -58,6 +79,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 options,
                 out: &out,
                 workers,
+                shards,
                 read_seconds: t.elapsed().as_secs_f64(),
                 skipped_files,
             };
@@ -110,12 +132,24 @@ pub fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Search { index, query, top_k, ticker, year, mode, json } => {
-            let engine = load_engine(&index, &models)?;
             let mut req = SearchRequest::new(query, top_k);
             req.paths = mode.paths();
             req.filter = Filter { tickers: ticker, years: year, ..Default::default() };
+            // A sharded index (a root manifest in the directory) is searched through the router.
+            if let Some((_, shards)) = load_sharded(&LocalDir::new(&index))? {
+                let loaded = LoadedModels::load(&models)?;
+                let engines =
+                    shards.indexes.into_iter().map(|i| loaded.engine(Arc::new(i))).collect::<Result<_, _>>()?;
+                let router = ShardSet::new(engines, Some(shards.order))?;
+                let out = router.search(&req)?;
+                if out.degraded() {
+                    eprintln!("{} of {} shards answered", out.answered, out.of);
+                }
+                return print_hits(&router, &out.outcome, json);
+            }
+            let engine = load_engine(&index, &models)?;
             let out = engine.search(&req)?;
-            print_hits(&engine, &out, json)
+            print_hits(&**engine.index(), &out, json)
         }
         Command::Bench(args) => crate::bench::command(*args, &models),
         Command::BenchCapacity { beir, scale, out, build } => {
@@ -170,24 +204,23 @@ pub fn run(cli: Cli) -> Result<()> {
     }
 }
 
-fn print_hits(engine: &Engine, out: &SearchOutcome, json: bool) -> Result<()> {
-    let index = engine.index();
+fn print_hits(chunks: &dyn ChunkSource, out: &SearchOutcome, json: bool) -> Result<()> {
     if json {
         let hits: Vec<_> = out
             .hits
             .iter()
             .map(|h| {
-                let doc = index.document_of(h.chunk);
+                let doc = chunks.document(h.chunk);
                 serde_json::json!({"documentId": doc.document_id, "title": doc.title, "score": h.score,
-                    "text": index.chunks[h.chunk as usize].text, "diagnostics": h.diagnostics})
+                    "text": chunks.text(h.chunk), "diagnostics": h.diagnostics})
             })
             .collect();
         println!("{}", serde_json::json!({"hits": hits, "rerank": out.rerank, "timings": out.timings}));
         return Ok(());
     }
     for (i, h) in out.hits.iter().enumerate() {
-        let doc = index.document_of(h.chunk);
-        let text: String = index.chunks[h.chunk as usize].text.chars().take(240).collect();
+        let doc = chunks.document(h.chunk);
+        let text: String = chunks.text(h.chunk).chars().take(240).collect();
         let text = text.replace('\n', " ");
         println!("{:>2}. [{:.4}] {} — {}\n    {}", i + 1, h.score, doc.document_id, doc.title, text);
     }

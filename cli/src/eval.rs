@@ -39,6 +39,7 @@ pub fn run(args: EvalArgs, models: &ModelSet) -> Result<()> {
         recall_head,
         recall_dense_weight,
         late_interaction,
+        shards,
         build,
     } = args;
     if let Some(dir) = report {
@@ -75,6 +76,9 @@ pub fn run(args: EvalArgs, models: &ModelSet) -> Result<()> {
             0 => None,
             head => Some(RecallTail { head, dense_weight: recall_dense_weight.unwrap_or(tail.dense_weight), ..tail }),
         };
+    }
+    if !shards.is_empty() {
+        return compare_shards(&engine, (&beir, &set), models, &build, &req, &shards, exact);
     }
     let t = Instant::now();
     let each = evaluate_per_query(&engine, &set, &req)?;
@@ -114,6 +118,73 @@ pub fn run(args: EvalArgs, models: &ModelSet) -> Result<()> {
         println!(
             "  nDCG@10    {:.4}\n  Recall@10  {:.4}\n  Recall@100 {:.4}\n  MRR@10     {:.4}",
             m.ndcg_at_10, m.recall_at_10, m.recall_at_100, m.mrr_at_10
+        );
+    }
+    Ok(())
+}
+
+/// Splits the index into each of `counts` index shards and searches every question of
+/// `set` through the shard router with `req`, beside `engine` (the unsplit index): prints
+/// one JSON line per count with how many questions' top 10 is identical to the unsplit
+/// index's (documents, chunks and order, and every relevance and path score to the bit)
+/// and the mean top-10 overlap (the share of the unsplit top 10's chunks that the split
+/// one has).
+fn compare_shards(
+    engine: &Engine,
+    (beir, set): (&FsPath, &BeirSet),
+    models: &ModelSet,
+    build: &BuildArgs,
+    req: &SearchRequest,
+    counts: &[usize],
+    exact: bool,
+) -> Result<()> {
+    use sextant_core::pipeline::{ChunkSource, LoadedModels};
+    use sextant_core::shards::ShardSet;
+    // Each hit: its document and text, then its relevance's and every path's score's bits.
+    type Top = Vec<((String, String), Vec<u32>)>;
+    let top = |hits: &[sextant_core::pipeline::Hit], chunks: &dyn ChunkSource| -> Top {
+        hits.iter()
+            .map(|h| {
+                let key = (chunks.document(h.chunk).document_id.clone(), chunks.text(h.chunk).to_string());
+                let bits = std::iter::once(h.score.to_bits())
+                    .chain(h.diagnostics.paths.values().map(|r| r.score.to_bits()))
+                    .collect();
+                (key, bits)
+            })
+            .collect()
+    };
+    let request = |q: &str| SearchRequest { query: q.to_string(), top_k: 10, ..req.clone() };
+    let single: Vec<Top> = set
+        .queries
+        .iter()
+        .map(|(_, q)| Ok(top(&engine.search(&request(q))?.hits, &**engine.index())))
+        .collect::<Result<_>>()?;
+    let loaded = LoadedModels::load(models)?;
+    for &k in counts {
+        let shards = crate::indexes::beir_shards(beir, set, models, build, k)?;
+        let engines = shards.indexes.into_iter().map(|i| loaded.engine(Arc::new(i))).collect::<Result<Vec<_>, _>>()?;
+        let router = ShardSet::new(engines, Some(shards.order))?;
+        let (mut identical, mut overlap, mut degraded) = (0usize, 0.0f64, 0usize);
+        for ((_, q), want) in set.queries.iter().zip(&single) {
+            let out = router.search(&request(q))?;
+            degraded += usize::from(out.degraded());
+            let got = top(&out.outcome.hits, &router);
+            identical += usize::from(&got == want);
+            let keys: Vec<&(String, String)> = got.iter().map(|g| &g.0).collect();
+            overlap += want.iter().filter(|w| keys.contains(&&w.0)).count() as f64 / want.len().max(1) as f64;
+        }
+        let n = set.queries.len().max(1);
+        println!(
+            "{}",
+            serde_json::json!({
+                "shards": k,
+                "queries": set.queries.len(),
+                "identical_top10": identical,
+                "top10_overlap": overlap / n as f64,
+                "degraded": degraded,
+                "per_path_k": req.per_path_k,
+                "dense_search": dense_search(exact),
+            })
         );
     }
     Ok(())

@@ -6,12 +6,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use sextant_core::build::{BuildOptions, Built, InProcess, Previous, DEFAULT_SHARD_CHUNKS};
+use sextant_core::build::{build_shards, BuildOptions, Built, InProcess, Previous, DEFAULT_SHARD_CHUNKS};
 use sextant_core::corpus::{BeirSet, Document};
 use sextant_core::encode::{DenseEncoder, ModelSet, SparseEncoder};
 use sextant_core::index::format::{read_manifest, sha256_hex, Manifest, ModelRef, FORMAT_VERSION, MANIFEST};
 use sextant_core::index::Index;
 use sextant_core::pipeline::{open_engine, Engine};
+use sextant_core::shards::Shards;
 use sextant_core::storage::{LocalDir, MemStore, Storage};
 use sextant_finance::Financials;
 
@@ -39,6 +40,27 @@ pub fn beir_index(beir: &FsPath, set: &BeirSet, models: &ModelSet, build: &Build
         build_into(dir, set.documents.clone(), models, &name, build, &cached_vectors(&root, &corpus_key))
     })?;
     Ok(index)
+}
+
+/// The index of a BEIR corpus as `count` index shards ([`sextant_core::shards`]), built
+/// in memory from the vectors of the corpus's cached indexes ([`beir_index`] first: then
+/// nothing is encoded).
+pub fn beir_shards(beir: &FsPath, set: &BeirSet, models: &ModelSet, build: &BuildArgs, count: usize) -> Result<Shards> {
+    let name = beir.file_name().and_then(|n| n.to_str()).unwrap_or("beir").to_string();
+    let corpus_sum = sha256_hex(&std::fs::read(beir.join("corpus.jsonl"))?);
+    let corpus_key = format!("beir-{name}-{}-", &corpus_sum[..12]);
+    let previous = cached_vectors(&cache_dir().join("indexes"), &corpus_key);
+    let (dense, sparse) = (DenseEncoder::load(&models.dense)?, SparseEncoder::load(&models.sparse)?);
+    let options = build_options(models, &name, build)?;
+    let runner = InProcess { dense: &dense, sparse: &sparse };
+    let tokenizers = (dense.tokenizer(), sparse.tokenizer());
+    let built = build_shards(set.documents.clone(), &options, tokenizers, &previous, &runner, count, &|_, _, _| {})?;
+    tracing::info!(
+        "{count} shards: {} chunks encoded, {} reused",
+        built.report.chunks_encoded,
+        built.report.chunks_reused
+    );
+    Ok(built.shards)
 }
 
 /// The encoded vectors saved beside the cached indexes in `root` whose directory names

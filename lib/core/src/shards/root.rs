@@ -65,11 +65,16 @@ pub struct RootManifest {
     pub shards: Vec<ShardEntry>,
     /// The statistics file, with its size and checksum.
     pub stats: FileEntry,
+    /// The vector cache saved beside the shards (encoded files, each record with its own
+    /// checksum), for the next build: not read by a search.
+    #[serde(default)]
+    pub encoded: Vec<String>,
 }
 
 /// Writes `shards` (shard `k` under [`shard_prefix`]`(k)`, with its documents' order),
-/// BM25's statistics over all of them, then the root manifest, the commit point.
-pub fn save_sharded(storage: &dyn Storage, shards: &Shards) -> Result<RootManifest> {
+/// BM25's statistics over all of them, then the root manifest, the commit point, naming
+/// `encoded`, the vector cache files the caller saved beside them.
+pub fn save_sharded(storage: &dyn Storage, shards: &Shards, encoded: &[String]) -> Result<RootManifest> {
     let Shards { indexes, order, stats } = shards;
     if order.len() != indexes.len() || indexes.iter().zip(order).any(|(i, o)| i.documents.len() != o.len()) {
         return Err(Error::invalid("shards", "one document order per shard, one entry per document"));
@@ -96,6 +101,7 @@ pub fn save_sharded(storage: &dyn Storage, shards: &Shards) -> Result<RootManife
         index_id: indexes.first().map(|i| i.manifest.index_id.clone()).unwrap_or_default(),
         shards: entries,
         stats: FileEntry { name: STATS_FILE.into(), bytes: bytes.len() as u64, sha256: sha256_hex(&bytes) },
+        encoded: encoded.to_vec(),
     };
     storage.write(ROOT_MANIFEST, &serde_json::to_vec_pretty(&root)?)?;
     Ok(root)

@@ -124,7 +124,7 @@ fn a_sharded_index_is_saved_and_loaded_by_its_root() {
     let shards = shard_indexes(3);
     let dir = tempfile::tempdir().unwrap();
     let storage = LocalDir::new(dir.path());
-    let root = save_sharded(&storage, &shards).unwrap();
+    let root = save_sharded(&storage, &shards, &[]).unwrap();
     assert_eq!(root.shards.len(), 3);
     assert_eq!(root.shards.iter().map(|s| s.documents).sum::<usize>(), 400);
     let (loaded_root, loaded) = load_sharded(&storage).unwrap().expect("a root");
