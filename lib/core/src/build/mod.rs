@@ -226,13 +226,7 @@ pub fn build(
         }
         Planned::Ready { plan, tasks, report } => (plan, tasks, report),
     };
-    report.workers = runner.workers();
-    report.backend = runner.backend().to_string();
-
-    let t = Instant::now();
-    let encoded = if tasks.is_empty() { Vec::new() } else { runner.run(tasks, progress)? };
-    let shards = plan.assemble(&previous.cache, encoded)?;
-    report.phases.encode = t.elapsed().as_secs_f64();
+    let shards = encode_plan(&plan, tasks, previous, runner, progress, &mut report)?;
 
     let t = Instant::now();
     let index = merge(*plan, &shards, progress)?;
@@ -273,18 +267,33 @@ pub fn build_shards(
     let tasks = plan.tasks(&previous.cache);
     let mut report = BuildReport::planned(&plan, &tasks, previous);
     report.phases.plan = t.elapsed().as_secs_f64();
-    report.workers = runner.workers();
-    report.backend = runner.backend().to_string();
-    let t = Instant::now();
-    let encoded = if tasks.is_empty() { Vec::new() } else { runner.run(tasks, progress)? };
-    let encoded = plan.assemble(&previous.cache, encoded)?;
-    report.phases.encode = t.elapsed().as_secs_f64();
+    let encoded = encode_plan(&plan, tasks, previous, runner, progress, &mut report)?;
     let t = Instant::now();
     let shards = merge_shards(plan, &encoded, count, progress)?;
     report.resident_bytes = shards.indexes.iter().map(|s| s.manifest.resident_bytes).sum();
     report.phases.merge = t.elapsed().as_secs_f64();
     report.seconds = report.phases.total();
     Ok(BuiltShards { shards, encoded, report })
+}
+
+/// Runs `tasks` with `runner` and assembles every encoded shard of `plan` (what the tasks
+/// did not encode comes from `previous`'s cache), recording the runner and the encode
+/// phase in `report`.
+fn encode_plan(
+    plan: &Plan,
+    tasks: Vec<EncodeTask>,
+    previous: &Previous,
+    runner: &dyn EncodeRunner,
+    progress: Progress,
+    report: &mut BuildReport,
+) -> Result<Vec<EncodedShard>> {
+    report.workers = runner.workers();
+    report.backend = runner.backend().to_string();
+    let t = Instant::now();
+    let encoded = if tasks.is_empty() { Vec::new() } else { runner.run(tasks, progress)? };
+    let shards = plan.assemble(&previous.cache, encoded)?;
+    report.phases.encode = t.elapsed().as_secs_f64();
+    Ok(shards)
 }
 
 /// What [`build`] would do, without encoding or writing anything: the plan's figures
