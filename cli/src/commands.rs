@@ -142,8 +142,11 @@ pub fn run(cli: Cli) -> Result<()> {
                     shards.indexes.into_iter().map(|i| loaded.engine(Arc::new(i))).collect::<Result<_, _>>()?;
                 let router = ShardSet::new(engines, Some(shards.order))?;
                 let out = router.search(&req)?;
-                if out.degraded() {
-                    eprintln!("{} of {} shards answered", out.answered, out.of);
+                for (shard, why) in &out.failed_shards {
+                    eprintln!("shard {shard} did not answer: {why}");
+                }
+                for (shard, path, why) in &out.partial {
+                    eprintln!("shard {shard} answered without its {path} path: {why}");
                 }
                 return print_hits(&router, &out.outcome, json);
             }

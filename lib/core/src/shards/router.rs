@@ -36,12 +36,17 @@ pub struct ShardedOutcome {
     pub of: usize,
     /// Each shard that did not answer, with why.
     pub failed_shards: Vec<(usize, String)>,
+    /// Each path that failed on a shard that answered with its other paths, with why:
+    /// that path's list lacks the shard's candidates (a path that failed on every shard
+    /// is in the outcome's `failed_paths` instead).
+    pub partial: Vec<(usize, Path, String)>,
 }
 
 impl ShardedOutcome {
-    /// Whether some shard did not answer (the results come from the others).
+    /// Whether some shard did not answer, or answered without some path (the results come
+    /// from the rest).
     pub fn degraded(&self) -> bool {
-        self.answered < self.of
+        self.answered < self.of || !self.partial.is_empty()
     }
 }
 
@@ -161,6 +166,11 @@ impl ShardSet {
             let why = failed_shards.iter().map(|(s, e)| format!("shard {s}: {e}")).collect::<Vec<_>>().join("; ");
             return Err(Error::NoShardAnswered(why));
         }
+        let partial: Vec<(usize, Path, String)> = answered
+            .iter()
+            .flat_map(|(s, r)| r.failed_paths.iter().map(move |(p, why)| (*s, *p, why.clone())))
+            .filter(|(_, p, _)| answered.iter().any(|(_, r)| r.used_paths.contains(p)))
+            .collect();
         let mut merged = self.merge(req, answered);
         merged.dense_query = prepared.dense.clone();
         merged.query_truncated = query_truncated;
@@ -168,7 +178,7 @@ impl ShardSet {
         let outcome = first.finish(self, self.newest_day, req, merged)?;
         let timings = StageTimings { total_ms: start.elapsed().as_secs_f64() * 1e3, ..outcome.timings.clone() };
         let answered = of - failed_shards.len();
-        Ok(ShardedOutcome { outcome: SearchOutcome { timings, ..outcome }, answered, of, failed_shards })
+        Ok(ShardedOutcome { outcome: SearchOutcome { timings, ..outcome }, answered, of, failed_shards, partial })
     }
 
     /// Each path's lists of the shards that answered, merged by score and cut to the
@@ -211,7 +221,8 @@ impl ShardSet {
                 *slowest = slowest.max(*ms);
             }
         }
-        // A path some shard served is served: its failure elsewhere is reported, not fatal.
+        // A path some shard served is served: its failure on the others is reported as a
+        // partial answer (`ShardedOutcome::partial`), not as a failed path.
         out.failed_paths.retain(|(p, _)| !out.used_paths.contains(p));
         out
     }

@@ -174,9 +174,24 @@ fn a_shard_that_fails_leaves_the_answer_to_the_others() {
         assert_eq!((out.answered, out.of, out.degraded()), (2, 3, true));
         assert_eq!(out.failed_shards.len(), 1);
         assert_eq!(out.failed_shards[0].0, 1);
+        assert!(out.partial.is_empty());
         assert_eq!(out.outcome.hits.len(), 10);
         assert!(out.outcome.hits.iter().all(|h| !lost.contains(&set.document(h.chunk).document_id)));
     }
+    // A shard whose dense path fails answers with its other paths: a partial answer, said so.
+    let built = shard_indexes(3);
+    let order = built.order.clone();
+    let mut shards = engines(built.indexes);
+    let dense_down = shards.remove(2).with_retriever(Box::new(Down(Path::Dense)));
+    shards.push(dense_down);
+    let set = ShardSet::new(shards, Some(order)).unwrap();
+    let out = set.search(&request(&f.queries[0])).unwrap();
+    assert_eq!((out.answered, out.of, out.degraded()), (3, 3, true));
+    assert_eq!(out.partial.len(), 1);
+    assert_eq!((out.partial[0].0, out.partial[0].1), (2, Path::Dense));
+    assert!(out.outcome.failed_paths.is_empty(), "dense served on the other shards");
+    assert_eq!(out.outcome.hits.len(), 10);
+
     let none = ShardSet::new(engines(shard_indexes(2).indexes).into_iter().map(down).collect(), None).unwrap();
     match none.search(&request(&f.queries[0])) {
         Err(Error::NoShardAnswered(why)) => assert!(why.contains("shard 0") && why.contains("shard 1"), "{why}"),
