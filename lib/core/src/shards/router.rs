@@ -1,7 +1,7 @@
 //! The router: one search over every shard of an index, answered as one index would.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
@@ -15,7 +15,9 @@ use crate::pipeline::{ChunkSource, Engine, Path, PathHit, Retrieved, SearchOutco
 /// gives, each document's chunks in order), so every tie between equal scores breaks as it
 /// would there ([`ShardSet::locate`] finds a chunk's shard).
 pub struct ShardSet {
-    engines: Vec<Engine>,
+    engines: Vec<Arc<Engine>>,
+    /// How long a search waits for a shard before leaving it out (`None`: for every one).
+    deadline: Option<Duration>,
     /// Global document → (shard, the shard's document).
     docs: Vec<(u32, u32)>,
     /// Global document → its first global chunk.
@@ -96,11 +98,20 @@ impl ShardSet {
             next += engines[s as usize].index().chunks_of(d).len() as u32;
         }
         let newest_day = engines.iter().filter_map(Engine::newest_day).max();
-        Ok(ShardSet { engines, docs, first_chunk, global_doc, newest_day })
+        let engines = engines.into_iter().map(Arc::new).collect();
+        Ok(ShardSet { engines, deadline: None, docs, first_chunk, global_doc, newest_day })
+    }
+
+    /// Leaves out of a search any shard that has not answered within `deadline` (by
+    /// default a search waits for every shard): its work goes on in the background and its
+    /// answer is dropped.
+    pub fn with_deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = Some(deadline);
+        self
     }
 
     /// The shards' engines, in shard order.
-    pub fn engines(&self) -> &[Engine] {
+    pub fn engines(&self) -> &[Arc<Engine>] {
         &self.engines
     }
 
@@ -147,8 +158,7 @@ impl ShardSet {
         };
         let encode_ms = t.elapsed().as_secs_f64() * 1e3;
         let shard_req = SearchRequest { prepared: Some(prepared.clone()), ..req.clone() };
-        let answers: Vec<Result<Retrieved>> =
-            self.engines.par_iter().with_max_len(1).map(|e| e.retrieve_paths(&shard_req)).collect();
+        let answers = self.ask_every_shard(&shard_req);
         let of = answers.len();
         let mut failed_shards = Vec::new();
         let mut answered = Vec::new();
@@ -179,6 +189,37 @@ impl ShardSet {
         let timings = StageTimings { total_ms: start.elapsed().as_secs_f64() * 1e3, ..outcome.timings.clone() };
         let answered = of - failed_shards.len();
         Ok(ShardedOutcome { outcome: SearchOutcome { timings, ..outcome }, answered, of, failed_shards, partial })
+    }
+
+    /// Every shard's [`Engine::retrieve_paths`] for `req`, in shard order: all at once on the
+    /// rayon pool, or, with a deadline, each on a thread of its own, a shard that has not
+    /// answered by then counting as failed.
+    fn ask_every_shard(&self, req: &SearchRequest) -> Vec<Result<Retrieved>> {
+        let Some(deadline) = self.deadline else {
+            return self.engines.par_iter().with_max_len(1).map(|e| e.retrieve_paths(req)).collect();
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        for (s, engine) in self.engines.iter().enumerate() {
+            let (engine, req, tx) = (engine.clone(), req.clone(), tx.clone());
+            std::thread::spawn(move || {
+                // The router may have stopped waiting: then nobody receives this.
+                let _ = tx.send((s, engine.retrieve_paths(&req)));
+            });
+        }
+        drop(tx);
+        let until = Instant::now() + deadline;
+        let mut answers: Vec<Option<Result<Retrieved>>> = (0..self.engines.len()).map(|_| None).collect();
+        while answers.iter().any(Option::is_none) {
+            match rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
+                Ok((s, answer)) => answers[s] = Some(answer),
+                Err(_) => break,
+            }
+        }
+        let late = || Error::Component {
+            component: "index shard".into(),
+            reason: format!("no answer within its deadline of {} ms", deadline.as_millis()),
+        };
+        answers.into_iter().map(|a| a.unwrap_or_else(|| Err(late()))).collect()
     }
 
     /// Each path's lists of the shards that answered, merged by score and cut to the

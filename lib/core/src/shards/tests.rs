@@ -154,6 +154,39 @@ impl PathRetriever for Down {
     }
 }
 
+/// Answers after `.1`, as a shard on a slow or overloaded machine would.
+struct Slow(Path, std::time::Duration);
+impl PathRetriever for Slow {
+    fn path(&self) -> Path {
+        self.0
+    }
+    fn retrieve(&self, _: &PreparedQuery, _: Option<&Bitset>, _: usize) -> crate::error::Result<Vec<PathHit>> {
+        std::thread::sleep(self.1);
+        Ok(Vec::new())
+    }
+}
+
+#[test]
+fn a_shard_that_misses_the_deadline_is_left_out() {
+    let f = fixture();
+    let built = shard_indexes(3);
+    let order = built.order.clone();
+    let mut shards = engines(built.indexes);
+    // Slow in its dense path only: in one process a slow path holds a thread of the shared
+    // pool (every path slow would hold both of a two-core machine's), and the other shards
+    // search on the rest.
+    let slow = shards.remove(0).with_retriever(Box::new(Slow(Path::Dense, std::time::Duration::from_secs(20))));
+    shards.insert(0, slow);
+    // Generous for the shards that answer (a search of one takes well under a second, in
+    // a debug build beside other tests), far short of the slow one.
+    let set = ShardSet::new(shards, Some(order)).unwrap().with_deadline(std::time::Duration::from_secs(8));
+    let out = set.search(&request(&f.queries[0])).unwrap();
+    assert_eq!((out.answered, out.of, out.degraded()), (2, 3, true));
+    assert_eq!(out.failed_shards[0].0, 0);
+    assert!(out.failed_shards[0].1.contains("deadline of 8000 ms"), "{}", out.failed_shards[0].1);
+    assert_eq!(out.outcome.hits.len(), 10);
+}
+
 fn down(engine: Engine) -> Engine {
     Path::ALL.iter().fold(engine, |e, &p| e.with_retriever(Box::new(Down(p))))
 }
