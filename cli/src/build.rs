@@ -8,12 +8,11 @@ use std::sync::Mutex;
 
 use anyhow::{bail, Context, Result};
 use sextant_core::build::{
-    build_shards, encode_task, shard_file, BuildOptions, BuildReport, EncodeRunner, EncodeTask, EncodedShard,
-    InProcess, Previous, Progress, REPORT_FILE,
+    build_shards, encode_task, BuildOptions, BuildReport, EncodeRunner, EncodeTask, EncodedShard, InProcess, Previous,
+    Progress,
 };
 use sextant_core::encode::{DenseEncoder, ModelSet, SparseEncoder, TextTokenizer};
 use sextant_core::error::Error as CoreError;
-use sextant_core::shards::{save_sharded, RootManifest, Shards, ROOT_MANIFEST};
 use sextant_core::storage::{LocalDir, Storage};
 
 /// Times a failed encode task is tried again before the build fails.
@@ -157,40 +156,10 @@ pub fn dry_run(
     Ok(sextant_core::build::dry_run(documents, attachments, options, (&dense, &sparse), &previous)?)
 }
 
-/// `previous` with the vectors a sharded index at `storage` saved beside its shards (those
-/// its root manifest lists): a build of any shard count reuses them. An unreadable file is
-/// only vectors less to reuse.
-fn with_root_vectors(mut previous: Previous, storage: &LocalDir) -> Previous {
-    let Ok(root) = storage.read(ROOT_MANIFEST) else { return previous };
-    let Ok(root) = serde_json::from_slice::<RootManifest>(&root) else { return previous };
-    for name in &root.encoded {
-        match storage.read_blob(name) {
-            Ok(bytes) => previous.cache.add_file(&bytes),
-            Err(_) => previous.cache.rejected += 1,
-        }
-    }
-    previous
-}
-
-/// Writes a sharded build to `storage`: the vector cache, the shards and their root
-/// manifest (the commit point), then `build_report.json`.
-fn save_shards(storage: &LocalDir, shards: Shards, encoded: &[EncodedShard], report: &mut BuildReport) -> Result<()> {
-    let t = std::time::Instant::now();
-    let names: Vec<String> = (0..encoded.len()).map(shard_file).collect();
-    for (shard, name) in encoded.iter().zip(&names) {
-        storage.write(name, &shard.to_bytes()?)?;
-    }
-    save_sharded(storage, &shards, &names)?;
-    report.phases.write = t.elapsed().as_secs_f64();
-    report.seconds = report.phases.total();
-    storage.write(REPORT_FILE, &serde_json::to_vec_pretty(report)?)?;
-    Ok(())
-}
-
 /// Runs a build into `cmd.out` and returns its report (also at `out/build_report.json`).
 pub fn run(models: &ModelSet, cmd: BuildCommand) -> Result<BuildReport> {
     let storage = LocalDir::new(cmd.out);
-    let previous = with_root_vectors(Previous::read(&storage), &storage);
+    let previous = Previous::read(&storage);
     let tokenizers = (TextTokenizer::of_model(&models.dense)?, TextTokenizer::of_model(&models.sparse)?);
     let bar = crate::progress::ProgressDisplay::new();
     let progress = |stage: &str, done: usize, total: usize| bar.update(stage, done, total);
@@ -215,11 +184,10 @@ pub fn run(models: &ModelSet, cmd: BuildCommand) -> Result<BuildReport> {
     if cmd.shards > 1 {
         let built = build_shards(cmd.documents, &cmd.options, tk, &previous, runner, cmd.shards, &progress)?;
         bar.finish();
-        let mut report = built.report;
-        report.phases.read = cmd.read_seconds;
-        report.skipped_files = cmd.skipped_files;
-        save_shards(&storage, built.shards, &built.encoded, &mut report)?;
-        return Ok(report);
+        let mut built = built;
+        built.report.phases.read = cmd.read_seconds;
+        built.report.skipped_files = cmd.skipped_files;
+        return Ok(built.save(&storage, &previous)?);
     }
     let mut built =
         sextant_core::build::build(cmd.documents, cmd.attachments, &cmd.options, tk, &previous, runner, &progress)?;
@@ -227,10 +195,6 @@ pub fn run(models: &ModelSet, cmd: BuildCommand) -> Result<BuildReport> {
     built.report.phases.read = cmd.read_seconds;
     built.report.skipped_files = cmd.skipped_files;
     let report = built.save(&storage, &previous)?.report;
-    if !report.unchanged {
-        // A single index now: a root left by an earlier sharded build would shadow it.
-        storage.remove(ROOT_MANIFEST)?;
-    }
     if report.tokens_beyond_window > 0 {
         eprintln!("warning: {} tokens beyond the encoders' window (a title fills it)", report.tokens_beyond_window);
     }

@@ -85,7 +85,7 @@ pub fn merge_shards(plan: Plan, shards: &[EncodedShard], count: usize, progress:
         out.push(index);
     }
     progress("shards", count, count);
-    Ok(Shards { indexes: out, order, stats })
+    Ok(Shards { indexes: out, order, stats, inputs_sha256: plan.inputs_sha256.clone() })
 }
 
 /// Checks that `shards` hold exactly `plan`'s chunks, each record intact, and returns

@@ -35,7 +35,7 @@ use crate::encode::{Backend, DenseEncoder, SparseEncoder, TextTokenizer};
 use crate::error::Result;
 use crate::index::format::{read_manifest, Manifest};
 use crate::index::Index;
-use crate::shards::Shards;
+use crate::shards::{RootManifest, Shards};
 use crate::storage::Storage;
 
 /// Receives `(stage, done, total)` while a build runs.
@@ -83,13 +83,19 @@ impl EncodeRunner for InProcess<'_> {
 }
 
 /// What the previous version of an index offers a build: its manifest (to tell an
-/// unchanged build) and its encoded vectors.
+/// unchanged build), its root manifest when it was sharded, and its encoded vectors.
 #[derive(Debug, Default)]
 pub struct Previous {
     /// Its manifest, if it had a readable one.
     pub manifest: Option<Manifest>,
+    /// Its root manifest, if it was a sharded index with a readable one ([`crate::shards`]):
+    /// then it shadows any single index's manifest beside it.
+    pub root: Option<RootManifest>,
     /// Its encoded vectors by content key.
     pub cache: VectorCache,
+    /// The encoded files the cache was read from: a save removes those it does not write
+    /// again.
+    pub encoded: Vec<String>,
 }
 
 impl Previous {
@@ -98,25 +104,47 @@ impl Previous {
         Self::default()
     }
 
-    /// Reads the previous version in `storage`. Never fails: no index there, or an
-    /// unreadable one, is no previous version, and an unreadable or damaged shard file
-    /// counts as rejected cache entries (encoded again).
+    /// Reads the previous version in `storage`, a single index or a sharded one. Never
+    /// fails: no index there, or an unreadable one, is no previous version, and an
+    /// unreadable or damaged encoded file counts as rejected cache entries (encoded again).
     pub fn read(storage: &dyn Storage) -> Self {
-        let Ok(manifest) = read_manifest(storage) else {
-            return Self::none();
-        };
-        let mut cache = VectorCache::new();
-        for name in manifest.build.iter().flat_map(|b| &b.encoded) {
-            match storage.read_blob(name) {
-                Ok(bytes) => cache.add_file(&bytes),
-                Err(_) => cache.rejected += 1,
-            }
-        }
-        Previous { manifest: Some(manifest), cache }
+        let mut previous = Self::none();
+        previous.manifest = read_manifest(storage).ok();
+        previous.root = storage
+            .read(crate::shards::ROOT_MANIFEST)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<RootManifest>(&bytes).ok());
+        let single = previous.manifest.iter().flat_map(|m| m.build.iter()).flat_map(|b| &b.encoded);
+        let mut names: Vec<String> = single.chain(previous.root.iter().flat_map(|r| &r.encoded)).cloned().collect();
+        names.sort();
+        names.dedup();
+        previous.add_encoded(storage, &names);
+        previous.encoded = names;
+        previous
     }
 
-    /// The fingerprint the previous version was built from, if it records one.
+    /// Adds to the cache the vectors of the encoded files `names` in `storage`; a file that
+    /// cannot be read counts as rejected (its chunks are encoded again).
+    pub fn add_encoded(&mut self, storage: &dyn Storage, names: &[String]) {
+        for name in names {
+            match storage.read_blob(name) {
+                Ok(bytes) => self.cache.add_file(&bytes),
+                Err(_) => self.cache.rejected += 1,
+            }
+        }
+    }
+
+    /// Removes the encoded files the previous version had and `kept` does not name.
+    fn remove_stale(&self, storage: &dyn Storage, kept: &[String]) -> Result<()> {
+        self.encoded.iter().filter(|n| !kept.contains(n)).try_for_each(|n| storage.remove(n))
+    }
+
+    /// The fingerprint the previous single index was built from, if it records one and no
+    /// sharded index shadows it.
     pub fn inputs_sha256(&self) -> Option<&str> {
+        if self.root.is_some() {
+            return None;
+        }
         self.manifest.as_ref()?.build.as_ref().map(|b| b.inputs_sha256.as_str())
     }
 }
@@ -156,6 +184,20 @@ pub enum Planned {
 }
 
 impl BuildReport {
+    /// The report of a build whose inputs are the previous version's: `chunks` all reused,
+    /// nothing written, planning since `start`.
+    fn unchanged(options: &BuildOptions, documents: usize, chunks: usize, start: Instant) -> Self {
+        BuildReport {
+            index_id: options.index_id.clone(),
+            documents,
+            chunks,
+            chunks_reused: chunks,
+            unchanged: true,
+            phases: Phases { plan: start.elapsed().as_secs_f64(), ..Default::default() },
+            ..Default::default()
+        }
+    }
+
     /// The report of a plan whose encode tasks are `tasks`: every chunk they do not encode
     /// is reused (from the cache, or as a repeat of a chunk encoded in this build).
     fn planned(plan: &Plan, tasks: &[EncodeTask], previous: &Previous) -> Self {
@@ -188,15 +230,7 @@ pub fn plan_build(
     let fingerprint = inputs_sha256(&documents, options, attachments)?;
     if previous.inputs_sha256() == Some(fingerprint.as_str()) {
         let chunks = previous.manifest.as_ref().map_or(0, |m| m.chunks);
-        return Ok(Planned::Unchanged(BuildReport {
-            index_id: options.index_id.clone(),
-            documents: documents.len(),
-            chunks,
-            chunks_reused: chunks,
-            unchanged: true,
-            phases: Phases { plan: t.elapsed().as_secs_f64(), ..Default::default() },
-            ..Default::default()
-        }));
+        return Ok(Planned::Unchanged(BuildReport::unchanged(options, documents.len(), chunks, t)));
     }
     let plan = plan(documents, options, fingerprint, tokenizers.0, tokenizers.1)?;
     let tasks = plan.tasks(&previous.cache);
@@ -239,8 +273,9 @@ pub fn build(
 /// An index built as shards ([`build_shards`]): the shards, BM25's statistics over all of
 /// them, the encoded vectors (the cache of the next build) and what the build did.
 pub struct BuiltShards {
-    /// The index shards, where their documents stand, and BM25's statistics.
-    pub shards: Shards,
+    /// The index shards, where their documents stand, and BM25's statistics; `None` when
+    /// the inputs and the shard count were the previous version's.
+    pub shards: Option<Shards>,
     /// The encoded vectors, in plan order.
     pub encoded: Vec<EncodedShard>,
     /// What the build did (`chunks_encoded` counts only what `previous` lacked).
@@ -250,7 +285,8 @@ pub struct BuiltShards {
 /// Builds the index of `documents` as `count` index shards ([`merge_shards`]), reusing
 /// `previous`'s vectors and encoding the rest with `runner`. The vectors are keyed by
 /// content, not by shard, so building the same documents with another `count` from the
-/// vectors of a build with any count encodes nothing.
+/// vectors of a build with any count encodes nothing. When `previous` is a sharded index
+/// of the same inputs and count, nothing is planned, encoded or written.
 pub fn build_shards(
     documents: Vec<Document>,
     options: &BuildOptions,
@@ -263,6 +299,14 @@ pub fn build_shards(
     progress("plan", 0, 1);
     let t = Instant::now();
     let fingerprint = inputs_sha256(&documents, options, &[])?;
+    if let Some(root) = previous.root.as_ref().filter(|r| r.inputs_sha256 == fingerprint && r.shards.len() == count) {
+        let chunks = root.shards.iter().map(|s| s.chunks).sum();
+        let mut report = BuildReport::unchanged(options, documents.len(), chunks, t);
+        report.workers = runner.workers();
+        report.backend = runner.backend().to_string();
+        report.seconds = report.phases.total();
+        return Ok(BuiltShards { shards: None, encoded: Vec::new(), report });
+    }
     let plan = plan(documents, options, fingerprint, tokenizers.0, tokenizers.1)?;
     let tasks = plan.tasks(&previous.cache);
     let mut report = BuildReport::planned(&plan, &tasks, previous);
@@ -273,7 +317,45 @@ pub fn build_shards(
     report.resident_bytes = shards.indexes.iter().map(|s| s.manifest.resident_bytes).sum();
     report.phases.merge = t.elapsed().as_secs_f64();
     report.seconds = report.phases.total();
-    Ok(BuiltShards { shards, encoded, report })
+    Ok(BuiltShards { shards: Some(shards), encoded, report })
+}
+
+impl BuiltShards {
+    /// Writes the build to `storage`: the encoded vectors, the shards and their root
+    /// manifest (the commit point, [`save_sharded`](crate::shards::save_sharded)), then
+    /// `build_report.json`. An unchanged build writes nothing. After the commit, what the
+    /// previous version had and this one does not is removed: shards past the new count, a
+    /// single index that was there, encoded files no longer written. Returns the report
+    /// with the write phase filled in.
+    pub fn save(self, storage: &dyn Storage, previous: &Previous) -> Result<BuildReport> {
+        let mut report = self.report;
+        let Some(shards) = self.shards else {
+            return Ok(report);
+        };
+        let t = Instant::now();
+        let names = write_encoded(storage, &self.encoded)?;
+        crate::shards::save_sharded(storage, &shards, &names)?;
+        if let Some(root) = &previous.root {
+            crate::shards::remove_sharded(storage, root, shards.indexes.len())?;
+        }
+        if previous.manifest.is_some() {
+            crate::index::format::remove_index(storage)?;
+        }
+        previous.remove_stale(storage, &names)?;
+        report.phases.write = t.elapsed().as_secs_f64();
+        report.seconds = report.phases.total();
+        storage.write(REPORT_FILE, &serde_json::to_vec_pretty(&report)?)?;
+        Ok(report)
+    }
+}
+
+/// Writes `encoded` to `storage` as [`shard_file`]`(0..)`, in parallel, and returns their
+/// names.
+fn write_encoded(storage: &dyn Storage, encoded: &[EncodedShard]) -> Result<Vec<String>> {
+    use rayon::prelude::*;
+    let names: Vec<String> = (0..encoded.len()).map(shard_file).collect();
+    encoded.par_iter().zip(&names).try_for_each(|(shard, name)| storage.write(name, &shard.to_bytes()?))?;
+    Ok(names)
 }
 
 /// Runs `tasks` with `runner` and assembles every encoded shard of `plan` (what the tasks
@@ -320,32 +402,27 @@ pub fn dry_run(
 impl Built {
     /// Writes the build to `storage`: the encoded shards, then the index and attachments
     /// (the manifest last, the commit point), then `build_report.json`. An unchanged build
-    /// writes nothing. Shard files of the previous version that this one no longer has
-    /// are removed after the commit. Returns the report with the write phase filled in and
+    /// writes nothing. After the commit, encoded files of the previous version that this
+    /// one no longer has are removed, and so is a sharded index that was there (its root
+    /// first, so the new index is what loads). Returns the report with the write phase filled in and
     /// the index as saved (its manifest lists the shards), so a caller that serves it need
     /// not read it back.
     pub fn save(self, storage: &dyn Storage, previous: &Previous) -> Result<Saved> {
-        use rayon::prelude::*;
         let mut report = self.report;
         let Some(mut index) = self.index else {
             return Ok(Saved { report, index: None });
         };
         let t = Instant::now();
-        let names: Vec<String> = (0..self.shards.len()).map(shard_file).collect();
-        self.shards
-            .par_iter()
-            .zip(&names)
-            .map(|(shard, name)| storage.write(name, &shard.to_bytes()?))
-            .collect::<Result<Vec<()>>>()?;
+        let names = write_encoded(storage, &self.shards)?;
         if let Some(b) = index.manifest.build.as_mut() {
             b.encoded = names.clone();
         }
         index.manifest = index.save_with(storage, self.attachments)?;
-        for stale in previous.manifest.iter().flat_map(|m| m.build.iter()).flat_map(|b| &b.encoded) {
-            if !names.contains(stale) {
-                storage.remove(stale)?;
-            }
+        if let Some(root) = &previous.root {
+            // A single index now: the sharded one's root would shadow it.
+            crate::shards::remove_sharded(storage, root, 0)?;
         }
+        previous.remove_stale(storage, &names)?;
         report.phases.write = t.elapsed().as_secs_f64();
         report.seconds = report.phases.total();
         storage.write(REPORT_FILE, &serde_json::to_vec_pretty(&report)?)?;
@@ -463,7 +540,7 @@ impl Previous {
         for shard in encoded {
             cache.insert(shard.records.iter().cloned());
         }
-        Previous { manifest: None, cache }
+        Previous { cache, ..Previous::none() }
     }
 }
 

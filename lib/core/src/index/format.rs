@@ -128,6 +128,14 @@ pub fn write_files(storage: &dyn Storage, files: Vec<(String, Vec<u8>)>, mut man
     Ok(manifest)
 }
 
+/// Removes the index in `storage`, if one is there: its manifest first (from then on no
+/// index is there), then every file it listed.
+pub fn remove_index(storage: &dyn Storage) -> Result<()> {
+    let Ok(manifest) = read_manifest(storage) else { return Ok(()) };
+    storage.remove(MANIFEST)?;
+    manifest.files.iter().try_for_each(|f| storage.remove(&f.name))
+}
+
 /// Reads and checks the manifest.
 pub fn read_manifest(storage: &dyn Storage) -> Result<Manifest> {
     let bytes = storage.read(MANIFEST)?;

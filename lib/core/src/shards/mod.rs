@@ -21,7 +21,8 @@ mod router;
 
 pub use assign::shard_of;
 pub use root::{
-    load_sharded, save_sharded, shard_prefix, RootManifest, ShardEntry, Shards, ORDER_FILE, ROOT_MANIFEST, STATS_FILE,
+    load_sharded, remove_sharded, save_sharded, shard_prefix, RootManifest, ShardEntry, Shards, ORDER_FILE,
+    ROOT_MANIFEST, STATS_FILE,
 };
 pub use router::{ShardSet, ShardedOutcome};
 

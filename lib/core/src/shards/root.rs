@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::index::format::{sha256_hex, FileEntry, MANIFEST};
+use crate::index::format::{remove_index, sha256_hex, FileEntry, MANIFEST};
 use crate::index::{Index, LexicalStats};
 use crate::storage::{Storage, Within};
 
@@ -27,6 +27,9 @@ pub struct Shards {
     pub order: Vec<Vec<u32>>,
     /// BM25's statistics over every shard.
     pub stats: LexicalStats,
+    /// The fingerprint of the build's inputs ([`inputs_sha256`](crate::build::inputs_sha256)):
+    /// a build of the same inputs into the same shard count publishes nothing.
+    pub inputs_sha256: String,
 }
 /// The format name written in every root manifest.
 const ROOT_FORMAT: &str = "sextant-sharded-index";
@@ -69,13 +72,16 @@ pub struct RootManifest {
     /// checksum), for the next build: not read by a search.
     #[serde(default)]
     pub encoded: Vec<String>,
+    /// The fingerprint of the build's inputs ([`Shards::inputs_sha256`]).
+    #[serde(default)]
+    pub inputs_sha256: String,
 }
 
 /// Writes `shards` (shard `k` under [`shard_prefix`]`(k)`, with its documents' order),
 /// BM25's statistics over all of them, then the root manifest, the commit point, naming
 /// `encoded`, the vector cache files the caller saved beside them.
 pub fn save_sharded(storage: &dyn Storage, shards: &Shards, encoded: &[String]) -> Result<RootManifest> {
-    let Shards { indexes, order, stats } = shards;
+    let Shards { indexes, order, stats, inputs_sha256 } = shards;
     if order.len() != indexes.len() || indexes.iter().zip(order).any(|(i, o)| i.documents.len() != o.len()) {
         return Err(Error::invalid("shards", "one document order per shard, one entry per document"));
     }
@@ -102,6 +108,7 @@ pub fn save_sharded(storage: &dyn Storage, shards: &Shards, encoded: &[String]) 
         shards: entries,
         stats: FileEntry { name: STATS_FILE.into(), bytes: bytes.len() as u64, sha256: sha256_hex(&bytes) },
         encoded: encoded.to_vec(),
+        inputs_sha256: inputs_sha256.clone(),
     };
     storage.write(ROOT_MANIFEST, &serde_json::to_vec_pretty(&root)?)?;
     Ok(root)
@@ -166,5 +173,20 @@ pub fn load_sharded(storage: &dyn Storage) -> Result<Option<(RootManifest, Shard
         })
         .collect::<Result<Vec<(Index, Vec<u32>)>>>()?;
     let (indexes, order) = loaded.into_iter().unzip();
-    Ok(Some((root, Shards { indexes, order, stats })))
+    let inputs_sha256 = root.inputs_sha256.clone();
+    Ok(Some((root, Shards { indexes, order, stats, inputs_sha256 })))
+}
+
+/// Removes from `storage` the shards of the sharded index `root` describes from shard
+/// `keep` on; with `keep` = 0, the whole sharded index, its root manifest first (from then
+/// on no sharded index is there).
+pub fn remove_sharded(storage: &dyn Storage, root: &RootManifest, keep: usize) -> Result<()> {
+    if keep == 0 {
+        storage.remove(ROOT_MANIFEST)?;
+        storage.remove(STATS_FILE)?;
+    }
+    for entry in root.shards.iter().skip(keep) {
+        remove_index(&Within::new(storage, entry.prefix.clone()))?;
+    }
+    Ok(())
 }

@@ -65,8 +65,9 @@ fn shard_indexes(k: usize) -> Shards {
     let built =
         build_shards(f.documents.clone(), &f.options, tokenizers, &previous, &runner, k, &|_, _, _| {}).unwrap();
     assert_eq!(built.report.chunks_encoded, 0, "sharding reuses every vector");
-    assert_eq!(built.shards.indexes.len(), k);
-    built.shards
+    let shards = built.shards.expect("a first sharded build is never unchanged");
+    assert_eq!(shards.indexes.len(), k);
+    shards
 }
 
 fn engines(indexes: Vec<Index>) -> Vec<Engine> {
@@ -141,6 +142,68 @@ fn a_sharded_index_is_saved_and_loaded_by_its_root() {
     shards.indexes[0].save(&crate::storage::Within::new(&storage, shard_prefix(1))).unwrap();
     let err = load_sharded(&storage).err().expect("a shard the root does not name");
     assert!(err.to_string().contains("shards/001/manifest.json"), "{err}");
+}
+
+/// Builds the fixture's documents into `storage` as `k` shards (1: a single index), with
+/// the vectors already there, and returns the report.
+fn build_into(storage: &dyn crate::storage::Storage, k: usize) -> crate::build::BuildReport {
+    let f = fixture();
+    let runner = InProcess { dense: &f.dense, sparse: &f.sparse };
+    let tokenizers = (f.dense.tokenizer(), f.sparse.tokenizer());
+    let previous = Previous::read(storage);
+    let docs = f.documents.clone();
+    let report = match k {
+        1 => {
+            build(docs, Vec::new(), &f.options, tokenizers, &previous, &runner, &|_, _, _| {})
+                .unwrap()
+                .save(storage, &previous)
+                .unwrap()
+                .report
+        }
+        _ => build_shards(docs, &f.options, tokenizers, &previous, &runner, k, &|_, _, _| {})
+            .unwrap()
+            .save(storage, &previous)
+            .unwrap(),
+    };
+    assert_eq!(report.chunks_encoded, 0, "every vector is in the directory's cache");
+    report
+}
+
+#[test]
+fn an_index_directory_holds_its_last_build_whatever_the_shard_count() {
+    use crate::index::format::MANIFEST;
+    use crate::storage::Storage;
+    let f = fixture();
+    // On disk: a memory store hands a blob out only once.
+    let dir = tempfile::tempdir().unwrap();
+    let storage = LocalDir::new(dir.path());
+    // The first build, a single index, reuses the fixture's vectors from memory.
+    let runner = InProcess { dense: &f.dense, sparse: &f.sparse };
+    let tokenizers = (f.dense.tokenizer(), f.sparse.tokenizer());
+    let previous = Previous::with_vectors(&f.encoded);
+    build(f.documents.clone(), Vec::new(), &f.options, tokenizers, &previous, &runner, &|_, _, _| {})
+        .unwrap()
+        .save(&storage, &previous)
+        .unwrap();
+    let has = |key: &str| storage.exists(key).unwrap();
+
+    assert!(!build_into(&storage, 3).unchanged);
+    assert!(has(ROOT_MANIFEST) && has("shards/002/manifest.json"));
+    assert!(!has(MANIFEST), "the single index the root shadows is removed");
+
+    let root = storage.read(ROOT_MANIFEST).unwrap();
+    assert!(build_into(&storage, 3).unchanged, "same inputs, same count");
+    assert_eq!(storage.read(ROOT_MANIFEST).unwrap(), root, "an unchanged build writes nothing");
+
+    assert!(!build_into(&storage, 2).unchanged);
+    assert!(!has("shards/002/manifest.json") && !has("shards/002/documents.order"), "shard 2 is gone");
+    assert_eq!(load_sharded(&storage).unwrap().expect("a root").1.indexes.len(), 2);
+
+    // The same inputs as the first single build: still a build, since the root shadowed it.
+    assert!(!build_into(&storage, 1).unchanged);
+    assert!(!has(ROOT_MANIFEST) && !has(STATS_FILE) && !has("shards/000/manifest.json"));
+    assert!(load_sharded(&storage).unwrap().is_none());
+    assert_eq!(Index::load(&storage).unwrap().documents.len(), 400);
 }
 
 /// Fails every search, as a shard whose process died would.
