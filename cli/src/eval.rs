@@ -161,7 +161,14 @@ fn compare_shards(
         .collect::<Result<_>>()?;
     let loaded = LoadedModels::load(models)?;
     for &k in counts {
-        let shards = crate::indexes::beir_shards(beir, set, models, build, k)?;
+        let shards = crate::indexes::beir_shards(
+            beir,
+            set,
+            models,
+            (engine.dense_encoder(), engine.sparse_encoder()),
+            build,
+            k,
+        )?;
         let engines = shards.indexes.into_iter().map(|i| loaded.engine(Arc::new(i))).collect::<Result<Vec<_>, _>>()?;
         let router = ShardSet::new(engines, Some(shards.order))?;
         let (mut identical, mut overlap, mut degraded) = (0usize, 0.0f64, 0usize);

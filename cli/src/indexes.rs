@@ -29,11 +29,7 @@ pub const GRAPH_RECIPE: u32 = 2;
 /// that differs from one of them only in BM25's settings (`--k1`, `--b`,
 /// `--bm25-stemming`) takes seconds, because no chunk is encoded again.
 pub fn beir_index(beir: &FsPath, set: &BeirSet, models: &ModelSet, build: &BuildArgs) -> Result<Index> {
-    let name = beir.file_name().and_then(|n| n.to_str()).unwrap_or("beir").to_string();
-    let corpus_sum = sha256_hex(&std::fs::read(beir.join("corpus.jsonl"))?);
-    // Vectors are keyed by content, so those of any cached index of this corpus are reused,
-    // whatever its format version or settings.
-    let corpus_key = format!("beir-{name}-{}-", &corpus_sum[..12]);
+    let (name, corpus_key) = corpus_key(beir)?;
     let root = cache_dir().join("indexes");
     let dir = root.join(format!("{corpus_key}f{FORMAT_VERSION}-{}", build.index_key()));
     let (index, _) = cached_index(&dir, |dir| {
@@ -42,17 +38,32 @@ pub fn beir_index(beir: &FsPath, set: &BeirSet, models: &ModelSet, build: &Build
     Ok(index)
 }
 
-/// The index of a BEIR corpus as `count` index shards ([`sextant_core::shards`]), built
-/// in memory from the vectors of the corpus's cached indexes ([`beir_index`] first: then
-/// nothing is encoded).
-pub fn beir_shards(beir: &FsPath, set: &BeirSet, models: &ModelSet, build: &BuildArgs, count: usize) -> Result<Shards> {
+/// A BEIR set's name (its directory's) and the prefix of its cached indexes' directories,
+/// keyed by the corpus's checksum. Vectors are keyed by content, so those of any cached
+/// index of the corpus are reused, whatever its format version or settings.
+fn corpus_key(beir: &FsPath) -> Result<(String, String)> {
     let name = beir.file_name().and_then(|n| n.to_str()).unwrap_or("beir").to_string();
     let corpus_sum = sha256_hex(&std::fs::read(beir.join("corpus.jsonl"))?);
-    let corpus_key = format!("beir-{name}-{}-", &corpus_sum[..12]);
+    let key = format!("beir-{name}-{}-", &corpus_sum[..12]);
+    Ok((name, key))
+}
+
+/// The index of a BEIR corpus as `count` index shards ([`sextant_core::shards`]), built
+/// in memory from the vectors of the corpus's cached indexes ([`beir_index`] first: then
+/// nothing is encoded; what is missing is encoded with `encoders`).
+pub fn beir_shards(
+    beir: &FsPath,
+    set: &BeirSet,
+    models: &ModelSet,
+    encoders: (&DenseEncoder, &SparseEncoder),
+    build: &BuildArgs,
+    count: usize,
+) -> Result<Shards> {
+    let (name, corpus_key) = corpus_key(beir)?;
     let previous = cached_vectors(&cache_dir().join("indexes"), &corpus_key);
-    let (dense, sparse) = (DenseEncoder::load(&models.dense)?, SparseEncoder::load(&models.sparse)?);
+    let (dense, sparse) = encoders;
     let options = build_options(models, &name, build)?;
-    let runner = InProcess { dense: &dense, sparse: &sparse };
+    let runner = InProcess { dense, sparse };
     let tokenizers = (dense.tokenizer(), sparse.tokenizer());
     let built = build_shards(set.documents.clone(), &options, tokenizers, &previous, &runner, count, &|_, _, _| {})?;
     tracing::info!(
@@ -60,7 +71,7 @@ pub fn beir_shards(beir: &FsPath, set: &BeirSet, models: &ModelSet, build: &Buil
         built.report.chunks_encoded,
         built.report.chunks_reused
     );
-    Ok(built.shards)
+    built.shards.context("a sharded build without a previous root is never unchanged")
 }
 
 /// The encoded vectors saved beside the cached indexes in `root` whose directory names
@@ -74,11 +85,8 @@ pub(crate) fn cached_vectors(root: &FsPath, prefix: &str) -> Previous {
     for entry in entries.flatten().filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with(prefix))) {
         let local = LocalDir::new(entry.path());
         let Ok(manifest) = read_manifest(&local) else { continue };
-        for name in manifest.build.iter().flat_map(|b| &b.encoded) {
-            match local.read(name) {
-                Ok(bytes) => previous.cache.add_file(&bytes),
-                Err(_) => previous.cache.rejected += 1,
-            }
+        if let Some(build) = &manifest.build {
+            previous.add_encoded(&local, &build.encoded);
         }
     }
     previous
