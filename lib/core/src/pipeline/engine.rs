@@ -385,10 +385,7 @@ impl Engine {
     /// (the lexical paths read it without instructions unless the request keeps them), and
     /// whether it was cut to the model window.
     pub fn prepare_request(&self, req: &SearchRequest) -> (PreparedQuery, bool) {
-        let lexical = match req.strip_instructions {
-            true => lexical_query(&req.query),
-            false => std::borrow::Cow::Borrowed(req.query.as_str()),
-        };
+        let lexical = lexical_text(req, req.strip_instructions);
         let text = QueryTexts { full: &req.query, lexical: &lexical };
         self.prepare_texts(text, &req.paths)
     }
@@ -427,10 +424,7 @@ impl Engine {
         let on_sparse: Vec<Path> = paths.iter().copied().filter(|&p| p != Path::Dense).collect();
         // A prepared query is already encoded (and its text is what BM25 reads): nothing
         // here reads the lexical text then.
-        let lexical = match req.strip_instructions && req.prepared.is_none() {
-            true => lexical_query(&req.query),
-            false => std::borrow::Cow::Borrowed(req.query.as_str()),
-        };
+        let lexical = lexical_text(req, req.strip_instructions && req.prepared.is_none());
         let texts = QueryTexts { full: &req.query, lexical: &lexical };
         let encode_first = |paths: &[Path]| {
             let t = Instant::now();
@@ -746,6 +740,15 @@ impl Engine {
                 .then(a.diagnostics.rrf_rank.cmp(&b.diagnostics.rrf_rank))
         });
         Ok(())
+    }
+}
+
+/// The text the lexical paths read for `req`: its query without instructions when `strip`
+/// ([`lexical_query`]), else as written.
+fn lexical_text(req: &SearchRequest, strip: bool) -> std::borrow::Cow<'_, str> {
+    match strip {
+        true => lexical_query(&req.query),
+        false => std::borrow::Cow::Borrowed(req.query.as_str()),
     }
 }
 
