@@ -1,9 +1,12 @@
 //! What the stages after retrieval (fusion, dense feedback, rerank, recency, diversity)
-//! read of the chunks they rank: one index's, or every shard's of a sharded index, whose
-//! chunks are counted across the shards ([`crate::shards`]).
+//! read of the chunks they rank ([`ChunkSource`]), and what a reader of search results
+//! reads of an index ([`IndexView`]): one index's, or every shard's of a sharded index,
+//! whose documents and chunks are counted across the shards ([`crate::shards`]).
 
-use crate::corpus::Document;
-use crate::index::Index;
+use std::ops::Range;
+
+use crate::corpus::{Chunk, Document, MetadataSchema};
+use crate::index::{Bm25Index, Index, Manifest, Provenance};
 
 /// The chunks a search ranks, by the ids its paths' lists carry.
 pub trait ChunkSource: Sync {
@@ -35,5 +38,68 @@ impl ChunkSource for Index {
     }
     fn dense_nearest(&self, chunk: u32, query: &[f32]) -> &[f32] {
         Index::dense_nearest(self, chunk, query)
+    }
+}
+
+/// An index as the API reads it around a search (filters before, results after): one
+/// index, or every shard of a sharded one, documents and chunks by their ids in the whole
+/// index (those a search's hits carry).
+pub trait IndexView: ChunkSource + Send {
+    /// The manifest; of a sharded index, the first shard's with the whole index's counts,
+    /// resident size and newest build time.
+    fn manifest(&self) -> &Manifest;
+    /// How many documents, withdrawn ones included.
+    fn document_count(&self) -> usize;
+    /// Document `d`.
+    fn document_at(&self, d: u32) -> &Document;
+    /// Whether document `d` is withdrawn (deleted from a writable index, not compacted yet).
+    fn is_withdrawn(&self, d: u32) -> bool;
+    /// The chunks of document `d`.
+    fn chunks_of(&self, d: u32) -> Range<u32>;
+    /// Chunk `c` (its `doc` is its own index's or shard's: read its document with
+    /// [`ChunkSource::document`]).
+    fn chunk(&self, c: u32) -> &Chunk;
+    /// Where chunk `c` comes from, `chunk` being `c`.
+    fn provenance(&self, c: u32) -> Provenance<'_>;
+    /// The BM25 index that holds chunk `c` (its analyzer and term weights).
+    fn bm25_of(&self, c: u32) -> &Bm25Index;
+    /// The metadata fields of the documents, with their types.
+    fn metadata_schema(&self) -> &MetadataSchema;
+    /// Every document, in order.
+    fn documents(&self) -> Box<dyn Iterator<Item = &Document> + '_> {
+        Box::new((0..self.document_count() as u32).map(|d| self.document_at(d)))
+    }
+}
+
+impl IndexView for Index {
+    fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+    fn document_count(&self) -> usize {
+        self.documents.len()
+    }
+    fn document_at(&self, d: u32) -> &Document {
+        &self.documents[d as usize]
+    }
+    fn is_withdrawn(&self, d: u32) -> bool {
+        Index::is_withdrawn(self, d)
+    }
+    fn chunks_of(&self, d: u32) -> Range<u32> {
+        Index::chunks_of(self, d)
+    }
+    fn chunk(&self, c: u32) -> &Chunk {
+        &self.chunks[c as usize]
+    }
+    fn provenance(&self, c: u32) -> Provenance<'_> {
+        Index::provenance(self, c)
+    }
+    fn bm25_of(&self, _: u32) -> &Bm25Index {
+        &self.bm25
+    }
+    fn metadata_schema(&self) -> &MetadataSchema {
+        Index::metadata_schema(self)
+    }
+    fn documents(&self) -> Box<dyn Iterator<Item = &Document> + '_> {
+        Box::new(self.documents.iter())
     }
 }

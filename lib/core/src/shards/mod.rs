@@ -24,7 +24,7 @@ pub use root::{
     load_sharded, remove_sharded, save_sharded, shard_prefix, RootManifest, ShardEntry, Shards, ORDER_FILE,
     ROOT_MANIFEST, STATS_FILE,
 };
-pub use router::{ShardSet, ShardedOutcome};
+pub use router::{Searcher, ShardSet, ShardedOutcome};
 
 #[cfg(test)]
 mod tests;

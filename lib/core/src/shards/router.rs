@@ -1,13 +1,17 @@
 //! The router: one search over every shard of an index, answered as one index would.
 
-use std::sync::Arc;
+use std::ops::Range;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-use crate::corpus::Document;
+use crate::corpus::{Chunk, Document, MetadataSchema};
 use crate::error::{Error, Result};
-use crate::pipeline::{ChunkSource, Engine, Path, PathHit, Retrieved, SearchOutcome, SearchRequest, StageTimings};
+use crate::index::{Bitset, Bm25Index, Manifest, Provenance};
+use crate::pipeline::{
+    ChunkSource, Engine, IndexView, Path, PathHit, Retrieved, SearchOutcome, SearchRequest, StageTimings,
+};
 
 /// The shards of one index, each with its engine (the same models), searched as one
 /// index. Chunk and document ids in its outcomes are those of the single index built from
@@ -25,6 +29,10 @@ pub struct ShardSet {
     /// Per shard, its document → global document.
     global_doc: Vec<Vec<u32>>,
     newest_day: Option<i64>,
+    /// The first shard's manifest with the whole index's counts ([`IndexView::manifest`]).
+    manifest: Manifest,
+    /// The metadata fields of every shard's documents, worked out when first asked.
+    schema: OnceLock<MetadataSchema>,
 }
 
 /// A search's outcome on a sharded index, with how many shards answered.
@@ -98,8 +106,23 @@ impl ShardSet {
             next += engines[s as usize].index().chunks_of(d).len() as u32;
         }
         let newest_day = engines.iter().filter_map(Engine::newest_day).max();
+        let mut manifest = engines[0].index().manifest.clone();
+        manifest.documents = total;
+        manifest.chunks = chunks as usize;
+        manifest.resident_bytes = engines.iter().map(|e| e.index().manifest.resident_bytes).sum();
+        manifest.created_unix = engines.iter().map(|e| e.index().manifest.created_unix).max().unwrap_or(0);
+        manifest.files = Vec::new();
         let engines = engines.into_iter().map(Arc::new).collect();
-        Ok(ShardSet { engines, deadline: None, docs, first_chunk, global_doc, newest_day })
+        Ok(ShardSet {
+            engines,
+            deadline: None,
+            docs,
+            first_chunk,
+            global_doc,
+            newest_day,
+            manifest,
+            schema: OnceLock::new(),
+        })
     }
 
     /// Leaves out of a search any shard that has not answered within `deadline` (by
@@ -145,8 +168,8 @@ impl ShardSet {
         let start = Instant::now();
         let first = &self.engines[0];
         first.check_request(req)?;
-        if req.documents.is_some() {
-            return Err(Error::invalid("documents", "a set of document ordinals cannot restrict a sharded index"));
+        if req.documents.as_ref().is_some_and(|d| d.len() != self.docs.len()) {
+            return Err(Error::invalid("documents", format!("a set over the index's {} documents", self.docs.len())));
         }
         let t = Instant::now();
         let (prepared, query_truncated) = match &req.prepared {
@@ -157,8 +180,8 @@ impl ShardSet {
             }
         };
         let encode_ms = t.elapsed().as_secs_f64() * 1e3;
-        let shard_req = SearchRequest { prepared: Some(prepared.clone()), ..req.clone() };
-        let answers = self.ask_every_shard(&shard_req);
+        let shard_req = SearchRequest { prepared: Some(prepared.clone()), documents: None, ..req.clone() };
+        let answers = self.ask_every_shard(&shard_req, req.documents.as_deref());
         let of = answers.len();
         let mut failed_shards = Vec::new();
         let mut answered = Vec::new();
@@ -191,16 +214,32 @@ impl ShardSet {
         Ok(ShardedOutcome { outcome: SearchOutcome { timings, ..outcome }, answered, of, failed_shards, partial })
     }
 
-    /// Every shard's [`Engine::retrieve_paths`] for `req`, in shard order: all at once on the
-    /// rayon pool, or, with a deadline, each on a thread of its own, a shard that has not
-    /// answered by then counting as failed.
-    fn ask_every_shard(&self, req: &SearchRequest) -> Vec<Result<Retrieved>> {
+    /// Every shard's [`Engine::retrieve_paths`] for `req`, restricted to the documents
+    /// `documents` holds (ordinals in the whole index) when given, in shard order: all at
+    /// once on the rayon pool, or, with a deadline, each on a thread of its own, a shard
+    /// that has not answered by then counting as failed.
+    fn ask_every_shard(&self, req: &SearchRequest, documents: Option<&Bitset>) -> Vec<Result<Retrieved>> {
+        let request = |s: usize| match documents {
+            None => req.clone(),
+            Some(all) => {
+                let mine = &self.global_doc[s];
+                let mut set = Bitset::empty(mine.len());
+                mine.iter().enumerate().filter(|(_, &g)| all.contains(g as usize)).for_each(|(d, _)| set.insert(d));
+                SearchRequest { documents: Some(Arc::new(set)), ..req.clone() }
+            }
+        };
         let Some(deadline) = self.deadline else {
-            return self.engines.par_iter().with_max_len(1).map(|e| e.retrieve_paths(req)).collect();
+            return self
+                .engines
+                .par_iter()
+                .with_max_len(1)
+                .enumerate()
+                .map(|(s, e)| e.retrieve_paths(&request(s)))
+                .collect();
         };
         let (tx, rx) = std::sync::mpsc::channel();
         for (s, engine) in self.engines.iter().enumerate() {
-            let (engine, req, tx) = (engine.clone(), req.clone(), tx.clone());
+            let (engine, req, tx) = (engine.clone(), request(s), tx.clone());
             std::thread::spawn(move || {
                 // The router may have stopped waiting: then nobody receives this.
                 let _ = tx.send((s, engine.retrieve_paths(&req)));
@@ -293,5 +332,93 @@ impl ChunkSource for ShardSet {
     fn dense_nearest(&self, chunk: u32, query: &[f32]) -> &[f32] {
         let (index, c) = self.index_of(chunk);
         index.dense_nearest(c, query)
+    }
+}
+
+impl IndexView for ShardSet {
+    fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+    fn document_count(&self) -> usize {
+        self.docs.len()
+    }
+    fn document_at(&self, d: u32) -> &Document {
+        let (s, local) = self.docs[d as usize];
+        &self.engines[s as usize].index().documents[local as usize]
+    }
+    fn is_withdrawn(&self, d: u32) -> bool {
+        let (s, local) = self.docs[d as usize];
+        self.engines[s as usize].index().is_withdrawn(local)
+    }
+    fn chunks_of(&self, d: u32) -> Range<u32> {
+        let (s, local) = self.docs[d as usize];
+        let first = self.first_chunk[d as usize];
+        first..first + self.engines[s as usize].index().chunks_of(local).len() as u32
+    }
+    fn chunk(&self, c: u32) -> &Chunk {
+        let (index, local) = self.index_of(c);
+        &index.chunks[local as usize]
+    }
+    fn provenance(&self, c: u32) -> Provenance<'_> {
+        let (index, local) = self.index_of(c);
+        Provenance { chunk: c, ..index.provenance(local) }
+    }
+    fn bm25_of(&self, c: u32) -> &Bm25Index {
+        &self.index_of(c).0.bm25
+    }
+    fn metadata_schema(&self) -> &MetadataSchema {
+        self.schema.get_or_init(|| MetadataSchema::of(IndexView::documents(self).map(|d| &d.metadata)))
+    }
+}
+
+/// What a search runs on: one engine, or the shards of a sharded index through their
+/// router. Cheap to clone (both are shared).
+#[derive(Clone)]
+pub enum Searcher {
+    /// One index.
+    Single(Arc<Engine>),
+    /// A sharded index.
+    Sharded(Arc<ShardSet>),
+}
+
+impl Searcher {
+    /// The engine whose models and settings every search runs with (of a sharded index,
+    /// the first shard's: every shard's are the same).
+    pub fn engine(&self) -> &Arc<Engine> {
+        match self {
+            Searcher::Single(e) => e,
+            Searcher::Sharded(s) => &s.engines[0],
+        }
+    }
+
+    /// The index as the results are read from it.
+    pub fn view(&self) -> &dyn IndexView {
+        match self {
+            Searcher::Single(e) => &**e.index(),
+            Searcher::Sharded(s) => &**s,
+        }
+    }
+
+    /// Runs `req`: on one engine ([`Engine::search`], every shard count `None`), or over
+    /// every shard ([`ShardSet::search`]).
+    pub fn search(&self, req: &SearchRequest) -> Result<ShardedOutcome> {
+        match self {
+            Searcher::Single(e) => Ok(ShardedOutcome {
+                outcome: e.search(req)?,
+                answered: 1,
+                of: 1,
+                failed_shards: Vec::new(),
+                partial: Vec::new(),
+            }),
+            Searcher::Sharded(s) => s.search(req),
+        }
+    }
+
+    /// How many shards the index has (1: a single index).
+    pub fn shard_count(&self) -> usize {
+        match self {
+            Searcher::Single(_) => 1,
+            Searcher::Sharded(s) => s.engines.len(),
+        }
     }
 }
