@@ -518,6 +518,107 @@ fn doc_text(docs: &[Document], id: &str) -> Vec<char> {
     docs.iter().find(|d| d.document_id == id).unwrap_or_else(|| panic!("document {id}")).text().chars().collect()
 }
 
+/// `sextant serve --index` on a directory: returned once `/health` answers 200.
+fn serve_index(dir: &Path, key: &str, extra: &[&str]) -> Server {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sextant"));
+    cmd.current_dir(repo()).args(["serve", "--addr", "127.0.0.1:0", "--dev-key", key, "--dev-plan", "pro", "--index"]);
+    cmd.arg(dir).args(extra);
+    let server = listen(cmd);
+    let t = Instant::now();
+    while try_http(&server.addr, "GET", "/health", &[], b"").is_none_or(|r| r.status != 200) {
+        assert!(t.elapsed() < Duration::from_secs(300), "{} not served within 5 minutes", dir.display());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    server
+}
+
+#[test]
+fn a_sharded_index_is_served_as_the_single_index_it_was_split_from() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Apple's first 30 filing sections of the demo corpus, 10-K and 10-Q, FY2024 and FY2025.
+    let docs = tmp.path().join("docs.jsonl");
+    let lines = BufReader::new(flate2::read::GzDecoder::new(
+        std::fs::File::open(repo().join("data/demo/documents.jsonl.gz")).unwrap(),
+    ))
+    .lines()
+    .take(30)
+    .map(|l| l.unwrap() + "\n")
+    .collect::<String>();
+    std::fs::write(&docs, lines).unwrap();
+    let (single, sharded) = (tmp.path().join("single"), tmp.path().join("sharded"));
+    let build = |out: &Path, extra: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_sextant"))
+            .args(["build", "--id", "apple", "--docs"])
+            .arg(&docs)
+            .arg("--out")
+            .arg(out)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    build(&single, &[]);
+    // The single index's vectors, reused: the sharded build encodes nothing.
+    std::fs::create_dir(&sharded).unwrap();
+    for f in std::fs::read_dir(&single).unwrap().map(|e| e.unwrap().path()) {
+        std::fs::copy(&f, sharded.join(f.file_name().unwrap())).unwrap();
+    }
+    build(&sharded, &["--shards", "3"]);
+    assert!(sharded.join("root.json").is_file());
+
+    let key = "sx_shards_key";
+    let extra = ["--id", "apple"];
+    let (one, three) = (serve_index(&single, key, &extra), serve_index(&sharded, key, &extra));
+    let ask = |server: &Server, path: &str, body: &Value| {
+        let r = post(&server.addr, path, Some(key), body);
+        assert_eq!(r.status, 200, "{path} {body}: {}", r.body);
+        r.body
+    };
+    let requests = [
+        ("/v1/retrieve", json!({"query": "How much did iPhone net sales change?", "top_k": 8})),
+        ("/v1/retrieve", json!({"query": "legal proceedings", "filters": {"year": 2025}})),
+        ("/v1/retrieve", json!({"query": "risk factors", "rerank": false})),
+        ("/v1/search", json!({"query": "share repurchase program", "limit": 10})),
+        (
+            "/v1/search",
+            json!({"query": "cybersecurity risk management", "metadata": {"title": {"like": "Apple Inc. 10-K%"}}}),
+        ),
+    ];
+    for (path, body) in &requests {
+        let mut body = body.clone();
+        body["index"] = json!("apple");
+        let (a, b) = (ask(&one, path, &body), ask(&three, path, &body));
+        let results = if *path == "/v1/retrieve" { "chunks" } else { "results" };
+        assert!(!a[results].as_array().unwrap().is_empty(), "{path} {body}");
+        assert_eq!(a[results], b[results], "{path} {body}: the same results, scores and citations");
+        assert_eq!(b["meta"]["shards"], json!({"answered": 3, "of": 3}), "{path} {body}");
+        assert_eq!(b["meta"]["degraded"], json!(false), "{path} {body}");
+        assert!(a["meta"].get("shards").is_none(), "a single index says nothing of shards");
+    }
+    let mut body = requests[4].1.clone();
+    body["index"] = json!("apple");
+    let filtered = ask(&three, "/v1/search", &body);
+    for r in filtered["results"].as_array().unwrap() {
+        assert!(r["document"]["title"].as_str().unwrap().starts_with("Apple Inc. 10-K"), "{r}");
+    }
+    // The knowledge-base API with its metadata filter, and /v1/context's passages.
+    let kb = json!({"IndexId": "apple", "Query": "net sales by product", "SearchFilters": [{"year": 2024}]});
+    let (a, b) = (ask(&one, "/ws/index/retrieve", &kb), ask(&three, "/ws/index/retrieve", &kb));
+    assert!(!a["Data"]["Nodes"].as_array().unwrap().is_empty(), "{a}");
+    assert_eq!(a["Data"]["Nodes"], b["Data"]["Nodes"]);
+    let question = json!({"question": "What did Apple say about competition in its risk factors?"});
+    let (a, b) = (ask(&one, "/v1/context", &question), ask(&three, "/v1/context", &question));
+    assert!(!a["result"]["passages"].as_array().unwrap().is_empty(), "{a}");
+    assert_eq!(a["result"]["passages"], b["result"]["passages"]);
+    // What the index holds, as a key sees it.
+    let info = |server: &Server| {
+        let r = http(&server.addr, "GET", "/v1/indexes/apple", &[("Authorization", &format!("Bearer {key}"))], b"");
+        assert_eq!(r.status, 200, "{}", r.body);
+        (r.body["documents"].clone(), r.body["chunks"].clone())
+    };
+    assert_eq!(info(&one), info(&three));
+}
+
 #[test]
 fn the_http_api_end_to_end() {
     let dir = tempfile::tempdir().unwrap();

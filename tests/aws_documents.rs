@@ -96,7 +96,7 @@ impl Fixture {
 
     fn served_ids(&self) -> Vec<String> {
         let served = self.state.loaded_index("kb").unwrap();
-        let mut ids: Vec<String> = served.engine.index().documents.iter().map(|d| d.document_id.clone()).collect();
+        let mut ids: Vec<String> = served.engine().index().documents.iter().map(|d| d.document_id.clone()).collect();
         ids.sort();
         ids
     }
@@ -224,7 +224,7 @@ async fn writes_land_in_the_corpus_prefix_pending_and_the_next_build_serves_them
     // Uploaded or written through the API, a file is segmented the same way.
     let served = f.state.loaded_index("kb").unwrap();
     let segments_of =
-        |id: &str| served.engine.index().documents.iter().find(|d| d.document_id == id).unwrap().segments.clone();
+        |id: &str| served.engine().index().documents.iter().find(|d| d.document_id == id).unwrap().segments.clone();
     assert_eq!(segments_of("handbook"), segments_of("travel"));
     assert_eq!(segments_of("handbook").len(), 5);
     let (_, body) = call(&f.app, "GET", &format!("{doc}/policy"), READER, "text/plain", b"").await;
@@ -302,7 +302,7 @@ async fn writes_land_in_the_corpus_prefix_pending_and_the_next_build_serves_them
     f.build_and_refresh().await;
     assert_eq!(f.served_ids(), ["annual", "faq", "handbook", "memo", "policy", "seed-1", "seed-2", "turbines"]);
     let served = f.state.loaded_index("kb").unwrap();
-    let document = |id: &str| served.engine.index().documents.iter().find(|d| d.document_id == id).unwrap().clone();
+    let document = |id: &str| served.engine().index().documents.iter().find(|d| d.document_id == id).unwrap().clone();
     let (annual, turbines) = (document("annual"), document("turbines"));
     assert_eq!((&annual.segments, &annual.pages), (&turbines.segments, &turbines.pages));
     assert_eq!((annual.pages[0], *annual.pages.last().unwrap()), (1, 3));

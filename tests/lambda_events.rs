@@ -50,7 +50,7 @@ fn app_with(engine: sextant_core::pipeline::Engine, plan: &str) -> axum::Router 
     let keys = LocalKeyStore::in_memory();
     keys.add("sx_dev", "tests", plan, vec!["*".into()]).unwrap();
     let state = AppState::new(Arc::new(keys), ApiConfig::default());
-    let financials = sextant_finance::Financials::new(Default::default(), engine.index());
+    let financials = sextant_finance::Financials::new(Default::default(), &**engine.index());
     state.set_indexes(Indexes::from([("demo".to_string(), ServedIndex::new(engine, financials))]));
     router(state)
 }
@@ -371,8 +371,8 @@ async fn a_function_shares_its_models_between_indexes_and_reranks_with_the_confi
     }
     let context = sextant_lambda::from_env().await.unwrap();
     let (a, b) = (
-        context.state.loaded_index("filings-a").unwrap().engine,
-        context.state.loaded_index("filings-b").unwrap().engine,
+        context.state.loaded_index("filings-a").unwrap().engine().clone(),
+        context.state.loaded_index("filings-b").unwrap().engine().clone(),
     );
     assert!(Arc::ptr_eq(a.dense_encoder(), b.dense_encoder()), "one dense encoder for both indexes");
     assert!(Arc::ptr_eq(a.sparse_encoder(), b.sparse_encoder()), "one SPLADE encoder for both indexes");

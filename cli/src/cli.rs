@@ -279,9 +279,14 @@ pub struct ServeArgs {
     /// Listen address.
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub addr: std::net::SocketAddr,
-    /// Serve these prebuilt index directories instead (repeatable).
+    /// Serve these prebuilt index directories instead (repeatable): single indexes, or
+    /// sharded ones (`build --shards`), served read-only through their router.
     #[arg(long = "index", value_name = "INDEX")]
     pub indexes: Vec<PathBuf>,
+    /// On a sharded index, how long a search waits for each shard before answering from
+    /// the others (`degraded`, with `meta.shards`); by default it waits for every shard.
+    #[arg(long, value_name = "MS")]
+    pub shard_deadline_ms: Option<u64>,
     /// Index this corpus instead of the bundled demo corpus (cached after the first build):
     /// a folder of documents or a JSONL file, as `build --docs` reads them.
     #[arg(long)]

@@ -8,13 +8,12 @@ use anyhow::{bail, Context, Result};
 use sextant_core::corpus::{load_beir, load_corpus};
 use sextant_core::encode::{choose_backend, default_model_dir, BackendChoice, ModelSet, ORT_LIBRARY};
 use sextant_core::index::Filter;
-use sextant_core::pipeline::{open_engine, ChunkSource, LoadedModels, SearchOutcome, SearchRequest};
-use sextant_core::shards::{load_sharded, ShardSet};
-use sextant_core::storage::LocalDir;
+use sextant_core::pipeline::{open_engine, ChunkSource, SearchOutcome, SearchRequest};
+use sextant_core::shards::Searcher;
 use sextant_finance::{FactStore, Financials};
 
 use crate::cli::{Cli, Command};
-use crate::indexes::{beir_index, build_options, cache_dir, load_engine, load_with_financials};
+use crate::indexes::{beir_index, build_options, cache_dir, load_searcher, load_with_financials};
 
 /// Runs the command `cli` names.
 pub fn run(cli: Cli) -> Result<()> {
@@ -126,8 +125,9 @@ pub fn run(cli: Cli) -> Result<()> {
                 guardrails: Default::default(),
                 cancel: None,
             };
+            let searcher = Searcher::Single(Arc::new(engine));
             let context =
-                sextant_finance::build_context(&financials.facts, financials.companies(), Some(&engine), &req)?;
+                sextant_finance::build_context(&financials.facts, financials.companies(), Some(&searcher), &req)?;
             println!("{}", serde_json::to_string_pretty(&context)?);
             Ok(())
         }
@@ -135,24 +135,15 @@ pub fn run(cli: Cli) -> Result<()> {
             let mut req = SearchRequest::new(query, top_k);
             req.paths = mode.paths();
             req.filter = Filter { tickers: ticker, years: year, ..Default::default() };
-            // A sharded index (a root manifest in the directory) is searched through the router.
-            if let Some((_, shards)) = load_sharded(&LocalDir::new(&index))? {
-                let loaded = LoadedModels::load(&models)?;
-                let engines =
-                    shards.indexes.into_iter().map(|i| loaded.engine(Arc::new(i))).collect::<Result<_, _>>()?;
-                let router = ShardSet::new(engines, Some(shards.order))?;
-                let out = router.search(&req)?;
-                for (shard, why) in &out.failed_shards {
-                    eprintln!("shard {shard} did not answer: {why}");
-                }
-                for (shard, path, why) in &out.partial {
-                    eprintln!("shard {shard} answered without its {path} path: {why}");
-                }
-                return print_hits(&router, &out.outcome, json);
+            let searcher = load_searcher(&index, &models)?;
+            let out = searcher.search(&req)?;
+            for (shard, why) in &out.failed_shards {
+                eprintln!("shard {shard} did not answer: {why}");
             }
-            let engine = load_engine(&index, &models)?;
-            let out = engine.search(&req)?;
-            print_hits(&**engine.index(), &out, json)
+            for (shard, path, why) in &out.partial {
+                eprintln!("shard {shard} answered without its {path} path: {why}");
+            }
+            print_hits(searcher.view(), &out.outcome, json)
         }
         Command::Bench(args) => crate::bench::command(*args, &models),
         Command::BenchCapacity { beir, scale, out, build } => {

@@ -11,8 +11,8 @@ use sextant_core::corpus::{BeirSet, Document};
 use sextant_core::encode::{DenseEncoder, ModelSet, SparseEncoder};
 use sextant_core::index::format::{read_manifest, sha256_hex, Manifest, ModelRef, FORMAT_VERSION, MANIFEST};
 use sextant_core::index::Index;
-use sextant_core::pipeline::{open_engine, Engine};
-use sextant_core::shards::Shards;
+use sextant_core::pipeline::{open_engine, Engine, LoadedModels};
+use sextant_core::shards::{load_sharded, Searcher, ShardSet, Shards};
 use sextant_core::storage::{LocalDir, MemStore, Storage};
 use sextant_finance::Financials;
 
@@ -192,9 +192,18 @@ fn build_with(
     Ok(built)
 }
 
-pub fn load_engine(dir: &FsPath, models: &ModelSet) -> Result<Engine> {
-    let index = Index::load(&LocalDir::new(dir)).with_context(|| format!("loading index {}", dir.display()))?;
-    Ok(open_engine(Arc::new(index), models)?)
+/// What searches the index in `dir`: its engine, or, for a sharded index (a root manifest
+/// there), the router over its shards' engines.
+pub fn load_searcher(dir: &FsPath, models: &ModelSet) -> Result<Searcher> {
+    let storage = LocalDir::new(dir);
+    let location = || format!("loading index {}", dir.display());
+    if let Some((_, shards)) = load_sharded(&storage).with_context(location)? {
+        let loaded = LoadedModels::load(models)?;
+        let engines = shards.indexes.into_iter().map(|i| loaded.engine(Arc::new(i))).collect::<Result<_, _>>()?;
+        return Ok(Searcher::Sharded(Arc::new(ShardSet::new(engines, Some(shards.order))?)));
+    }
+    let index = Index::load(&storage).with_context(location)?;
+    Ok(Searcher::Single(Arc::new(open_engine(Arc::new(index), models)?)))
 }
 
 /// The engine and the financials of the index in `dir`.

@@ -13,6 +13,7 @@ use sextant_core::encode::{ModelInfo, ModelSet, TextTokenizer};
 use sextant_core::index::format::sha256_hex;
 use sextant_core::index::{Filter, Index};
 use sextant_core::pipeline::{Path, SharedModels};
+use sextant_core::shards::{load_sharded, Searcher, ShardSet};
 use sextant_core::storage::LocalDir;
 use sextant_finance::{FactStore, Financials};
 use sextant_keys::{new_key, LocalKeyStore};
@@ -149,9 +150,12 @@ fn load_indexes(args: &ServeArgs, shared: SharedModels, state: &Arc<AppState>) -
     let models = shared.set();
     // Each index with the directory it was loaded from or saved in (its writes live beside
     // it, once every path is served).
-    let serve = |loaded: Vec<(Index, FactStore, PathBuf)>, ready: &[Path]| -> Result<()> {
+    let serve = |loaded: Vec<(Index, FactStore, PathBuf)>, sharded: Vec<ServedIndex>, ready: &[Path]| -> Result<()> {
         state.set_loading("loading models");
         let mut indexes = Indexes::new();
+        for served in sharded {
+            indexes.insert(served.searcher.view().manifest().index_id.clone(), served);
+        }
         let mut dirs = Vec::new();
         for (index, facts, dir) in loaded {
             let financials = Financials::new(facts, &index);
@@ -160,8 +164,7 @@ fn load_indexes(args: &ServeArgs, shared: SharedModels, state: &Arc<AppState>) -
             dirs.push((id.clone(), dir));
             indexes.insert(id, ServedIndex::new(engine.with_ready_paths(ready), financials));
         }
-        let summary: Vec<String> =
-            indexes.iter().map(|(id, s)| format!("{id} ({} chunks)", s.engine.index().chunks.len())).collect();
+        let summary: Vec<String> = indexes.iter().map(|(id, s)| format!("{id} ({})", describe(&s.searcher))).collect();
         state.set_indexes(indexes);
         let paths: Vec<&str> = ready.iter().map(|p| p.name()).collect();
         if ready.len() == Path::ALL.len() {
@@ -189,22 +192,23 @@ fn load_indexes(args: &ServeArgs, shared: SharedModels, state: &Arc<AppState>) -
         Ok(())
     };
     if !args.indexes.is_empty() {
-        let loaded = args
-            .indexes
-            .iter()
-            .map(|dir| {
-                state.set_loading(format!("loading index {}", dir.display()));
-                let storage = LocalDir::new(dir);
-                let index = Index::load(&storage).with_context(|| format!("loading index {}", dir.display()))?;
-                let facts = if args.facts.is_empty() {
-                    Financials::load(&storage, &index)?.facts
-                } else {
-                    FactStore::open(&args.facts)?
-                };
-                Ok((index, facts, dir.clone()))
-            })
-            .collect::<Result<_>>()?;
-        return serve(loaded, &Path::ALL);
+        let (mut loaded, mut sharded) = (Vec::new(), Vec::new());
+        for dir in &args.indexes {
+            state.set_loading(format!("loading index {}", dir.display()));
+            let storage = LocalDir::new(dir);
+            if let Some(served) = load_sharded_index(&storage, &shared, args)? {
+                sharded.push(served);
+                continue;
+            }
+            let index = Index::load(&storage).with_context(|| format!("loading index {}", dir.display()))?;
+            let facts = if args.facts.is_empty() {
+                Financials::load(&storage, &index)?.facts
+            } else {
+                FactStore::open(&args.facts)?
+            };
+            loaded.push((index, facts, dir.clone()));
+        }
+        return serve(loaded, sharded, &Path::ALL);
     }
     // Facts are read at each start (under a second): the cached index holds the documents.
     let facts = || -> Result<FactStore> {
@@ -221,7 +225,7 @@ fn load_indexes(args: &ServeArgs, shared: SharedModels, state: &Arc<AppState>) -
     match corpus_index(args.docs.as_deref(), &args.tickers, &args.id, &args.build, state)? {
         CorpusIndex::Cached(index, dir) => {
             tracing::info!("reusing index {}", dir.display());
-            serve(vec![(*index, facts()?, dir)], &Path::ALL)
+            serve(vec![(*index, facts()?, dir)], Vec::new(), &Path::ALL)
         }
         CorpusIndex::ToBuild { documents, dir, vectors_from } => {
             state.set_loading(format!("indexing {} documents for BM25 (first start only)", documents.len()));
@@ -232,7 +236,7 @@ fn load_indexes(args: &ServeArgs, shared: SharedModels, state: &Arc<AppState>) -
                 lexical.chunks.len(),
                 t.elapsed().as_secs_f64()
             );
-            serve(vec![(lexical, facts()?, dir.clone())], &[Path::Bm25])?;
+            serve(vec![(lexical, facts()?, dir.clone())], Vec::new(), &[Path::Bm25])?;
             tracing::info!(
                 "building index {}: {} documents (first start only; cached in {})",
                 args.id,
@@ -244,13 +248,42 @@ fn load_indexes(args: &ServeArgs, shared: SharedModels, state: &Arc<AppState>) -
             let previous = cached_vectors(&cache_dir().join("indexes"), &vectors_from);
             let built = build_into(&dir, documents, models, &args.id, &args.build, &previous);
             match built {
-                Ok(index) => serve(vec![(index, facts()?, dir)], &Path::ALL),
+                Ok(index) => serve(vec![(index, facts()?, dir)], Vec::new(), &Path::ALL),
                 Err(e) => {
                     tracing::error!("building the full index failed: {e:#}; serving BM25 only");
                     Ok(())
                 }
             }
         }
+    }
+}
+
+/// The sharded index in `storage` (a root manifest there), served read-only through its
+/// router with the facts of `--facts` (a sharded build keeps none); `None` for a single
+/// index.
+fn load_sharded_index(storage: &LocalDir, shared: &SharedModels, args: &ServeArgs) -> Result<Option<ServedIndex>> {
+    let location = storage.root().display().to_string();
+    let Some((root, shards)) = load_sharded(storage).with_context(|| format!("loading index {location}"))? else {
+        return Ok(None);
+    };
+    let engines = shards.indexes.into_iter().map(|i| Ok(shared.engine(Arc::new(i))?.0)).collect::<Result<_>>()?;
+    let mut router = ShardSet::new(engines, Some(shards.order))?;
+    if let Some(ms) = args.shard_deadline_ms {
+        router = router.with_deadline(std::time::Duration::from_millis(ms));
+    }
+    let facts = if args.facts.is_empty() { FactStore::default() } else { FactStore::open(&args.facts)? };
+    let financials = Financials::new(facts, &router);
+    tracing::info!("index {} is sharded: {} shards, served read-only", root.index_id, root.shards.len());
+    Ok(Some(ServedIndex::sharded(router, financials)))
+}
+
+/// What `serve` prints of a served index: its chunks, and its shards when it has more
+/// than one.
+fn describe(searcher: &Searcher) -> String {
+    let chunks = searcher.view().manifest().chunks;
+    match searcher.shard_count() {
+        1 => format!("{chunks} chunks"),
+        k => format!("{chunks} chunks in {k} shards, read-only"),
     }
 }
 
@@ -264,15 +297,18 @@ pub(crate) fn open_live(
     compact_at_chunks: usize,
 ) -> Result<()> {
     let served = state.loaded_index(id).context("the index was just served")?;
-    let encoders = (served.engine.dense_encoder().clone(), served.engine.sparse_encoder().clone());
+    let Searcher::Single(engine) = &served.searcher else {
+        anyhow::bail!("index {id} is sharded: writes to a sharded index are not supported yet");
+    };
+    let encoders = (engine.dense_encoder().clone(), engine.sparse_encoder().clone());
     let publish_state = state.clone();
     let index_id = id.to_string();
     let publish = Box::new(move |index: Arc<Index>| {
         let Some(now) = publish_state.loaded_index(&index_id) else { return };
-        match now.engine.with_index(index) {
+        match now.engine().with_index(index) {
             Ok(engine) => publish_state.replace_index(
                 &index_id,
-                ServedIndex { engine: Arc::new(engine), financials: now.financials.clone() },
+                ServedIndex { searcher: Searcher::Single(Arc::new(engine)), financials: now.financials.clone() },
                 None,
             ),
             Err(e) => tracing::error!("index {index_id}: a new state could not be served: {e}"),
@@ -280,7 +316,7 @@ pub(crate) fn open_live(
     });
     let live = sextant_live::LiveIndex::open(
         live_dir,
-        served.engine.index().clone(),
+        engine.index().clone(),
         dir,
         encoders,
         sextant_live::LiveOptions { compact_at_chunks },

@@ -7,6 +7,7 @@ use std::sync::OnceLock;
 use sextant_core::error::Result;
 use sextant_core::index::format;
 use sextant_core::index::Index;
+use sextant_core::pipeline::IndexView;
 use sextant_core::storage::Storage;
 
 use crate::classify::Companies;
@@ -30,8 +31,8 @@ pub struct Financials {
 
 impl Financials {
     /// The financials of `index` from `facts`.
-    pub fn new(facts: FactStore, index: &Index) -> Self {
-        let tickers = index.documents.iter().filter_map(|d| d.ticker.clone()).collect();
+    pub fn new(facts: FactStore, index: &dyn IndexView) -> Self {
+        let tickers = index.documents().filter_map(|d| d.ticker.clone()).collect();
         Financials { facts, tickers, companies: OnceLock::new() }
     }
 

@@ -10,7 +10,8 @@ use serde::Serialize;
 use sextant_core::corpus::{DocumentType, Quarter};
 use sextant_core::error::Result;
 use sextant_core::index::{dot, Filter};
-use sextant_core::pipeline::{Engine, Path, SearchRequest};
+use sextant_core::pipeline::{Path, SearchRequest};
+use sextant_core::shards::Searcher;
 
 /// Guardrail settings.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -82,10 +83,10 @@ pub struct Narrative {
     pub actions: Vec<String>,
 }
 
-/// Searches `engine` for `question` per (ticker, year) pair and applies `guard`, keeping
+/// Searches `searcher` (one index or a sharded one) for `question` per (ticker, year) pair and applies `guard`, keeping
 /// `top_k` passages shared fairly across `tickers`. Every search carries `cancel`.
 pub fn narrative(
-    engine: &Engine,
+    searcher: &Searcher,
     question: &str,
     tickers: &[String],
     years: &[i32],
@@ -93,7 +94,7 @@ pub fn narrative(
     guard: &Guardrails,
     cancel: Option<&sextant_core::pipeline::CancelFlag>,
 ) -> Result<Narrative> {
-    let index = engine.index();
+    let (engine, index) = (searcher.engine(), searcher.view());
     // Encoded once for every (company, year) search below.
     let (prepared, _) = engine.prepare(question, &Path::ALL)?;
     let query_vec = match &prepared.dense {
@@ -112,7 +113,7 @@ pub fn narrative(
         (false, false) => vec![Some(years.to_vec())],
     };
     let types: HashSet<&DocumentType> =
-        index.documents.iter().map(|d| &d.document_type).filter(|t| is_narrative(t)).collect();
+        index.documents().map(|d| &d.document_type).filter(|t| is_narrative(t)).collect();
     let mut actions = Vec::new();
     let mut candidates: Vec<Passage> = Vec::new();
     for t in &ticker_list {
@@ -126,7 +127,7 @@ pub fn narrative(
                 document_types: types.iter().map(|t| (*t).clone()).collect(),
                 ..Default::default()
             };
-            Ok(engine.search(&req)?.hits)
+            Ok(searcher.search(&req)?.outcome.hits)
         };
         let mut hits = Vec::new();
         for y in &year_list {
@@ -142,7 +143,7 @@ pub fn narrative(
             }
         }
         for h in hits {
-            let chunk = &index.chunks[h.chunk as usize];
+            let chunk = index.chunk(h.chunk);
             let p = index.provenance(h.chunk);
             let doc = p.document;
             let v = index.dense_nearest(h.chunk, &query_vec);

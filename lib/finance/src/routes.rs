@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 use sextant_core::error::Result;
-use sextant_core::pipeline::Engine;
+use sextant_core::shards::Searcher;
 
 use crate::classify::{classify, Classification, Companies, Granularity, Hints, Intent, Route};
 use crate::confidence::{self, Confidence};
@@ -84,11 +84,12 @@ pub struct ContextRequest {
     pub cancel: Option<sextant_core::pipeline::CancelFlag>,
 }
 
-/// Builds the context for `req` from `facts` and (for passages) `engine`.
+/// Builds the context for `req` from `facts` and (for passages) `searcher`, one index or
+/// a sharded one.
 pub fn build_context(
     facts: &FactStore,
     companies: &Companies,
-    engine: Option<&Engine>,
+    searcher: Option<&Searcher>,
     req: &ContextRequest,
 ) -> Result<Context> {
     let c = classify(&req.question, companies, &req.hints);
@@ -233,14 +234,14 @@ pub fn build_context(
 
     let mut narrative_quality = None;
     if matches!(c.route, Route::Narrative | Route::Hybrid) {
-        match engine {
-            Some(engine) => {
+        match searcher {
+            Some(searcher) => {
                 let mut years = c.years.clone();
                 if years.len() > MAX_NARRATIVE_YEARS {
                     years = years.split_off(years.len() - MAX_NARRATIVE_YEARS);
                 }
                 let n = narrative::narrative(
-                    engine,
+                    searcher,
                     &req.question,
                     &c.tickers,
                     &years,

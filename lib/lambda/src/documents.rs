@@ -97,11 +97,12 @@ impl S3DocumentStore {
         let Some(served) = self.served.upgrade().and_then(|s| s.loaded_index(&self.index_id)) else {
             return "pending";
         };
-        let index = served.engine.index();
-        let Some(held) = index.documents.iter().find(|d| d.document_id == document.document_id) else {
+        let index = served.searcher.view();
+        let Some(held) = index.documents().find(|d| d.document_id == document.document_id) else {
             return "pending";
         };
-        let built_after = modified.is_some_and(|m| i64::try_from(index.manifest.created_unix).unwrap_or(i64::MAX) > m);
+        let built = index.manifest().created_unix;
+        let built_after = modified.is_some_and(|m| i64::try_from(built).unwrap_or(i64::MAX) > m);
         if held == document || built_after {
             "live"
         } else {

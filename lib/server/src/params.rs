@@ -1,11 +1,9 @@
 //! Checks and defaults the endpoints share: the query, result counts, document types,
 //! the recency boost, and running a search off the async runtime.
 
-use std::sync::Arc;
-
 use sextant_core::corpus::DocumentType;
-use sextant_core::index::Index;
-use sextant_core::pipeline::{CancelFlag, CancelOnDrop, Engine, Recency, SearchOutcome, SearchRequest};
+use sextant_core::pipeline::{CancelFlag, CancelOnDrop, IndexView, Recency, SearchRequest};
+use sextant_core::shards::{Searcher, ShardedOutcome};
 
 use crate::envelope::ApiError;
 
@@ -36,12 +34,12 @@ pub fn result_count(value: Option<i64>, field: &str, default: i64, plan_max: usi
 /// Each value must name a document type `index` holds (any case); a 400 on `field[i]`
 /// otherwise, calling the values `what` ("source type", "theme").
 pub fn document_types(
-    index: &Index,
+    index: &dyn IndexView,
     values: &[String],
     field: &str,
     what: &str,
 ) -> Result<Vec<DocumentType>, ApiError> {
-    let known: std::collections::BTreeSet<&str> = index.documents.iter().map(|d| d.document_type.as_str()).collect();
+    let known: std::collections::BTreeSet<&str> = index.documents().map(|d| d.document_type.as_str()).collect();
     for (i, t) in values.iter().enumerate() {
         if !known.iter().any(|k| k.eq_ignore_ascii_case(t.trim())) {
             return Err(ApiError::invalid(
@@ -74,19 +72,41 @@ pub async fn run_cancellable<T: Send + 'static>(
     Ok(out)
 }
 
-/// Runs `search` with [`run_cancellable`].
-pub async fn run_search(engine: &Arc<Engine>, search: &SearchRequest) -> Result<SearchOutcome, ApiError> {
-    let (engine, mut search) = (engine.clone(), search.clone());
+/// Runs `search` with [`run_cancellable`], on one engine or every shard.
+pub async fn run_search(searcher: &Searcher, search: &SearchRequest) -> Result<ShardedOutcome, ApiError> {
+    let (searcher, mut search) = (searcher.clone(), search.clone());
     let out = run_cancellable(move |flag| {
         search.cancel = Some(flag);
-        engine.search(&search)
+        searcher.search(&search)
     })
     .await??;
-    crate::access::add_timings(&out.timings);
+    crate::access::add_timings(&out.outcome.timings);
     // The index is recorded where the request resolved it (`AppState::index_for`).
     crate::access::record(|r| {
-        r.results = Some(out.hits.len());
-        r.rerank = Some(out.rerank.name());
+        r.results = Some(out.outcome.hits.len());
+        r.rerank = Some(out.outcome.rerank.name());
     });
     Ok(out)
+}
+
+/// `meta.shards` of a response from a sharded index: how many of its shards answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+pub struct ShardsMeta {
+    /// Shards that answered (the results come from these).
+    pub answered: usize,
+    /// Shards the index has.
+    pub of: usize,
+}
+
+impl ShardsMeta {
+    /// The shards of `out`, for an index of more than one shard (`None` for one index).
+    pub fn of(out: &ShardedOutcome, searcher: &Searcher) -> Option<Self> {
+        (searcher.shard_count() > 1).then_some(ShardsMeta { answered: out.answered, of: out.of })
+    }
+}
+
+/// Whether a response is degraded: a path the request asked for is still being built, a
+/// shard did not answer, or one answered without some path.
+pub fn degraded(out: &ShardedOutcome) -> bool {
+    !out.outcome.paths_pending.is_empty() || out.degraded()
 }

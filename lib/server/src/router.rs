@@ -95,11 +95,11 @@ async fn health(State(state): State<Arc<AppState>>) -> Response {
     match state.indexes() {
         Ok(engines) => {
             let indexes: BTreeMap<&str, usize> =
-                engines.iter().map(|(id, e)| (id.as_str(), e.engine.index().chunks.len())).collect();
+                engines.iter().map(|(id, e)| (id.as_str(), e.searcher.view().manifest().chunks)).collect();
             // Per index, each path's state: `ready`, or `building` while its index builds.
             let paths: BTreeMap<&str, BTreeMap<&str, &str>> =
                 engines.iter().map(|(id, e)| (id.as_str(), e.path_states())).collect();
-            let degraded = engines.values().any(|e| e.engine.degraded());
+            let degraded = engines.values().any(|e| e.engine().degraded());
             let versions = state.versions.read().expect("versions lock").clone();
             axum::Json(serde_json::json!({
                 "status": "ok",

@@ -27,7 +27,8 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 use sextant_core::corpus::{Date, Document, MetaType, MetaValue, MetadataSchema, Quarter};
-use sextant_core::index::{Bitset, Index};
+use sextant_core::index::Bitset;
+use sextant_core::pipeline::IndexView;
 
 use crate::envelope::ApiError;
 
@@ -216,9 +217,9 @@ pub fn compile_group(filter: &Value, at: &str, schema: &MetadataSchema) -> Resul
 
 /// The documents of `index` that `cond` admits, as a set of document ordinals (the
 /// engine's [`SearchRequest::documents`](sextant_core::pipeline::SearchRequest)).
-pub fn admitted(cond: &Condition, index: &Index) -> Arc<Bitset> {
-    let mut set = Bitset::empty(index.documents.len());
-    for (i, d) in index.documents.iter().enumerate() {
+pub fn admitted(cond: &Condition, index: &dyn IndexView) -> Arc<Bitset> {
+    let mut set = Bitset::empty(index.document_count());
+    for (i, d) in index.documents().enumerate() {
         if cond.matches(d) {
             set.insert(i);
         }
@@ -228,7 +229,7 @@ pub fn admitted(cond: &Condition, index: &Index) -> Arc<Bitset> {
 
 /// The `metadata` filter of `/v1/search` or `/v1/retrieve` (at `at`), compiled against
 /// `index`'s metadata fields; `None` when absent.
-pub fn metadata_filter(filter: Option<&Value>, at: &str, index: &Index) -> Result<Option<Condition>, ApiError> {
+pub fn metadata_filter(filter: Option<&Value>, at: &str, index: &dyn IndexView) -> Result<Option<Condition>, ApiError> {
     filter.filter(|f| !f.is_null()).map(|f| compile_group(f, at, index.metadata_schema())).transpose()
 }
 

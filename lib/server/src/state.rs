@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use sextant_core::pipeline::Engine;
+use sextant_core::shards::{Searcher, ShardSet};
 use sextant_finance::Financials;
 use sextant_keys::{ApiKey, KeyStore, Plan};
 
@@ -63,11 +64,12 @@ impl Default for ApiConfig {
     }
 }
 
-/// One index as the API serves it: its engine and the facts of `/v1/context`.
+/// One index as the API serves it: what searches it (one engine, or the router over its
+/// shards) and the facts of `/v1/context`.
 #[derive(Clone)]
 pub struct ServedIndex {
-    /// The search engine over the index.
-    pub engine: Arc<Engine>,
+    /// What searches the index.
+    pub searcher: Searcher,
     /// The index's facts and company dictionary (empty facts when it has none).
     pub financials: Arc<Financials>,
 }
@@ -75,13 +77,24 @@ pub struct ServedIndex {
 impl ServedIndex {
     /// Serves `engine` with `financials`.
     pub fn new(engine: Engine, financials: Financials) -> Self {
-        ServedIndex { engine: Arc::new(engine), financials: Arc::new(financials) }
+        ServedIndex { searcher: Searcher::Single(Arc::new(engine)), financials: Arc::new(financials) }
+    }
+
+    /// Serves a sharded index through its router `shards`, with `financials`.
+    pub fn sharded(shards: ShardSet, financials: Financials) -> Self {
+        ServedIndex { searcher: Searcher::Sharded(Arc::new(shards)), financials: Arc::new(financials) }
+    }
+
+    /// The engine whose models and settings the index's searches run with (of a sharded
+    /// index, its first shard's).
+    pub fn engine(&self) -> &Arc<Engine> {
+        self.searcher.engine()
     }
 
     /// Each retrieval path's state: `ready`, or `building` while its index builds (what
     /// `/health` and `GET /v1/indexes/{index}` show).
     pub(crate) fn path_states(&self) -> BTreeMap<&'static str, &'static str> {
-        let ready = self.engine.ready_paths();
+        let ready = self.engine().ready_paths();
         sextant_core::pipeline::Path::ALL
             .iter()
             .map(|p| (p.name(), if ready.contains(p) { "ready" } else { "building" }))
@@ -249,7 +262,7 @@ impl AppState {
             let readable: Vec<&str> = indexes.keys().filter(|k| caller.key.can_read(k)).map(String::as_str).collect();
             ApiError::not_found(format!("no index {shown} is loaded (this key may read: {})", readable.join(", ")))
         })?;
-        let built = served.engine.index().manifest.created_unix;
+        let built = served.searcher.view().manifest().created_unix;
         crate::access::record(|r| {
             r.index = Some(id.to_string());
             r.index_built_unix = Some(built);
@@ -257,9 +270,9 @@ impl AppState {
         Ok(served)
     }
 
-    /// The engine of index `id` for `caller` (see [`AppState::index_for`]).
-    pub(crate) fn engine_for(&self, caller: &Caller, id: &str) -> Result<Arc<Engine>, ApiError> {
-        Ok(self.index_for(caller, id)?.engine)
+    /// What searches index `id` for `caller` (see [`AppState::index_for`]).
+    pub(crate) fn searcher_for(&self, caller: &Caller, id: &str) -> Result<Searcher, ApiError> {
+        Ok(self.index_for(caller, id)?.searcher)
     }
 
     /// A new request id: `req_` and 16 hex digits (time and a counter, mixed).

@@ -197,23 +197,23 @@ pub(crate) async fn handle(
     Authed { caller, request_id, body }: Authed<ContextBody>,
 ) -> Result<Json<ContextResponse>, ApiError> {
     let t = std::time::Instant::now();
-    let ServedIndex { engine, financials } = state.index_for(&caller, &state.config.default_index)?;
+    let ServedIndex { searcher, financials } = state.index_for(&caller, &state.config.default_index)?;
     let mut req = plan(&body, financials.companies(), caller.plan.max_top_k, state.config.max_query_chars)?;
     let top_k = req.top_k;
-    let (e, f) = (engine.clone(), financials.clone());
+    let (s, f) = (searcher.clone(), financials.clone());
     let context = crate::params::run_cancellable(move |flag| {
         req.cancel = Some(flag);
-        build_context(&f.facts, f.companies(), Some(&e), &req)
+        build_context(&f.facts, f.companies(), Some(&s), &req)
     })
     .await??;
-    let index = engine.index();
-    crate::access::record(|r| r.index = Some(index.manifest.index_id.clone()));
+    let (engine, index) = (searcher.engine(), searcher.view());
+    crate::access::record(|r| r.index = Some(index.manifest().index_id.clone()));
     let (consolidated, dimensional) = financials.facts.len();
     Ok(Json(ContextResponse {
         context,
         meta: ContextMeta {
             request_id,
-            index: index.manifest.index_id.clone(),
+            index: index.manifest().index_id.clone(),
             top_k,
             facts_held: [consolidated, dimensional],
             took_ms: t.elapsed().as_millis() as u64,

@@ -197,11 +197,11 @@ pub fn check_index_id(id: &str) -> Result<(), ApiError> {
 
 /// What a key sees of `served`.
 fn info(state: &AppState, id: &str, served: &ServedIndex) -> IndexInfo {
-    let index = served.engine.index();
-    let live: Vec<u32> = (0..index.documents.len() as u32).filter(|&d| !index.is_withdrawn(d)).collect();
+    let index = served.searcher.view();
+    let live: Vec<u32> = (0..index.document_count() as u32).filter(|&d| !index.is_withdrawn(d)).collect();
     let chunks = live.iter().map(|&d| index.chunks_of(d).len()).sum();
     let paths = served.path_states();
-    let m = &index.manifest;
+    let m = index.manifest();
     IndexInfo {
         index: id.to_string(),
         documents: live.len(),

@@ -319,7 +319,7 @@ pub(crate) async fn handle(
     if req.index_id.trim().is_empty() {
         return Err(ApiError::invalid("IndexId", "must not be empty"));
     }
-    let engine = state.engine_for(&caller, &req.index_id)?;
+    let searcher = state.searcher_for(&caller, &req.index_id)?;
     let names =
         |m: &Option<Vec<ModelChoice>>| m.iter().flatten().filter_map(|c| c.model_name.clone()).collect::<Vec<_>>();
     let rerank_options: Vec<(Option<&String>, Option<&String>)> =
@@ -352,11 +352,11 @@ pub(crate) async fn handle(
             return Err(ApiError::invalid("RerankMinScore", format!("must be between 0.01 and 1.00, got {m}")));
         }
     }
-    let index = engine.index().clone();
+    let index = searcher.view();
     let documents = match &req.search_filters {
         Some(f) => {
             let cond = crate::search_filters::compile(f, "SearchFilters", index.metadata_schema())?;
-            Some(crate::search_filters::admitted(&cond, &index))
+            Some(crate::search_filters::admitted(&cond, index))
         }
         None => None,
     };
@@ -370,7 +370,7 @@ pub(crate) async fn handle(
             .filter(|(role, _)| role.eq_ignore_ascii_case("user"))
             .map(|(_, content)| content.clone())
             .collect();
-        Some(crate::rewrite::rewrite(&turns, &query, &super::search::company_names(&index)))
+        Some(crate::rewrite::rewrite(&turns, &query, &super::search::company_names(index)))
     } else {
         None
     };
@@ -392,7 +392,7 @@ pub(crate) async fn handle(
         .collect();
     search.rerank = req.enable_reranking.unwrap_or(true);
     search.documents = documents;
-    let out = run_search(&engine, &search).await?;
+    let out = run_search(&searcher, &search).await?.outcome;
     let reranked = out.rerank == RerankStatus::Applied;
     let nodes: Vec<Node> = out
         .hits
@@ -402,7 +402,7 @@ pub(crate) async fn handle(
             _ => true,
         })
         .map(|h| Node {
-            text: index.chunks[h.chunk as usize].text.clone(),
+            text: index.text(h.chunk).to_string(),
             score: h.score,
             metadata: node_metadata(&index.provenance(h.chunk), &out.rerank),
         })

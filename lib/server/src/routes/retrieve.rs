@@ -10,11 +10,12 @@ use serde::{Deserialize, Serialize};
 use sextant_core::corpus::{Document, Quarter};
 use sextant_core::index::Filter;
 use sextant_core::index::Provenance;
-use sextant_core::pipeline::{Engine, Path, RerankStatus, SearchRequest};
+use sextant_core::pipeline::{IndexView, Path, RerankStatus, SearchRequest};
+use sextant_core::shards::{Searcher, ShardedOutcome};
 
 use crate::auth::Authed;
 use crate::envelope::ApiError;
-use crate::params::{check_query, default_recency, document_types, result_count, run_search};
+use crate::params::{check_query, default_recency, document_types, result_count, run_search, ShardsMeta};
 use crate::period::{fallback, PeriodMismatch};
 use crate::state::AppState;
 
@@ -191,8 +192,12 @@ pub struct Meta {
     /// The retrieval paths that served this answer.
     pub paths_served: Vec<String>,
     /// True while a path the request asked for is still being built (a fresh `sextant
-    /// serve` serves BM25 within seconds and the other paths when their index is in).
+    /// serve` serves BM25 within seconds and the other paths when their index is in), and
+    /// when a shard of a sharded index did not answer or answered without some path.
     pub degraded: bool,
+    /// Of a sharded index, how many shards answered (the results come from these).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shards: Option<ShardsMeta>,
     /// Milliseconds per stage: `encode`, each path (`dense`, `bm25`, `splade`), `fuse`,
     /// `rerank`, and the whole `search` (also in the `Server-Timing` header).
     pub timings: BTreeMap<String, f64>,
@@ -200,7 +205,7 @@ pub struct Meta {
 
 /// Checks the request and turns it into an engine search (plus the period mismatch).
 pub(crate) fn plan_search(
-    engine: &Engine,
+    index: &dyn IndexView,
     req: &RetrieveRequest,
     max_top_k: usize,
     max_query_chars: usize,
@@ -209,7 +214,6 @@ pub(crate) fn plan_search(
     check_query(query, "query", max_query_chars)?;
     let top_k = result_count(req.top_k, "top_k", DEFAULT_TOP_K, max_top_k)?;
     let f = req.filters.clone().unwrap_or_default();
-    let index = engine.index();
     let mut filter = Filter::default();
     if let Some(tickers) = &f.tickers {
         if let Some(i) = tickers.iter().position(|t| t.trim().is_empty()) {
@@ -232,7 +236,7 @@ pub(crate) fn plan_search(
     let metadata = crate::search_filters::metadata_filter(f.metadata.as_ref(), "filters.metadata", index)?;
     let base = filter.clone();
     let admits = |d: &Document| base.matches(d) && metadata.as_ref().is_none_or(|c| c.matches(d));
-    let live = index.documents.iter().enumerate().filter(|(d, _)| !index.is_withdrawn(*d as u32)).map(|(_, d)| d);
+    let live = index.documents().enumerate().filter(|(d, _)| !index.is_withdrawn(*d as u32)).map(|(_, d)| d);
     let mismatch = match fallback(live, admits, f.year, quarter) {
         Some((ids, mismatch)) => {
             // An empty id list must still match nothing.
@@ -259,14 +263,16 @@ pub(crate) fn plan_search(
 
 /// Builds the response from an engine outcome.
 pub(crate) fn respond(
-    engine: &Engine,
+    searcher: &Searcher,
     req: &RetrieveRequest,
     search: &SearchRequest,
-    out: sextant_core::pipeline::SearchOutcome,
+    searched: ShardedOutcome,
     mismatch: Option<PeriodMismatch>,
     request_id: String,
 ) -> RetrieveResponse {
-    let index = engine.index();
+    let index = searcher.view();
+    let (shards, degraded) = (ShardsMeta::of(&searched, searcher), crate::params::degraded(&searched));
+    let out = searched.outcome;
     let with_segments = req.include_segments.unwrap_or(false);
     let raw_dense = search.paths == [Path::Dense];
     let chunks: Vec<ChunkOut> = out
@@ -274,7 +280,7 @@ pub(crate) fn respond(
         .iter()
         .enumerate()
         .map(|(i, h)| {
-            let chunk = &index.chunks[h.chunk as usize];
+            let chunk = index.chunk(h.chunk);
             let p = index.provenance(h.chunk);
             let doc = p.document;
             // Without fusion the dense path's cosine, which is a relevance too once below 0 is 0.
@@ -284,7 +290,8 @@ pub(crate) fn respond(
                 h.score
             };
             let evidence =
-                crate::evidence::best_span(&chunk.text, &search.query, &index.bm25, EVIDENCE_WORDS).map(|e| e.text);
+                crate::evidence::best_span(&chunk.text, &search.query, index.bm25_of(h.chunk), EVIDENCE_WORDS)
+                    .map(|e| e.text);
             let segments = with_segments.then(|| {
                 let spans = doc.segment_spans();
                 (chunk.span.seg_start as usize..chunk.span.seg_end as usize)
@@ -316,7 +323,8 @@ pub(crate) fn respond(
             query_truncated: out.query_truncated,
             rerank: out.rerank,
             paths_served: out.paths_served.iter().map(|p| p.name().to_string()).collect(),
-            degraded: !out.paths_pending.is_empty(),
+            degraded,
+            shards,
             timings: crate::access::stages(),
         },
         chunks,
@@ -328,8 +336,8 @@ pub(crate) async fn handle(
     State(state): State<Arc<AppState>>,
     Authed { caller, request_id, body: req }: Authed<RetrieveRequest>,
 ) -> Result<Json<RetrieveResponse>, ApiError> {
-    let engine = state.engine_for(&caller, req.index.as_deref().unwrap_or(&state.config.default_index))?;
-    let (search, mismatch) = plan_search(&engine, &req, caller.plan.max_top_k, state.config.max_query_chars)?;
-    let out = run_search(&engine, &search).await?;
-    Ok(Json(respond(&engine, &req, &search, out, mismatch, request_id)))
+    let searcher = state.searcher_for(&caller, req.index.as_deref().unwrap_or(&state.config.default_index))?;
+    let (search, mismatch) = plan_search(searcher.view(), &req, caller.plan.max_top_k, state.config.max_query_chars)?;
+    let out = run_search(&searcher, &search).await?;
+    Ok(Json(respond(&searcher, &req, &search, out, mismatch, request_id)))
 }

@@ -10,14 +10,14 @@ use axum::extract::State;
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use sextant_core::corpus::Date;
+use sextant_core::index::Filter;
 use sextant_core::index::Provenance;
-use sextant_core::index::{Filter, Index};
-use sextant_core::pipeline::{Path, RerankStatus, SearchRequest};
+use sextant_core::pipeline::{IndexView, Path, RerankStatus, SearchRequest};
 use sextant_finance::classify::company_key;
 
 use crate::auth::Authed;
 use crate::envelope::ApiError;
-use crate::params::{check_query, default_recency, document_types, result_count, run_search};
+use crate::params::{check_query, default_recency, document_types, result_count, run_search, ShardsMeta};
 use crate::state::AppState;
 
 /// Words in a unit at most (about 40 tokens).
@@ -226,8 +226,12 @@ pub struct SearchMeta {
     /// The retrieval paths that served this answer.
     pub paths_served: Vec<String>,
     /// True while a path the request asked for is still being built (a fresh `sextant
-    /// serve` serves BM25 within seconds and the other paths when their index is in).
+    /// serve` serves BM25 within seconds and the other paths when their index is in), and
+    /// when a shard of a sharded index did not answer or answered without some path.
     pub degraded: bool,
+    /// Of a sharded index, how many shards answered (the results come from these).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shards: Option<ShardsMeta>,
     /// The request id.
     pub request_id: String,
     /// Milliseconds per stage: `encode`, each path, `fuse`, `rerank`, and the whole `search`
@@ -237,9 +241,9 @@ pub struct SearchMeta {
 
 /// Company name → ticker, from filing titles (`Apple Inc. 10-K FY2024 — ...`), with
 /// legal suffixes dropped: `apple`, `apple inc` → `AAPL`.
-pub fn company_names(index: &Index) -> BTreeMap<String, String> {
+pub fn company_names(index: &dyn IndexView) -> BTreeMap<String, String> {
     let mut names = BTreeMap::new();
-    for d in &index.documents {
+    for d in index.documents() {
         let Some(t) = &d.ticker else { continue };
         names.insert(t.to_ascii_lowercase(), t.clone());
         for marker in [" 10-K", " 10-Q", " 8-K", " 20-F"] {
@@ -264,8 +268,8 @@ pub(crate) async fn handle(
     State(state): State<Arc<AppState>>,
     Authed { caller, request_id, body: req }: Authed<SearchBody>,
 ) -> Result<Json<SearchResponse>, ApiError> {
-    let engine = state.engine_for(&caller, req.index.as_deref().unwrap_or(&state.config.default_index))?;
-    let index = engine.index().clone();
+    let searcher = state.searcher_for(&caller, req.index.as_deref().unwrap_or(&state.config.default_index))?;
+    let index = searcher.view();
     let query = req.query.trim().to_string();
     check_query(&query, "query", state.config.max_query_chars)?;
     let limit = result_count(req.limit, "limit", 10, caller.plan.max_top_k)?;
@@ -283,7 +287,7 @@ pub(crate) async fn handle(
     let mut filter = Filter::default();
     let mut entities = Vec::new();
     if let Some(e) = req.entity.clone() {
-        let names = company_names(&index);
+        let names = company_names(index);
         for (i, name) in e.into_vec().iter().enumerate() {
             let key = company_key(name);
             let ticker = names.get(&name.trim().to_ascii_lowercase()).or_else(|| names.get(&key)).ok_or_else(|| {
@@ -302,7 +306,7 @@ pub(crate) async fn handle(
         filter.tickers = entities.clone();
     }
     if let Some(t) = req.theme.clone() {
-        filter.document_types = document_types(&index, &t.into_vec(), "theme", "theme")?;
+        filter.document_types = document_types(index, &t.into_vec(), "theme", "theme")?;
     }
     let date = |field: &str, value: &Option<String>| match value {
         Some(v) => parse_date(v)
@@ -320,10 +324,10 @@ pub(crate) async fn handle(
     filter.published_after = after;
     filter.published_before = before;
 
-    let metadata = crate::search_filters::metadata_filter(req.metadata.as_ref(), "metadata", &index)?;
+    let metadata = crate::search_filters::metadata_filter(req.metadata.as_ref(), "metadata", index)?;
     let mut search = SearchRequest::new(query.clone(), limit);
     search.filter = filter;
-    search.documents = metadata.map(|c| crate::search_filters::admitted(&c, &index));
+    search.documents = metadata.map(|c| crate::search_filters::admitted(&c, index));
     search.rerank = req.rerank.unwrap_or(true);
     search.rerank_depth = RERANK_DEPTH;
     search.max_per_document = Some(max_per_document as usize);
@@ -331,15 +335,16 @@ pub(crate) async fn handle(
     if req.recency_boost.unwrap_or(true) {
         search.recency = Some(default_recency());
     }
-    let out = run_search(&engine, &search).await?;
-
+    let searched = run_search(&searcher, &search).await?;
+    let (shards, degraded) = (ShardsMeta::of(&searched, &searcher), crate::params::degraded(&searched));
+    let out = searched.outcome;
     let results: Vec<Unit> = out
         .hits
         .iter()
         .map(|h| {
-            let chunk = &index.chunks[h.chunk as usize];
+            let chunk = index.chunk(h.chunk);
             let p = index.provenance(h.chunk);
-            let ev = crate::evidence::best_span(&chunk.text, &query, &index.bm25, UNIT_WORDS);
+            let ev = crate::evidence::best_span(&chunk.text, &query, index.bm25_of(h.chunk), UNIT_WORDS);
             let (text, c0, c1) =
                 ev.map_or((chunk.text.clone(), 0, chunk.text.chars().count()), |e| (e.text, e.char_start, e.char_end));
             // The chunk's text is its range of the document's text, so offsets shift by
@@ -383,7 +388,8 @@ pub(crate) async fn handle(
             failed_paths: out.failed_paths.iter().map(|(p, e)| (p.name().to_string(), e.clone())).collect(),
             query_truncated: out.query_truncated,
             paths_served: out.paths_served.iter().map(|p| p.name().to_string()).collect(),
-            degraded: !out.paths_pending.is_empty(),
+            degraded,
+            shards,
             timings: crate::access::stages(),
             request_id,
         },
