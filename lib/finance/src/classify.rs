@@ -174,6 +174,25 @@ pub struct Companies {
     newest: BTreeMap<String, i32>,
 }
 
+/// Company name → ticker, from filing titles (`Apple Inc. 10-K FY2024 — ...`), with
+/// legal suffixes dropped: `apple`, `apple inc` → `AAPL`.
+pub fn company_names(index: &dyn sextant_core::pipeline::IndexView) -> BTreeMap<String, String> {
+    let mut names = BTreeMap::new();
+    for d in index.documents() {
+        let Some(t) = &d.ticker else { continue };
+        names.insert(t.to_ascii_lowercase(), t.clone());
+        for marker in [" 10-K", " 10-Q", " 8-K", " 20-F"] {
+            if let Some(pos) = d.title.find(marker) {
+                let name = company_key(&d.title[..pos]);
+                if !name.is_empty() {
+                    names.insert(name, t.clone());
+                }
+            }
+        }
+    }
+    names
+}
+
 /// A company name as a lookup key: [`normalize`]d, legal suffixes and a leading "the"
 /// dropped. `Apple Inc.` → `apple`; `HOME DEPOT, INC.` → `home depot`; `AMAZON.COM, INC.`
 /// → `amazon`. Shared by the classifier and `/v1/search`'s `entity`.

@@ -20,6 +20,9 @@
 //! periods), [`metrics`] (the metric and statement table), [`text`] and [`classify`](mod@classify) (reading
 //! the question), [`relational`] and [`narrative`] (what the routes gather),
 //! [`contradictions`] and [`confidence`], then [`routes`] (the five routes together).
+//! Beside them, what the search endpoints use of the same knowledge on any index, sharded
+//! or not: [`period`] (a period with no filing served from the nearest prior one) and
+//! [`rewrite`] (a conversation's follow-up completed with its companies and periods).
 
 #![warn(missing_docs)]
 
@@ -31,7 +34,9 @@ pub mod facts;
 pub mod financials;
 pub mod metrics;
 pub mod narrative;
+pub mod period;
 pub mod relational;
+pub mod rewrite;
 pub mod routes;
 pub mod text;
 

@@ -107,7 +107,7 @@ impl Harness {
         let store = MemStore::new("mem://fuzz");
         let manifest = index.save(&store)?;
         let files = store.objects().into_iter().map(|(k, v)| (k, v.as_ref().clone())).collect();
-        let names = sextant_server::company_names(&index);
+        let names = sextant_finance::classify::company_names(&index);
         let documents = index.documents.to_vec();
         let financials = Financials::new(Default::default(), &index);
         let engine = Engine::new(Arc::new(index), Arc::new(dense), Arc::new(sparse), None);

@@ -37,7 +37,7 @@ pub fn rewrite(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
     let mut lines: Vec<String> = text.split('\n').map(str::to_string).collect();
     let query = lines.pop().unwrap_or_default();
-    let _ = sextant_server::rewrite(&lines, &query, &harness().names);
+    let _ = sextant_finance::rewrite::rewrite(&lines, &query, &harness().names);
 }
 
 /// The index loader on hostile files: the first byte picks a file of the index; the second

@@ -11,8 +11,10 @@
 //! the key's plan and clamps `top_k` to the plan's maximum.
 //!
 //! Each endpoint is a module of `routes` whose handler takes an [`Authed`] request;
-//! what is shared by several (query limits, the search runner, periods, evidence spans, the
-//! knowledge-base filter language and rewrite) has a module of its own.
+//! what is shared by several (query limits, the search runner, the knowledge-base filter
+//! language) has a module of its own. What a search needs on any index, sharded or not, is
+//! in the library crates: evidence spans in `sextant-core`, periods, company names and the
+//! conversation rewrite in `sextant-finance`.
 
 #![warn(missing_docs)]
 
@@ -20,15 +22,12 @@ pub mod access;
 mod auth;
 pub mod documents;
 pub mod envelope;
-pub mod evidence;
 pub mod headers;
 pub mod listen;
 pub mod openapi;
 mod params;
-mod period;
 pub mod playground;
 mod request;
-mod rewrite;
 mod router;
 mod routes;
 pub mod search_filters;
@@ -36,10 +35,8 @@ mod state;
 
 pub use auth::Authed;
 pub use envelope::ApiError;
-pub use rewrite::rewrite;
 pub use router::router;
 pub use routes::indexes::{check_index_id, AdminError, IndexAdmin, IndexOptions};
-pub use routes::search::company_names;
 pub use state::{
     ApiConfig, AppState, Caller, Indexes, RequestId, ServedIndex, UpstreamRequestId, DEFAULT_MAX_IN_FLIGHT,
 };

@@ -6,6 +6,7 @@ mod adaptive;
 mod cancel;
 mod chunks;
 mod engine;
+pub mod evidence;
 mod feedback;
 mod fusion;
 mod instructions;

@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sextant_core::index::Provenance;
 use sextant_core::pipeline::{Path, RerankStatus, SearchRequest};
+use sextant_finance::classify::company_names;
 
 use crate::auth::RawCall;
 use crate::envelope::ApiError;
@@ -370,7 +371,7 @@ pub(crate) async fn handle(
             .filter(|(role, _)| role.eq_ignore_ascii_case("user"))
             .map(|(_, content)| content.clone())
             .collect();
-        Some(crate::rewrite::rewrite(&turns, &query, &super::search::company_names(index)))
+        Some(sextant_finance::rewrite::rewrite(&turns, &query, &company_names(index)))
     } else {
         None
     };

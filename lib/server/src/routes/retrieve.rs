@@ -12,11 +12,11 @@ use sextant_core::index::Filter;
 use sextant_core::index::Provenance;
 use sextant_core::pipeline::{IndexView, Path, RerankStatus, SearchRequest};
 use sextant_core::shards::{Searcher, ShardedOutcome};
+use sextant_finance::period::{fallback, PeriodMismatch};
 
 use crate::auth::Authed;
 use crate::envelope::ApiError;
 use crate::params::{check_query, default_recency, document_types, result_count, run_search, ShardsMeta};
-use crate::period::{fallback, PeriodMismatch};
 use crate::state::AppState;
 
 /// Default `top_k`.
@@ -289,9 +289,13 @@ pub(crate) fn respond(
             } else {
                 h.score
             };
-            let evidence =
-                crate::evidence::best_span(&chunk.text, &search.query, index.bm25_of(h.chunk), EVIDENCE_WORDS)
-                    .map(|e| e.text);
+            let evidence = sextant_core::pipeline::evidence::best_span(
+                &chunk.text,
+                &search.query,
+                index.bm25_of(h.chunk),
+                EVIDENCE_WORDS,
+            )
+            .map(|e| e.text);
             let segments = with_segments.then(|| {
                 let spans = doc.segment_spans();
                 (chunk.span.seg_start as usize..chunk.span.seg_end as usize)

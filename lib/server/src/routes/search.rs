@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 use sextant_core::corpus::Date;
 use sextant_core::index::Filter;
 use sextant_core::index::Provenance;
-use sextant_core::pipeline::{IndexView, Path, RerankStatus, SearchRequest};
-use sextant_finance::classify::company_key;
+use sextant_core::pipeline::{Path, RerankStatus, SearchRequest};
+use sextant_finance::classify::{company_key, company_names};
 
 use crate::auth::Authed;
 use crate::envelope::ApiError;
@@ -239,25 +239,6 @@ pub struct SearchMeta {
     pub timings: BTreeMap<String, f64>,
 }
 
-/// Company name → ticker, from filing titles (`Apple Inc. 10-K FY2024 — ...`), with
-/// legal suffixes dropped: `apple`, `apple inc` → `AAPL`.
-pub fn company_names(index: &dyn IndexView) -> BTreeMap<String, String> {
-    let mut names = BTreeMap::new();
-    for d in index.documents() {
-        let Some(t) = &d.ticker else { continue };
-        names.insert(t.to_ascii_lowercase(), t.clone());
-        for marker in [" 10-K", " 10-Q", " 8-K", " 20-F"] {
-            if let Some(pos) = d.title.find(marker) {
-                let name = company_key(&d.title[..pos]);
-                if !name.is_empty() {
-                    names.insert(name, t.clone());
-                }
-            }
-        }
-    }
-    names
-}
-
 /// A day of the calendar written exactly `YYYY-MM-DD`.
 fn parse_date(s: &str) -> Option<Date> {
     s.parse().ok().filter(|_| s.len() == 10)
@@ -344,7 +325,8 @@ pub(crate) async fn handle(
         .map(|h| {
             let chunk = index.chunk(h.chunk);
             let p = index.provenance(h.chunk);
-            let ev = crate::evidence::best_span(&chunk.text, &query, index.bm25_of(h.chunk), UNIT_WORDS);
+            let ev =
+                sextant_core::pipeline::evidence::best_span(&chunk.text, &query, index.bm25_of(h.chunk), UNIT_WORDS);
             let (text, c0, c1) =
                 ev.map_or((chunk.text.clone(), 0, chunk.text.chars().count()), |e| (e.text, e.char_start, e.char_end));
             // The chunk's text is its range of the document's text, so offsets shift by

@@ -7,7 +7,8 @@ use serde::Serialize;
 use sextant_core::corpus::{Document, Quarter};
 
 /// Reported in `meta.periodMismatch` when the chunks come from another period.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PeriodMismatch {
     /// The period asked for (`Q4 2025`, or `2025`).
     pub requested: String,

@@ -5,8 +5,8 @@
 //! statistics) of the distinct query terms it contains, so rare, specific words count
 //! most; ties go to the earlier sentence. Deterministic and cheap: no model runs.
 
-use sextant_core::corpus::split_sentences;
-use sextant_core::index::Bm25Index;
+use crate::corpus::split_sentences;
+use crate::index::Bm25Index;
 
 /// A span of a chunk's text, offsets in characters (Unicode scalar values), end exclusive.
 #[derive(Debug, Clone, PartialEq)]
@@ -87,7 +87,7 @@ pub fn best_span(text: &str, query: &str, bm25: &Bm25Index, max_words: usize) ->
 
 #[cfg(test)]
 mod tests {
-    use sextant_core::index::Bm25Params;
+    use crate::index::Bm25Params;
 
     use super::*;
 
