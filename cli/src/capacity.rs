@@ -52,9 +52,10 @@ pub fn load(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Merges `target` synthetic chunks, saves the index under `dir`, then loads it once and
-/// twice; prints one Markdown row.
-pub fn run(base: &Index, target: usize, dir: &Path) -> Result<()> {
+/// The plan and encoded vectors of `target` synthetic chunks made from `base`
+/// ([`synthetic_parts`]), as a build would hand them to its merge: `base`'s documents,
+/// each holding a contiguous run of the chunks.
+pub fn synthetic_plan(base: &Index, target: usize) -> (Plan, Vec<EncodedShard>) {
     let SyntheticParts { texts, vectors, sparse, mut chunks } = synthetic_parts(base, target);
     let dim = base.dense.dim;
     let ndocs = base.documents.len();
@@ -95,6 +96,13 @@ pub fn run(base: &Index, target: usize, dir: &Path) -> Result<()> {
         inputs_sha256: "synthetic".into(),
         sparse_vocab: base.splade.inverted.num_terms(),
     };
+    (plan, shards)
+}
+
+/// Merges `target` synthetic chunks, saves the index under `dir`, then loads it once and
+/// twice; prints one Markdown row.
+pub fn run(base: &Index, target: usize, dir: &Path) -> Result<()> {
+    let (plan, shards) = synthetic_plan(base, target);
     let inputs_mib = status_mib("VmRSS")?;
     reset_peak()?;
     let t = Instant::now();

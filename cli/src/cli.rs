@@ -183,6 +183,25 @@ pub enum Command {
         #[command(flatten)]
         build: BuildArgs,
     },
+    /// Index shards at a synthetic size: the index searched whole and as `--shards` shards
+    /// in one process, alternating, with each shard alone, the router's merge and the
+    /// memory per shard and per chunk.
+    BenchShards {
+        /// The BEIR directory whose index the synthetic chunks and queries come from.
+        #[arg(long)]
+        beir: PathBuf,
+        /// The synthetic index's size in chunks.
+        #[arg(long)]
+        scale: usize,
+        /// Shards.
+        #[arg(long, default_value_t = 4)]
+        shards: usize,
+        /// Searches (the set's test queries, cycled).
+        #[arg(long, default_value_t = 1000)]
+        queries: usize,
+        #[command(flatten)]
+        build: BuildArgs,
+    },
     /// Load an index as a function does, once and twice, and print the peak resident sizes
     /// (run by `bench-capacity` in a fresh process).
     #[command(hide = true)]

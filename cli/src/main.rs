@@ -18,6 +18,7 @@ mod progress;
 mod put;
 mod report;
 mod serve;
+mod shard_bench;
 
 use clap::Parser;
 

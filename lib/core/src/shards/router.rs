@@ -50,6 +50,11 @@ pub struct ShardedOutcome {
     /// that path's list lacks the shard's candidates (a path that failed on every shard
     /// is in the outcome's `failed_paths` instead).
     pub partial: Vec<(usize, Path, String)>,
+    /// Milliseconds from asking the shards to the last answer (or the deadline).
+    pub shards_ms: f64,
+    /// Milliseconds the router spent after that: merging each path's lists and the rest
+    /// of the search ([`Engine::finish`]).
+    pub merge_ms: f64,
 }
 
 impl ShardedOutcome {
@@ -181,7 +186,10 @@ impl ShardSet {
         };
         let encode_ms = t.elapsed().as_secs_f64() * 1e3;
         let shard_req = SearchRequest { prepared: Some(prepared.clone()), documents: None, ..req.clone() };
+        let t = Instant::now();
         let answers = self.ask_every_shard(&shard_req, req.documents.as_deref());
+        let shards_ms = t.elapsed().as_secs_f64() * 1e3;
+        let t = Instant::now();
         let of = answers.len();
         let mut failed_shards = Vec::new();
         let mut answered = Vec::new();
@@ -209,9 +217,18 @@ impl ShardSet {
         merged.query_truncated = query_truncated;
         merged.timings.encode_ms = encode_ms;
         let outcome = first.finish(self, self.newest_day, req, merged)?;
+        let merge_ms = t.elapsed().as_secs_f64() * 1e3;
         let timings = StageTimings { total_ms: start.elapsed().as_secs_f64() * 1e3, ..outcome.timings.clone() };
         let answered = of - failed_shards.len();
-        Ok(ShardedOutcome { outcome: SearchOutcome { timings, ..outcome }, answered, of, failed_shards, partial })
+        Ok(ShardedOutcome {
+            outcome: SearchOutcome { timings, ..outcome },
+            answered,
+            of,
+            failed_shards,
+            partial,
+            shards_ms,
+            merge_ms,
+        })
     }
 
     /// Every shard's [`Engine::retrieve_paths`] for `req`, restricted to the documents
@@ -409,6 +426,8 @@ impl Searcher {
                 of: 1,
                 failed_shards: Vec::new(),
                 partial: Vec::new(),
+                shards_ms: 0.0,
+                merge_ms: 0.0,
             }),
             Searcher::Sharded(s) => s.search(req),
         }
