@@ -61,6 +61,7 @@ __all__ = [
     "SearchResponse",
     "SearchResult",
     "Segment",
+    "ShardsMeta",
     "Series",
     "Source",
     "StatementLine",
@@ -193,6 +194,14 @@ class PeriodMismatch(_Model):
     message: str
 
 
+class ShardsMeta(_Model):
+    """Of a sharded index, how many of its shards answered (the results come from these)."""
+
+    openapi_ref = _SCHEMAS + "ShardsMeta"
+    answered: int
+    of: int
+
+
 class RetrieveMeta(_Camel):
     openapi_ref = _SCHEMAS + "Meta"
     total: int
@@ -204,6 +213,8 @@ class RetrieveMeta(_Camel):
     degraded: bool
     timings: dict[str, float]
     period_mismatch: PeriodMismatch | None = None
+    #: Only from a sharded index.
+    shards: ShardsMeta | None = None
 
 
 class RetrieveResponse(_Model):
@@ -305,6 +316,8 @@ class SearchMeta(_Model):
     degraded: bool
     request_id: str
     timings: dict[str, float]
+    #: Only from a sharded index.
+    shards: ShardsMeta | None = None
 
 
 class SearchResponse(_Model):
