@@ -580,3 +580,29 @@ fn sam_builds_stripped_binaries_with_its_rust_beta_opted_in() {
         assert!(has(&resource(name), 6, "BuildMethod: rust-cargolambda"), "{name} is not built by cargo lambda");
     }
 }
+
+#[test]
+fn a_search_that_misses_a_shard_has_an_alarm_on_the_metric_the_code_counts_it_in() {
+    let line = |missing: usize| -> serde_json::Value {
+        let record = AccessRecord { shards_missing: Some((missing, 4)), ..AccessRecord::default() };
+        serde_json::from_str(&emf_line(&record, "api", 200, 1.0, 0)).unwrap()
+    };
+    let (degraded, whole) = (line(1), line(0));
+    let spec = &degraded["_aws"]["CloudWatchMetrics"][0];
+    let namespace = spec["Namespace"].as_str().unwrap();
+    // The declared 0/1 metrics that are 1 when a shard is missing and 0 when every one answered.
+    let counting: Vec<&str> = spec["Metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["Name"].as_str())
+        .filter(|m| degraded[*m] == 1 && whole[*m] == 0)
+        .collect();
+    assert!(!counting.is_empty(), "no metric of the EMF line counts a missing shard: {degraded}");
+    let watched = alarms().iter().any(|(_, p)| {
+        value(p, "Namespace").as_deref() == Some(namespace)
+            && value(p, "MetricName").is_some_and(|m| counting.contains(&m.as_str()))
+            && dimension(p, "Service").as_deref() == degraded["Service"].as_str()
+    });
+    assert!(watched, "no alarm on {namespace} {counting:?} (Service {}), a missing shard", degraded["Service"]);
+}

@@ -35,6 +35,9 @@ pub struct AccessRecord {
     pub rerank: Option<&'static str>,
     /// When the index served was built (Unix seconds, from its manifest).
     pub index_built_unix: Option<u64>,
+    /// Of a sharded index, the shards that did not answer the request's last search, out
+    /// of how many (`None` for a single index).
+    pub shards_missing: Option<(usize, usize)>,
 }
 
 tokio::task_local! {
@@ -82,7 +85,8 @@ pub fn add_timings(t: &StageTimings) {
 /// The request as one CloudWatch Embedded Metric Format line: namespace `Sextant`,
 /// dimension `Service` = `service`; metrics `Latency` and each stage's time (ms), `Results`,
 /// and 0/1 counts `ClientError` (4xx), `ServerError` (5xx), `RateLimited` (429), `Shed`
-/// (503) and `RerankFailed`, so that an average is a rate.
+/// (503) and `RerankFailed`, so that an average is a rate; for a search on a sharded index,
+/// `ShardsDegraded` (0/1: some shard did not answer) and `ShardsMissing` (how many).
 pub fn emf_line(record: &AccessRecord, service: &str, status: u16, total_ms: f64, now_ms: u128) -> String {
     let mut metrics = vec![serde_json::json!({"Name": "Latency", "Unit": "Milliseconds"})];
     let mut values = serde_json::Map::new();
@@ -110,6 +114,13 @@ pub fn emf_line(record: &AccessRecord, service: &str, status: u16, total_ms: f64
     }
     if let Some(r) = record.rerank {
         values.insert("rerank".into(), r.into());
+    }
+    if let Some((missing, of)) = record.shards_missing {
+        for (name, value) in [("ShardsDegraded", usize::from(missing > 0)), ("ShardsMissing", missing)] {
+            metrics.push(serde_json::json!({"Name": name, "Unit": "Count"}));
+            values.insert(name.into(), value.into());
+        }
+        values.insert("shards".into(), of.into());
     }
     // How stale the answer's index is: now − its build time, so an alarm can say when
     // builds stopped arriving (a failed schedule, a stuck workflow).
@@ -179,6 +190,7 @@ mod tests {
             stages: BTreeMap::from([("encode", 2.0), ("bm25", 0.5)]),
             rerank: Some("failed"),
             index_built_unix: Some(1_700_000_000 - 7200),
+            shards_missing: Some((1, 4)),
         };
         let line: serde_json::Value =
             serde_json::from_str(&emf_line(&rec, "api", 503, 12.5, 1_700_000_000_000)).unwrap();
@@ -202,5 +214,10 @@ mod tests {
         );
         assert_eq!(line["Results"], 5);
         assert_eq!(line["IndexAge"], 7200, "seconds since the index was built");
+        assert_eq!((line["ShardsDegraded"].as_u64(), line["ShardsMissing"].as_u64()), (Some(1), Some(1)));
+        // A single index declares no shard metrics.
+        let single = AccessRecord { shards_missing: None, ..rec };
+        let line: serde_json::Value = serde_json::from_str(&emf_line(&single, "api", 200, 1.0, 0)).unwrap();
+        assert!(line.get("ShardsDegraded").is_none() && line.get("shards").is_none(), "{line}");
     }
 }

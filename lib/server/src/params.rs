@@ -74,17 +74,19 @@ pub async fn run_cancellable<T: Send + 'static>(
 
 /// Runs `search` with [`run_cancellable`], on one engine or every shard.
 pub async fn run_search(searcher: &Searcher, search: &SearchRequest) -> Result<ShardedOutcome, ApiError> {
-    let (searcher, mut search) = (searcher.clone(), search.clone());
+    let (owned, mut search) = (searcher.clone(), search.clone());
     let out = run_cancellable(move |flag| {
         search.cancel = Some(flag);
-        searcher.search(&search)
+        owned.search(&search)
     })
     .await??;
     crate::access::add_timings(&out.outcome.timings);
     // The index is recorded where the request resolved it (`AppState::index_for`).
+    let sharded = searcher.shard_count() > 1;
     crate::access::record(|r| {
         r.results = Some(out.outcome.hits.len());
         r.rerank = Some(out.outcome.rerank.name());
+        r.shards_missing = sharded.then_some((out.of - out.answered, out.of));
     });
     Ok(out)
 }
