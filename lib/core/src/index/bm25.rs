@@ -119,6 +119,15 @@ impl LexicalStats {
     }
 }
 
+/// BM25's inverse document frequency of a term that `df` of `n` chunks hold:
+///
+/// ```text
+/// idf = ln(1 + (N − df + 0.5) / (df + 0.5))
+/// ```
+pub fn idf(n: f32, df: f32) -> f32 {
+    (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+}
+
 /// A BM25 index: vocabulary and impact postings.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Bm25Index {
@@ -228,8 +237,7 @@ impl Bm25Index {
         n: f32,
         avgdl: f32,
     ) -> Self {
-        let idf: Vec<f32> =
-            (0..vocab.len() as u32).map(|t| df(t) as f32).map(|d| (1.0 + (n - d + 0.5) / (d + 0.5)).ln()).collect();
+        let idf: Vec<f32> = (0..vocab.len() as u32).map(|t| idf(n, df(t) as f32)).collect();
         let Bm25Params { k1, b, .. } = params;
         let impacts = docs.into_iter().map(|(tf, len)| {
             let norm = k1 * (1.0 - b + b * len as f32 / avgdl);
@@ -237,6 +245,17 @@ impl Bm25Index {
         });
         let inverted = InvertedIndex::build(vocab.len(), impacts);
         Bm25Index { params, vocab, inverted }
+    }
+
+    /// How many of this index's chunks hold `term` (an analysed term): 0 for a term it
+    /// does not have.
+    pub fn df_of(&self, term: &str) -> usize {
+        self.vocab.get(term).map_or(0, |&id| self.inverted.df(id))
+    }
+
+    /// The [`idf`] of `term` (an analysed term) among this index's chunks (`N` at least 1).
+    pub fn idf_of(&self, term: &str) -> f32 {
+        idf(self.inverted.num_chunks.max(1) as f32, self.df_of(term) as f32)
     }
 
     /// The analyzer this index's terms come from: a query must be read with it.

@@ -20,7 +20,7 @@ use std::sync::{Arc, OnceLock};
 
 pub use analyzer::{Analyzer, Stemming, STOP_WORDS};
 pub use bitset::Bitset;
-pub use bm25::{Bm25Index, Bm25Params, LexicalStats};
+pub use bm25::{idf, Bm25Index, Bm25Params, LexicalStats};
 pub use filter::Filter;
 pub use format::Manifest;
 pub use hnsw::{beam, dot, DenseIndex, EF_SEARCH, EXACT_ONLY_BELOW, EXACT_SCAN_FRACTION};

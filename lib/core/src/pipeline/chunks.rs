@@ -6,7 +6,7 @@
 use std::ops::Range;
 
 use crate::corpus::{Chunk, Document, MetadataSchema};
-use crate::index::{Bm25Index, Index, Manifest, Provenance};
+use crate::index::{Analyzer, Index, Manifest, Provenance};
 
 /// The chunks a search ranks, by the ids its paths' lists carry.
 pub trait ChunkSource: Sync {
@@ -61,8 +61,11 @@ pub trait IndexView: ChunkSource + Send {
     fn chunk(&self, c: u32) -> &Chunk;
     /// Where chunk `c` comes from, `chunk` being `c`.
     fn provenance(&self, c: u32) -> Provenance<'_>;
-    /// The BM25 index that holds chunk `c` (its analyzer and term weights).
-    fn bm25_of(&self, c: u32) -> &Bm25Index;
+    /// The analyzer BM25 reads text with.
+    fn analyzer(&self) -> Analyzer;
+    /// BM25's [`idf`](crate::index::idf) of `term` (an analysed term) over every chunk
+    /// the BM25 index holds (of a sharded index, every shard's: the same as one index's).
+    fn idf(&self, term: &str) -> f32;
     /// The metadata fields of the documents, with their types.
     fn metadata_schema(&self) -> &MetadataSchema;
     /// Every document, in order.
@@ -93,8 +96,11 @@ impl IndexView for Index {
     fn provenance(&self, c: u32) -> Provenance<'_> {
         Index::provenance(self, c)
     }
-    fn bm25_of(&self, _: u32) -> &Bm25Index {
-        &self.bm25
+    fn analyzer(&self) -> Analyzer {
+        self.bm25.analyzer()
+    }
+    fn idf(&self, term: &str) -> f32 {
+        self.bm25.idf_of(term)
     }
     fn metadata_schema(&self) -> &MetadataSchema {
         Index::metadata_schema(self)

@@ -6,7 +6,7 @@
 //! most; ties go to the earlier sentence. Deterministic and cheap: no model runs.
 
 use crate::corpus::split_sentences;
-use crate::index::Bm25Index;
+use crate::index::Analyzer;
 
 /// A span of a chunk's text, offsets in characters (Unicode scalar values), end exclusive.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,26 +38,24 @@ fn sentences_with_offsets(text: &str) -> Vec<(usize, usize, String)> {
 }
 
 /// The best sentence of `text` for `query`, grown with neighbouring sentences (the
-/// following one first) while the span stays within `max_words` words.
+/// following one first) while the span stays within `max_words` words; terms read with
+/// `analyzer` and weighed by `idf` (the whole index's, [`IndexView::idf`](crate::pipeline::IndexView::idf)).
 /// `None` for an empty text.
-pub fn best_span(text: &str, query: &str, bm25: &Bm25Index, max_words: usize) -> Option<Evidence> {
+pub fn best_span(
+    text: &str,
+    query: &str,
+    analyzer: &Analyzer,
+    idf: &dyn Fn(&str) -> f32,
+    max_words: usize,
+) -> Option<Evidence> {
     let sents = sentences_with_offsets(text);
     if sents.is_empty() {
         return None;
     }
-    let analyzer = bm25.analyzer();
-    let n = bm25.inverted.num_chunks.max(1) as f32;
     let mut query_terms = analyzer.terms(query);
     query_terms.sort();
     query_terms.dedup();
-    let idf: Vec<(String, f32)> = query_terms
-        .into_iter()
-        .map(|t| {
-            let df = bm25.vocab.get(&t).map_or(0, |&id| bm25.inverted.df(id)) as f32;
-            let w = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
-            (t, w)
-        })
-        .collect();
+    let idf: Vec<(String, f32)> = query_terms.into_iter().map(|t| (t.clone(), idf(&t))).collect();
     let scores: Vec<f32> = sents
         .iter()
         .map(|(_, _, s)| {
@@ -87,7 +85,7 @@ pub fn best_span(text: &str, query: &str, bm25: &Bm25Index, max_words: usize) ->
 
 #[cfg(test)]
 mod tests {
-    use crate::index::Bm25Params;
+    use crate::index::{Bm25Index, Bm25Params};
 
     use super::*;
 
@@ -103,10 +101,16 @@ mod tests {
         )
     }
 
+    /// [`best_span`] weighed by [`bm25`]'s own statistics.
+    fn span(text: &str, query: &str, max_words: usize) -> Option<Evidence> {
+        let b = bm25();
+        best_span(text, query, &b.analyzer(), &|t| b.idf_of(t), max_words)
+    }
+
     #[test]
     fn picks_the_sentence_with_the_rarest_query_terms() {
         let text = "Thanks, and good afternoon. Revenue grew 8% this quarter. Data center capex rose to a record.";
-        let e = best_span(text, "what happened to data center capex?", &bm25(), 1).unwrap();
+        let e = span(text, "what happened to data center capex?", 1).unwrap();
         assert_eq!(e.text, "Data center capex rose to a record.");
         let chars: Vec<char> = text.chars().collect();
         assert_eq!(chars[e.char_start..e.char_end].iter().collect::<String>(), e.text);
@@ -116,18 +120,18 @@ mod tests {
     #[test]
     fn grows_with_neighbours_within_the_word_budget_and_counts_chars_not_bytes() {
         let text = "Café sales rose. Revenue grew 8%. Costs fell.";
-        let e = best_span(text, "revenue", &bm25(), 7).unwrap();
+        let e = span(text, "revenue", 7).unwrap();
         assert_eq!(e.text, "Revenue grew 8%. Costs fell.");
         let chars: Vec<char> = text.chars().collect();
         assert_eq!(chars[e.char_start..e.char_end].iter().collect::<String>(), e.text);
-        let all = best_span(text, "revenue", &bm25(), 100).unwrap();
+        let all = span(text, "revenue", 100).unwrap();
         assert_eq!(all.text, text);
     }
 
     #[test]
     fn no_match_falls_back_to_the_first_sentence_and_empty_text_has_none() {
-        let e = best_span("One. Two.", "zebra", &bm25(), 1).unwrap();
+        let e = span("One. Two.", "zebra", 1).unwrap();
         assert_eq!((e.text.as_str(), e.score), ("One.", 0.0));
-        assert!(best_span("", "x", &bm25(), 10).is_none());
+        assert!(span("", "x", 10).is_none());
     }
 }

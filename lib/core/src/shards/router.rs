@@ -8,7 +8,7 @@ use rayon::prelude::*;
 
 use crate::corpus::{Chunk, Document, MetadataSchema};
 use crate::error::{Error, Result};
-use crate::index::{Bitset, Bm25Index, Manifest, Provenance};
+use crate::index::{Analyzer, Bitset, Manifest, Provenance};
 use crate::pipeline::{
     ChunkSource, Engine, IndexView, Path, PathHit, Retrieved, SearchOutcome, SearchRequest, StageTimings,
 };
@@ -380,8 +380,16 @@ impl IndexView for ShardSet {
         let (index, local) = self.index_of(c);
         Provenance { chunk: c, ..index.provenance(local) }
     }
-    fn bm25_of(&self, c: u32) -> &Bm25Index {
-        &self.index_of(c).0.bm25
+    fn analyzer(&self) -> Analyzer {
+        self.engines[0].index().bm25.analyzer()
+    }
+    /// `idf(Σ N_s, Σ df_s(term))`: the shards hold disjoint chunks, so the sums are the
+    /// whole index's `N` and `df`.
+    fn idf(&self, term: &str) -> f32 {
+        let bm25 = || self.engines.iter().map(|e| &e.index().bm25);
+        let n: usize = bm25().map(|b| b.inverted.num_chunks as usize).sum();
+        let df: usize = bm25().map(|b| b.df_of(term)).sum();
+        crate::index::idf(n.max(1) as f32, df as f32)
     }
     fn metadata_schema(&self) -> &MetadataSchema {
         self.schema.get_or_init(|| MetadataSchema::of(IndexView::documents(self).map(|d| &d.metadata)))

@@ -121,6 +121,30 @@ fn every_query_answers_the_same_at_any_shard_count() {
 }
 
 #[test]
+fn evidence_spans_weigh_terms_by_the_whole_index_at_any_shard_count() {
+    use crate::pipeline::evidence::best_span;
+    use crate::pipeline::IndexView;
+    let f = fixture();
+    let single: &dyn IndexView = &**f.single.index();
+    for k in [2, 3, 7] {
+        let set = shard_set(shard_indexes(k));
+        for q in f.queries.iter().take(20) {
+            for t in single.analyzer().terms(q) {
+                assert_eq!(set.idf(&t).to_bits(), single.idf(&t).to_bits(), "K = {k}: idf of {t:?}");
+            }
+            let out = set.search(&request(q)).unwrap().outcome;
+            for h in &out.hits {
+                let span = |index: &dyn IndexView, c: u32| {
+                    best_span(index.text(c), q, &index.analyzer(), &|t| index.idf(t), 12).map(|e| e.text)
+                };
+                // The router numbers chunks as the single index does.
+                assert_eq!(span(&set, h.chunk), span(single, h.chunk), "K = {k}: {q}");
+            }
+        }
+    }
+}
+
+#[test]
 fn a_sharded_index_is_saved_and_loaded_by_its_root() {
     let shards = shard_indexes(3);
     let dir = tempfile::tempdir().unwrap();

@@ -275,6 +275,7 @@ pub(crate) fn respond(
     let out = searched.outcome;
     let with_segments = req.include_segments.unwrap_or(false);
     let raw_dense = search.paths == [Path::Dense];
+    let (analyzer, idf) = (index.analyzer(), |t: &str| index.idf(t));
     let chunks: Vec<ChunkOut> = out
         .hits
         .iter()
@@ -292,7 +293,8 @@ pub(crate) fn respond(
             let evidence = sextant_core::pipeline::evidence::best_span(
                 &chunk.text,
                 &search.query,
-                index.bm25_of(h.chunk),
+                &analyzer,
+                &idf,
                 EVIDENCE_WORDS,
             )
             .map(|e| e.text);

@@ -319,14 +319,14 @@ pub(crate) async fn handle(
     let searched = run_search(&searcher, &search).await?;
     let (shards, degraded) = (ShardsMeta::of(&searched, &searcher), crate::params::degraded(&searched));
     let out = searched.outcome;
+    let (analyzer, idf) = (index.analyzer(), |t: &str| index.idf(t));
     let results: Vec<Unit> = out
         .hits
         .iter()
         .map(|h| {
             let chunk = index.chunk(h.chunk);
             let p = index.provenance(h.chunk);
-            let ev =
-                sextant_core::pipeline::evidence::best_span(&chunk.text, &query, index.bm25_of(h.chunk), UNIT_WORDS);
+            let ev = sextant_core::pipeline::evidence::best_span(&chunk.text, &query, &analyzer, &idf, UNIT_WORDS);
             let (text, c0, c1) =
                 ev.map_or((chunk.text.clone(), 0, chunk.text.chars().count()), |e| (e.text, e.char_start, e.char_end));
             // The chunk's text is its range of the document's text, so offsets shift by
