@@ -83,7 +83,8 @@ pub struct Narrative {
     pub actions: Vec<String>,
 }
 
-/// Searches `searcher` (one index or a sharded one) for `question` per (ticker, year) pair and applies `guard`, keeping
+/// Searches `searcher` (one index or a sharded one) for `question` per (ticker, year)
+/// pair and applies `guard`, keeping
 /// `top_k` passages shared fairly across `tickers`. Every search carries `cancel`.
 pub fn narrative(
     searcher: &Searcher,

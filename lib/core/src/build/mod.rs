@@ -404,9 +404,9 @@ impl Built {
     /// (the manifest last, the commit point), then `build_report.json`. An unchanged build
     /// writes nothing. After the commit, encoded files of the previous version that this
     /// one no longer has are removed, and so is a sharded index that was there (its root
-    /// first, so the new index is what loads). Returns the report with the write phase filled in and
-    /// the index as saved (its manifest lists the shards), so a caller that serves it need
-    /// not read it back.
+    /// first, so the new index is what loads). Returns the report with the write phase
+    /// filled in and the index as saved (its manifest lists the shards), so a caller that
+    /// serves it need not read it back.
     pub fn save(self, storage: &dyn Storage, previous: &Previous) -> Result<Saved> {
         let mut report = self.report;
         let Some(mut index) = self.index else {
