@@ -84,8 +84,8 @@ pub struct Narrative {
 }
 
 /// Searches `searcher` (one index or a sharded one) for `question` per (ticker, year)
-/// pair and applies `guard`, keeping
-/// `top_k` passages shared fairly across `tickers`. Every search carries `cancel`.
+/// pair and applies `guard`, keeping `top_k` passages shared fairly across `tickers`.
+/// Every search carries `cancel`.
 pub fn narrative(
     searcher: &Searcher,
     question: &str,
