@@ -169,8 +169,7 @@ fn compare_shards(
             build,
             k,
         )?;
-        let engines = shards.indexes.into_iter().map(|i| loaded.engine(Arc::new(i))).collect::<Result<Vec<_>, _>>()?;
-        let router = ShardSet::new(engines, Some(shards.order))?;
+        let router = ShardSet::of_shards(shards, |i| loaded.engine(i))?;
         let (mut identical, mut overlap, mut degraded) = (0usize, 0.0f64, 0usize);
         for ((_, q), want) in set.queries.iter().zip(&single) {
             let out = router.search(&request(q))?;

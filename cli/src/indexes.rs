@@ -199,8 +199,7 @@ pub fn load_searcher(dir: &FsPath, models: &ModelSet) -> Result<Searcher> {
     let location = || format!("loading index {}", dir.display());
     if let Some((_, shards)) = load_sharded(&storage).with_context(location)? {
         let loaded = LoadedModels::load(models)?;
-        let engines = shards.indexes.into_iter().map(|i| loaded.engine(Arc::new(i))).collect::<Result<_, _>>()?;
-        return Ok(Searcher::Sharded(Arc::new(ShardSet::new(engines, Some(shards.order))?)));
+        return Ok(Searcher::Sharded(Arc::new(ShardSet::of_shards(shards, |i| loaded.engine(i))?)));
     }
     let index = Index::load(&storage).with_context(location)?;
     Ok(Searcher::Single(Arc::new(open_engine(Arc::new(index), models)?)))

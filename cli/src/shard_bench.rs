@@ -21,7 +21,8 @@ use anyhow::{Context, Result};
 use sextant_core::build::{merge, merge_shards};
 use sextant_core::index::Index;
 use sextant_core::pipeline::{Engine, SearchRequest};
-use sextant_core::shards::{load_sharded, save_sharded, ShardSet};
+use sextant_core::shards::protocol::ShardQuery;
+use sextant_core::shards::{load_sharded, save_sharded, ShardRequest, ShardSet};
 use sextant_core::storage::LocalDir;
 
 use crate::capacity::synthetic_plan;
@@ -43,12 +44,17 @@ fn indexes(engine: &Engine, target: usize, k: usize, dir: &Path) -> Result<(Engi
         save_sharded(&shards_store, &shards, &[])?;
         eprintln!("merged them as {k} shards in {:.0} s", t.elapsed().as_secs_f64());
     }
-    let with_models = |index: Index| {
-        Engine::new(Arc::new(index), engine.dense_encoder().clone(), engine.sparse_encoder().clone(), None)
+    let with_models = |index: Arc<Index>| {
+        Ok::<_, anyhow::Error>(Engine::new(
+            index,
+            engine.dense_encoder().clone(),
+            engine.sparse_encoder().clone(),
+            None,
+        ))
     };
-    let whole = with_models(Index::load(&whole_store)?);
+    let whole = with_models(Arc::new(Index::load(&whole_store)?))?;
     let (_, shards) = load_sharded(&shards_store)?.context("the sharded index was just saved")?;
-    let set = ShardSet::new(shards.indexes.into_iter().map(with_models).collect(), Some(shards.order))?;
+    let set = ShardSet::of_shards(shards, with_models)?;
     Ok((whole, set))
 }
 
@@ -92,9 +98,11 @@ pub fn run(engine: &Engine, queries: &[String], count: usize, target: usize, k: 
         };
         overlap += s_hits.iter().filter(|c| w_hits.contains(c)).count() as f64 / w_hits.len().max(1) as f64;
         let mut slowest: f64 = 0.0;
-        for shard in set.engines() {
+        let prepared = req.prepared.as_deref().context("the query was encoded above")?;
+        let ask = ShardRequest::Retrieve(Box::new(ShardQuery::of(&req, prepared, None)));
+        for shard in set.shards() {
             let t = Instant::now();
-            shard.retrieve_paths(&req)?;
+            shard.ask(&ask)?;
             let ms = t.elapsed().as_secs_f64() * 1e3;
             alone_ms.push(ms);
             slowest = slowest.max(ms);
@@ -106,8 +114,8 @@ pub fn run(engine: &Engine, queries: &[String], count: usize, target: usize, k: 
         encode_ms.push(encode);
     }
     let whole_bytes = whole.index().resident_bytes() as f64;
-    let shard_bytes: Vec<f64> = set.engines().iter().map(|e| e.index().resident_bytes() as f64).collect();
-    let chunks: Vec<usize> = set.engines().iter().map(|e| e.index().chunks.len()).collect();
+    let shard_bytes: Vec<f64> = set.stores().iter().map(|i| i.resident_bytes() as f64).collect();
+    let chunks: Vec<usize> = set.stores().iter().map(|i| i.chunks.len()).collect();
     let mib = |b: f64| b / (1 << 20) as f64;
     println!("| {target} chunks, {count} queries | p50 (ms) | p99 (ms) | p99.9 (ms) |");
     println!("|---|---:|---:|---:|");

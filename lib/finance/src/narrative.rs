@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use sextant_core::corpus::{DocumentType, Quarter};
 use sextant_core::error::Result;
-use sextant_core::index::{dot, Filter};
+use sextant_core::index::Filter;
 use sextant_core::pipeline::{Path, SearchRequest};
 use sextant_core::shards::Searcher;
 
@@ -143,11 +143,13 @@ pub fn narrative(
                 actions.push(format!("no {who} passage for {}: passages from other years", asked.join(", ")));
             }
         }
-        for h in hits {
+        // A chunk's similarity is its best window's cosine with the question.
+        let ids: Vec<u32> = hits.iter().map(|h| h.chunk).collect();
+        let similarity = index.dense_scores(&ids, &[&query_vec])?.swap_remove(0);
+        for (h, similarity) in hits.into_iter().zip(similarity) {
             let chunk = index.chunk(h.chunk);
             let p = index.provenance(h.chunk);
             let doc = p.document;
-            let v = index.dense_nearest(h.chunk, &query_vec);
             candidates.push(Passage {
                 chunk_id: p.chunk_id(),
                 document_id: doc.document_id.clone(),
@@ -157,7 +159,7 @@ pub fn narrative(
                 year: doc.year,
                 quarter: doc.quarter,
                 text: chunk.text.clone(),
-                similarity: dot(&query_vec, v),
+                similarity,
                 rerank_score: h.diagnostics.rerank_score,
                 score: h.score,
             });

@@ -490,6 +490,16 @@ impl Index {
         format::write_files(storage, files, self.manifest.clone())
     }
 
+    /// This index as a router's store of one shard: its documents, chunks and BM25 (what
+    /// the router reads for results and evidence spans), without the dense vectors, graph
+    /// and SPLADE postings that only the shard's own search reads. A dense or SPLADE
+    /// search of the store finds nothing.
+    pub fn into_store(mut self) -> Index {
+        self.dense = Arc::new(DenseIndex::build(self.dense.dim, Vec::new()));
+        self.splade = Arc::new(SpladeIndex::default());
+        self
+    }
+
     /// Loads and verifies an index from `storage`.
     ///
     /// Each file is verified and decoded in its own task, largest first, so checksums and

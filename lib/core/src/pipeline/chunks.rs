@@ -6,6 +6,7 @@
 use std::ops::Range;
 
 use crate::corpus::{Chunk, Document, MetadataSchema};
+use crate::error::Result;
 use crate::index::{Analyzer, Index, Manifest, Provenance};
 
 /// The chunks a search ranks, by the ids its paths' lists carry.
@@ -17,10 +18,13 @@ pub trait ChunkSource: Sync {
     fn text(&self, chunk: u32) -> &str;
     /// `chunk`'s document (its date is what a recency boost reads).
     fn document(&self, chunk: u32) -> &Document;
-    /// `chunk`'s dense score for a unit query vector: its best window's cosine.
-    fn dense_score(&self, chunk: u32, query: &[f32]) -> f32;
-    /// `chunk`'s dense window nearest to `query`.
-    fn dense_nearest(&self, chunk: u32, query: &[f32]) -> &[f32];
+    /// The dense scores of `chunks` for each unit query vector of `queries` (a chunk's
+    /// score is its best window's cosine): `scores[q][i]` is `chunks[i]`'s for
+    /// `queries[q]`. Asked in one batch, as a shard behind a protocol answers it
+    /// ([`crate::shards::Shard`]); fails when the vectors cannot be read.
+    fn dense_scores(&self, chunks: &[u32], queries: &[&[f32]]) -> Result<Vec<Vec<f32>>>;
+    /// The dense window of each of `chunks` nearest to the unit query vector `query`.
+    fn nearest_windows(&self, chunks: &[u32], query: &[f32]) -> Result<Vec<Vec<f32>>>;
 }
 
 impl ChunkSource for Index {
@@ -33,11 +37,11 @@ impl ChunkSource for Index {
     fn document(&self, chunk: u32) -> &Document {
         self.document_of(chunk)
     }
-    fn dense_score(&self, chunk: u32, query: &[f32]) -> f32 {
-        Index::dense_score(self, chunk, query)
+    fn dense_scores(&self, chunks: &[u32], queries: &[&[f32]]) -> Result<Vec<Vec<f32>>> {
+        Ok(queries.iter().map(|q| chunks.iter().map(|&c| self.dense_score(c, q)).collect()).collect())
     }
-    fn dense_nearest(&self, chunk: u32, query: &[f32]) -> &[f32] {
-        Index::dense_nearest(self, chunk, query)
+    fn nearest_windows(&self, chunks: &[u32], query: &[f32]) -> Result<Vec<Vec<f32>>> {
+        Ok(chunks.iter().map(|&c| self.dense_nearest(c, query).to_vec()).collect())
     }
 }
 

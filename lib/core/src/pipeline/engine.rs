@@ -625,16 +625,17 @@ impl Engine {
         if top.is_empty() {
             return None;
         }
-        let moved = feedback_query(q, top.iter().map(|&c| chunks.dense_nearest(c, q)), gamma);
+        let unread = |e: Error| tracing::warn!(error = %e, "dense vectors unread; no dense feedback");
+        let nearest = chunks.nearest_windows(&top, q).map_err(unread).ok()?;
+        let moved = feedback_query(q, nearest.iter().map(Vec::as_slice), gamma);
         let min = req.min_dense_similarity;
         let mut seen = std::collections::HashSet::new();
-        let mut hits: Vec<PathHit> = lists
-            .iter()
-            .flatten()
-            .map(|h| h.0)
-            .filter(|&c| seen.insert(c))
-            .filter(|&c| min.is_none_or(|min| chunks.dense_score(c, q) >= min))
-            .map(|c| (c, chunks.dense_score(c, &moved)))
+        let found: Vec<u32> = lists.iter().flatten().map(|h| h.0).filter(|&c| seen.insert(c)).collect();
+        let queries: Vec<&[f32]> = if min.is_some() { vec![&moved, q] } else { vec![&moved] };
+        let scores = chunks.dense_scores(&found, &queries).map_err(unread).ok()?;
+        let mut hits: Vec<PathHit> = (0..found.len())
+            .filter(|&i| min.is_none_or(|min| scores[1][i] >= min))
+            .map(|i| (found[i], scores[0][i]))
             .collect();
         hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         hits.truncate(k);

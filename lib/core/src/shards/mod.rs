@@ -9,20 +9,23 @@
 //! scores the same at any `K`. An index without a root is today's layout, `K` = 1.
 //!
 //! A search on a sharded index ([`ShardSet::search`]) encodes the query once, asks every
-//! shard for each path's candidates with their scores ([`Engine::retrieve_paths`](crate::pipeline::Engine::retrieve_paths)),
+//! shard through the shard protocol ([`protocol`]: in this process, or over loopback HTTP
+//! or Lambda) for each path's candidates with their scores ([`Engine::retrieve_paths`](crate::pipeline::Engine::retrieve_paths)),
 //! merges each path's lists by score and runs the rest of the search (fusion, dense
 //! feedback, relevance, rerank, recency, diversity) with the same code one engine runs
 //! ([`Engine::finish`](crate::pipeline::Engine::finish)), over the chunks of every shard. A
 //! shard that fails is left out, and the outcome says how many answered.
 
 mod assign;
+pub mod protocol;
 mod root;
 mod router;
 
 pub use assign::shard_of;
+pub use protocol::{Shard, ShardRequest, ShardResponse};
 pub use root::{
-    load_sharded, remove_sharded, save_sharded, shard_prefix, RootManifest, ShardEntry, Shards, ORDER_FILE,
-    ROOT_MANIFEST, STATS_FILE,
+    load_shard, load_sharded, read_root, remove_sharded, save_sharded, shard_prefix, RootManifest, ShardEntry, Shards,
+    ORDER_FILE, ROOT_MANIFEST, STATS_FILE,
 };
 pub use router::{Searcher, ShardSet, ShardedOutcome};
 

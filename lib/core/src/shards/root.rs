@@ -119,62 +119,75 @@ pub fn save_sharded(storage: &dyn Storage, shards: &Shards, encoded: &[String]) 
 /// its manifest is the one the root names), their documents' order and the statistics.
 pub fn load_sharded(storage: &dyn Storage) -> Result<Option<(RootManifest, Shards)>> {
     use rayon::prelude::*;
+    let Some((root, stats)) = read_root(storage)? else {
+        return Ok(None);
+    };
+    let loaded = (0..root.shards.len())
+        .into_par_iter()
+        .with_max_len(1)
+        .map(|k| load_shard(storage, &root, k))
+        .collect::<Result<Vec<(Index, Vec<u32>)>>>()?;
+    let (indexes, order) = loaded.into_iter().unzip();
+    let inputs_sha256 = root.inputs_sha256.clone();
+    Ok(Some((root, Shards { indexes, order, stats, inputs_sha256 })))
+}
+
+fn corrupted(storage: &dyn Storage, file: &str, expected: &str, found: String) -> Error {
+    Error::IndexCorrupted { file: format!("{}/{file}", storage.location()), expected: expected.into(), found }
+}
+
+/// The root manifest in `storage` and BM25's statistics over every shard, verified:
+/// `None` when there is no root (a single index).
+pub fn read_root(storage: &dyn Storage) -> Result<Option<(RootManifest, LexicalStats)>> {
     if !storage.exists(ROOT_MANIFEST)? {
         return Ok(None);
     }
-    let corrupted = |file: &str, expected: &str, found: String| Error::IndexCorrupted {
-        file: format!("{}/{file}", storage.location()),
-        expected: expected.into(),
-        found,
-    };
     let root: RootManifest = serde_json::from_slice(&storage.read(ROOT_MANIFEST)?)
-        .map_err(|e| corrupted(ROOT_MANIFEST, "a root manifest", e.to_string()))?;
+        .map_err(|e| corrupted(storage, ROOT_MANIFEST, "a root manifest", e.to_string()))?;
     if root.format != ROOT_FORMAT || root.version != ROOT_VERSION {
         return Err(corrupted(
+            storage,
             ROOT_MANIFEST,
             &format!("{ROOT_FORMAT} version {ROOT_VERSION}"),
             format!("{} version {}", root.format, root.version),
         ));
     }
     if root.shards.is_empty() {
-        return Err(corrupted(ROOT_MANIFEST, "at least one shard", "none".into()));
+        return Err(corrupted(storage, ROOT_MANIFEST, "at least one shard", "none".into()));
     }
     let bytes = storage.read(STATS_FILE)?;
     if sha256_hex(&bytes) != root.stats.sha256 {
-        return Err(corrupted(STATS_FILE, &format!("SHA-256 {}", root.stats.sha256), sha256_hex(&bytes)));
+        return Err(corrupted(storage, STATS_FILE, &format!("SHA-256 {}", root.stats.sha256), sha256_hex(&bytes)));
     }
     let stats: LexicalStats =
-        bincode::deserialize(&bytes).map_err(|e| corrupted(STATS_FILE, "BM25 statistics", e.to_string()))?;
-    let loaded = root
-        .shards
-        .par_iter()
-        .with_max_len(1)
-        .map(|entry| {
-            let within = Within::new(storage, entry.prefix.clone());
-            let found = sha256_hex(&within.read(MANIFEST)?);
-            if found != entry.manifest_sha256 {
-                let file = format!("{}{MANIFEST}", entry.prefix);
-                return Err(corrupted(
-                    &file,
-                    &format!("the manifest the root names ({})", entry.manifest_sha256),
-                    found,
-                ));
-            }
-            let index = Index::load(&within)?;
-            let file = format!("{}{ORDER_FILE}", entry.prefix);
-            let listed = index.manifest.files.iter().find(|f| f.name == ORDER_FILE);
-            let bytes = within.read(ORDER_FILE)?;
-            if listed.is_none_or(|f| f.sha256 != sha256_hex(&bytes)) || bytes.len() != 4 * index.documents.len() {
-                let expected = format!("{} documents' order, as the manifest lists it", index.documents.len());
-                return Err(corrupted(&file, &expected, format!("{} bytes", bytes.len())));
-            }
-            let order = bytes.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
-            Ok((index, order))
-        })
-        .collect::<Result<Vec<(Index, Vec<u32>)>>>()?;
-    let (indexes, order) = loaded.into_iter().unzip();
-    let inputs_sha256 = root.inputs_sha256.clone();
-    Ok(Some((root, Shards { indexes, order, stats, inputs_sha256 })))
+        bincode::deserialize(&bytes).map_err(|e| corrupted(storage, STATS_FILE, "BM25 statistics", e.to_string()))?;
+    Ok(Some((root, stats)))
+}
+
+/// Shard `k` of the sharded index `root` describes, and its documents' order: verified as
+/// [`Index::load`] does, and refused unless its manifest is the one the root names (what a
+/// shard worker loads).
+pub fn load_shard(storage: &dyn Storage, root: &RootManifest, k: usize) -> Result<(Index, Vec<u32>)> {
+    let Some(entry) = root.shards.get(k) else {
+        return Err(Error::invalid("shard", format!("shard {k} of an index of {} shards", root.shards.len())));
+    };
+    let within = Within::new(storage, entry.prefix.clone());
+    let found = sha256_hex(&within.read(MANIFEST)?);
+    if found != entry.manifest_sha256 {
+        let file = format!("{}{MANIFEST}", entry.prefix);
+        let expected = format!("the manifest the root names ({})", entry.manifest_sha256);
+        return Err(corrupted(storage, &file, &expected, found));
+    }
+    let index = Index::load(&within)?;
+    let file = format!("{}{ORDER_FILE}", entry.prefix);
+    let listed = index.manifest.files.iter().find(|f| f.name == ORDER_FILE);
+    let bytes = within.read(ORDER_FILE)?;
+    if listed.is_none_or(|f| f.sha256 != sha256_hex(&bytes)) || bytes.len() != 4 * index.documents.len() {
+        let expected = format!("{} documents' order, as the manifest lists it", index.documents.len());
+        return Err(corrupted(storage, &file, &expected, format!("{} bytes", bytes.len())));
+    }
+    let order = bytes.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+    Ok((index, order))
 }
 
 /// Removes from `storage` the shards of the sharded index `root` describes from shard

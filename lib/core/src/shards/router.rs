@@ -1,25 +1,35 @@
 //! The router: one search over every shard of an index, answered as one index would.
 
+use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
+use super::protocol::{DenseQuery, Shard, ShardQuery, ShardRequest, ShardResponse};
+use super::root::Shards;
 use crate::corpus::{Chunk, Document, MetadataSchema};
 use crate::error::{Error, Result};
-use crate::index::{Analyzer, Bitset, Manifest, Provenance};
+use crate::index::{Analyzer, Bitset, Index, Manifest, Provenance};
 use crate::pipeline::{
     ChunkSource, Engine, IndexView, Path, PathHit, Retrieved, SearchOutcome, SearchRequest, StageTimings,
 };
 
-/// The shards of one index, each with its engine (the same models), searched as one
-/// index. Chunk and document ids in its outcomes are those of the single index built from
-/// the same documents (documents in the order [`Shards::order`](super::Shards::order)
-/// gives, each document's chunks in order), so every tie between equal scores breaks as it
-/// would there ([`ShardSet::locate`] finds a chunk's shard).
+/// The shards of one index searched as one index: a router. It asks each shard through
+/// the shard protocol ([`Shard`]: an engine in this process, or a worker behind it) for
+/// candidates and dense scores, and reads the documents and chunks of the results from
+/// each shard's store. Chunk and document ids in its outcomes are those of the single
+/// index built from the same documents (documents in the order [`Shards::order`] gives,
+/// each document's chunks in order), so every tie between equal scores breaks as it would
+/// there ([`ShardSet::locate`] finds a chunk's shard).
 pub struct ShardSet {
-    engines: Vec<Arc<Engine>>,
+    /// The models and settings every search runs with (fusion, rerank, recency).
+    router: Arc<Engine>,
+    /// The shards, asked through the protocol.
+    shards: Vec<Arc<dyn Shard>>,
+    /// Each shard's documents and chunks, read for the results.
+    stores: Vec<Arc<Index>>,
     /// How long a search waits for a shard before leaving it out (`None`: for every one).
     deadline: Option<Duration>,
     /// Global document → (shard, the shard's document).
@@ -66,15 +76,48 @@ impl ShardedOutcome {
 }
 
 impl ShardSet {
-    /// The shards `engines`, in shard order (at least one), their documents in the global
-    /// order `order` (`order[s][d]`: shard `s`'s document `d`'s ordinal among all; every
-    /// ordinal once). Without an order the shards' documents follow each other.
+    /// The shards `engines` in this process, in shard order (at least one), their
+    /// documents in the global order `order` (`order[s][d]`: shard `s`'s document `d`'s
+    /// ordinal among all; every ordinal once). Without an order the shards' documents
+    /// follow each other.
     pub fn new(engines: Vec<Engine>, order: Option<Vec<Vec<u32>>>) -> Result<Self> {
+        let engines: Vec<Arc<Engine>> = engines.into_iter().map(Arc::new).collect();
+        let Some(router) = engines.first().cloned() else {
+            return Err(Error::invalid("shards", "a sharded index needs at least one shard"));
+        };
+        let stores = engines.iter().map(|e| e.index().clone()).collect();
+        let shards = engines.into_iter().map(|e| e as Arc<dyn Shard>).collect();
+        Self::with_shards(router, stores, shards, order)
+    }
+
+    /// The loaded shards `shards` in this process, each shard's engine made by `engine`
+    /// from its index (the same models for all).
+    pub fn of_shards<E: From<Error>>(
+        shards: Shards,
+        engine: impl FnMut(Arc<Index>) -> std::result::Result<Engine, E>,
+    ) -> std::result::Result<Self, E> {
+        let engines = shards.indexes.into_iter().map(Arc::new).map(engine).collect::<std::result::Result<_, E>>()?;
+        Ok(Self::new(engines, Some(shards.order))?)
+    }
+
+    /// A router over `shards` (asked through the protocol, in shard order), whose
+    /// documents and chunks are in `stores` (one per shard, the same order) and whose
+    /// searches run with `router`'s models and settings; `order` as for [`ShardSet::new`].
+    pub fn with_shards(
+        router: Arc<Engine>,
+        stores: Vec<Arc<Index>>,
+        shards: Vec<Arc<dyn Shard>>,
+        order: Option<Vec<Vec<u32>>>,
+    ) -> Result<Self> {
         let wrong = |why: String| Error::invalid("shards", why);
-        if engines.is_empty() {
-            return Err(wrong("a sharded index needs at least one shard".into()));
+        if stores.is_empty() || stores.len() != shards.len() {
+            return Err(wrong(format!(
+                "{} shards and {} stores: one store per shard, at least one",
+                shards.len(),
+                stores.len()
+            )));
         }
-        let sizes: Vec<usize> = engines.iter().map(|e| e.index().documents.len()).collect();
+        let sizes: Vec<usize> = stores.iter().map(|i| i.documents.len()).collect();
         let total: usize = sizes.iter().sum();
         let global_doc = match order {
             Some(order) => order,
@@ -88,10 +131,10 @@ impl ShardSet {
                 order
             }
         };
-        if global_doc.len() != engines.len() || global_doc.iter().zip(&sizes).any(|(o, &n)| o.len() != n) {
+        if global_doc.len() != stores.len() || global_doc.iter().zip(&sizes).any(|(o, &n)| o.len() != n) {
             return Err(wrong("one document order per shard, one entry per document".into()));
         }
-        let chunks: u64 = engines.iter().map(|e| e.index().chunks.len() as u64).sum();
+        let chunks: u64 = stores.iter().map(|i| i.chunks.len() as u64).sum();
         if chunks > u32::MAX as u64 {
             return Err(wrong(format!("{chunks} chunks: at most {} across the shards", u32::MAX)));
         }
@@ -108,18 +151,22 @@ impl ShardSet {
         let mut next = 0u32;
         for &(s, d) in &docs {
             first_chunk.push(next);
-            next += engines[s as usize].index().chunks_of(d).len() as u32;
+            next += stores[s as usize].chunks_of(d).len() as u32;
         }
-        let newest_day = engines.iter().filter_map(Engine::newest_day).max();
-        let mut manifest = engines[0].index().manifest.clone();
+        let newest_day = stores
+            .iter()
+            .flat_map(|i| i.documents.iter().filter_map(|d| d.published_at.map(crate::corpus::Date::days_since_epoch)))
+            .max();
+        let mut manifest = stores[0].manifest.clone();
         manifest.documents = total;
         manifest.chunks = chunks as usize;
-        manifest.resident_bytes = engines.iter().map(|e| e.index().manifest.resident_bytes).sum();
-        manifest.created_unix = engines.iter().map(|e| e.index().manifest.created_unix).max().unwrap_or(0);
+        manifest.resident_bytes = stores.iter().map(|i| i.manifest.resident_bytes).sum();
+        manifest.created_unix = stores.iter().map(|i| i.manifest.created_unix).max().unwrap_or(0);
         manifest.files = Vec::new();
-        let engines = engines.into_iter().map(Arc::new).collect();
         Ok(ShardSet {
-            engines,
+            router,
+            shards,
+            stores,
             deadline: None,
             docs,
             first_chunk,
@@ -138,21 +185,26 @@ impl ShardSet {
         self
     }
 
-    /// The shards' engines, in shard order.
-    pub fn engines(&self) -> &[Arc<Engine>] {
-        &self.engines
+    /// The shards, in shard order, as the router asks them.
+    pub fn shards(&self) -> &[Arc<dyn Shard>] {
+        &self.shards
+    }
+
+    /// Each shard's store (its documents and chunks), in shard order.
+    pub fn stores(&self) -> &[Arc<Index>] {
+        &self.stores
     }
 
     /// The shard of `chunk` (a global chunk id) and the shard's own id for it.
     pub fn locate(&self, chunk: u32) -> (usize, u32) {
         let g = self.first_chunk.partition_point(|&f| f <= chunk) - 1;
         let (s, d) = self.docs[g];
-        (s as usize, self.engines[s as usize].index().chunks_of(d).start + (chunk - self.first_chunk[g]))
+        (s as usize, self.stores[s as usize].chunks_of(d).start + (chunk - self.first_chunk[g]))
     }
 
     /// The global id of shard `s`'s chunk `c`.
     pub fn global(&self, s: usize, c: u32) -> u32 {
-        let index = self.engines[s].index();
+        let index = &self.stores[s];
         let d = index.chunks[c as usize].doc;
         self.first_chunk[self.global_doc[s][d as usize] as usize] + (c - index.chunks_of(d).start)
     }
@@ -160,18 +212,19 @@ impl ShardSet {
     /// Searches every shard as one index:
     /// 1. the query is encoded once, as [`Engine::search`] encodes it;
     /// 2. every shard retrieves each path's candidates within the filter, with their scores
-    ///    ([`Engine::retrieve_paths`]), in parallel;
+    ///    and no text ([`ShardRequest::Retrieve`], [`Engine::retrieve_paths`]), in parallel;
     /// 3. each path's lists are merged by score, ties by global chunk id (as one index
     ///    breaks them), and cut to the path's depth: each shard's list is the whole index's
     ///    list restricted to that shard, so this is the whole index's list;
-    /// 4. the rest of the search runs as on one index ([`Engine::finish`]), reading the
-    ///    chunks of every shard.
+    /// 4. the rest of the search runs as on one index ([`Engine::finish`]), asking the
+    ///    shards for the dense scores that dense feedback needs ([`ShardRequest::Dense`])
+    ///    and reading the results' text and provenance from the stores.
     ///
     /// A shard that fails (its every path failing included) is left out and named in the
     /// outcome; when none answers the search fails.
     pub fn search(&self, req: &SearchRequest) -> Result<ShardedOutcome> {
         let start = Instant::now();
-        let first = &self.engines[0];
+        let first = &self.router;
         first.check_request(req)?;
         if req.documents.as_ref().is_some_and(|d| d.len() != self.docs.len()) {
             return Err(Error::invalid("documents", format!("a set over the index's {} documents", self.docs.len())));
@@ -185,9 +238,8 @@ impl ShardSet {
             }
         };
         let encode_ms = t.elapsed().as_secs_f64() * 1e3;
-        let shard_req = SearchRequest { prepared: Some(prepared.clone()), documents: None, ..req.clone() };
         let t = Instant::now();
-        let answers = self.ask_every_shard(&shard_req, req.documents.as_deref());
+        let answers = self.retrieve_on_every_shard(req, &prepared, req.documents.as_deref());
         let shards_ms = t.elapsed().as_secs_f64() * 1e3;
         let t = Instant::now();
         let of = answers.len();
@@ -231,43 +283,63 @@ impl ShardSet {
         })
     }
 
-    /// Every shard's [`Engine::retrieve_paths`] for `req`, restricted to the documents
-    /// `documents` holds (ordinals in the whole index) when given, in shard order: all at
-    /// once on the rayon pool, or, with a deadline, each on a thread of its own, a shard
-    /// that has not answered by then counting as failed.
-    fn ask_every_shard(&self, req: &SearchRequest, documents: Option<&Bitset>) -> Vec<Result<Retrieved>> {
-        let request = |s: usize| match documents {
-            None => req.clone(),
-            Some(all) => {
-                let mine = &self.global_doc[s];
-                let mut set = Bitset::empty(mine.len());
-                mine.iter().enumerate().filter(|(_, &g)| all.contains(g as usize)).for_each(|(d, _)| set.insert(d));
-                SearchRequest { documents: Some(Arc::new(set)), ..req.clone() }
+    /// Every shard's candidates for `req` encoded as `prepared`, restricted to the
+    /// documents `documents` holds (ordinals in the whole index) when given, in shard
+    /// order ([`ShardSet::ask`]).
+    fn retrieve_on_every_shard(
+        &self,
+        req: &SearchRequest,
+        prepared: &crate::pipeline::PreparedQuery,
+        documents: Option<&Bitset>,
+    ) -> Vec<Result<Retrieved>> {
+        let shared = || Arc::new(ShardRequest::Retrieve(Box::new(ShardQuery::of(req, prepared, None))));
+        let requests: Vec<(usize, Arc<ShardRequest>)> = match documents {
+            None => {
+                let one = shared();
+                (0..self.shards.len()).map(|s| (s, one.clone())).collect()
             }
+            Some(all) => (0..self.shards.len())
+                .map(|s| {
+                    let mine = self.global_doc[s].iter().enumerate().filter(|(_, &g)| all.contains(g as usize));
+                    let mine = Some(mine.map(|(d, _)| d as u32).collect());
+                    (s, Arc::new(ShardRequest::Retrieve(Box::new(ShardQuery::of(req, prepared, mine)))))
+                })
+                .collect(),
         };
+        self.ask(requests)
+            .into_iter()
+            .map(|(_, answer)| match answer? {
+                ShardResponse::Retrieve(a) => Ok(a.into()),
+                other => Err(unexpected(&other)),
+            })
+            .collect()
+    }
+
+    /// Asks each shard `s` of `requests` its request: all at once on the rayon pool, or,
+    /// with a deadline, each on a thread of its own, a shard that has not answered by then
+    /// counting as failed. Answers come in the order asked.
+    fn ask(&self, requests: Vec<(usize, Arc<ShardRequest>)>) -> Vec<(usize, Result<ShardResponse>)> {
         let Some(deadline) = self.deadline else {
-            return self
-                .engines
-                .par_iter()
+            return requests
+                .into_par_iter()
                 .with_max_len(1)
-                .enumerate()
-                .map(|(s, e)| e.retrieve_paths(&request(s)))
+                .map(|(s, request)| (s, self.shards[s].ask(&request)))
                 .collect();
         };
         let (tx, rx) = std::sync::mpsc::channel();
-        for (s, engine) in self.engines.iter().enumerate() {
-            let (engine, req, tx) = (engine.clone(), request(s), tx.clone());
+        for (i, (s, request)) in requests.iter().enumerate() {
+            let (shard, request, tx) = (self.shards[*s].clone(), request.clone(), tx.clone());
             std::thread::spawn(move || {
                 // The router may have stopped waiting: then nobody receives this.
-                let _ = tx.send((s, engine.retrieve_paths(&req)));
+                let _ = tx.send((i, shard.ask(&request)));
             });
         }
         drop(tx);
         let until = Instant::now() + deadline;
-        let mut answers: Vec<Option<Result<Retrieved>>> = (0..self.engines.len()).map(|_| None).collect();
+        let mut answers: Vec<Option<Result<ShardResponse>>> = requests.iter().map(|_| None).collect();
         while answers.iter().any(Option::is_none) {
             match rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
-                Ok((s, answer)) => answers[s] = Some(answer),
+                Ok((i, answer)) => answers[i] = Some(answer),
                 Err(_) => break,
             }
         }
@@ -275,7 +347,56 @@ impl ShardSet {
             component: "index shard".into(),
             reason: format!("no answer within its deadline of {} ms", deadline.as_millis()),
         };
-        answers.into_iter().map(|a| a.unwrap_or_else(|| Err(late()))).collect()
+        requests.iter().zip(answers).map(|((s, _), a)| (*s, a.unwrap_or_else(|| Err(late())))).collect()
+    }
+
+    /// Dense rows for global chunks `chunks`, asked of the shards that hold them in one
+    /// batch each ([`ShardRequest::Dense`]): per query a score per chunk, or with
+    /// `nearest` per chunk its nearest window. Fails when a shard does.
+    fn dense_rows(&self, chunks: &[u32], queries: &[&[f32]], nearest: bool) -> Result<Vec<Vec<f32>>> {
+        let mut by_shard: BTreeMap<usize, (Vec<usize>, Vec<u32>)> = BTreeMap::new();
+        for (i, &c) in chunks.iter().enumerate() {
+            let (s, local) = self.locate(c);
+            let (at, ids) = by_shard.entry(s).or_default();
+            at.push(i);
+            ids.push(local);
+        }
+        let queries: Vec<Vec<f32>> = queries.iter().map(|q| q.to_vec()).collect();
+        let requests = by_shard
+            .iter()
+            .map(|(&s, (_, ids))| {
+                let q = DenseQuery { chunks: ids.clone(), queries: queries.clone(), nearest };
+                (s, Arc::new(ShardRequest::Dense(q)))
+            })
+            .collect();
+        let mut out = vec![Vec::new(); if nearest { chunks.len() } else { queries.len() }];
+        if !nearest {
+            out.iter_mut().for_each(|row| *row = vec![0.0; chunks.len()]);
+        }
+        for (s, answer) in self.ask(requests) {
+            let rows = match answer
+                .map_err(|e| Error::Component { component: format!("index shard {s}"), reason: e.to_string() })?
+            {
+                ShardResponse::Dense { rows } => rows,
+                other => return Err(unexpected(&other)),
+            };
+            let at = &by_shard[&s].0;
+            let expected = if nearest { at.len() } else { queries.len() };
+            if rows.len() != expected || (!nearest && rows.iter().any(|r| r.len() != at.len())) {
+                return Err(Error::Component {
+                    component: format!("index shard {s}"),
+                    reason: "an answer of the wrong size".into(),
+                });
+            }
+            for (r, row) in rows.into_iter().enumerate() {
+                if nearest {
+                    out[at[r]] = row;
+                } else {
+                    at.iter().zip(row).for_each(|(&i, x)| out[r][i] = x);
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Each path's lists of the shards that answered, merged by score and cut to the
@@ -324,10 +445,19 @@ impl ShardSet {
         out
     }
 
-    fn index_of(&self, chunk: u32) -> (&crate::index::Index, u32) {
+    fn index_of(&self, chunk: u32) -> (&Index, u32) {
         let (s, c) = self.locate(chunk);
-        (self.engines[s].index(), c)
+        (&self.stores[s], c)
     }
+}
+
+/// A shard that answered a question with another's answer.
+fn unexpected(answer: &ShardResponse) -> Error {
+    let kind = match answer {
+        ShardResponse::Retrieve(_) => "candidates",
+        ShardResponse::Dense { .. } => "dense rows",
+    };
+    Error::Component { component: "index shard".into(), reason: format!("answered with {kind} to another question") }
 }
 
 impl ChunkSource for ShardSet {
@@ -342,13 +472,11 @@ impl ChunkSource for ShardSet {
         let (index, c) = self.index_of(chunk);
         index.document_of(c)
     }
-    fn dense_score(&self, chunk: u32, query: &[f32]) -> f32 {
-        let (index, c) = self.index_of(chunk);
-        index.dense_score(c, query)
+    fn dense_scores(&self, chunks: &[u32], queries: &[&[f32]]) -> Result<Vec<Vec<f32>>> {
+        self.dense_rows(chunks, queries, false)
     }
-    fn dense_nearest(&self, chunk: u32, query: &[f32]) -> &[f32] {
-        let (index, c) = self.index_of(chunk);
-        index.dense_nearest(c, query)
+    fn nearest_windows(&self, chunks: &[u32], query: &[f32]) -> Result<Vec<Vec<f32>>> {
+        self.dense_rows(chunks, &[query], true)
     }
 }
 
@@ -361,16 +489,16 @@ impl IndexView for ShardSet {
     }
     fn document_at(&self, d: u32) -> &Document {
         let (s, local) = self.docs[d as usize];
-        &self.engines[s as usize].index().documents[local as usize]
+        &self.stores[s as usize].documents[local as usize]
     }
     fn is_withdrawn(&self, d: u32) -> bool {
         let (s, local) = self.docs[d as usize];
-        self.engines[s as usize].index().is_withdrawn(local)
+        self.stores[s as usize].is_withdrawn(local)
     }
     fn chunks_of(&self, d: u32) -> Range<u32> {
         let (s, local) = self.docs[d as usize];
         let first = self.first_chunk[d as usize];
-        first..first + self.engines[s as usize].index().chunks_of(local).len() as u32
+        first..first + self.stores[s as usize].chunks_of(local).len() as u32
     }
     fn chunk(&self, c: u32) -> &Chunk {
         let (index, local) = self.index_of(c);
@@ -381,12 +509,12 @@ impl IndexView for ShardSet {
         Provenance { chunk: c, ..index.provenance(local) }
     }
     fn analyzer(&self) -> Analyzer {
-        self.engines[0].index().bm25.analyzer()
+        self.stores[0].bm25.analyzer()
     }
     /// `idf(Σ N_s, Σ df_s(term))`: the shards hold disjoint chunks, so the sums are the
     /// whole index's `N` and `df`.
     fn idf(&self, term: &str) -> f32 {
-        let bm25 = || self.engines.iter().map(|e| &e.index().bm25);
+        let bm25 = || self.stores.iter().map(|i| &i.bm25);
         let n: usize = bm25().map(|b| b.inverted.num_chunks as usize).sum();
         let df: usize = bm25().map(|b| b.df_of(term)).sum();
         crate::index::idf(n.max(1) as f32, df as f32)
@@ -408,11 +536,11 @@ pub enum Searcher {
 
 impl Searcher {
     /// The engine whose models and settings every search runs with (of a sharded index,
-    /// the first shard's: every shard's are the same).
+    /// the router's).
     pub fn engine(&self) -> &Arc<Engine> {
         match self {
             Searcher::Single(e) => e,
-            Searcher::Sharded(s) => &s.engines[0],
+            Searcher::Sharded(s) => &s.router,
         }
     }
 
@@ -445,7 +573,7 @@ impl Searcher {
     pub fn shard_count(&self) -> usize {
         match self {
             Searcher::Single(_) => 1,
-            Searcher::Sharded(s) => s.engines.len(),
+            Searcher::Sharded(s) => s.shards.len(),
         }
     }
 }

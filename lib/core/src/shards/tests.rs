@@ -109,7 +109,7 @@ fn every_query_answers_the_same_at_any_shard_count() {
     for k in [1, 2, 3, 7] {
         let set = shard_set(shard_indexes(k));
         if k > 1 {
-            assert!(set.engines().iter().all(|e| !e.index().chunks.is_empty()), "every shard holds documents");
+            assert!(set.stores().iter().all(|i| !i.chunks.is_empty()), "every shard holds documents");
         }
         for (q, want) in f.queries.iter().zip(&single) {
             let out = set.search(&request(q)).unwrap();
@@ -117,6 +117,18 @@ fn every_query_answers_the_same_at_any_shard_count() {
             // Ids, order, fused relevance and every path's score, to the bit.
             assert_eq!(&seen(&out.outcome, &set), want, "K = {k}: {q}");
         }
+        // What dense feedback asks of the shards (scores for two queries, nearest windows)
+        // is the single index's, chunk by chunk, in any order of global ids.
+        let index: &Index = f.single.index();
+        let (a, b) = (f.dense.embed(&f.queries[0]).unwrap(), f.dense.embed(&f.queries[1]).unwrap());
+        let all: Vec<u32> = (0..index.chunks.len() as u32).rev().step_by(3).collect();
+        let bits = |rows: Vec<Vec<f32>>| -> Vec<Vec<u32>> {
+            rows.into_iter().map(|r| r.into_iter().map(f32::to_bits).collect()).collect()
+        };
+        let scores = |c: &dyn ChunkSource| bits(c.dense_scores(&all, &[&a, &b]).unwrap());
+        assert_eq!(scores(&set), scores(index), "K = {k}: dense scores");
+        let nearest = |c: &dyn ChunkSource| bits(c.nearest_windows(&all, &b).unwrap());
+        assert_eq!(nearest(&set), nearest(index), "K = {k}: nearest windows");
     }
 }
 
