@@ -532,49 +532,51 @@ fn serve_index(dir: &Path, key: &str, extra: &[&str]) -> Server {
     server
 }
 
-#[test]
-fn a_sharded_index_is_served_as_the_single_index_it_was_split_from() {
-    let tmp = tempfile::tempdir().unwrap();
-    // Apple's first 30 filing sections of the demo corpus, 10-K and 10-Q, FY2024 and FY2025.
-    let docs = tmp.path().join("docs.jsonl");
-    let lines = BufReader::new(flate2::read::GzDecoder::new(
-        std::fs::File::open(repo().join("data/demo/documents.jsonl.gz")).unwrap(),
-    ))
-    .lines()
-    .take(30)
-    .map(|l| l.unwrap() + "\n")
-    .collect::<String>();
-    std::fs::write(&docs, lines).unwrap();
-    let (single, sharded) = (tmp.path().join("single"), tmp.path().join("sharded"));
-    let build = |out: &Path, extra: &[&str]| {
-        let o = Command::new(env!("CARGO_BIN_EXE_sextant"))
-            .args(["build", "--id", "apple", "--docs"])
-            .arg(&docs)
-            .arg("--out")
-            .arg(out)
-            .args(extra)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    };
-    build(&single, &[]);
-    // The single index's vectors, reused: the sharded build encodes nothing.
-    std::fs::create_dir(&sharded).unwrap();
-    for f in std::fs::read_dir(&single).unwrap().map(|e| e.unwrap().path()) {
-        std::fs::copy(&f, sharded.join(f.file_name().unwrap())).unwrap();
-    }
-    build(&sharded, &["--shards", "3"]);
-    assert!(sharded.join("root.json").is_file());
+/// Apple's first 30 filing sections of the demo corpus (10-K and 10-Q, FY2024 and FY2025)
+/// built once per test process as one index and as 3 shards (the sharded build reusing the
+/// single one's vectors): their directories.
+fn apple_single_and_sharded() -> &'static (PathBuf, PathBuf) {
+    static BUILT: std::sync::OnceLock<(PathBuf, PathBuf)> = std::sync::OnceLock::new();
+    BUILT.get_or_init(|| {
+        // Kept for the whole test process.
+        let tmp = Box::leak(Box::new(tempfile::tempdir().unwrap())).path();
+        let docs = tmp.join("docs.jsonl");
+        let lines = BufReader::new(flate2::read::GzDecoder::new(
+            std::fs::File::open(repo().join("data/demo/documents.jsonl.gz")).unwrap(),
+        ))
+        .lines()
+        .take(30)
+        .map(|l| l.unwrap() + "\n")
+        .collect::<String>();
+        std::fs::write(&docs, lines).unwrap();
+        let (single, sharded) = (tmp.join("single"), tmp.join("sharded"));
+        let build = |out: &Path, extra: &[&str]| {
+            let o = Command::new(env!("CARGO_BIN_EXE_sextant"))
+                .args(["build", "--id", "apple", "--docs"])
+                .arg(&docs)
+                .arg("--out")
+                .arg(out)
+                .args(extra)
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        };
+        build(&single, &[]);
+        // The single index's vectors, reused: the sharded build encodes nothing.
+        std::fs::create_dir(&sharded).unwrap();
+        for f in std::fs::read_dir(&single).unwrap().map(|e| e.unwrap().path()) {
+            std::fs::copy(&f, sharded.join(f.file_name().unwrap())).unwrap();
+        }
+        build(&sharded, &["--shards", "3"]);
+        assert!(sharded.join("root.json").is_file());
+        (single, sharded)
+    })
+}
 
-    let key = "sx_shards_key";
-    let extra = ["--id", "apple"];
-    let (one, three) = (serve_index(&single, key, &extra), serve_index(&sharded, key, &extra));
-    let ask = |server: &Server, path: &str, body: &Value| {
-        let r = post(&server.addr, path, Some(key), body);
-        assert_eq!(r.status, 200, "{path} {body}: {}", r.body);
-        r.body
-    };
-    let requests = [
+/// Searches that every way of serving the Apple index must answer alike: filters, a
+/// metadata `like`, rerank off.
+fn apple_requests() -> Vec<(&'static str, Value)> {
+    vec![
         ("/v1/retrieve", json!({"query": "How much did iPhone net sales change?", "top_k": 8})),
         ("/v1/retrieve", json!({"query": "legal proceedings", "filters": {"year": 2025}})),
         ("/v1/retrieve", json!({"query": "risk factors", "rerank": false})),
@@ -583,11 +585,29 @@ fn a_sharded_index_is_served_as_the_single_index_it_was_split_from() {
             "/v1/search",
             json!({"query": "cybersecurity risk management", "metadata": {"title": {"like": "Apple Inc. 10-K%"}}}),
         ),
-    ];
-    for (path, body) in &requests {
-        let mut body = body.clone();
+    ]
+    .into_iter()
+    .map(|(path, mut body)| {
         body["index"] = json!("apple");
-        let (a, b) = (ask(&one, path, &body), ask(&three, path, &body));
+        (path, body)
+    })
+    .collect()
+}
+
+#[test]
+fn a_sharded_index_is_served_as_the_single_index_it_was_split_from() {
+    let (single, sharded) = apple_single_and_sharded();
+    let key = "sx_shards_key";
+    let extra = ["--id", "apple"];
+    let (one, three) = (serve_index(single, key, &extra), serve_index(sharded, key, &extra));
+    let ask = |server: &Server, path: &str, body: &Value| {
+        let r = post(&server.addr, path, Some(key), body);
+        assert_eq!(r.status, 200, "{path} {body}: {}", r.body);
+        r.body
+    };
+    let requests = apple_requests();
+    for (path, body) in &requests {
+        let (a, b) = (ask(&one, path, body), ask(&three, path, body));
         let results = if *path == "/v1/retrieve" { "chunks" } else { "results" };
         assert!(!a[results].as_array().unwrap().is_empty(), "{path} {body}");
         assert_eq!(a[results], b[results], "{path} {body}: the same results, scores and citations");
@@ -595,9 +615,7 @@ fn a_sharded_index_is_served_as_the_single_index_it_was_split_from() {
         assert_eq!(b["meta"]["degraded"], json!(false), "{path} {body}");
         assert!(a["meta"].get("shards").is_none(), "a single index says nothing of shards");
     }
-    let mut body = requests[4].1.clone();
-    body["index"] = json!("apple");
-    let filtered = ask(&three, "/v1/search", &body);
+    let filtered = ask(&three, "/v1/search", &requests[4].1);
     for r in filtered["results"].as_array().unwrap() {
         assert!(r["document"]["title"].as_str().unwrap().starts_with("Apple Inc. 10-K"), "{r}");
     }
@@ -617,6 +635,96 @@ fn a_sharded_index_is_served_as_the_single_index_it_was_split_from() {
         (r.body["documents"].clone(), r.body["chunks"].clone())
     };
     assert_eq!(info(&one), info(&three));
+}
+
+/// The shard workers a `sextant serve --shard-workers` (process `server`) started, each
+/// worker's pid in shard order.
+fn shard_workers(server: u32) -> Vec<u32> {
+    let mut found: Vec<(usize, u32)> = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{server}/task")).unwrap() {
+        let children = std::fs::read_to_string(task.unwrap().path().join("children")).unwrap_or_default();
+        for pid in children.split_whitespace().map(|p| p.parse::<u32>().unwrap()) {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let args: Vec<String> =
+                cmdline.split(|&b| b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+            let shard = args.iter().position(|a| a == "--shard").and_then(|i| args.get(i + 1)?.parse().ok());
+            if let (true, Some(shard)) = (args.iter().any(|a| a == "shard-worker"), shard) {
+                found.push((shard, pid));
+            }
+        }
+    }
+    found.sort();
+    found.into_iter().map(|(_, pid)| pid).collect()
+}
+
+fn signal(pid: u32, signal: &str) {
+    assert!(Command::new("kill").args([&format!("-{signal}"), &pid.to_string()]).status().unwrap().success());
+}
+
+/// Whether process `pid` is gone (or a zombie nobody waited for yet).
+fn gone(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| s.contains(") Z "))
+}
+
+#[test]
+fn shard_workers_answer_as_one_index_and_a_shard_that_stops_fails_or_dies_is_left_out() {
+    let (single, sharded) = apple_single_and_sharded();
+    let key = "sx_workers_key";
+    let one = serve_index(single, key, &["--id", "apple"]);
+    let with_workers = ["--id", "apple", "--shard-workers", "--shard-deadline-ms", "4000"];
+    let three = serve_index(sharded, key, &with_workers);
+    let workers = shard_workers(three.child.id());
+    assert_eq!(workers.len(), 3, "one worker process per shard");
+    let ask = |server: &Server, path: &str, body: &Value| post(&server.addr, path, Some(key), body);
+    // Over the shard protocol on loopback, every answer is the single index's.
+    let requests = apple_requests();
+    for (path, body) in &requests {
+        let (a, b) = (ask(&one, path, body), ask(&three, path, body));
+        assert_eq!((a.status, b.status), (200, 200), "{path} {body}: {} / {}", a.body, b.body);
+        let results = if *path == "/v1/retrieve" { "chunks" } else { "results" };
+        assert!(!a.body[results].as_array().unwrap().is_empty(), "{path} {body}");
+        assert_eq!(a.body[results], b.body[results], "{path} {body}: the same results, scores and citations");
+        assert_eq!(b.body["meta"]["shards"], json!({"answered": 3, "of": 3}), "{path} {body}");
+    }
+    let question = json!({"question": "What did Apple say about competition in its risk factors?"});
+    let (a, b) = (ask(&one, "/v1/context", &question), ask(&three, "/v1/context", &question));
+    assert_eq!(a.body["result"]["passages"], b.body["result"]["passages"]);
+
+    let (path, body) = &requests[0];
+    let left_out = |server: &Server, why: &str| {
+        let r = ask(server, path, body);
+        assert_eq!(r.status, 200, "{why}: {}", r.body);
+        assert_eq!(r.body["meta"]["shards"], json!({"answered": 2, "of": 3}), "{why}");
+        assert_eq!(r.body["meta"]["degraded"], json!(true), "{why}");
+        assert!(!r.body["chunks"].as_array().unwrap().is_empty(), "{why}: the other shards answer");
+    };
+    // A stopped worker (alive, never answering) is left out at the deadline, and counts
+    // again once it answers.
+    signal(workers[1], "STOP");
+    left_out(&three, "a stopped shard");
+    signal(workers[1], "CONT");
+    assert_eq!(ask(&three, path, body).body["meta"]["shards"], json!({"answered": 3, "of": 3}));
+    // A killed worker is left out at once (nothing listens on its port any more).
+    signal(workers[2], "KILL");
+    left_out(&three, "a killed shard");
+    // With no shard left, a 503 in the error envelope.
+    signal(workers[0], "KILL");
+    signal(workers[1], "KILL");
+    let r = ask(&three, path, body);
+    assert_eq!(r.status, 503, "{}", r.body);
+    assert_eq!(r.body["error"]["code"], json!("unavailable"), "{}", r.body);
+
+    // A worker that answers every request with an error is left out too.
+    let failing = serve_index(sharded, key, &[&with_workers[..], &["--shard-fault", "1"]].concat());
+    let failing_workers = shard_workers(failing.child.id());
+    left_out(&failing, "a failing shard");
+    // The workers end with the server that started them.
+    drop(failing);
+    let t = Instant::now();
+    while !failing_workers.iter().all(|&pid| gone(pid)) {
+        assert!(t.elapsed() < Duration::from_secs(30), "shard workers outlived their server");
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 #[test]

@@ -123,6 +123,25 @@ pub enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Serve one shard of a sharded index over the shard protocol (`POST /v1/shard`), as
+    /// `serve --shard-workers` starts one per shard.
+    ShardWorker {
+        /// The sharded index's directory (where its root.json is).
+        #[arg(long)]
+        index: PathBuf,
+        /// Which shard (from 0).
+        #[arg(long)]
+        shard: usize,
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: std::net::SocketAddr,
+        /// Fault injection for tests: `error` answers every request a 500.
+        #[arg(long, hide = true, value_parser = ["error"])]
+        fault: Option<String>,
+        /// Stop when standard input closes (the parent that started the worker is gone).
+        #[arg(long, hide = true)]
+        until_stdin_closes: bool,
+    },
     /// Serve the HTTP API on 127.0.0.1 (the embedded default: the bundled demo corpus,
     /// its index built on first start, a printed development key).
     Serve(Box<ServeArgs>),
@@ -306,6 +325,15 @@ pub struct ServeArgs {
     /// the others (`degraded`, with `meta.shards`); by default it waits for every shard.
     #[arg(long, value_name = "MS")]
     pub shard_deadline_ms: Option<u64>,
+    /// On a sharded index, run each shard as a worker process on loopback
+    /// (`sextant shard-worker`), asked over the shard protocol as the Lambda shard
+    /// functions are; this process keeps only the shards' documents and chunks.
+    #[arg(long)]
+    pub shard_workers: bool,
+    /// Fault injection for tests: with `--shard-workers`, this shard's worker answers
+    /// every request a 500.
+    #[arg(long, hide = true, value_name = "SHARD")]
+    pub shard_fault: Option<usize>,
     /// Index this corpus instead of the bundled demo corpus (cached after the first build):
     /// a folder of documents or a JSONL file, as `build --docs` reads them.
     #[arg(long)]

@@ -112,6 +112,9 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Delete { ids, index, url } => crate::put::delete(&ids, &index, &url),
         Command::EncodeWorker { task, out } => crate::build::encode_worker(&models, &task, &out),
         Command::Serve(args) => crate::serve::run(*args, models),
+        Command::ShardWorker { index, shard, listen, fault, until_stdin_closes } => {
+            crate::shard_workers::worker(&index, shard, listen, fault.is_some(), until_stdin_closes, &models)
+        }
         Command::Context { index, question, top_k, route } => {
             let (engine, financials) = load_with_financials(&index, &models)?;
             let route = match route {

@@ -19,6 +19,7 @@ mod put;
 mod report;
 mod serve;
 mod shard_bench;
+mod shard_workers;
 
 use clap::Parser;
 

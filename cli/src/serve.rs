@@ -13,7 +13,7 @@ use sextant_core::encode::{ModelInfo, ModelSet, TextTokenizer};
 use sextant_core::index::format::sha256_hex;
 use sextant_core::index::{Filter, Index};
 use sextant_core::pipeline::{Path, SharedModels};
-use sextant_core::shards::{load_sharded, Searcher, ShardSet};
+use sextant_core::shards::{load_shard, load_sharded, read_root, Searcher, Shard, ShardSet};
 use sextant_core::storage::LocalDir;
 use sextant_finance::{FactStore, Financials};
 use sextant_keys::{new_key, LocalKeyStore};
@@ -263,17 +263,38 @@ fn load_indexes(args: &ServeArgs, shared: SharedModels, state: &Arc<AppState>) -
 /// index.
 fn load_sharded_index(storage: &LocalDir, shared: &SharedModels, args: &ServeArgs) -> Result<Option<ServedIndex>> {
     let location = storage.root().display().to_string();
-    let Some((root, shards)) = load_sharded(storage).with_context(|| format!("loading index {location}"))? else {
+    let Some((root, _)) = read_root(storage).with_context(|| format!("loading index {location}"))? else {
         return Ok(None);
     };
-    let engines = shards.indexes.into_iter().map(|i| Ok(shared.engine(Arc::new(i))?.0)).collect::<Result<_>>()?;
-    let mut router = ShardSet::new(engines, Some(shards.order))?;
+    let mut router = if args.shard_workers {
+        // The workers hold the search structures; this process keeps what results read,
+        // loading one shard at a time.
+        let timeout = std::time::Duration::from_millis(args.shard_deadline_ms.unwrap_or(30_000));
+        let models_dir = crate::shard_workers::models_root(shared.set());
+        let count = root.shards.len();
+        let workers =
+            crate::shard_workers::start_workers(storage.root(), count, &models_dir, timeout, args.shard_fault)?;
+        let (mut stores, mut order) = (Vec::with_capacity(count), Vec::with_capacity(count));
+        for k in 0..count {
+            let (index, o) = load_shard(storage, &root, k).with_context(|| format!("loading index {location}"))?;
+            stores.push(Arc::new(index.into_store()));
+            order.push(o);
+        }
+        let engine = Arc::new(shared.engine(stores[0].clone())?.0);
+        let workers = workers.into_iter().map(|w| Arc::new(w) as Arc<dyn Shard>).collect();
+        ShardSet::with_shards(engine, stores, workers, Some(order))?
+    } else {
+        let (_, shards) =
+            load_sharded(storage).with_context(|| format!("loading index {location}"))?.context("a root")?;
+        ShardSet::of_shards(shards, |i| Ok::<_, anyhow::Error>(shared.engine(i)?.0))?
+    };
     if let Some(ms) = args.shard_deadline_ms {
         router = router.with_deadline(std::time::Duration::from_millis(ms));
     }
     let facts = if args.facts.is_empty() { FactStore::default() } else { FactStore::open(&args.facts)? };
     let financials = Financials::new(facts, &router);
-    tracing::info!("index {} is sharded: {} shards, served read-only", root.index_id, root.shards.len());
+    let how = if args.shard_workers { "each in a worker process" } else { "in this process" };
+    tracing::info!("index {} is sharded: {} shards {how}, served read-only", root.index_id, root.shards.len());
     Ok(Some(ServedIndex::sharded(router, financials)))
 }
 

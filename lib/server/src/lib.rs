@@ -31,6 +31,7 @@ mod request;
 mod router;
 mod routes;
 pub mod search_filters;
+pub mod shard_worker;
 mod state;
 
 pub use auth::Authed;
