@@ -8,6 +8,7 @@ mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use aws_sdk_s3::primitives::ByteStream;
@@ -562,5 +563,84 @@ fn the_build_workflow_plans_encodes_shards_with_a_retry_and_merges() {
         assert!(current().await, "the published version stays");
         let again = builder.invoke(clean).await.unwrap_or_else(|e| panic!("{e}\n{}", builder.log()));
         assert_eq!(again["removed"], 0, "cleaning twice is not an error: {again}");
+    });
+}
+
+/// The template gives the search functions the name of the secret holding Cohere's key
+/// (`SEXTANT_COHERE_KEY_SECRET`), not the key: cold start reads it from Secrets Manager
+/// (here moto's), and the hosted reranker (the local Cohere protocol server, which refuses
+/// any other key) reranks with it. A secret that cannot be read fails the cold start,
+/// naming the secret and never a key.
+#[test]
+fn the_cohere_key_is_read_from_secrets_manager_at_cold_start() {
+    use sextant_rerank::protocol_server::ProtocolServer;
+    let s = servers();
+    let tmp = tempfile::tempdir().unwrap();
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap().block_on(async {
+        let secrets = aws_sdk_secretsmanager::Client::new(&s.config(&s.moto).await);
+        let secret = unique("cohere-key");
+        secrets.create_secret().name(&secret).secret_string("co-test-key").send().await.unwrap();
+        let standin = Arc::new(sextant_core::pipeline::CrossEncoderReranker::new(
+            sextant_core::encode::CrossEncoder::load(&sextant_core::encode::default_model_dir().join("ce-standin"))
+                .unwrap(),
+            "ce-standin",
+        ));
+        let service =
+            ProtocolServer::start("127.0.0.1:0".parse().unwrap(), standin, Some("co-test-key".into())).await.unwrap();
+        // A small local index: five of the demo corpus's filing sections.
+        let docs = tmp.path().join("docs.jsonl");
+        let five: Vec<u8> =
+            demo_documents(&["MA"]).split(|&b| b == b'\n').take(5).flat_map(|l| [l, b"\n"].concat()).collect();
+        std::fs::write(&docs, five).unwrap();
+        let index = tmp.path().join("index");
+        let built = Command::new(binary("sextant"))
+            .args(["build", "--id", "demo", "--docs"])
+            .arg(&docs)
+            .arg("--out")
+            .arg(&index)
+            .output()
+            .unwrap();
+        assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+        let keys = tmp.path().join("keys.json");
+        sextant_keys::LocalKeyStore::open(&keys).unwrap().add("sx_dev", "tests", "pro", vec!["*".into()]).unwrap();
+        let env = |secret: &str| {
+            let mut env = s.function_env(&s.seaweed, &s.moto);
+            env.extend(
+                [
+                    ("AWS_ENDPOINT_URL_SECRETS_MANAGER", s.moto.as_str()),
+                    ("SEXTANT_INDEXES", &index.display().to_string()),
+                    ("SEXTANT_KEYS", &keys.display().to_string()),
+                    ("SEXTANT_RERANK_SERVICE", "cohere"),
+                    ("SEXTANT_RERANK_ENDPOINT", &service.url()),
+                    ("SEXTANT_RERANK_TIMEOUT_MS", "30000"),
+                    ("SEXTANT_COHERE_KEY_SECRET", secret),
+                ]
+                .map(|(k, v)| (k.to_string(), v.to_string())),
+            );
+            env
+        };
+        let retrieve = Function::start("sextant-retrieve", &env(&secret), tmp.path()).await;
+        let ask = json!({"query": "cross-border volume growth", "top_k": 3});
+        let (status, _, body) = retrieve.http("POST", "/v1/retrieve", Some("sx_dev"), Some(ask.clone())).await;
+        assert_eq!(status, 200, "{body}\n{}", retrieve.log());
+        assert_eq!(body["meta"]["rerank"]["status"], "applied", "{body}\n{}", retrieve.log());
+        assert_eq!(service.last_model().as_deref(), Some("rerank-v3.5"));
+        assert!(!retrieve.log().contains("co-test-key"), "the key is never logged");
+
+        let missing = unique("no-such-secret");
+        let mut broken = Function::start("sextant-retrieve", &env(&missing), tmp.path()).await;
+        // The process ends during init, as Lambda reports a Runtime.ExitError, its log
+        // saying why.
+        let t = Instant::now();
+        let status = loop {
+            if let Some(status) = broken.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(t.elapsed() < Duration::from_secs(120), "cold start did not fail\n{}", broken.log());
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        assert!(!status.success());
+        let log = broken.log();
+        assert!(log.contains(&missing) && log.contains("GetSecretValue"), "{log}");
     });
 }

@@ -1,7 +1,7 @@
 //! # sextant-aws
 //!
 //! Sextant on AWS: index versions in S3 (published, loaded and refreshed), keys, plans and
-//! rate counters in DynamoDB, and the index-build job.
+//! rate counters in DynamoDB, the index-build job, and secrets read from Secrets Manager.
 //!
 //! Clients take their settings from the environment the way every AWS SDK does: region,
 //! credentials, and `AWS_ENDPOINT_URL` / `AWS_ENDPOINT_URL_S3` /
@@ -19,6 +19,7 @@ pub mod memory;
 pub mod refresh;
 mod s3;
 mod sdk;
+mod secrets;
 pub mod versions;
 
 pub use dynamo::DynamoKeyStore;
@@ -27,4 +28,5 @@ pub use memory::{Fit, MemoryBudget};
 pub use refresh::{open_from_s3, CheckPermit, LoadTimings, LoadedIndex, Refresher, STALE_CHECK};
 pub use s3::{Listed, Object, Precondition, S3Store};
 pub use sdk::{load_sdk_config, retry_config, sdk_config};
+pub use secrets::secret_string;
 pub use versions::VersionedIndex;

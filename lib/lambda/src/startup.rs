@@ -15,6 +15,10 @@
 //! - `SEXTANT_RERANK_SERVICE` (`cohere`, `bedrock` or `none`), `SEXTANT_RERANK_MODEL`,
 //!   `SEXTANT_RERANK_ENDPOINT`, `SEXTANT_RERANK_TIMEOUT_MS`, `CO_API_KEY`: a hosted
 //!   reranker instead (see `sextant_rerank::HostedConfig::from_env`).
+//! - `SEXTANT_COHERE_KEY_SECRET`: the name or ARN of the Secrets Manager secret whose
+//!   `SecretString` is Cohere's API key, read once at cold start (the template's way: the
+//!   key is then in no environment variable); `CO_API_KEY`, when set, is used instead. A
+//!   secret that cannot be read fails the cold start, naming it.
 //! - `SEXTANT_KEYS`: the key store, a JSON file or `dynamodb://KEYS_TABLE/RATE_TABLE`;
 //!   `SEXTANT_KEYS_FILE` is read when it is not set.
 //! - `SEXTANT_KEY_CACHE_SECS` (default 30): how long a DynamoDB key lookup is cached.
@@ -123,7 +127,12 @@ pub async fn models_from_env() -> Result<ModelSet> {
 async fn shared_models(set: ModelSet) -> Result<SharedModels> {
     let shared = SharedModels::new(set);
     let hosted = HostedConfig::from_env().map_err(rerank_error)?;
-    let Some(hosted) = hosted else { return Ok(shared) };
+    let Some(mut hosted) = hosted else { return Ok(shared) };
+    if let (None, Some(secret)) = (&hosted.api_key, var("SEXTANT_COHERE_KEY_SECRET")) {
+        let t = Instant::now();
+        hosted.api_key = Some(sextant_aws::secret_string(&sextant_aws::sdk_config().await, &secret).await?);
+        tracing::info!(secret = %secret, ms = t.elapsed().as_millis() as u64, "read the Cohere key from Secrets Manager");
+    }
     if shared.set().reranker.is_some() {
         tracing::warn!("SEXTANT_RERANKER_DIR is ignored: SEXTANT_RERANK_SERVICE names a hosted reranker");
     }

@@ -606,3 +606,27 @@ fn a_search_that_misses_a_shard_has_an_alarm_on_the_metric_the_code_counts_it_in
     });
     assert!(watched, "no alarm on {namespace} {counting:?} (Service {}), a missing shard", degraded["Service"]);
 }
+
+/// Cohere's key never sits in a function's environment, where anyone allowed
+/// `lambda:GetFunctionConfiguration` reads it: the API functions get the secret's name and
+/// read it at cold start, allowed `GetSecretValue` on that secret only, and only when Cohere
+/// reranks; the index builder gets neither.
+#[test]
+fn the_cohere_key_is_read_from_its_secret_not_from_the_environment() {
+    assert!(!TEMPLATE.contains("CO_API_KEY") && !TEMPLATE.contains("resolve:secretsmanager"));
+    for (f, name) in functions() {
+        let lines = resource(f);
+        let api = name == "retrieve" || name == "search";
+        assert_eq!(variables(&lines).contains(&"SEXTANT_COHERE_KEY_SECRET".to_string()), api, "{f}");
+        assert_eq!(sids(f).contains(&"ReadCohereKey"), api, "{f}");
+        if api {
+            let secret = entry(&block(&lines, "Variables:", 8), "SEXTANT_COHERE_KEY_SECRET", 10).unwrap();
+            assert!(secret.contains("RerankWithCohere") && secret.contains("!Ref CohereApiKeySecret"), "{secret}");
+            let read = statement(f, "ReadCohereKey");
+            assert!(read.contains("Action: secretsmanager:GetSecretValue"), "{read}");
+            assert!(read.contains("CohereApiKeySecret") && !read.contains('*'), "this secret only: {read}");
+            let at = lines.iter().position(|l| l.trim() == "- Sid: ReadCohereKey").unwrap();
+            assert_eq!(lines[at - 1].trim(), "- RerankWithCohere", "{f}: granted only when Cohere reranks");
+        }
+    }
+}
