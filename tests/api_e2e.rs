@@ -689,6 +689,11 @@ fn shard_workers_answer_as_one_index_and_a_shard_that_stops_fails_or_dies_is_lef
     let question = json!({"question": "What did Apple say about competition in its risk factors?"});
     let (a, b) = (ask(&one, "/v1/context", &question), ask(&three, "/v1/context", &question));
     assert_eq!(a.body["result"]["passages"], b.body["result"]["passages"]);
+    assert_eq!(
+        (&b.body["meta"]["shards"], &b.body["meta"]["degraded"]),
+        (&json!({"answered": 3, "of": 3}), &json!(false))
+    );
+    assert!(a.body["meta"].get("shards").is_none(), "a single index says nothing of shards");
 
     let (path, body) = &requests[0];
     let left_out = |server: &Server, why: &str| {
@@ -707,6 +712,14 @@ fn shard_workers_answer_as_one_index_and_a_shard_that_stops_fails_or_dies_is_lef
     // A killed worker is left out at once (nothing listens on its port any more).
     signal(workers[2], "KILL");
     left_out(&three, "a killed shard");
+    // /v1/context's passages come from the shards that answered, and its metadata says so.
+    let c = ask(&three, "/v1/context", &question);
+    assert_eq!(c.status, 200, "{}", c.body);
+    assert!(!c.body["result"]["passages"].as_array().unwrap().is_empty(), "{}", c.body);
+    assert_eq!(
+        (&c.body["meta"]["shards"], &c.body["meta"]["degraded"]),
+        (&json!({"answered": 2, "of": 3}), &json!(true))
+    );
     // With no shard left, a 503 in the error envelope.
     signal(workers[0], "KILL");
     signal(workers[1], "KILL");

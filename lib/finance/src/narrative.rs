@@ -81,6 +81,9 @@ pub struct Narrative {
     pub passages: Vec<Passage>,
     /// Each guardrail action, in words.
     pub actions: Vec<String>,
+    /// Of a sharded index, the fewest shards that answered any of its searches, and how
+    /// many it has: fewer than all means some passages may be missing.
+    pub shards: Option<(usize, usize)>,
 }
 
 /// Searches `searcher` (one index or a sharded one) for `question` per (ticker, year)
@@ -117,6 +120,7 @@ pub fn narrative(
         index.documents().map(|d| &d.document_type).filter(|t| is_narrative(t)).collect();
     let mut actions = Vec::new();
     let mut candidates: Vec<Passage> = Vec::new();
+    let shards: std::cell::Cell<Option<(usize, usize)>> = std::cell::Cell::new(None);
     for t in &ticker_list {
         let search = |years: Vec<i32>| -> Result<Vec<sextant_core::pipeline::Hit>> {
             let mut req = SearchRequest::new(question, guard.candidates_per_search);
@@ -128,7 +132,12 @@ pub fn narrative(
                 document_types: types.iter().map(|t| (*t).clone()).collect(),
                 ..Default::default()
             };
-            Ok(searcher.search(&req)?.outcome.hits)
+            let out = searcher.search(&req)?;
+            if searcher.shard_count() > 1 {
+                let fewest = shards.get().map_or(out.answered, |(a, _)| a.min(out.answered));
+                shards.set(Some((fewest, out.of)));
+            }
+            Ok(out.outcome.hits)
         };
         let mut hits = Vec::new();
         for y in &year_list {
@@ -205,7 +214,7 @@ pub fn narrative(
     if passages.is_empty() {
         actions.push("no passage passed the guardrails: the context has no narrative".into());
     }
-    Ok(Narrative { passages, actions })
+    Ok(Narrative { passages, actions, shards: shards.get() })
 }
 
 /// Gives each company `ceil(limit / companies)` slots filled by its best passages, then

@@ -67,6 +67,12 @@ pub struct Context {
     pub confidence: Confidence,
     /// Things the caller should know (nothing found, no company named, ...).
     pub warnings: Vec<String>,
+    /// Of a sharded index, the fewest shards that answered a passage search and how many
+    /// it has (`None`: no passage search, or one index). Not part of the context itself:
+    /// the API reports it in its metadata.
+    #[serde(skip)]
+    #[cfg_attr(feature = "schema", schemars(skip))]
+    pub shards: Option<(usize, usize)>,
 }
 
 /// What a context request asks.
@@ -233,6 +239,7 @@ pub fn build_context(
     }
 
     let mut narrative_quality = None;
+    let mut shards = None;
     if matches!(c.route, Route::Narrative | Route::Hybrid) {
         match searcher {
             Some(searcher) => {
@@ -250,6 +257,7 @@ pub fn build_context(
                     req.cancel.as_ref(),
                 )?;
                 guard_actions.extend(n.actions);
+                shards = n.shards;
                 let rerank: Vec<f32> = n.passages.iter().filter_map(|p| p.rerank_score).collect();
                 let sims: Vec<f32> = n.passages.iter().map(|p| p.similarity).collect();
                 let docs: std::collections::HashSet<&str> = n.passages.iter().map(|p| p.document_id.as_str()).collect();
@@ -326,6 +334,7 @@ pub fn build_context(
         contradictions,
         confidence,
         warnings,
+        shards,
     })
 }
 

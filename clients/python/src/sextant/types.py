@@ -573,6 +573,7 @@ class ContextMeta(_Camel):
     took_ms: int
     paths_served: list[str]
     degraded: bool
+    shards: ShardsMeta | None = None
 
 
 class ContextResponse(_Model):

@@ -93,8 +93,13 @@ pub struct ContextMeta {
     pub took_ms: u64,
     /// The retrieval paths the index serves now.
     pub paths_served: Vec<String>,
-    /// True while some path is still being built.
+    /// True while some path is still being built, or when a shard of a sharded index did
+    /// not answer a passage search (`shards`).
     pub degraded: bool,
+    /// Of a sharded index whose passages were searched, how many of its shards answered
+    /// (the fewest over the searches); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shards: Option<crate::params::ShardsMeta>,
 }
 
 /// Checks a request against the index's companies; returns the engine request.
@@ -209,6 +214,7 @@ pub(crate) async fn handle(
     let (engine, index) = (searcher.engine(), searcher.view());
     crate::access::record(|r| r.index = Some(index.manifest().index_id.clone()));
     let (consolidated, dimensional) = financials.facts.len();
+    let shards = context.shards.map(|(answered, of)| crate::params::ShardsMeta { answered, of });
     Ok(Json(ContextResponse {
         context,
         meta: ContextMeta {
@@ -218,7 +224,8 @@ pub(crate) async fn handle(
             facts_held: [consolidated, dimensional],
             took_ms: t.elapsed().as_millis() as u64,
             paths_served: engine.ready_paths().iter().map(|p| p.name().to_string()).collect(),
-            degraded: engine.degraded(),
+            degraded: engine.degraded() || shards.is_some_and(|s| s.answered < s.of),
+            shards,
         },
     }))
 }
