@@ -218,6 +218,9 @@ pub enum Command {
         /// Searches (the set's test queries, cycled).
         #[arg(long, default_value_t = 1000)]
         queries: usize,
+        /// Also search the shards as worker processes on loopback, over the shard protocol.
+        #[arg(long)]
+        workers: bool,
         #[command(flatten)]
         build: BuildArgs,
     },

@@ -166,11 +166,12 @@ pub fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::BenchLoad { index } => crate::capacity::load(&index),
-        Command::BenchShards { beir, scale, shards, queries, build } => {
+        Command::BenchShards { beir, scale, shards, queries, workers, build } => {
             let set = load_beir(&beir, "test")?;
             let engine = open_engine(Arc::new(beir_index(&beir, &set, &models, &build)?), &models)?;
             let texts: Vec<String> = set.queries.into_iter().map(|(_, q)| q).collect();
-            crate::shard_bench::run(&engine, &texts, queries, scale, shards, &cache_dir().join("bench"))
+            let dir = cache_dir().join("bench");
+            crate::shard_bench::run(&engine, &texts, queries, (scale, shards), &dir, workers.then_some(&models))
         }
         Command::BenchColdStart { beir, scale, s3, build } => {
             let set = load_beir(&beir, "test")?;

@@ -8,28 +8,34 @@
 //! - the router's part after the shards answer: merging each path's lists and the rest of
 //!   the search ([`ShardedOutcome::merge_ms`](sextant_core::shards::ShardedOutcome));
 //! - a distributed query, `encode + max over shards of the shard alone + merge`, which is
-//!   what a router whose shards run in functions of their own waits for, before the network.
+//!   what a router whose shards run in functions of their own waits for, before the network;
+//! - with `--workers`, the sharded search over the shard protocol, each shard a worker
+//!   process on loopback (`sextant shard-worker`), the router holding only the shards'
+//!   stores: the network and serialisation included.
 //!
 //! And the memory a search holds resident (the indexes' own estimate,
 //! [`Index::resident_bytes`]): of the whole index, and of each shard, per chunk.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
 use sextant_core::build::{merge, merge_shards};
+use sextant_core::encode::ModelSet;
 use sextant_core::index::Index;
 use sextant_core::pipeline::{Engine, SearchRequest};
 use sextant_core::shards::protocol::ShardQuery;
-use sextant_core::shards::{load_sharded, save_sharded, ShardRequest, ShardSet};
+use sextant_core::shards::{load_shard, load_sharded, read_root, save_sharded, Shard, ShardRequest, ShardSet};
 use sextant_core::storage::LocalDir;
 
 use crate::capacity::synthetic_plan;
+use crate::shard_workers::models_root;
 
 /// The synthetic index of `target` chunks made from `engine`'s index, whole and as `k`
-/// shards, under `dir` (built once, then reused), each searched with `engine`'s models.
-fn indexes(engine: &Engine, target: usize, k: usize, dir: &Path) -> Result<(Engine, ShardSet)> {
+/// shards, under `dir` (built once, then reused), each searched with `engine`'s models; and
+/// the sharded index's directory.
+fn indexes(engine: &Engine, target: usize, k: usize, dir: &Path) -> Result<(Engine, ShardSet, PathBuf)> {
     let (whole_dir, shards_dir) = (dir.join(format!("whole-{target}")), dir.join(format!("shards-{target}-{k}")));
     let (whole_store, shards_store) = (LocalDir::new(&whole_dir), LocalDir::new(&shards_dir));
     if Index::load(&whole_store).is_err() || !matches!(load_sharded(&shards_store), Ok(Some(_))) {
@@ -55,7 +61,26 @@ fn indexes(engine: &Engine, target: usize, k: usize, dir: &Path) -> Result<(Engi
     let whole = with_models(Arc::new(Index::load(&whole_store)?))?;
     let (_, shards) = load_sharded(&shards_store)?.context("the sharded index was just saved")?;
     let set = ShardSet::of_shards(shards, with_models)?;
-    Ok((whole, set))
+    Ok((whole, set, shards_dir))
+}
+
+/// The sharded index in `dir` served by one worker process per shard, routed from this
+/// process with `engine`'s models over the shards' stores.
+fn over_workers(engine: &Engine, dir: &Path, models: &ModelSet) -> Result<ShardSet> {
+    let storage = LocalDir::new(dir);
+    let (root, _) = read_root(&storage)?.context("the sharded index was just saved")?;
+    let count = root.shards.len();
+    let timeout = std::time::Duration::from_secs(30);
+    let workers = crate::shard_workers::start_workers(dir, count, &models_root(models), timeout, None)?;
+    let (mut stores, mut order) = (Vec::with_capacity(count), Vec::with_capacity(count));
+    for k in 0..count {
+        let (index, o) = load_shard(&storage, &root, k)?;
+        stores.push(Arc::new(index.into_store()));
+        order.push(o);
+    }
+    let router = Engine::new(stores[0].clone(), engine.dense_encoder().clone(), engine.sparse_encoder().clone(), None);
+    let workers = workers.into_iter().map(|w| Arc::new(w) as Arc<dyn Shard>).collect();
+    Ok(ShardSet::with_shards(Arc::new(router), stores, workers, Some(order))?)
 }
 
 /// The `p`-quantile of `xs` (nearest rank).
@@ -66,11 +91,21 @@ fn quantile(xs: &mut [f64], p: f64) -> f64 {
 
 /// Runs the benchmark on `queries` (cycled to `count`), prints a Markdown table and one
 /// JSON line of the same figures.
-pub fn run(engine: &Engine, queries: &[String], count: usize, target: usize, k: usize, dir: &Path) -> Result<()> {
+/// With `workers` (the models of `models`), the sharded index is also searched over worker
+/// processes.
+pub fn run(
+    engine: &Engine,
+    queries: &[String],
+    count: usize,
+    (target, k): (usize, usize),
+    dir: &Path,
+    workers: Option<&ModelSet>,
+) -> Result<()> {
     anyhow::ensure!(!queries.is_empty() && k > 1, "bench-shards needs queries and at least 2 shards");
-    let (whole, set) = indexes(engine, target, k, dir)?;
-    let mut rows: [Vec<f64>; 6] = Default::default();
-    let [whole_ms, sharded_ms, alone_ms, merge_ms, distributed_ms, encode_ms] = &mut rows;
+    let (whole, set, shards_dir) = indexes(engine, target, k, dir)?;
+    let remote = workers.map(|models| over_workers(engine, &shards_dir, models)).transpose()?;
+    let mut rows: [Vec<f64>; 8] = Default::default();
+    let [whole_ms, sharded_ms, alone_ms, merge_ms, distributed_ms, encode_ms, remote_ms, remote_merge_ms] = &mut rows;
     let mut overlap = 0.0;
     for (i, q) in queries.iter().cycle().take(count).enumerate() {
         // The API's own depth per path, so the dense path is the HNSW search it serves.
@@ -89,14 +124,38 @@ pub fn run(engine: &Engine, queries: &[String], count: usize, target: usize, k: 
             let out = set.search(&req)?;
             Ok((t.elapsed().as_secs_f64() * 1e3, out.merge_ms, out.outcome.hits.iter().map(|h| h.chunk).collect()))
         };
-        let ((w, w_hits), (s, m, s_hits)) = if i % 2 == 0 {
-            let w = time_whole()?;
-            (w, time_sharded()?)
-        } else {
-            let s = time_sharded()?;
-            (time_whole()?, s)
+        let time_remote = || -> Result<Option<(f64, f64, Vec<u32>)>> {
+            let Some(remote) = &remote else { return Ok(None) };
+            let t = Instant::now();
+            let out = remote.search(&req)?;
+            anyhow::ensure!(out.answered == out.of, "a worker did not answer: {:?}", out.failed_shards);
+            let hits = out.outcome.hits.iter().map(|h| h.chunk).collect();
+            Ok(Some((t.elapsed().as_secs_f64() * 1e3, out.merge_ms, hits)))
+        };
+        // Each goes first, second and third in turn.
+        let ((w, w_hits), (s, m, s_hits), r) = match i % 3 {
+            0 => {
+                let w = time_whole()?;
+                let s = time_sharded()?;
+                (w, s, time_remote()?)
+            }
+            1 => {
+                let s = time_sharded()?;
+                let r = time_remote()?;
+                (time_whole()?, s, r)
+            }
+            _ => {
+                let r = time_remote()?;
+                let w = time_whole()?;
+                (w, time_sharded()?, r)
+            }
         };
         overlap += s_hits.iter().filter(|c| w_hits.contains(c)).count() as f64 / w_hits.len().max(1) as f64;
+        if let Some((r, rm, r_hits)) = r {
+            anyhow::ensure!(r_hits == s_hits, "over workers, another answer than in this process: {q}");
+            remote_ms.push(encode + r);
+            remote_merge_ms.push(rm);
+        }
         let mut slowest: f64 = 0.0;
         let prepared = req.prepared.as_deref().context("the query was encoded above")?;
         let ask = ShardRequest::Retrieve(Box::new(ShardQuery::of(&req, prepared, None)));
@@ -126,9 +185,11 @@ pub fn run(engine: &Engine, queries: &[String], count: usize, target: usize, k: 
         "router: merge + fusion, rerank, recency",
         &format!("distributed, K = {k}: encode + slowest shard alone + router"),
         "encode (both)",
+        &format!("K = {k} over loopback workers (encode + search)"),
+        "router over workers: merge + fusion, rerank, recency",
     ];
     let mut json = serde_json::Map::new();
-    for (name, xs) in names.iter().zip(rows.iter_mut()) {
+    for (name, xs) in names.iter().zip(rows.iter_mut()).filter(|(_, xs)| !xs.is_empty()) {
         let (p50, p99, p999) = (quantile(xs, 0.5), quantile(xs, 0.99), quantile(xs, 0.999));
         println!("| {name} | {p50:.2} | {p99:.2} | {p999:.2} |");
         json.insert(name.to_string(), serde_json::json!({"p50": p50, "p99": p99, "p999": p999}));
@@ -150,6 +211,11 @@ pub fn run(engine: &Engine, queries: &[String], count: usize, target: usize, k: 
     json.insert("shard_bytes".into(), shard_bytes.into());
     json.insert("shard_chunks".into(), chunks.into());
     json.insert("top10_overlap".into(), (overlap / count as f64).into());
+    if let Some(remote) = &remote {
+        let store: f64 = remote.stores().iter().map(|i| i.resident_bytes() as f64).sum();
+        println!("router over workers: shards' stores {:.0} MiB ({:.0} B/chunk)", mib(store), store / target as f64);
+        json.insert("router_store_bytes".into(), store.into());
+    }
     println!("{}", serde_json::Value::Object(json));
     Ok(())
 }

@@ -292,10 +292,10 @@ impl ShardSet {
         prepared: &crate::pipeline::PreparedQuery,
         documents: Option<&Bitset>,
     ) -> Vec<Result<Retrieved>> {
-        let shared = || Arc::new(ShardRequest::Retrieve(Box::new(ShardQuery::of(req, prepared, None))));
         let requests: Vec<(usize, Arc<ShardRequest>)> = match documents {
+            // One request, shared by every shard.
             None => {
-                let one = shared();
+                let one = Arc::new(ShardRequest::Retrieve(Box::new(ShardQuery::of(req, prepared, None))));
                 (0..self.shards.len()).map(|s| (s, one.clone())).collect()
             }
             Some(all) => (0..self.shards.len())
