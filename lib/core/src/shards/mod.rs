@@ -10,7 +10,7 @@
 //!
 //! A search on a sharded index ([`ShardSet::search`]) encodes the query once, asks every
 //! shard through the shard protocol ([`protocol`]: in this process, or over loopback HTTP
-//! or Lambda) for each path's candidates with their scores ([`Engine::retrieve_paths`](crate::pipeline::Engine::retrieve_paths)),
+//! to worker processes) for each path's candidates with their scores ([`Engine::retrieve_paths`](crate::pipeline::Engine::retrieve_paths)),
 //! merges each path's lists by score and runs the rest of the search (fusion, dense
 //! feedback, relevance, rerank, recency, diversity) with the same code one engine runs
 //! ([`Engine::finish`](crate::pipeline::Engine::finish)), over the chunks of every shard. A

@@ -1,7 +1,8 @@
 //! The shard protocol: what a router asks an index shard and what the shard answers. The
 //! same messages travel in this process ([`Shard`] for [`Engine`]), as JSON over HTTP to
-//! a shard worker on loopback (`sextant shard-worker`), and as a Lambda payload. Ids in
-//! them are the shard's own (chunks and documents); the router translates them.
+//! a shard worker on loopback (`sextant shard-worker`); they are JSON so that a Lambda
+//! shard function (not built yet) can take them as its payload. Ids in them are the
+//! shard's own (chunks and documents); the router translates them.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -204,7 +205,7 @@ impl From<ShardAnswer> for Retrieved {
 mod tests {
     use super::*;
 
-    /// Every message survives JSON, the wire format of the loopback and Lambda shards, to
+    /// Every message survives JSON, the wire format of the loopback workers, to
     /// the last bit of every score.
     #[test]
     fn messages_cross_json_unchanged() {
