@@ -13,7 +13,7 @@ use sextant_core::encode::{ModelInfo, ModelSet, TextTokenizer};
 use sextant_core::index::format::sha256_hex;
 use sextant_core::index::{Filter, Index};
 use sextant_core::pipeline::{Path, SharedModels};
-use sextant_core::shards::{load_shard, load_sharded, read_root, Searcher, Shard, ShardSet};
+use sextant_core::shards::{load_sharded, read_root, Searcher, ShardSet};
 use sextant_core::storage::LocalDir;
 use sextant_finance::{FactStore, Financials};
 use sextant_keys::{new_key, LocalKeyStore};
@@ -271,18 +271,13 @@ fn load_sharded_index(storage: &LocalDir, shared: &SharedModels, args: &ServeArg
         // loading one shard at a time.
         let timeout = std::time::Duration::from_millis(args.shard_deadline_ms.unwrap_or(30_000));
         let models_dir = crate::shard_workers::models_root(shared.set());
-        let count = root.shards.len();
-        let workers =
-            crate::shard_workers::start_workers(storage.root(), count, &models_dir, timeout, args.shard_fault)?;
-        let (mut stores, mut order) = (Vec::with_capacity(count), Vec::with_capacity(count));
-        for k in 0..count {
-            let (index, o) = load_shard(storage, &root, k).with_context(|| format!("loading index {location}"))?;
-            stores.push(Arc::new(index.into_store()));
-            order.push(o);
-        }
-        let engine = Arc::new(shared.engine(stores[0].clone())?.0);
-        let workers = workers.into_iter().map(|w| Arc::new(w) as Arc<dyn Shard>).collect();
-        ShardSet::with_shards(engine, stores, workers, Some(order))?
+        crate::shard_workers::router_over_workers(
+            storage.root(),
+            &root,
+            &models_dir,
+            (timeout, args.shard_fault),
+            |store| Ok(shared.engine(store)?.0),
+        )?
     } else {
         let (_, shards) =
             load_sharded(storage).with_context(|| format!("loading index {location}"))?.context("a root")?;

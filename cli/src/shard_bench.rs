@@ -26,11 +26,11 @@ use sextant_core::encode::ModelSet;
 use sextant_core::index::Index;
 use sextant_core::pipeline::{Engine, SearchRequest};
 use sextant_core::shards::protocol::ShardQuery;
-use sextant_core::shards::{load_shard, load_sharded, read_root, save_sharded, Shard, ShardRequest, ShardSet};
+use sextant_core::shards::{load_sharded, read_root, save_sharded, ShardRequest, ShardSet};
 use sextant_core::storage::LocalDir;
 
 use crate::capacity::synthetic_plan;
-use crate::shard_workers::models_root;
+use crate::shard_workers::{models_root, router_over_workers};
 
 /// The synthetic index of `target` chunks made from `engine`'s index, whole and as `k`
 /// shards, under `dir` (built once, then reused), each searched with `engine`'s models; and
@@ -67,20 +67,11 @@ fn indexes(engine: &Engine, target: usize, k: usize, dir: &Path) -> Result<(Engi
 /// The sharded index in `dir` served by one worker process per shard, routed from this
 /// process with `engine`'s models over the shards' stores.
 fn over_workers(engine: &Engine, dir: &Path, models: &ModelSet) -> Result<ShardSet> {
-    let storage = LocalDir::new(dir);
-    let (root, _) = read_root(&storage)?.context("the sharded index was just saved")?;
-    let count = root.shards.len();
+    let (root, _) = read_root(&LocalDir::new(dir))?.context("the sharded index was just saved")?;
     let timeout = std::time::Duration::from_secs(30);
-    let workers = crate::shard_workers::start_workers(dir, count, &models_root(models), timeout, None)?;
-    let (mut stores, mut order) = (Vec::with_capacity(count), Vec::with_capacity(count));
-    for k in 0..count {
-        let (index, o) = load_shard(&storage, &root, k)?;
-        stores.push(Arc::new(index.into_store()));
-        order.push(o);
-    }
-    let router = Engine::new(stores[0].clone(), engine.dense_encoder().clone(), engine.sparse_encoder().clone(), None);
-    let workers = workers.into_iter().map(|w| Arc::new(w) as Arc<dyn Shard>).collect();
-    Ok(ShardSet::with_shards(Arc::new(router), stores, workers, Some(order))?)
+    router_over_workers(dir, &root, &models_root(models), (timeout, None), |store| {
+        Ok(Engine::new(store, engine.dense_encoder().clone(), engine.sparse_encoder().clone(), None))
+    })
 }
 
 /// The `p`-quantile of `xs` (nearest rank).

@@ -19,8 +19,9 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use sextant_core::encode::ModelSet;
-use sextant_core::pipeline::open_engine;
-use sextant_core::shards::{load_shard, read_root, Shard, ShardRequest, ShardResponse};
+use sextant_core::index::Index;
+use sextant_core::pipeline::{open_engine, Engine};
+use sextant_core::shards::{load_shard, read_root, RootManifest, Shard, ShardRequest, ShardResponse, ShardSet};
 use sextant_core::storage::LocalDir;
 use sextant_core::Error;
 use sextant_server::shard_worker::{shard_router, SHARD_PATH};
@@ -184,4 +185,30 @@ pub fn start_workers(
 /// The directory the models of `models` are under (what `--models` names).
 pub fn models_root(models: &ModelSet) -> PathBuf {
     models.dense.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// The sharded index in `dir` (its root `root`) served by one worker process per shard
+/// ([`start_workers`], with the models under `models_dir`, each request timing out after
+/// `timeout`, shard `failing` failing on purpose), routed from this process over the
+/// shards' stores (loaded one shard at a time, [`Index::into_store`]) with the engine
+/// `engine` makes of the first store.
+pub fn router_over_workers(
+    dir: &Path,
+    root: &RootManifest,
+    models_dir: &Path,
+    (timeout, failing): (Duration, Option<usize>),
+    engine: impl FnOnce(Arc<Index>) -> Result<Engine>,
+) -> Result<ShardSet> {
+    let storage = LocalDir::new(dir);
+    let count = root.shards.len();
+    let workers = start_workers(dir, count, models_dir, timeout, failing)?;
+    let (mut stores, mut order) = (Vec::with_capacity(count), Vec::with_capacity(count));
+    for k in 0..count {
+        let (index, o) = load_shard(&storage, root, k).with_context(|| format!("loading index {}", dir.display()))?;
+        stores.push(Arc::new(index.into_store()));
+        order.push(o);
+    }
+    let router = Arc::new(engine(stores[0].clone())?);
+    let workers = workers.into_iter().map(|w| Arc::new(w) as Arc<dyn Shard>).collect();
+    Ok(ShardSet::with_shards(router, stores, workers, Some(order))?)
 }
