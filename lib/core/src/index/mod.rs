@@ -327,6 +327,12 @@ impl Index {
         self.chunks.tail().len()
     }
 
+    /// The newest document's publication day (days since the Unix epoch), if any document
+    /// has a date: what a recency boost counts from when the request names no day.
+    pub fn newest_day(&self) -> Option<i64> {
+        self.documents.iter().filter_map(|d| d.published_at.map(crate::corpus::Date::days_since_epoch)).max()
+    }
+
     /// Whether document `doc` is withdrawn (deleted, or replaced by a newer version).
     pub fn is_withdrawn(&self, doc: u32) -> bool {
         self.withdrawn.as_ref().is_some_and(|w| w.contains(doc as usize))

@@ -93,7 +93,7 @@ impl Engine {
             Box::new(Bm25Path(index.clone())),
             Box::new(SpladePath(index.clone())),
         ];
-        let newest_day = index.documents.iter().filter_map(|d| d.published_at.map(Date::days_since_epoch)).max();
+        let newest_day = index.newest_day();
         Engine { index, dense, sparse, reranker, retrievers, newest_day, ready: Path::ALL.to_vec() }
     }
 

@@ -153,10 +153,7 @@ impl ShardSet {
             first_chunk.push(next);
             next += stores[s as usize].chunks_of(d).len() as u32;
         }
-        let newest_day = stores
-            .iter()
-            .flat_map(|i| i.documents.iter().filter_map(|d| d.published_at.map(crate::corpus::Date::days_since_epoch)))
-            .max();
+        let newest_day = stores.iter().filter_map(|i| i.newest_day()).max();
         let mut manifest = stores[0].manifest.clone();
         manifest.documents = total;
         manifest.chunks = chunks as usize;
