@@ -21,7 +21,9 @@ use hyper_util::rt::TokioExecutor;
 use sextant_core::encode::ModelSet;
 use sextant_core::index::Index;
 use sextant_core::pipeline::{open_engine, Engine};
-use sextant_core::shards::{load_shard, read_root, RootManifest, Shard, ShardRequest, ShardResponse, ShardSet};
+use sextant_core::shards::{
+    load_shard, load_shard_store, read_root, RootManifest, Shard, ShardRequest, ShardResponse, ShardSet,
+};
 use sextant_core::storage::LocalDir;
 use sextant_core::Error;
 use sextant_server::shard_worker::{shard_router, SHARD_PATH};
@@ -190,7 +192,7 @@ pub fn models_root(models: &ModelSet) -> PathBuf {
 /// The sharded index in `dir` (its root `root`) served by one worker process per shard
 /// ([`start_workers`], with the models under `models_dir`, each request timing out after
 /// `timeout`, shard `failing` failing on purpose), routed from this process over the
-/// shards' stores (loaded one shard at a time, [`Index::into_store`]) with the engine
+/// shards' stores (their documents, chunks and BM25 alone, [`load_shard_store`]) with the engine
 /// `engine` makes of the first store.
 pub fn router_over_workers(
     dir: &Path,
@@ -204,8 +206,9 @@ pub fn router_over_workers(
     let workers = start_workers(dir, count, models_dir, timeout, failing)?;
     let (mut stores, mut order) = (Vec::with_capacity(count), Vec::with_capacity(count));
     for k in 0..count {
-        let (index, o) = load_shard(&storage, root, k).with_context(|| format!("loading index {}", dir.display()))?;
-        stores.push(Arc::new(index.into_store()));
+        let (store, o) =
+            load_shard_store(&storage, root, k).with_context(|| format!("loading index {}", dir.display()))?;
+        stores.push(Arc::new(store));
         order.push(o);
     }
     let router = Arc::new(engine(stores[0].clone())?);

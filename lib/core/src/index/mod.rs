@@ -205,6 +205,20 @@ impl Index {
         bm25: Bm25Index,
         splade: SpladeIndex,
     ) -> Result<Self> {
+        Self::from_checked_parts(manifest, documents, chunks, dense, bm25, splade, true)
+    }
+
+    /// [`Index::from_parts`]; with `searchable` false, a store ([`Index::into_store`]) whose
+    /// dense and SPLADE parts are empty, so only BM25 is checked against the chunks.
+    fn from_checked_parts(
+        manifest: Manifest,
+        documents: Vec<Document>,
+        chunks: Vec<Chunk>,
+        dense: DenseIndex,
+        bm25: Bm25Index,
+        splade: SpladeIndex,
+        searchable: bool,
+    ) -> Result<Self> {
         let n = chunks.len();
         let check = |what: &str, got: usize| {
             if got != n {
@@ -217,9 +231,11 @@ impl Index {
                 Ok(())
             }
         };
-        check(DENSE_VECTORS, dense.len())?;
         check(BM25, bm25.inverted.num_chunks as usize)?;
-        check(SPLADE, splade.inverted.num_chunks as usize)?;
+        if searchable {
+            check(DENSE_VECTORS, dense.len())?;
+            check(SPLADE, splade.inverted.num_chunks as usize)?;
+        }
         for (file, inverted) in [(BM25, &bm25.inverted), (SPLADE, &splade.inverted)] {
             inverted.validate().map_err(|found| Error::IndexCorrupted {
                 file: file.into(),
@@ -525,6 +541,51 @@ impl Index {
         Self::assemble(manifest, parts, &loc)
     }
 
+    /// Loads from `storage` what a router keeps of one shard ([`Index::into_store`]): its
+    /// documents, chunks and BM25, each verified as [`Index::load`] verifies it. The dense
+    /// and SPLADE files are neither read nor needed (a router on S3 downloads only
+    /// [`Index::STORE_FILES`]), so the store costs no vector memory even while loading.
+    pub fn load_store(storage: &dyn Storage) -> Result<Self> {
+        use rayon::prelude::*;
+        let manifest = format::read_manifest(storage)?;
+        let loc = storage.location();
+        Self::check_manifest(&manifest, &loc)?;
+        let files: Vec<&format::FileEntry> =
+            manifest.files.iter().filter(|f| Self::STORE_FILES.contains(&f.name.as_str())).collect();
+        let parts: Vec<DecodedFile> = files
+            .par_iter()
+            .with_max_len(1)
+            .map(|f| Self::decode_file(&manifest, &loc, f, storage.read_blob(&f.name)?))
+            .collect::<Result<_>>()?;
+        let dense = DenseIndex::build(manifest.dense_dim, Vec::new());
+        let (mut documents, mut chunks, mut old_chunks, mut bm25) = (None, None, None, None);
+        for DecodedFile(part) in parts {
+            match part {
+                Part::Documents(d) => documents = Some(d),
+                Part::Chunks(c) => chunks = Some(c),
+                Part::ChunksV2(c) => old_chunks = Some(c),
+                Part::Bm25(b) => bm25 = Some(b),
+                _ => {}
+            }
+        }
+        let missing = |name: &str| Error::IndexCorrupted {
+            file: format!("{loc}/{}", format::MANIFEST),
+            expected: format!("an entry for {name}"),
+            found: "none".into(),
+        };
+        let documents: Vec<Document> = documents.ok_or_else(|| missing(DOCUMENTS))?;
+        let chunks = match (chunks, old_chunks) {
+            (Some(c), _) => c,
+            (None, Some(old)) => old.into_iter().map(|c| c.upgrade(&documents)).collect(),
+            (None, None) => return Err(missing(CHUNKS)),
+        };
+        let bm25 = bm25.ok_or_else(|| missing(BM25))?;
+        Self::from_checked_parts(manifest, documents, chunks, dense, bm25, SpladeIndex::default(), false)
+    }
+
+    /// The files [`Index::load_store`] reads: documents, chunks and BM25.
+    pub const STORE_FILES: [&'static str; 3] = [DOCUMENTS, CHUNKS, BM25];
+
     /// Whether `name` is one of the index's own files (others are attachments, which
     /// [`Index::load`] leaves to their own readers).
     pub fn owns(name: &str) -> bool {
@@ -674,6 +735,46 @@ mod tests {
         // An attachment may not replace a file of the index.
         let err = index.save_with(&MemStore::new("mem://clash"), vec![(BM25.into(), Vec::new())]).unwrap_err();
         assert!(err.to_string().contains("bm25.bin"), "{err}");
+    }
+
+    /// A router's store loads from the documents, chunks and BM25 alone, verified, and holds
+    /// what [`Index::into_store`] keeps of the whole index.
+    #[test]
+    fn a_store_loads_from_its_three_files_alone() {
+        let index = small_engine().index();
+        // (A memory store hands its files over as they load: each load gets its own.)
+        let whole = || {
+            let store = MemStore::new("mem://whole");
+            index.save(&store).unwrap();
+            store
+        };
+        let three = |damaged: Option<&str>| {
+            let (from, store) = (whole(), MemStore::new("mem://three"));
+            for name in Index::STORE_FILES.iter().chain([&format::MANIFEST]) {
+                let mut bytes = from.read(name).unwrap();
+                if damaged == Some(*name) {
+                    bytes[10] ^= 1;
+                }
+                store.insert(*name, bytes);
+            }
+            store
+        };
+        assert!(Index::load(&three(None)).is_err(), "a whole index needs its vectors");
+        let store = Index::load_store(&three(None)).unwrap();
+        let kept = Index::load(&whole()).unwrap().into_store();
+        assert_eq!(store.documents.len(), kept.documents.len());
+        assert_eq!(
+            store.chunks.iter().map(|c| &c.text).collect::<Vec<_>>(),
+            kept.chunks.iter().map(|c| &c.text).collect::<Vec<_>>()
+        );
+        assert_eq!(bincode::serialize(&*store.bm25).unwrap(), bincode::serialize(&*kept.bm25).unwrap());
+        assert_eq!((store.dense.len(), store.dense.dim), (0, kept.dense.dim));
+        assert_eq!(store.provenance(3).chunk_id(), index.chunk_id(3));
+        // Each of the three is verified as a whole load verifies it.
+        for name in Index::STORE_FILES {
+            let err = Index::load_store(&three(Some(name))).err().expect("a damaged file is refused").to_string();
+            assert!(err.contains(name), "{name}: {err}");
+        }
     }
 
     /// Replaces file `name` of the index in `store`, and its size and checksum in the

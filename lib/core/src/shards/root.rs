@@ -168,6 +168,22 @@ pub fn read_root(storage: &dyn Storage) -> Result<Option<(RootManifest, LexicalS
 /// [`Index::load`] does, and refused unless its manifest is the one the root names (what a
 /// shard worker loads).
 pub fn load_shard(storage: &dyn Storage, root: &RootManifest, k: usize) -> Result<(Index, Vec<u32>)> {
+    open_shard(storage, root, k, Index::load)
+}
+
+/// What a router keeps of shard `k` ([`Index::load_store`]: documents, chunks and BM25,
+/// no vectors), and its documents' order, verified as [`load_shard`] verifies the whole
+/// shard; only those files need be in `storage`.
+pub fn load_shard_store(storage: &dyn Storage, root: &RootManifest, k: usize) -> Result<(Index, Vec<u32>)> {
+    open_shard(storage, root, k, Index::load_store)
+}
+
+fn open_shard(
+    storage: &dyn Storage,
+    root: &RootManifest,
+    k: usize,
+    load: fn(&dyn Storage) -> Result<Index>,
+) -> Result<(Index, Vec<u32>)> {
     let Some(entry) = root.shards.get(k) else {
         return Err(Error::invalid("shard", format!("shard {k} of an index of {} shards", root.shards.len())));
     };
@@ -178,7 +194,7 @@ pub fn load_shard(storage: &dyn Storage, root: &RootManifest, k: usize) -> Resul
         let expected = format!("the manifest the root names ({})", entry.manifest_sha256);
         return Err(corrupted(storage, &file, &expected, found));
     }
-    let index = Index::load(&within)?;
+    let index = load(&within)?;
     let file = format!("{}{ORDER_FILE}", entry.prefix);
     let listed = index.manifest.files.iter().find(|f| f.name == ORDER_FILE);
     let bytes = within.read(ORDER_FILE)?;
