@@ -89,9 +89,9 @@ impl Fixture {
 
     async fn refresh(&self) {
         let source = VersionedIndex::new(&self.config, &Location::parse(&self.job().target).unwrap()).unwrap();
-        let loaded = sextant_aws::open_from_s3(&source, &self.models).await.unwrap();
+        let loaded = sextant_aws::open_from_s3(&source, &self.models, None).await.unwrap();
         let version = loaded.pointer.version.clone();
-        self.state.replace_index("kb", ServedIndex::new(loaded.engine, loaded.financials), Some(version));
+        self.state.replace_index("kb", ServedIndex::of(loaded.searcher, loaded.financials), Some(version));
     }
 
     fn served_ids(&self) -> Vec<String> {

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use aws_sdk_s3::primitives::ByteStream;
 use serde_json::{json, Value};
+use support::lambda_service::LambdaService;
 use support::runtime_api::RuntimeApi;
 use support::servers::{create_bucket, create_tables, s3_client, servers, unique, Servers};
 use support::switch_proxy::SwitchProxy;
@@ -32,15 +33,16 @@ fn binary(name: &str) -> PathBuf {
 
 /// A function process attached to its own runtime API emulator, its output in a log file.
 struct Function {
-    api: RuntimeApi,
+    api: Arc<RuntimeApi>,
     child: Child,
     log: PathBuf,
 }
 
 impl Function {
     async fn start(bin: &str, env: &[(String, String)], log_dir: &Path) -> Function {
-        let api = RuntimeApi::start().await;
-        let log = log_dir.join(format!("{bin}.log"));
+        let api = Arc::new(RuntimeApi::start().await);
+        // One log per process, several processes of one function apart.
+        let log = (0..).map(|n| log_dir.join(format!("{bin}-{n}.log"))).find(|p| !p.exists()).unwrap();
         let out = std::fs::File::create(&log).unwrap();
         let mut cmd = Command::new(binary(bin));
         cmd.env_clear()
@@ -643,4 +645,194 @@ fn the_cohere_key_is_read_from_secrets_manager_at_cold_start() {
         let log = broken.log();
         assert!(log.contains(&missing) && log.contains("GetSecretValue"), "{log}");
     });
+}
+
+/// The first 30 filing sections of the demo corpus (Apple's) built as one index and as 3
+/// shards (the sharded build reusing the single one's vectors), under `dir`.
+fn apple_single_and_sharded(dir: &Path) -> (PathBuf, PathBuf) {
+    use std::io::{BufRead, BufReader};
+    let docs = dir.join("docs.jsonl");
+    let lines = BufReader::new(flate2::read::GzDecoder::new(
+        std::fs::File::open(repo().join("data/demo/documents.jsonl.gz")).unwrap(),
+    ))
+    .lines()
+    .take(30)
+    .map(|l| l.unwrap() + "\n")
+    .collect::<String>();
+    std::fs::write(&docs, lines).unwrap();
+    let (single, sharded) = (dir.join("single"), dir.join("sharded"));
+    let build = |out: &Path, extra: &[&str]| {
+        let o = Command::new(binary("sextant"))
+            .args(["build", "--id", "apple", "--docs"])
+            .arg(&docs)
+            .arg("--out")
+            .arg(out)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    build(&single, &[]);
+    std::fs::create_dir(&sharded).unwrap();
+    for f in std::fs::read_dir(&single).unwrap().map(|e| e.unwrap().path()) {
+        std::fs::copy(&f, sharded.join(f.file_name().unwrap())).unwrap();
+    }
+    build(&sharded, &["--shards", "3"]);
+    (single, sharded)
+}
+
+/// A sharded index on AWS: `sextant publish` puts it in S3 as one version of 3 shards; 3
+/// `shard` functions each load their shard, and a `search` function is their router,
+/// asking them with the official SDK's Lambda `Invoke`. Every answer (retrieve, search,
+/// the knowledge-base API, /v1/context) is the one a function serving the single index
+/// gives, ids, scores and citations. A shard function that dies is left out at the
+/// deadline, one that cannot load its shard fails at once: both answer 200 from the other
+/// shards, `meta.shards` = `{2, 3}` and `degraded`; with none left, a 503.
+#[test]
+fn a_sharded_index_in_s3_is_served_by_a_router_function_over_shard_functions() {
+    let s = servers();
+    let logs = tempfile::tempdir().unwrap();
+    let built = tempfile::tempdir().unwrap();
+    let (single, sharded) = apple_single_and_sharded(built.path());
+    let key = "sx_shard_functions";
+    let keys = built.path().join("keys.json");
+    std::fs::write(&keys, "{}").unwrap();
+    sextant_keys::LocalKeyStore::open(&keys).unwrap().add(key, "tests", "pro", vec!["*".into()]).unwrap();
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap().block_on(async {
+        let bucket = unique("shards");
+        create_bucket(&s.config(&s.seaweed).await, &bucket).await;
+        let (one_at, three_at) = (format!("s3://{bucket}/one/apple"), format!("s3://{bucket}/three/apple"));
+        cli(&s, &s.moto, &["publish", "--index", single.to_str().unwrap(), "--to", &one_at]);
+        let published: Value = serde_json::from_str(&cli(
+            &s,
+            &s.moto,
+            &["publish", "--index", sharded.to_str().unwrap(), "--to", &three_at],
+        ))
+        .unwrap();
+        let version = published["version"].as_str().unwrap().to_string();
+        let pointer: Value = serde_json::from_str(&cli(&s, &s.moto, &["versions", &three_at])).unwrap();
+        assert_eq!(pointer["current"]["shards"], 3, "{pointer}");
+
+        let mut env = s.function_env(&s.seaweed, &s.moto);
+        env.push(("SEXTANT_KEYS".into(), keys.display().to_string()));
+        let with = |extra: &[(&str, &str)]| {
+            let mut e = env.clone();
+            e.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+            e
+        };
+        let mut shards = Vec::new();
+        for k in 0..3 {
+            let shard = k.to_string();
+            let e = with(&[("SEXTANT_INDEXES", &three_at), ("SEXTANT_SHARD", &shard)]);
+            shards.push(Function::start("sextant-shard", &e, logs.path()).await);
+        }
+        // Shard 2's function is also deployed once more, wrongly configured: it serves a
+        // shard the index does not have, so every question to it fails.
+        let e = with(&[("SEXTANT_INDEXES", &three_at), ("SEXTANT_SHARD", "9")]);
+        let broken = Function::start("sextant-shard", &e, logs.path()).await;
+        let mut named: Vec<(String, Arc<RuntimeApi>, Duration)> = shards
+            .iter()
+            .enumerate()
+            .map(|(k, f)| (format!("apple-shard-{k}"), f.api.clone(), Duration::from_secs(60)))
+            .collect();
+        named.push(("broken-shard-2".into(), broken.api.clone(), Duration::from_secs(60)));
+        for (k, f) in shards.iter().enumerate().take(2) {
+            named.push((format!("broken-shard-{k}"), f.api.clone(), Duration::from_secs(60)));
+        }
+        let lambda = LambdaService::start(named).await;
+        let router_env = |pattern: &str, deadline_ms: &str| {
+            with(&[
+                ("SEXTANT_INDEXES", &three_at),
+                ("SEXTANT_SHARD_FUNCTION", pattern),
+                ("SEXTANT_SHARD_DEADLINE_MS", deadline_ms),
+                ("AWS_ENDPOINT_URL_LAMBDA", &lambda.url),
+            ])
+        };
+        let router = Function::start("sextant-search", &router_env("apple-shard-{k}", "4000"), logs.path()).await;
+        let one = Function::start("sextant-search", &with(&[("SEXTANT_INDEXES", &one_at)]), logs.path()).await;
+        for (path, body) in api_requests() {
+            let (a, b) = (ask(&one, key, path, body.clone()).await, ask(&router, key, path, body.clone()).await);
+            let results = if path == "/v1/retrieve" { "chunks" } else { "results" };
+            assert!(!a[results].as_array().unwrap().is_empty(), "{path} {body}");
+            assert_eq!(a[results], b[results], "{path} {body}: the same results, scores and citations");
+            assert_eq!(b["meta"]["shards"], json!({"answered": 3, "of": 3}), "{path} {body}");
+            assert_eq!(b["meta"]["degraded"], json!(false), "{path} {body}");
+        }
+        let kb = json!({"IndexId": "apple", "Query": "net sales by product", "SearchFilters": [{"year": 2024}]});
+        let (a, b) =
+            (ask(&one, key, "/ws/index/retrieve", kb.clone()).await, ask(&router, key, "/ws/index/retrieve", kb).await);
+        assert!(!a["Data"]["Nodes"].as_array().unwrap().is_empty(), "{a}");
+        assert_eq!(a["Data"]["Nodes"], b["Data"]["Nodes"]);
+        let question = json!({"question": "What did Apple say about competition in its risk factors?"});
+        let (a, b) =
+            (ask(&one, key, "/v1/context", question.clone()).await, ask(&router, key, "/v1/context", question).await);
+        assert!(!a["result"]["passages"].as_array().unwrap().is_empty(), "{a}");
+        assert_eq!(a["result"]["passages"], b["result"]["passages"]);
+        for (k, shard) in shards.iter().enumerate() {
+            assert!(
+                shard.log().contains("shard loaded") && shard.log().contains(&version),
+                "shard {k}:\n{}",
+                shard.log()
+            );
+        }
+        let (status, _, health) = router.http("GET", "/health", None, None).await;
+        assert_eq!((status, &health["indexVersions"]["apple"]), (200, &json!(version)), "{health}");
+
+        // A shard function that fails every question (here: it has no shard 9) is left out
+        // as soon as it fails, long before the deadline (60 s); the answer comes from the
+        // others and says so.
+        let degraded = Function::start("sextant-search", &router_env("broken-shard-{k}", "60000"), logs.path()).await;
+        let (path, body) = api_requests().remove(0);
+        let t = Instant::now();
+        let b = ask(&degraded, key, path, body.clone()).await;
+        assert_eq!((&b["meta"]["shards"], &b["meta"]["degraded"]), (&json!({"answered": 2, "of": 3}), &json!(true)));
+        assert!(!b["chunks"].as_array().unwrap().is_empty(), "the other shards answer");
+        assert!(t.elapsed() < Duration::from_secs(60), "a failing shard is not waited for: {:?}", t.elapsed());
+        assert!(broken.log().contains("shard 9 of an index of 3 shards"), "{}", broken.log());
+        drop(degraded);
+
+        // A shard function that died is left out at the deadline.
+        let mut shards = shards;
+        let mut dead = shards.remove(1);
+        dead.child.kill().unwrap();
+        dead.child.wait().unwrap();
+        let t = Instant::now();
+        let b = ask(&router, key, path, body.clone()).await;
+        assert_eq!((&b["meta"]["shards"], &b["meta"]["degraded"]), (&json!({"answered": 2, "of": 3}), &json!(true)));
+        assert!(t.elapsed() >= Duration::from_secs(4), "left out at the 4 s deadline: {:?}", t.elapsed());
+        for mut f in shards {
+            f.child.kill().unwrap();
+            f.child.wait().unwrap();
+        }
+        let (status, _, answer) = router.http("POST", path, Some(key), Some(body)).await;
+        assert_eq!(status, 503, "no shard answers: {answer}");
+        assert_eq!(answer["error"]["code"], "unavailable", "{answer}");
+    });
+}
+
+/// `body` posted to `path` of `f` with `key`: its answer, which must be a 200.
+async fn ask(f: &Function, key: &str, path: &str, body: Value) -> Value {
+    let (status, _, answer) = f.http("POST", path, Some(key), Some(body.clone())).await;
+    assert_eq!(status, 200, "{path} {body}: {answer}\n{}", f.log());
+    answer
+}
+
+/// Searches a sharded index must answer as the single one: filters, a metadata `like`,
+/// rerank off, on retrieve and search.
+fn api_requests() -> Vec<(&'static str, Value)> {
+    [
+        ("/v1/retrieve", json!({"query": "How much did iPhone net sales change?", "top_k": 8})),
+        ("/v1/retrieve", json!({"query": "legal proceedings", "filters": {"year": 2025}})),
+        ("/v1/search", json!({"query": "share repurchase program", "limit": 10})),
+        (
+            "/v1/search",
+            json!({"query": "cybersecurity risk management", "metadata": {"title": {"like": "Apple Inc. 10-K%"}}}),
+        ),
+    ]
+    .into_iter()
+    .map(|(path, mut body)| {
+        body["index"] = json!("apple");
+        (path, body)
+    })
+    .collect()
 }

@@ -10,8 +10,9 @@ use sextant_aws::build_job::{self, BuildJob};
 use sextant_aws::versions::VersionedIndex;
 use sextant_aws::{sdk_config, KeyStoreSpec};
 use sextant_core::encode::ModelSet;
+use sextant_core::index::format::MANIFEST;
 use sextant_core::index::Index;
-use sextant_core::storage::{LocalDir, Location, Storage};
+use sextant_core::storage::{LocalDir, Location, MemStore, Storage};
 use sextant_keys::{create_key, new_key, now_unix, KeyStore, Plan};
 
 /// `sextant keys ...`.
@@ -173,7 +174,43 @@ pub fn publish(dir: &std::path::Path, to: &str, keep: usize) -> Result<()> {
     let target = Location::parse(to)?;
     // Verify before uploading: a corrupt local index is never published.
     let local = LocalDir::new(dir);
-    Index::load(&local).with_context(|| format!("checking {}", dir.display()))?;
+    let files = if sextant_core::shards::read_root(&local)?.is_some() {
+        sharded_files(&local).with_context(|| format!("checking {}", dir.display()))?
+    } else {
+        Index::load(&local).with_context(|| format!("checking {}", dir.display()))?;
+        single_files(dir, &local)?
+    };
+    runtime()?.block_on(async {
+        let index = VersionedIndex::new(&sdk_config().await, &target)?;
+        let expected = index.pointer().await?;
+        let p = index.publish(&files, &expected, keep).await?;
+        println!("{}", serde_json::to_string_pretty(&p)?);
+        Ok(())
+    })
+}
+
+/// The files of the sharded index in `local`, each shard loaded and verified first: the
+/// root manifest, BM25's statistics, every shard's manifest and files, and the vector
+/// cache the root names (for the next build in S3).
+fn sharded_files(local: &LocalDir) -> Result<MemStore> {
+    use sextant_core::shards::{load_shard, read_root, ROOT_MANIFEST, STATS_FILE};
+    let (root, _) = read_root(local)?.context("a root manifest")?;
+    let files = MemStore::new(local.root().display().to_string());
+    for name in [ROOT_MANIFEST, STATS_FILE].into_iter().map(str::to_string).chain(root.encoded.iter().cloned()) {
+        files.insert(name.clone(), local.read(&name)?);
+    }
+    for (k, entry) in root.shards.iter().enumerate() {
+        let (index, _) = load_shard(local, &root, k)?;
+        for name in index.manifest.files.iter().map(|f| f.name.as_str()).chain([MANIFEST]) {
+            let key = format!("{}{name}", entry.prefix);
+            files.insert(key.clone(), local.read(&key)?);
+        }
+    }
+    Ok(files)
+}
+
+/// The files of the single index in `dir`, with the build's vector cache and report.
+fn single_files(dir: &std::path::Path, local: &LocalDir) -> Result<MemStore> {
     let (files, manifest) = crate::indexes::index_files(dir)?;
     // The build's vector cache and report go with it when present, so the next build in S3
     // reuses the vectors (a missing shard file only means its chunks are encoded again).
@@ -183,13 +220,7 @@ pub fn publish(dir: &std::path::Path, to: &str, keep: usize) -> Result<()> {
             files.insert(f, local.read(f)?);
         }
     }
-    runtime()?.block_on(async {
-        let index = VersionedIndex::new(&sdk_config().await, &target)?;
-        let expected = index.pointer().await?;
-        let p = index.publish(&files, &expected, keep).await?;
-        println!("{}", serde_json::to_string_pretty(&p)?);
-        Ok(())
-    })
+    Ok(files)
 }
 
 /// Shows the current version and the versions kept at `location`.

@@ -615,7 +615,7 @@ pub fn cold_start(index: &Index, s3: &str, label: &str, models: &sextant_core::e
             // A new configuration and new models each run, as in a new process.
             let source = VersionedIndex::new(&sextant_aws::load_sdk_config().await, &location)?;
             let client_ms = t.elapsed().as_secs_f64() * 1e3;
-            let loaded = open_from_s3(&source, &Arc::new(SharedModels::new(models.clone()))).await?;
+            let loaded = open_from_s3(&source, &Arc::new(SharedModels::new(models.clone())), None).await?;
             runs.push((client_ms, loaded.timings, t.elapsed().as_secs_f64() * 1e3));
             drop(loaded); // freeing the index is not part of a cold start
         }

@@ -267,9 +267,10 @@ pub enum Command {
         #[command(subcommand)]
         command: Option<PlansCommand>,
     },
-    /// Publish a built index directory to S3 as a new version and make it current.
+    /// Publish a built index directory to S3 as a new version and make it current (a
+    /// sharded index as one version of all its shards, for a router and its shard functions).
     Publish {
-        /// The index directory (from `sextant build`).
+        /// The index directory (from `sextant build`, with or without `--shards`).
         #[arg(long)]
         index: PathBuf,
         /// Where: s3://bucket/prefix (versions/ and CURRENT go under it).

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod cli;
+pub mod lambda_service;
 pub mod local_server;
 pub mod runtime_api;
 pub mod servers;

@@ -1,7 +1,8 @@
 //! # sextant-aws
 //!
 //! Sextant on AWS: index versions in S3 (published, loaded and refreshed), keys, plans and
-//! rate counters in DynamoDB, the index-build job, and secrets read from Secrets Manager.
+//! rate counters in DynamoDB, the index-build job, secrets read from Secrets Manager, and
+//! the shard functions of a sharded index, asked with Lambda `Invoke`.
 //!
 //! Clients take their settings from the environment the way every AWS SDK does: region,
 //! credentials, and `AWS_ENDPOINT_URL` / `AWS_ENDPOINT_URL_S3` /
@@ -20,6 +21,7 @@ pub mod refresh;
 mod s3;
 mod sdk;
 mod secrets;
+pub mod shard_function;
 pub mod versions;
 
 pub use dynamo::DynamoKeyStore;
@@ -29,4 +31,5 @@ pub use refresh::{open_from_s3, CheckPermit, LoadTimings, LoadedIndex, Refresher
 pub use s3::{Listed, Object, Precondition, S3Store};
 pub use sdk::{load_sdk_config, retry_config, sdk_config};
 pub use secrets::secret_string;
+pub use shard_function::{LambdaShard, ShardFunctions, ShardInvocation};
 pub use versions::VersionedIndex;

@@ -17,10 +17,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use sextant_core::error::{Error, Result};
-use sextant_core::pipeline::{Engine, SharedModels};
-use sextant_finance::Financials;
+use sextant_core::pipeline::SharedModels;
+use sextant_core::shards::{Searcher, ShardSet};
+use sextant_finance::{FactStore, Financials};
 
 use super::memory::{Fit, MemoryBudget};
+use super::shard_function::ShardFunctions;
 use super::versions::{Pointer, VersionedIndex};
 
 /// Phase timings of one load, in milliseconds.
@@ -41,8 +43,9 @@ pub struct LoadTimings {
 
 /// One index version, loaded and ready to serve.
 pub struct LoadedIndex {
-    /// Its engine (over the shared models).
-    pub engine: Engine,
+    /// Its engine (over the shared models), or of a sharded version the router over its
+    /// shard functions.
+    pub searcher: Searcher,
     /// Its facts and company dictionary.
     pub financials: Financials,
     /// The pointer it was published under.
@@ -58,11 +61,19 @@ pub struct LoadedIndex {
 /// The phases run one after the other. Loading the models alongside the download was
 /// measured slower on a 2-core machine (the model load and the decode compete for the
 /// same cores as the transfer): 2.1–2.3 s instead of 1.6 s for a 100k-chunk index.
-pub async fn open_from_s3(source: &VersionedIndex, models: &Arc<SharedModels>) -> Result<LoadedIndex> {
+///
+/// A sharded version ([`Pointer::shards`]) is opened as its router: each shard's store
+/// (documents, chunks and BM25, [`VersionedIndex::load_shard`]) and a client of each shard
+/// function that `shards` names, asked about this version only.
+pub async fn open_from_s3(
+    source: &VersionedIndex,
+    models: &Arc<SharedModels>,
+    shards: Option<&ShardFunctions>,
+) -> Result<LoadedIndex> {
     let t = Instant::now();
     let pointer = source.current().await?;
     let pointer_ms = t.elapsed().as_millis() as u64;
-    let loaded = open_version(source, &pointer, models).await?;
+    let loaded = open_version(source, &pointer, models, shards).await?;
     let timings = LoadTimings { pointer_ms, ..loaded.timings };
     tracing::info!(
         index = %source.location(),
@@ -77,8 +88,17 @@ pub async fn open_from_s3(source: &VersionedIndex, models: &Arc<SharedModels>) -
     Ok(LoadedIndex { timings, ..loaded })
 }
 
-/// Downloads, verifies and decodes the version `pointer` names and assembles its engine.
-async fn open_version(source: &VersionedIndex, pointer: &Pointer, models: &Arc<SharedModels>) -> Result<LoadedIndex> {
+/// Downloads, verifies and decodes the version `pointer` names and assembles its engine,
+/// or its router over `shards` when the version is sharded.
+async fn open_version(
+    source: &VersionedIndex,
+    pointer: &Pointer,
+    models: &Arc<SharedModels>,
+    shards: Option<&ShardFunctions>,
+) -> Result<LoadedIndex> {
+    if pointer.shards > 0 {
+        return open_router(source, pointer, models, shards).await;
+    }
     let (index, financials, phases) = source.load(pointer).await?;
     let shared = models.clone();
     let id = index.manifest.index_id.clone();
@@ -92,7 +112,66 @@ async fn open_version(source: &VersionedIndex, pointer: &Pointer, models: &Arc<S
         models_ms: took.as_millis() as u64,
         bytes: phases.bytes,
     };
-    Ok(LoadedIndex { engine, financials, pointer: pointer.clone(), timings })
+    Ok(LoadedIndex { searcher: Searcher::Single(Arc::new(engine)), financials, pointer: pointer.clone(), timings })
+}
+
+/// The router of the sharded version `pointer` names: every shard's store, loaded one
+/// after the other (so no more than one shard's files are in memory beside the stores),
+/// the router's engine over the shared models, and the shard functions `shards` names,
+/// with their deadline. A sharded build keeps no facts.
+async fn open_router(
+    source: &VersionedIndex,
+    pointer: &Pointer,
+    models: &Arc<SharedModels>,
+    shards: Option<&ShardFunctions>,
+) -> Result<LoadedIndex> {
+    let (root, _) = source.root(pointer).await?;
+    let Some(functions) = shards else {
+        return Err(Error::invalid(
+            "SEXTANT_SHARD_FUNCTION",
+            format!(
+                "is not set, and version {} of {} is an index of {} shards: name the shard functions",
+                pointer.version,
+                source.location(),
+                root.shards.len()
+            ),
+        ));
+    };
+    let (mut stores, mut order) = (Vec::new(), Vec::new());
+    let (mut download_ms, mut decode_ms, mut bytes) = (0, 0, 0);
+    for k in 0..root.shards.len() {
+        let (store, o, phases) = source.load_shard(pointer, &root, k, true).await?;
+        (download_ms, decode_ms, bytes) =
+            (download_ms + phases.download_ms, decode_ms + phases.decode_ms, bytes + phases.bytes);
+        stores.push(Arc::new(store));
+        order.push(o);
+    }
+    let (shared, first) = (models.clone(), stores[0].clone());
+    let (engine, took) = tokio::task::spawn_blocking(move || shared.engine(first))
+        .await
+        .map_err(|e| Error::task_failed(format!("opening index {}", root.index_id), e))??;
+    let clients = functions.shards(&root.index_id, pointer);
+    let router =
+        ShardSet::with_shards(Arc::new(engine), stores, clients, Some(order))?.with_deadline(functions.deadline());
+    let financials = Financials::new(FactStore::default(), &router);
+    let timings = LoadTimings { pointer_ms: 0, download_ms, decode_ms, models_ms: took.as_millis() as u64, bytes };
+    Ok(LoadedIndex { searcher: Searcher::Sharded(Arc::new(router)), financials, pointer: pointer.clone(), timings })
+}
+
+impl LoadedIndex {
+    /// The index id it serves.
+    pub fn index_id(&self) -> &str {
+        &self.searcher.engine().index().manifest.index_id
+    }
+
+    /// The bytes it holds in memory, as far as known: the manifest's estimate for one
+    /// index; for a router, the bytes of its shards' stores as downloaded.
+    pub fn resident_bytes(&self) -> u64 {
+        match &self.searcher {
+            Searcher::Single(engine) => engine.index().manifest.resident_bytes,
+            Searcher::Sharded(_) => self.timings.bytes,
+        }
+    }
 }
 
 /// One index served from S3.
@@ -109,6 +188,8 @@ struct Source {
 /// Watches the `CURRENT` pointers of the S3 indexes and loads new versions.
 pub struct Refresher {
     models: Arc<SharedModels>,
+    /// The shard functions of sharded indexes.
+    shards: Option<ShardFunctions>,
     /// The memory this function has for its indexes, when known ([`MemoryBudget`]).
     budget: Option<MemoryBudget>,
     interval: Duration,
@@ -140,14 +221,21 @@ impl Drop for CheckPermit {
 impl Refresher {
     /// Checks at most every `interval`; new versions are opened with `models`.
     pub fn new(interval: Duration, models: Arc<SharedModels>) -> Arc<Self> {
-        Self::within(interval, models, None)
+        Self::within(interval, models, None, None)
     }
 
     /// [`Refresher::new`], loading only the versions that fit `budget` (see
-    /// [`crate::memory`]): beside the one served, or in its place.
-    pub fn within(interval: Duration, models: Arc<SharedModels>, budget: Option<MemoryBudget>) -> Arc<Self> {
+    /// [`crate::memory`]): beside the one served, or in its place; a sharded version is
+    /// opened as the router over the shard functions `shards` names.
+    pub fn within(
+        interval: Duration,
+        models: Arc<SharedModels>,
+        budget: Option<MemoryBudget>,
+        shards: Option<ShardFunctions>,
+    ) -> Arc<Self> {
         Arc::new(Refresher {
             models,
+            shards,
             budget,
             interval,
             sources: Mutex::new(HashMap::new()),
@@ -256,7 +344,7 @@ impl Refresher {
             let t = Instant::now();
             match self.open(&id, &index, &pointer).await {
                 Ok(loaded) => {
-                    let resident = loaded.engine.index().manifest.resident_bytes;
+                    let resident = loaded.resident_bytes();
                     swap_in(&id, loaded);
                     tracing::info!(
                         index = %id,
@@ -292,13 +380,13 @@ impl Refresher {
     }
 
     async fn open(&self, id: &str, index: &VersionedIndex, pointer: &Pointer) -> Result<LoadedIndex> {
-        let loaded = open_version(index, pointer, &self.models).await?;
-        let found = &loaded.engine.index().manifest.index_id;
+        let loaded = open_version(index, pointer, &self.models, self.shards.as_ref()).await?;
+        let found = loaded.index_id();
         if found != id {
             return Err(Error::IndexCorrupted {
                 file: index.location(),
                 expected: format!("index id {id:?}"),
-                found: found.clone(),
+                found: found.to_string(),
             });
         }
         Ok(loaded)

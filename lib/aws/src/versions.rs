@@ -19,7 +19,8 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use sextant_core::error::{Error, Result};
 use sextant_core::index::format::{read_manifest, sha256_hex, Manifest, MANIFEST};
-use sextant_core::index::Index;
+use sextant_core::index::{Index, LexicalStats};
+use sextant_core::shards::{load_shard_store, read_root, RootManifest, ORDER_FILE, ROOT_MANIFEST, STATS_FILE};
 use sextant_core::storage::{Location, MemStore, Storage};
 use sextant_finance::Financials;
 
@@ -40,6 +41,11 @@ pub struct Pointer {
     /// The version it replaced.
     #[serde(default)]
     pub previous: Option<String>,
+    /// How many index shards the version is made of: 0 for a single index, whose
+    /// `manifest.json` the SHA-256 names; else the SHA-256 is its root manifest's
+    /// (`root.json`, [`sextant_core::shards::RootManifest`]).
+    #[serde(default)]
+    pub shards: usize,
 }
 
 /// An index prefix in a bucket.
@@ -155,20 +161,25 @@ impl VersionedIndex {
         })
     }
 
-    /// Uploads the index held in `files` (written by [`sextant_core::index::Index::save`]) as a
-    /// new version and makes it current, if `CURRENT` still is what `expected` says; then
-    /// deletes all but the newest `keep` versions (never the current one).
+    /// Uploads the index held in `files` (written by [`sextant_core::index::Index::save`], or
+    /// a sharded index by [`sextant_core::shards::save_sharded`]: then its root manifest is
+    /// the version's head) as a new version and makes it current, if `CURRENT` still is
+    /// what `expected` says; then deletes all but the newest `keep` versions (never the
+    /// current one).
     pub async fn publish(&self, files: &MemStore, expected: &PointerState, keep: usize) -> Result<Published> {
-        let manifest_bytes = files.read(MANIFEST)?;
-        let manifest: Manifest = read_manifest(files)?;
+        let (head, created_unix, shards) = match read_root(files)? {
+            Some((root, _)) => (ROOT_MANIFEST, sextant_keys::now_unix(), root.shards.len()),
+            None => (MANIFEST, read_manifest(files)?.created_unix, 0),
+        };
+        let manifest_bytes = files.read(head)?;
         let manifest_sha256 = sha256_hex(&manifest_bytes);
-        let version = format!("{}-{}", compact_utc(manifest.created_unix), &manifest_sha256[..12]);
+        let version = format!("{}-{}", compact_utc(created_unix), &manifest_sha256[..12]);
         let dir = self.key(&format!("versions/{version}"));
-        // Data files first (in parallel), the manifest last: a version with a manifest is whole.
+        // Data files first (in parallel), the head manifest last: a version with one is whole.
         let mut tasks = tokio::task::JoinSet::new();
         let mut bytes = 0;
         for (name, data) in files.objects() {
-            if name == MANIFEST {
+            if name == head {
                 continue;
             }
             bytes += data.len() as u64;
@@ -179,13 +190,14 @@ impl VersionedIndex {
             joined.map_err(|e| Error::task_failed(format!("transfer of {}", dir.clone()), e))??;
         }
         bytes += manifest_bytes.len() as u64;
-        self.store.put(&format!("{dir}/{MANIFEST}"), manifest_bytes, &Precondition::None).await?;
+        self.store.put(&format!("{dir}/{head}"), manifest_bytes, &Precondition::None).await?;
         let previous = expected.pointer.as_ref().map(|p| p.version.clone());
         let pointer = Pointer {
             version: version.clone(),
             manifest_sha256,
             published_unix: sextant_keys::now_unix(),
             previous: previous.clone(),
+            shards,
         };
         let pre = match &expected.etag {
             Some(t) => Precondition::ETag(t.clone()),
@@ -257,6 +269,18 @@ impl VersionedIndex {
     /// pointer's SHA-256; returns the version's label (`s3://…/versions/v`), key prefix and
     /// manifest.
     async fn manifest(&self, pointer: &Pointer) -> Result<(String, String, Manifest)> {
+        if pointer.shards > 0 {
+            return Err(Error::invalid(
+                "index",
+                format!(
+                    "version {} of {} is an index of {} shards: its router loads each shard's store, its shard \
+                     functions one shard each",
+                    pointer.version,
+                    self.location(),
+                    pointer.shards
+                ),
+            ));
+        }
         let dir = self.key(&format!("versions/{}", pointer.version));
         let label = format!("s3://{}/{dir}", self.store.bucket());
         let manifest_bytes =
@@ -279,9 +303,98 @@ impl VersionedIndex {
     }
 
     /// The bytes the version `pointer` names holds in memory once loaded, as its manifest
-    /// estimates them (0: not recorded); only the manifest is fetched.
+    /// estimates them (0: not recorded); only the manifest is fetched. Of a sharded
+    /// version, 0: its router holds the shards' stores, its functions one shard each.
     pub async fn resident_estimate(&self, pointer: &Pointer) -> Result<u64> {
+        if pointer.shards > 0 {
+            return Ok(0);
+        }
         Ok(self.manifest(pointer).await?.2.resident_bytes)
+    }
+
+    /// Fetches `name` of the version `pointer` names, or says it is missing.
+    async fn version_file(&self, pointer: &Pointer, name: &str) -> Result<Vec<u8>> {
+        let key = self.key(&format!("versions/{}/{name}", pointer.version));
+        let found = self.store.get(&key).await?;
+        found.map(|o| o.bytes).ok_or_else(|| Error::IndexCorrupted {
+            file: format!("s3://{}/{key}", self.store.bucket()),
+            expected: format!("{name} of the version CURRENT names"),
+            found: "no such object".into(),
+        })
+    }
+
+    /// The root manifest of the sharded version `pointer` names (checked against the
+    /// pointer's SHA-256) and BM25's statistics over its shards, verified.
+    pub async fn root(&self, pointer: &Pointer) -> Result<(RootManifest, LexicalStats)> {
+        let label = format!("s3://{}/{}", self.store.bucket(), self.key(&format!("versions/{}", pointer.version)));
+        let head = self.version_file(pointer, ROOT_MANIFEST).await?;
+        let sum = sha256_hex(&head);
+        if sum != pointer.manifest_sha256 {
+            return Err(Error::IndexCorrupted {
+                file: format!("{label}/{ROOT_MANIFEST}"),
+                expected: format!("sha256 {}", pointer.manifest_sha256),
+                found: format!("sha256 {sum}"),
+            });
+        }
+        let files = MemStore::new(label.clone());
+        files.insert(ROOT_MANIFEST, head);
+        files.insert(STATS_FILE, self.version_file(pointer, STATS_FILE).await?);
+        read_root(&files)?.ok_or_else(|| Error::IndexCorrupted {
+            file: format!("{label}/{ROOT_MANIFEST}"),
+            expected: "a root manifest".into(),
+            found: "none".into(),
+        })
+    }
+
+    /// Downloads shard `k` of the sharded version `pointer` names (`root`, from
+    /// [`VersionedIndex::root`]), verifies it against the root and decodes it: the whole
+    /// shard (what a shard function searches), or with `store` only what a router keeps
+    /// of it ([`sextant_core::shards::load_shard_store`]: documents, chunks and BM25, so
+    /// no vector is downloaded). Returns the index, its documents' order and the timings.
+    pub async fn load_shard(
+        &self,
+        pointer: &Pointer,
+        root: &RootManifest,
+        k: usize,
+        store: bool,
+    ) -> Result<(Index, Vec<u32>, LoadPhases)> {
+        let t = Instant::now();
+        let Some(entry) = root.shards.get(k) else {
+            return Err(Error::invalid("shard", format!("shard {k} of an index of {} shards", root.shards.len())));
+        };
+        let dir = self.key(&format!("versions/{}", pointer.version));
+        let files = MemStore::new(format!("s3://{}/{dir}", self.store.bucket()));
+        let manifest_bytes = self.version_file(pointer, &format!("{}{MANIFEST}", entry.prefix)).await?;
+        let shard_files = MemStore::new(files.location());
+        shard_files.insert(MANIFEST, manifest_bytes.clone());
+        let manifest = read_manifest(&shard_files)?;
+        files.insert(format!("{}{MANIFEST}", entry.prefix), manifest_bytes);
+        let wanted = |name: &str| !store || Index::STORE_FILES.contains(&name) || name == ORDER_FILE;
+        let mut tasks = tokio::task::JoinSet::new();
+        for f in manifest.files.into_iter().filter(|f| wanted(&f.name)) {
+            let name = format!("{}{}", entry.prefix, f.name);
+            let (s3, key) = (self.store.clone(), format!("{dir}/{name}"));
+            tasks.spawn(async move { s3.get_ranged(&key, f.bytes).await.map(|b| (name, b)) });
+        }
+        while let Some(joined) = tasks.join_next().await {
+            let (name, bytes) =
+                joined.map_err(|e| Error::task_failed(format!("transfer of {}", files.location()), e))??;
+            files.insert(name, bytes);
+        }
+        let download_ms = t.elapsed().as_millis() as u64;
+        let bytes = files.total_bytes();
+        let t = Instant::now();
+        let (root, location) = (root.clone(), files.location());
+        let (index, order) = tokio::task::spawn_blocking(move || {
+            if store {
+                load_shard_store(&files, &root, k)
+            } else {
+                sextant_core::shards::load_shard(&files, &root, k)
+            }
+        })
+        .await
+        .map_err(|e| Error::task_failed(format!("decoding shard {k} of {location}"), e))??;
+        Ok((index, order, LoadPhases { download_ms, decode_ms: t.elapsed().as_millis() as u64, bytes }))
     }
 
     /// Downloads what the next build needs of the version `pointer` names: its manifest

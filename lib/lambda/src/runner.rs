@@ -257,7 +257,7 @@ pub async fn refresh(
                     permit,
                     |id, loaded| {
                         let version = loaded.pointer.version.clone();
-                        state.replace_index(id, ServedIndex::new(loaded.engine, loaded.financials), Some(version));
+                        state.replace_index(id, ServedIndex::of(loaded.searcher, loaded.financials), Some(version));
                     },
                     |id| state.unload_index(id),
                 )

@@ -30,6 +30,12 @@
 //!   where: `index=s3://bucket/corpora/index/` pairs separated by `,`. Each write goes to
 //!   that prefix ([`crate::documents::S3DocumentStore`]) and is answered `202`; its S3
 //!   event starts the index build. Unset: no index is writable.
+//! - `SEXTANT_SHARD_FUNCTION`: the shard functions of sharded S3 indexes, a function name
+//!   in which `{k}` stands for the shard number (and `{index}` for the index id): this
+//!   function is then their router, asking each with Lambda `Invoke`
+//!   ([`sextant_aws::ShardFunctions`]); `SEXTANT_SHARD_DEADLINE_MS` (default 5,000) is how
+//!   long a search waits for them before answering from those that did.
+//! - `SEXTANT_SHARD`: in a shard function, the shard it serves ([`crate::shard`]).
 //!
 //! An index that fails to load at cold start does not stop the function: the others are
 //! served, `/health` and the endpoints answer 503 for it, and (from S3) it is tried again
@@ -39,7 +45,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use sextant_aws::{Fit, KeyStoreSpec, MemoryBudget, Refresher, VersionedIndex};
+use sextant_aws::{Fit, KeyStoreSpec, MemoryBudget, Refresher, ShardFunctions, VersionedIndex};
 use sextant_core::encode::{default_model_dir, ModelSet};
 use sextant_core::error::{Error, Result};
 use sextant_core::index::Index;
@@ -186,6 +192,7 @@ pub async fn from_env() -> Result<Context> {
     let mut failures: Vec<String> = Vec::new();
     let mut watched: Vec<Watched> = Vec::new();
     let budget = MemoryBudget::from_env();
+    let shard_functions = shard_functions_from_env().await?;
     for location in &locations {
         match location {
             Location::Local(dir) => {
@@ -218,9 +225,9 @@ pub async fn from_env() -> Result<Context> {
                     watched.push(Watched { id, source, version: String::new(), resident: 0, refused: Some(version) });
                     continue;
                 }
-                match sextant_aws::open_from_s3(&source, &models).await {
+                match sextant_aws::open_from_s3(&source, &models, shard_functions.as_ref()).await {
                     Ok(loaded) => {
-                        let served = loaded.engine.index().manifest.index_id.clone();
+                        let served = loaded.index_id().to_string();
                         if served != id {
                             tracing::warn!(
                                 location = %location,
@@ -231,12 +238,12 @@ pub async fn from_env() -> Result<Context> {
                         versions.push((served.clone(), loaded.pointer.version.clone()));
                         watched.push(Watched {
                             id: served.clone(),
-                            resident: loaded.engine.index().manifest.resident_bytes,
+                            resident: loaded.resident_bytes(),
                             source,
                             version: loaded.pointer.version,
                             refused: None,
                         });
-                        indexes.insert(served, ServedIndex::new(loaded.engine, loaded.financials));
+                        indexes.insert(served, ServedIndex::of(loaded.searcher, loaded.financials));
                     }
                     Err(e) => {
                         tracing::error!(
@@ -279,7 +286,7 @@ pub async fn from_env() -> Result<Context> {
     let refresher = if watched.is_empty() {
         None
     } else {
-        let r = Refresher::within(secs("SEXTANT_REFRESH_SECS", 60)?, models.clone(), budget);
+        let r = Refresher::within(secs("SEXTANT_REFRESH_SECS", 60)?, models.clone(), budget, shard_functions);
         for w in watched {
             r.watch(&w.id, w.source, w.version, w.resident, w.refused);
         }
@@ -313,6 +320,25 @@ async fn too_large(source: &VersionedIndex, id: &str, budget: Option<MemoryBudge
         Fit::Swap | Fit::InPlace => None,
     }
 }
+
+/// The shard functions of sharded S3 indexes, from `SEXTANT_SHARD_FUNCTION` (a function
+/// name with `{k}` for the shard number) and `SEXTANT_SHARD_DEADLINE_MS` (default 5,000);
+/// `None` when no shard function is named.
+pub async fn shard_functions_from_env() -> Result<Option<ShardFunctions>> {
+    let Some(pattern) = var("SEXTANT_SHARD_FUNCTION") else { return Ok(None) };
+    let deadline = match var("SEXTANT_SHARD_DEADLINE_MS") {
+        None => DEFAULT_SHARD_DEADLINE,
+        Some(v) => v.trim().parse::<u64>().map(std::time::Duration::from_millis).map_err(|_| {
+            Error::invalid("SEXTANT_SHARD_DEADLINE_MS", format!("{v:?} is not a number of milliseconds"))
+        })?,
+    };
+    Ok(Some(ShardFunctions::new(&pattern, deadline, sextant_aws::sdk_config().await)?))
+}
+
+/// How long a router waits for its shard functions by default: past a warm shard's answer
+/// by far, short of API Gateway's 29 s so that a missing shard degrades the answer rather
+/// than failing it.
+pub const DEFAULT_SHARD_DEADLINE: std::time::Duration = std::time::Duration::from_millis(5_000);
 
 /// The writable indexes and their corpus prefixes, from `SEXTANT_CORPORA`
 /// (`index=s3://bucket/prefix/,...`).

@@ -80,6 +80,11 @@ impl ServedIndex {
         ServedIndex { searcher: Searcher::Single(Arc::new(engine)), financials: Arc::new(financials) }
     }
 
+    /// Serves what `searcher` searches (one engine or a router), with `financials`.
+    pub fn of(searcher: Searcher, financials: Financials) -> Self {
+        ServedIndex { searcher, financials: Arc::new(financials) }
+    }
+
     /// Serves a sharded index through its router `shards`, with `financials`.
     pub fn sharded(shards: ShardSet, financials: Financials) -> Self {
         ServedIndex { searcher: Searcher::Sharded(Arc::new(shards)), financials: Arc::new(financials) }
