@@ -685,8 +685,9 @@ fn apple_single_and_sharded(dir: &Path) -> (PathBuf, PathBuf) {
 /// `shard` functions each load their shard, and a `search` function is their router,
 /// asking them with the official SDK's Lambda `Invoke`. Every answer (retrieve, search,
 /// the knowledge-base API, /v1/context) is the one a function serving the single index
-/// gives, ids, scores and citations. A shard function that dies is left out at the
-/// deadline, one that cannot load its shard fails at once: both answer 200 from the other
+/// gives, ids, scores and citations, before and after a new version is published (the
+/// router swaps to it warm; each shard loads it when first asked about it). A shard function that dies is left out at the
+/// deadline, one whose shard does not fit its memory fails at once: both answer 200 from the other
 /// shards, `meta.shards` = `{2, 3}` and `degraded`; with none left, a 503.
 #[test]
 fn a_sharded_index_in_s3_is_served_by_a_router_function_over_shard_functions() {
@@ -726,9 +727,10 @@ fn a_sharded_index_in_s3_is_served_by_a_router_function_over_shard_functions() {
             let e = with(&[("SEXTANT_INDEXES", &three_at), ("SEXTANT_SHARD", &shard)]);
             shards.push(Function::start("sextant-shard", &e, logs.path()).await);
         }
-        // Shard 2's function is also deployed once more, wrongly configured: it serves a
-        // shard the index does not have, so every question to it fails.
-        let e = with(&[("SEXTANT_INDEXES", &three_at), ("SEXTANT_SHARD", "9")]);
+        // Shard 2's function is also deployed once more with too little memory for its
+        // shard (385 MB, 1 MiB beside the models' reserve): it refuses to load it, so every
+        // question to it fails.
+        let e = with(&[("SEXTANT_INDEXES", &three_at), ("SEXTANT_SHARD", "2"), ("SEXTANT_MEMORY_MB", "385")]);
         let broken = Function::start("sextant-shard", &e, logs.path()).await;
         let mut named: Vec<(String, Arc<RuntimeApi>, Duration)> = shards
             .iter()
@@ -745,6 +747,7 @@ fn a_sharded_index_in_s3_is_served_by_a_router_function_over_shard_functions() {
                 ("SEXTANT_INDEXES", &three_at),
                 ("SEXTANT_SHARD_FUNCTION", pattern),
                 ("SEXTANT_SHARD_DEADLINE_MS", deadline_ms),
+                ("SEXTANT_REFRESH_SECS", "1"),
                 ("AWS_ENDPOINT_URL_LAMBDA", &lambda.url),
             ])
         };
@@ -778,7 +781,37 @@ fn a_sharded_index_in_s3_is_served_by_a_router_function_over_shard_functions() {
         let (status, _, health) = router.http("GET", "/health", None, None).await;
         assert_eq!((status, &health["indexVersions"]["apple"]), (200, &json!(version)), "{health}");
 
-        // A shard function that fails every question (here: it has no shard 9) is left out
+        // A new version: the router swaps to it warm, and asks its shards about it; each
+        // shard function loads it at the first question and answers as before.
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+        let again: Value = serde_json::from_str(&cli(
+            &s,
+            &s.moto,
+            &["publish", "--index", sharded.to_str().unwrap(), "--to", &three_at],
+        ))
+        .unwrap();
+        let v2 = again["version"].as_str().unwrap().to_string();
+        assert_ne!(v2, version);
+        let t = Instant::now();
+        loop {
+            let (_, _, health) = router.http("GET", "/health", None, None).await;
+            if health["indexVersions"]["apple"] == json!(v2) {
+                break;
+            }
+            assert!(t.elapsed() < Duration::from_secs(120), "the router did not swap to {v2}:\n{}", router.log());
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+        for (path, body) in api_requests() {
+            let (a, b) = (ask(&one, key, path, body.clone()).await, ask(&router, key, path, body.clone()).await);
+            let results = if path == "/v1/retrieve" { "chunks" } else { "results" };
+            assert_eq!(a[results], b[results], "{path} {body}: the same answer from version {v2}");
+            assert_eq!(b["meta"]["shards"], json!({"answered": 3, "of": 3}), "{path} {body}");
+        }
+        for (k, shard) in shards.iter().enumerate() {
+            assert!(shard.log().contains(&v2), "shard {k} loaded {v2}:\n{}", shard.log());
+        }
+
+        // A shard function that fails every question (here: its shard does not fit) is left out
         // as soon as it fails, long before the deadline (60 s); the answer comes from the
         // others and says so.
         let degraded = Function::start("sextant-search", &router_env("broken-shard-{k}", "60000"), logs.path()).await;
@@ -788,7 +821,9 @@ fn a_sharded_index_in_s3_is_served_by_a_router_function_over_shard_functions() {
         assert_eq!((&b["meta"]["shards"], &b["meta"]["degraded"]), (&json!({"answered": 2, "of": 3}), &json!(true)));
         assert!(!b["chunks"].as_array().unwrap().is_empty(), "the other shards answer");
         assert!(t.elapsed() < Duration::from_secs(60), "a failing shard is not waited for: {:?}", t.elapsed());
-        assert!(broken.log().contains("shard 9 of an index of 3 shards"), "{}", broken.log());
+        let log = broken.log();
+        assert!(log.contains("needs") && log.contains("\"IndexTooLarge\":1"), "{log}");
+        assert!(!log.contains("shard loaded"), "{log}");
         drop(degraded);
 
         // A shard function that died is left out at the deadline.

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Lint the SAM template offline: cfn-lint, then `sam validate --lint`.
+# Lint the SAM template offline: cfn-lint, then `sam validate --lint`, then the shard
+# functions' Fn::ForEach expanded for every ShardCount (scripts/ci/expand_shards.py).
 #
 # Creates (once) a venv with pinned cfn-lint and aws-sam-cli and reuses it afterwards.
 # Needs no AWS account: dummy credentials and a fixed region are set for this process only,
@@ -52,6 +53,12 @@ out=$(cd "$(dirname "$template")" && "$venv/bin/sam" validate --lint \
         --template-file "$template" --region us-east-1 2>&1) || status=1
 printf '%s\n' "$out"
 if ! printf '%s\n' "$out" | grep -q "is a valid SAM Template"; then status=1; fi
+
+# The shard functions' loop, expanded for every ShardCount as `sam build` expands it.
+if grep -q "Fn::ForEach::ShardFunctions" "$template"; then
+  echo "== expand_shards" >&2
+  "$venv/bin/python" "$here/expand_shards.py" "$template" || status=1
+fi
 
 if [ "$status" -ne 0 ]; then
   echo "lint_infra: FAILED" >&2

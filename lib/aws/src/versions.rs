@@ -346,6 +346,18 @@ impl VersionedIndex {
         })
     }
 
+    /// The bytes shard `k` of the sharded version `pointer` names (`root`) holds in memory
+    /// once loaded, as its manifest estimates them (0: not recorded); only the manifest is
+    /// fetched.
+    pub async fn shard_resident_estimate(&self, pointer: &Pointer, root: &RootManifest, k: usize) -> Result<u64> {
+        let Some(entry) = root.shards.get(k) else {
+            return Err(Error::invalid("shard", format!("shard {k} of an index of {} shards", root.shards.len())));
+        };
+        let files = MemStore::new(self.location());
+        files.insert(MANIFEST, self.version_file(pointer, &format!("{}{MANIFEST}", entry.prefix)).await?);
+        Ok(read_manifest(&files)?.resident_bytes)
+    }
+
     /// Downloads shard `k` of the sharded version `pointer` names (`root`, from
     /// [`VersionedIndex::root`]), verifies it against the root and decodes it: the whole
     /// shard (what a shard function searches), or with `store` only what a router keeps

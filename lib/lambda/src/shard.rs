@@ -21,10 +21,10 @@ use std::time::Instant;
 use lambda_http::lambda_runtime::{self, Diagnostic};
 use lambda_http::{service_fn, LambdaEvent};
 use sextant_aws::versions::Pointer;
-use sextant_aws::{ShardInvocation, VersionedIndex};
+use sextant_aws::{Fit, MemoryBudget, ShardInvocation, VersionedIndex};
 use sextant_core::error::{Error, Result};
 use sextant_core::pipeline::{Engine, SharedModels};
-use sextant_core::shards::{protocol, ShardResponse};
+use sextant_core::shards::{protocol, RootManifest, ShardResponse};
 use sextant_core::storage::Location;
 
 use crate::startup::{index_locations, models_from_env};
@@ -69,6 +69,13 @@ impl ShardServer {
         }
         let t = Instant::now();
         let (root, _) = self.source.root(pointer).await?;
+        // The oldest version goes first when as many as can be are held, so that at most
+        // two copies are ever in memory.
+        if held.len() >= HELD_VERSIONS {
+            let (gone, _) = held.remove(0);
+            tracing::info!(shard = self.shard, version = %gone, "an older version of the shard let go");
+        }
+        self.make_room(&mut held, pointer, &root).await?;
         let (index, _, phases) = self.source.load_shard(pointer, &root, self.shard, false).await?;
         let models = self.models.clone();
         let (engine, took) = tokio::task::spawn_blocking(move || models.engine(Arc::new(index)))
@@ -88,11 +95,47 @@ impl ShardServer {
         let engine = Arc::new(engine);
         held.push((pointer.version.clone(), engine.clone()));
         held.sort_by(|a, b| a.0.cmp(&b.0));
-        if held.len() > HELD_VERSIONS {
-            let (gone, _) = held.remove(0);
-            tracing::info!(shard = self.shard, version = %gone, "an older version of the shard let go");
-        }
         Ok(engine)
+    }
+
+    /// Whether the shard of version `pointer` may be loaded beside the versions `held`, as
+    /// the API functions decide ([`sextant_aws::memory`], from the function's memory and the
+    /// shard manifest's estimate): beside them (a swap), in their place (they are let go
+    /// first), or not at all (refused with one log line and the `IndexTooLarge` metric).
+    async fn make_room(
+        &self,
+        held: &mut Vec<(String, Arc<Engine>)>,
+        pointer: &Pointer,
+        root: &RootManifest,
+    ) -> Result<()> {
+        let Some(budget) = MemoryBudget::from_env() else { return Ok(()) };
+        let incoming = self.source.shard_resident_estimate(pointer, root, self.shard).await?;
+        let serving = held.iter().map(|(_, e)| e.index().manifest.resident_bytes).sum();
+        match budget.fit(serving, incoming) {
+            Fit::Swap => Ok(()),
+            Fit::InPlace => {
+                tracing::warn!(
+                    shard = self.shard,
+                    version = %pointer.version,
+                    "two versions of the shard do not fit this function's memory: letting the held ones go first"
+                );
+                held.clear();
+                Ok(())
+            }
+            Fit::TooLarge { needed, budget } => {
+                sextant_aws::memory::report_too_large(&root.index_id, &pointer.version, incoming, needed, budget);
+                Err(Error::invalid(
+                    "ShardMemory",
+                    format!(
+                        "shard {} of version {} needs {} MB of function memory; this function has {} MB",
+                        self.shard,
+                        pointer.version,
+                        needed >> 20,
+                        budget >> 20
+                    ),
+                ))
+            }
+        }
     }
 
     /// Answers one invocation.

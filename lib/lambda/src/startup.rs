@@ -398,6 +398,7 @@ mod tests {
         let template = include_str!("../../../template.yaml");
         let code = [
             include_str!("startup.rs"),
+            include_str!("shard.rs"),
             include_str!("../../aws/src/build_lease.rs"),
             include_str!("../../aws/src/build_job.rs"),
             include_str!("../../aws/src/build_workflow.rs"),

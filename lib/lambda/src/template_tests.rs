@@ -58,9 +58,31 @@ fn top(name: &str) -> Vec<&'static str> {
     block(&TEMPLATE.lines().collect::<Vec<_>>(), name, 0)
 }
 
+/// The `Resources:` section with the resources each `Fn::ForEach` loop makes (written as a
+/// third list item on lines of their own, at indentation 6) moved to indentation 2, their
+/// logical ids keeping the loop's `${K}`: every resource as the helpers below read one.
+fn resources_section() -> Vec<&'static str> {
+    let lines = top("Resources:");
+    let mut out = Vec::with_capacity(lines.len());
+    let mut i = 0;
+    while i < lines.len() {
+        if indent(lines[i]) == 2 && lines[i].trim().starts_with("Fn::ForEach::") {
+            let body: Vec<&str> =
+                lines[i + 1..].iter().take_while(|l| l.trim().is_empty() || indent(l) > 2).copied().collect();
+            let fragment = body.iter().position(|l| indent(l) == 4 && l.trim() == "-").expect("a fragment item");
+            out.extend(body[fragment + 1..].iter().map(|l| l.get(4..).unwrap_or("")));
+            i += 1 + body.len();
+        } else {
+            out.push(lines[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
 /// A resource's lines (its attributes at indentation 4, its properties at 6).
 fn resource(name: &str) -> Vec<&'static str> {
-    block(&top("Resources:"), &format!("{name}:"), 2)
+    block(&resources_section(), &format!("{name}:"), 2)
 }
 
 fn parameter(name: &str) -> Vec<&'static str> {
@@ -70,7 +92,7 @@ fn parameter(name: &str) -> Vec<&'static str> {
 /// The logical ids of the resources of type `ty`.
 fn resources_of_type(ty: &str) -> Vec<&'static str> {
     let wanted = format!("Type: {ty}");
-    top("Resources:")
+    resources_section()
         .into_iter()
         .filter(|l| indent(l) == 2 && !l.trim().starts_with('#'))
         .filter_map(|l| l.trim().strip_suffix(':'))
@@ -274,9 +296,12 @@ fn every_alarm_notifies_the_alarm_topic() {
 fn every_function_has_an_alarm_on_its_lambda_errors() {
     let errors = alarms_on("AWS/Lambda", "Errors");
     for (f, _) in functions() {
-        let wanted = Some(format!("!Ref {f}"));
+        // By reference, or by the name the function is given.
+        let props = block(&resource(f), "Properties:", 4);
+        let wanted = [Some(format!("!Ref {f}")), value(&props, "FunctionName")];
         assert!(
-            errors.iter().any(|(_, p)| dimension(p, "FunctionName") == wanted),
+            errors.iter().any(|(_, p)| wanted[0] == dimension(p, "FunctionName")
+                || (wanted[1].is_some() && wanted[1] == dimension(p, "FunctionName"))),
             "no alarm on the Lambda Errors of {f}"
         );
     }
