@@ -780,6 +780,25 @@ fn a_sharded_index_in_s3_is_served_by_a_router_function_over_shard_functions() {
         }
         let (status, _, health) = router.http("GET", "/health", None, None).await;
         assert_eq!((status, &health["indexVersions"]["apple"]), (200, &json!(version)), "{health}");
+        // The events/ question, sent to a shard function as by hand (no version: the
+        // current one): each chunk's score is its dense similarity to the query, which
+        // the shard's own vectors give.
+        let event: Value =
+            serde_json::from_slice(&std::fs::read(repo().join("events/shard/dense.json")).unwrap()).unwrap();
+        let answer = shards[0].invoke(event.clone()).await.unwrap_or_else(|e| panic!("{e}\n{}", shards[0].log()));
+        let local = sextant_core::storage::LocalDir::new(&sharded);
+        let root = sextant_core::shards::read_root(&local).unwrap().unwrap().0;
+        let shard0 = sextant_core::shards::load_shard(&local, &root, 0).unwrap().0;
+        let query: Vec<f32> =
+            event["request"]["queries"][0].as_array().unwrap().iter().map(|x| x.as_f64().unwrap() as f32).collect();
+        let rows = answer["rows"][0].as_array().unwrap_or_else(|| panic!("{answer}"));
+        assert_eq!((answer["op"].as_str(), rows.len()), (Some("dense"), 3), "{answer}");
+        for (chunk, got) in rows.iter().enumerate() {
+            let want = shard0.dense.score(chunk, &query);
+            assert!((got.as_f64().unwrap() as f32 - want).abs() < 1e-4, "chunk {chunk}: {got} against {want}");
+        }
+        let err = shards[0].invoke(json!({"request": {"op": "sing"}})).await.unwrap_err();
+        assert_eq!(err["errorType"], "InvalidEvent", "{err}");
 
         // A new version: the router swaps to it warm, and asks its shards about it; each
         // shard function loads it at the first question and answers as before.

@@ -21,9 +21,12 @@ use crate::versions::Pointer;
 /// What a router sends a shard function.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ShardInvocation {
-    /// The published version asked of (`CURRENT`'s `version` when the router loaded it).
+    /// The published version asked of (`CURRENT`'s `version` when the router loaded it);
+    /// empty (or left out, as by hand with `sam local invoke`): the current one.
+    #[serde(default)]
     pub version: String,
     /// That version's root manifest SHA-256, which the shard checks before loading it.
+    #[serde(default)]
     pub root_sha256: String,
     /// The question.
     pub request: ShardRequest,

@@ -138,9 +138,11 @@ impl ShardServer {
         }
     }
 
-    /// Answers one invocation.
+    /// Answers one invocation, about the version it names (the current one when it names
+    /// none).
     pub async fn answer(&self, invocation: ShardInvocation) -> Result<ShardResponse> {
-        let engine = self.engine(&invocation.pointer(0)).await?;
+        let pointer = if invocation.version.is_empty() { self.source.current().await? } else { invocation.pointer(0) };
+        let engine = self.engine(&pointer).await?;
         let request = invocation.request;
         tokio::task::spawn_blocking(move || protocol::answer(&engine, &request))
             .await
