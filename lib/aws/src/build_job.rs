@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
-use sextant_core::build::{BuildOptions, BuildReport as CoreReport, Built, InProcess, Previous, DEFAULT_SHARD_CHUNKS};
+use sextant_core::build::{
+    BuildOptions, BuildReport as CoreReport, Built, BuiltShards, InProcess, Previous, DEFAULT_SHARD_CHUNKS,
+};
 use sextant_core::corpus::{document_object, load_documents, read_document_object, Document};
 use sextant_core::encode::{DenseEncoder, ModelSet, SparseEncoder};
 use sextant_core::error::{Error, Result};
@@ -62,9 +64,14 @@ pub struct BuildJob {
     #[serde(default = "default_shard_chunks")]
     pub shard_chunks: usize,
     /// XBRL facts saved with the index for `/v1/context`: an `s3://` object or prefix, or a
-    /// local file or directory, of `.jsonl` / `.jsonl.gz` files (default: none).
+    /// local file or directory, of `.jsonl` / `.jsonl.gz` files (default: none; not saved
+    /// with a sharded index).
     #[serde(default)]
     pub facts: Option<String>,
+    /// Index shards to build (0 or 1: a single index; 2 to 64: that many shards under one
+    /// root manifest, docs/shards.md). The template sets it to `ShardCount`.
+    #[serde(default)]
+    pub index_shards: usize,
     /// The build lease this run holds, when a corpus write or the schedule started it
     /// through [`BuildWorkflow::request`](crate::build_workflow::BuildWorkflow::request);
     /// its last step hands the lease on ([`BuildWorkflow::finish`](crate::build_workflow::BuildWorkflow::finish)).
@@ -141,11 +148,18 @@ impl BuildJob {
         if !(16..=1_000_000).contains(&job.shard_chunks) {
             return Err(Error::invalid("shard_chunks", "must be between 16 and 1000000"));
         }
+        if job.index_shards > MAX_INDEX_SHARDS {
+            return Err(Error::invalid(
+                "index_shards",
+                format!("must be at most {MAX_INDEX_SHARDS} (0: a single index)"),
+            ));
+        }
         Ok(job)
     }
 
     /// The defaults the function's environment gives: `SEXTANT_BUILD_INDEX_ID`,
-    /// `SEXTANT_BUILD_CORPUS`, `SEXTANT_BUILD_TARGET`, `SEXTANT_KEEP_VERSIONS`.
+    /// `SEXTANT_BUILD_CORPUS`, `SEXTANT_BUILD_TARGET`, `SEXTANT_BUILD_FACTS`,
+    /// `SEXTANT_KEEP_VERSIONS`, `SEXTANT_BUILD_INDEX_SHARDS`.
     pub fn env_defaults() -> serde_json::Map<String, serde_json::Value> {
         let mut m = serde_json::Map::new();
         for (var, field) in [
@@ -158,8 +172,11 @@ impl BuildJob {
                 m.insert(field.into(), v.into());
             }
         }
-        if let Some(k) = std::env::var("SEXTANT_KEEP_VERSIONS").ok().and_then(|v| v.parse::<u64>().ok()) {
-            m.insert("keep_versions".into(), k.into());
+        for (var, field) in [("SEXTANT_KEEP_VERSIONS", "keep_versions"), ("SEXTANT_BUILD_INDEX_SHARDS", "index_shards")]
+        {
+            if let Some(k) = std::env::var(var).ok().and_then(|v| v.trim().parse::<u64>().ok()) {
+                m.insert(field.into(), k.into());
+            }
         }
         m
     }
@@ -194,10 +211,17 @@ pub async fn run(job: &BuildJob, models: &ModelSet, config: &aws_config::SdkConf
     let read_seconds = t.elapsed().as_secs_f64();
     let (job2, models2) = (job.clone(), models.clone());
     let (files, mut report) = tokio::task::spawn_blocking(move || -> Result<(MemStore, CoreReport)> {
+        let files = MemStore::new(format!("build of {}", job2.index_id));
+        if job2.index_shards > 1 {
+            warn_facts_left_out(&job2);
+            let mut built = build_shards(documents, &models2, &job2, &previous)?;
+            built.report.phases.read = read_seconds;
+            let report = built.save(&files, &Previous::none())?;
+            return Ok((files, report));
+        }
         let attachments = Financials::attachment(&facts)?.into_iter().collect();
         let mut built = build(documents, attachments, &models2, &job2, &previous)?;
         built.report.phases.read = read_seconds;
-        let files = MemStore::new(format!("build of {}", job2.index_id));
         let report = built.save(&files, &Previous::none())?.report;
         Ok((files, report))
     })
@@ -286,6 +310,39 @@ pub fn build(
         },
     )
 }
+
+/// Builds the index of `documents` for `job` in this process as `job.index_shards` index
+/// shards, reusing `previous`'s vectors.
+pub fn build_shards(
+    documents: Vec<Document>,
+    models: &ModelSet,
+    job: &BuildJob,
+    previous: &Previous,
+) -> Result<BuiltShards> {
+    let options = build_options(models, job)?;
+    let (dense, sparse) = (DenseEncoder::load(&models.dense)?, SparseEncoder::load(&models.sparse)?);
+    let runner = InProcess { dense: &dense, sparse: &sparse };
+    let tokenizers = (dense.tokenizer(), sparse.tokenizer());
+    sextant_core::build::build_shards(
+        documents,
+        &options,
+        tokenizers,
+        previous,
+        &runner,
+        job.index_shards,
+        &|_, _, _| {},
+    )
+}
+
+/// Logs that `job`'s facts are not saved, when it names some: a sharded index keeps none.
+pub fn warn_facts_left_out(job: &BuildJob) {
+    if let Some(facts) = &job.facts {
+        tracing::warn!(facts, index = %job.index_id, "a sharded index keeps no facts: these are not saved with it");
+    }
+}
+
+/// The most index shards a build makes.
+pub const MAX_INDEX_SHARDS: usize = 64;
 
 /// A JSONL object to read: its key, size and bytes when already fetched.
 type Fetched = (String, u64, Option<Vec<u8>>);

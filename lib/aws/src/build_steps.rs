@@ -8,7 +8,8 @@
 //!   has chunks to encode; it answers with those shard numbers, or `unchanged: true`;
 //! - `encode` reads `task-K.bin` and writes `encoded-K.bin` (idempotent, so a retry is safe);
 //! - `merge` reads the plan, every encoded shard (checked: a missing or damaged one fails the
-//!   build, naming it) and the cache, builds the indexes and publishes the version: `CURRENT`
+//!   build, naming it) and the cache, builds the indexes (a single index, or the job's
+//!   `index_shards` index shards under one root manifest) and publishes the version: `CURRENT`
 //!   moves only after every file is uploaded, and not at all if anything failed. On success
 //!   it removes the build's prefix;
 //! - `clean` removes the build's prefix after a step failed: the workflow runs it on its
@@ -22,8 +23,8 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use sextant_core::build::{
-    encode_task, merge, plan_build, shard_file, BuildReport as CoreReport, Built, EncodeTask, EncodedShard, Plan,
-    Planned, Previous,
+    encode_task, merge, merge_shards, plan_build, shard_file, BuildReport as CoreReport, Built, BuiltShards,
+    EncodeTask, EncodedShard, Plan, Planned, Previous,
 };
 use sextant_core::encode::{DenseEncoder, ModelSet, SparseEncoder, TextTokenizer};
 use sextant_core::error::{Error, Result};
@@ -170,7 +171,15 @@ pub async fn plan_step(
         let attachments: Attachments = Financials::attachment(&facts)?.into_iter().collect();
         let options = build_options(&models2, &job2)?;
         let (dense, sparse) = (TextTokenizer::of_model(&models2.dense)?, TextTokenizer::of_model(&models2.sparse)?);
-        Ok((plan_build(documents, &attachments, &options, (&dense, &sparse), &previous)?, attachments))
+        // A sharded index keeps no facts (its fingerprint is of the documents alone).
+        let attachments = if job2.index_shards > 1 {
+            super::build_job::warn_facts_left_out(&job2);
+            Attachments::new()
+        } else {
+            attachments
+        };
+        let planned = plan_build(documents, &attachments, &options, (&dense, &sparse), &previous, job2.index_shards)?;
+        Ok((planned, attachments))
     })
     .await
     .map_err(|e| Error::task_failed("planning the build", e))??;
@@ -254,17 +263,26 @@ pub async fn merge_step(
         shards.push(shard);
     }
     let (encode_seconds, workers) = (encoded.iter().map(|e| e.seconds).sum(), encoded.len());
+    let index_shards = job.index_shards;
     let (files, report) = tokio::task::spawn_blocking(move || -> Result<(MemStore, CoreReport)> {
         let t = Instant::now();
         let PlanFile { plan, attachments, mut report } = file;
         report.phases.encode = encode_seconds;
         report.workers = workers;
         let assembled = plan.assemble(&previous.cache, shards)?;
+        let files = MemStore::new("merged build");
+        if index_shards > 1 {
+            let sharded = merge_shards(plan, &assembled, index_shards, &|_, _, _| {})?;
+            report.resident_bytes = sharded.indexes.iter().map(|i| i.manifest.resident_bytes).sum();
+            report.phases.merge = t.elapsed().as_secs_f64();
+            let built = BuiltShards { shards: Some(sharded), encoded: assembled, report };
+            let report = built.save(&files, &Previous::none())?;
+            return Ok((files, report));
+        }
         let index = merge(plan, &assembled, &|_, _, _| {})?;
         report.resident_bytes = index.manifest.resident_bytes;
         report.phases.merge = t.elapsed().as_secs_f64();
         let built = Built { report, index: Some(index), shards: assembled, attachments };
-        let files = MemStore::new("merged build");
         let report = built.save(&files, &Previous::none())?.report;
         Ok((files, report))
     })

@@ -412,12 +412,23 @@ impl VersionedIndex {
     /// Downloads what the next build needs of the version `pointer` names: its manifest
     /// and its encoded shards (the vector cache). A shard file that is gone is left out
     /// (its chunks are encoded again).
+    ///
+    /// Of a sharded version, its root manifest and the encoded files it names.
     pub async fn build_cache(&self, pointer: &Pointer) -> Result<MemStore> {
-        let (label, dir, manifest) = self.manifest(pointer).await?;
-        let files = MemStore::new(label);
-        files.insert(MANIFEST, serde_json::to_vec(&manifest)?);
+        let (files, dir, encoded) = if pointer.shards > 0 {
+            let dir = self.key(&format!("versions/{}", pointer.version));
+            let files = MemStore::new(format!("s3://{}/{dir}", self.store.bucket()));
+            let (root, _) = self.root(pointer).await?;
+            files.insert(ROOT_MANIFEST, serde_json::to_vec(&root)?);
+            (files, dir, root.encoded)
+        } else {
+            let (label, dir, manifest) = self.manifest(pointer).await?;
+            let files = MemStore::new(label);
+            files.insert(MANIFEST, serde_json::to_vec(&manifest)?);
+            (files, dir, manifest.build.into_iter().flat_map(|b| b.encoded).collect())
+        };
         let mut tasks = tokio::task::JoinSet::new();
-        for name in manifest.build.into_iter().flat_map(|b| b.encoded) {
+        for name in encoded {
             let (store, key) = (self.store.clone(), format!("{dir}/{name}"));
             tasks.spawn(async move { store.get(&key).await.map(|o| (name, o)) });
         }

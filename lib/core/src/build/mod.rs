@@ -139,6 +139,17 @@ impl Previous {
         self.encoded.iter().filter(|n| !kept.contains(n)).try_for_each(|n| storage.remove(n))
     }
 
+    /// Whether a build of the inputs `fingerprint` into `index_shards` index shards (0 or
+    /// 1: a single index) would make what the previous version is: a single index of those
+    /// inputs, or a sharded one of those inputs and as many shards.
+    pub fn unchanged(&self, fingerprint: &str, index_shards: usize) -> bool {
+        match (index_shards > 1, &self.root) {
+            (true, Some(root)) => root.inputs_sha256 == fingerprint && root.shards.len() == index_shards,
+            (true, None) => false,
+            (false, _) => self.inputs_sha256() == Some(fingerprint),
+        }
+    }
+
     /// The fingerprint the previous single index was built from, if it records one and no
     /// sharded index shadows it.
     pub fn inputs_sha256(&self) -> Option<&str> {
@@ -217,19 +228,24 @@ impl BuildReport {
 }
 
 /// Plans a build of `documents` (with `attachments`, files of other crates saved with it)
-/// against `previous`: [`Planned::Unchanged`] when its fingerprint is the previous
-/// version's, else the plan and the tasks of what `previous`'s cache lacks.
+/// into `index_shards` index shards (0 or 1: a single index) against `previous`:
+/// [`Planned::Unchanged`] when the previous version is that build of the same inputs
+/// ([`Previous::unchanged`]), else the plan and the tasks of what `previous`'s cache lacks.
 pub fn plan_build(
     documents: Vec<Document>,
     attachments: &[(String, Vec<u8>)],
     options: &BuildOptions,
     tokenizers: (&TextTokenizer, &TextTokenizer),
     previous: &Previous,
+    index_shards: usize,
 ) -> Result<Planned> {
     let t = Instant::now();
     let fingerprint = inputs_sha256(&documents, options, attachments)?;
-    if previous.inputs_sha256() == Some(fingerprint.as_str()) {
-        let chunks = previous.manifest.as_ref().map_or(0, |m| m.chunks);
+    if previous.unchanged(&fingerprint, index_shards) {
+        let chunks = match &previous.root {
+            Some(root) if index_shards > 1 => root.shards.iter().map(|s| s.chunks).sum(),
+            _ => previous.manifest.as_ref().map_or(0, |m| m.chunks),
+        };
         return Ok(Planned::Unchanged(BuildReport::unchanged(options, documents.len(), chunks, t)));
     }
     let plan = plan(documents, options, fingerprint, tokenizers.0, tokenizers.1)?;
@@ -251,7 +267,7 @@ pub fn build(
     progress: Progress,
 ) -> Result<Built> {
     progress("plan", 0, 1);
-    let (plan, tasks, mut report) = match plan_build(documents, &attachments, options, tokenizers, previous)? {
+    let (plan, tasks, mut report) = match plan_build(documents, &attachments, options, tokenizers, previous, 0)? {
         Planned::Unchanged(mut report) => {
             report.workers = runner.workers();
             report.backend = runner.backend().to_string();
@@ -299,7 +315,7 @@ pub fn build_shards(
     progress("plan", 0, 1);
     let t = Instant::now();
     let fingerprint = inputs_sha256(&documents, options, &[])?;
-    if let Some(root) = previous.root.as_ref().filter(|r| r.inputs_sha256 == fingerprint && r.shards.len() == count) {
+    if let Some(root) = previous.root.as_ref().filter(|_| count > 1 && previous.unchanged(&fingerprint, count)) {
         let chunks = root.shards.iter().map(|s| s.chunks).sum();
         let mut report = BuildReport::unchanged(options, documents.len(), chunks, t);
         report.workers = runner.workers();

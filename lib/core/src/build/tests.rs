@@ -384,3 +384,31 @@ fn each_dense_window_is_the_encoders_reading_of_the_title_and_that_window() {
     }
     assert!(read_in_windows > 0);
 }
+
+/// A build is unchanged only into what the previous version is: a sharded build of the same
+/// inputs into as many shards, or a single build of the same inputs beside a single index.
+#[test]
+fn a_build_is_unchanged_only_at_the_previous_versions_shard_count() {
+    let root = |inputs: &str, k: usize| RootManifest {
+        format: String::new(),
+        version: 1,
+        index_id: "x".into(),
+        shards: (0..k)
+            .map(|i| crate::shards::ShardEntry {
+                prefix: crate::shards::shard_prefix(i),
+                manifest_sha256: String::new(),
+                documents: 1,
+                chunks: 1,
+            })
+            .collect(),
+        stats: crate::index::format::FileEntry { name: String::new(), bytes: 0, sha256: String::new() },
+        encoded: Vec::new(),
+        inputs_sha256: inputs.into(),
+    };
+    let sharded = Previous { root: Some(root("abc", 3)), ..Previous::none() };
+    assert!(sharded.unchanged("abc", 3));
+    for (inputs, k) in [("abc", 2), ("abd", 3), ("abc", 0), ("abc", 1)] {
+        assert!(!sharded.unchanged(inputs, k), "{inputs} into {k}");
+    }
+    assert!(!Previous::none().unchanged("abc", 3) && !Previous::none().unchanged("abc", 0));
+}
