@@ -537,44 +537,14 @@ fn serve_index(dir: &Path, key: &str, extra: &[&str]) -> Server {
     server
 }
 
-/// Apple's first 30 filing sections of the demo corpus (10-K and 10-Q, FY2024 and FY2025)
-/// built once per test process as one index and as 3 shards (the sharded build reusing the
-/// single one's vectors): their directories.
+/// Apple's first 30 filing sections of the demo corpus as one index and as 3 shards
+/// ([`support::cli::apple_single_and_sharded`]), built once per test process.
 fn apple_single_and_sharded() -> &'static (PathBuf, PathBuf) {
     static BUILT: std::sync::OnceLock<(PathBuf, PathBuf)> = std::sync::OnceLock::new();
     BUILT.get_or_init(|| {
         // Kept for the whole test process.
         let tmp = Box::leak(Box::new(tempfile::tempdir().unwrap())).path();
-        let docs = tmp.join("docs.jsonl");
-        let lines = BufReader::new(flate2::read::GzDecoder::new(
-            std::fs::File::open(repo().join("data/demo/documents.jsonl.gz")).unwrap(),
-        ))
-        .lines()
-        .take(30)
-        .map(|l| l.unwrap() + "\n")
-        .collect::<String>();
-        std::fs::write(&docs, lines).unwrap();
-        let (single, sharded) = (tmp.join("single"), tmp.join("sharded"));
-        let build = |out: &Path, extra: &[&str]| {
-            let o = Command::new(env!("CARGO_BIN_EXE_sextant"))
-                .args(["build", "--id", "apple", "--docs"])
-                .arg(&docs)
-                .arg("--out")
-                .arg(out)
-                .args(extra)
-                .output()
-                .unwrap();
-            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        };
-        build(&single, &[]);
-        // The single index's vectors, reused: the sharded build encodes nothing.
-        std::fs::create_dir(&sharded).unwrap();
-        for f in std::fs::read_dir(&single).unwrap().map(|e| e.unwrap().path()) {
-            std::fs::copy(&f, sharded.join(f.file_name().unwrap())).unwrap();
-        }
-        build(&sharded, &["--shards", "3"]);
-        assert!(sharded.join("root.json").is_file());
-        (single, sharded)
+        support::cli::apple_single_and_sharded(tmp)
     })
 }
 

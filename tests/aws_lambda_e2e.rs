@@ -647,40 +647,6 @@ fn the_cohere_key_is_read_from_secrets_manager_at_cold_start() {
     });
 }
 
-/// The first 30 filing sections of the demo corpus (Apple's) built as one index and as 3
-/// shards (the sharded build reusing the single one's vectors), under `dir`.
-fn apple_single_and_sharded(dir: &Path) -> (PathBuf, PathBuf) {
-    use std::io::{BufRead, BufReader};
-    let docs = dir.join("docs.jsonl");
-    let lines = BufReader::new(flate2::read::GzDecoder::new(
-        std::fs::File::open(repo().join("data/demo/documents.jsonl.gz")).unwrap(),
-    ))
-    .lines()
-    .take(30)
-    .map(|l| l.unwrap() + "\n")
-    .collect::<String>();
-    std::fs::write(&docs, lines).unwrap();
-    let (single, sharded) = (dir.join("single"), dir.join("sharded"));
-    let build = |out: &Path, extra: &[&str]| {
-        let o = Command::new(binary("sextant"))
-            .args(["build", "--id", "apple", "--docs"])
-            .arg(&docs)
-            .arg("--out")
-            .arg(out)
-            .args(extra)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    };
-    build(&single, &[]);
-    std::fs::create_dir(&sharded).unwrap();
-    for f in std::fs::read_dir(&single).unwrap().map(|e| e.unwrap().path()) {
-        std::fs::copy(&f, sharded.join(f.file_name().unwrap())).unwrap();
-    }
-    build(&sharded, &["--shards", "3"]);
-    (single, sharded)
-}
-
 /// A sharded index on AWS: `sextant publish` puts it in S3 as one version of 3 shards; 3
 /// `shard` functions each load their shard, and a `search` function is their router,
 /// asking them with the official SDK's Lambda `Invoke`. Every answer (retrieve, search,
@@ -695,7 +661,7 @@ fn a_sharded_index_in_s3_is_served_by_a_router_function_over_shard_functions() {
     let s = servers();
     let logs = tempfile::tempdir().unwrap();
     let built = tempfile::tempdir().unwrap();
-    let (single, sharded) = apple_single_and_sharded(built.path());
+    let (single, sharded) = support::cli::apple_single_and_sharded(built.path());
     let key = "sx_shard_functions";
     let keys = built.path().join("keys.json");
     std::fs::write(&keys, "{}").unwrap();

@@ -33,3 +33,40 @@ pub fn build_devsets(out: &Path) {
         .expect("run python3");
     assert!(made.status.success(), "build_devsets.py failed:\n{}", String::from_utf8_lossy(&made.stderr));
 }
+
+/// The first 30 filing sections of the demo corpus (Apple's 10-K and 10-Q, FY2024 and
+/// FY2025) written to `dir/docs.jsonl` and built under `dir` as one index and as 3 shards
+/// (the sharded build reusing the single one's vectors): their directories.
+pub fn apple_single_and_sharded(dir: &Path) -> (PathBuf, PathBuf) {
+    use std::io::{BufRead, BufReader};
+    let docs = dir.join("docs.jsonl");
+    let lines = BufReader::new(flate2::read::GzDecoder::new(
+        std::fs::File::open(repo().join("data/demo/documents.jsonl.gz")).unwrap(),
+    ))
+    .lines()
+    .take(30)
+    .map(|l| l.unwrap() + "\n")
+    .collect::<String>();
+    std::fs::write(&docs, lines).unwrap();
+    let (single, sharded) = (dir.join("single"), dir.join("sharded"));
+    let build = |out: &Path, extra: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_sextant"))
+            .args(["build", "--id", "apple", "--docs"])
+            .arg(&docs)
+            .arg("--out")
+            .arg(out)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    build(&single, &[]);
+    // The single index's vectors, reused: the sharded build encodes nothing.
+    std::fs::create_dir(&sharded).unwrap();
+    for f in std::fs::read_dir(&single).unwrap().map(|e| e.unwrap().path()) {
+        std::fs::copy(&f, sharded.join(f.file_name().unwrap())).unwrap();
+    }
+    build(&sharded, &["--shards", "3"]);
+    assert!(sharded.join("root.json").is_file());
+    (single, sharded)
+}
