@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Lint the SAM template offline: cfn-lint, then `sam validate --lint`, then the shard
-# functions' Fn::ForEach expanded for every ShardCount (scripts/ci/expand_shards.py).
+# Lint the SAM template offline: cfn-lint, then `sam validate --lint`, the build workflow's
+# definition with asl-validator, then the shard functions' Fn::ForEach expanded for every
+# ShardCount (scripts/ci/expand_shards.py).
 #
 # Creates (once) a venv with pinned cfn-lint and aws-sam-cli and reuses it afterwards.
 # Needs no AWS account: dummy credentials and a fixed region are set for this process only,
@@ -53,6 +54,24 @@ out=$(cd "$(dirname "$template")" && "$venv/bin/sam" validate --lint \
         --template-file "$template" --region us-east-1 2>&1) || status=1
 printf '%s\n' "$out"
 if ! printf '%s\n' "$out" | grep -q "is a valid SAM Template"; then status=1; fi
+
+# The build workflow's definition, as Step Functions receives it, against the Amazon States
+# Language schema (asl-validator, pinned, from npm): cfn-lint does not look inside a
+# definition with substitutions.
+ASL_VALIDATOR_VERSION=4.0.0
+asl="$cache/asl-validator-$ASL_VALIDATOR_VERSION"
+if [ ! -x "$asl/node_modules/.bin/asl-validator" ]; then
+  echo "lint_infra: installing asl-validator@$ASL_VALIDATOR_VERSION into $asl" >&2
+  mkdir -p "$asl"
+  npm install --silent --no-audit --no-fund --prefix "$asl" "asl-validator@$ASL_VALIDATOR_VERSION" >&2
+fi
+if grep -q "IndexBuildWorkflow:" "$template"; then
+  echo "== asl-validator (IndexBuildWorkflow)" >&2
+  definition=$(mktemp --suffix=.json)
+  "$venv/bin/python" "$here/workflow_definition.py" "$template" "$definition" \
+    && "$asl/node_modules/.bin/asl-validator" --json-path "$definition" || status=1
+  rm -f "$definition"
+fi
 
 # The shard functions' loop, expanded for every ShardCount as `sam build` expands it.
 if grep -q "Fn::ForEach::ShardFunctions" "$template"; then

@@ -4,9 +4,11 @@
 //! `{target}/builds/{build_id}/`:
 //!
 //! - `plan` reads the corpus and the current version's manifest and vector cache, and
-//!   writes `plan.bin` (the plan and what it needs) and one `task-NNNNN.bin` per shard that
-//!   has chunks to encode; it answers with those shard numbers, or `unchanged: true`;
-//! - `encode` reads `task-K.bin` and writes `encoded-K.bin` (idempotent, so a retry is safe);
+//!   writes `plan.bin` (the plan and what it needs), one `task-NNNNN.bin` per shard that
+//!   has chunks to encode and `tasks.json`, their numbers; it answers with where that list
+//!   is (the workflow's Distributed Map reads its items there), or `unchanged: true`;
+//! - `encode` reads `task-K.bin` and writes `encoded-K.bin` and `encode-K.json`, what it
+//!   took (idempotent, so a retry is safe);
 //! - `merge` reads the plan, every encoded shard (checked: a missing or damaged one fails the
 //!   build, naming it) and the cache, builds the indexes (a single index, or the job's
 //!   `index_shards` index shards under one root manifest) and publishes the version: `CURRENT`
@@ -60,7 +62,8 @@ pub enum StepEvent {
         job: serde_json::Value,
         /// The build's id.
         build_id: String,
-        /// What each encode invocation returned (for the report).
+        /// What each encode invocation returned (for the report); left out (as the
+        /// workflow does), read from the reports the invocations wrote.
         #[serde(default)]
         encoded: Vec<EncodeOutput>,
     },
@@ -109,8 +112,15 @@ pub struct PlanOutput {
     pub job: serde_json::Value,
     /// The inputs are the current version's: the workflow stops, nothing is published.
     pub unchanged: bool,
-    /// The shards that have chunks to encode: one encode invocation each.
-    pub tasks: Vec<u32>,
+    /// How many shards have chunks to encode: one encode invocation each.
+    pub task_count: usize,
+    /// The bucket of [`PlanOutput::tasks_key`].
+    pub tasks_bucket: String,
+    /// Where the shards to encode are listed, a JSON array of their numbers
+    /// (`{build}/tasks.json`): the workflow's encode Map reads its items there
+    /// (`ItemReader`), so no list of shards passes through the workflow's state, whose
+    /// payloads are limited to 256 KiB. Empty when unchanged.
+    pub tasks_key: String,
     /// The plan's figures.
     pub report: CoreReport,
 }
@@ -153,6 +163,15 @@ fn task_file(k: u32) -> String {
     format!("task-{k:05}.bin")
 }
 
+/// What encoding shard `k` took ([`EncodeOutput`], JSON), beside its encoded file: the merge
+/// step reads it for the report, as the encode Map's results stay in S3.
+fn encode_report_file(k: u32) -> String {
+    format!("encode-{k:05}.json")
+}
+
+/// The list of the shards to encode, in the build's prefix ([`PlanOutput::tasks_key`]).
+pub const TASKS_FILE: &str = "tasks.json";
+
 /// The plan step.
 pub async fn plan_step(
     job: &BuildJob,
@@ -184,10 +203,18 @@ pub async fn plan_step(
     .await
     .map_err(|e| Error::task_failed("planning the build", e))??;
     let job_value = serde_json::to_value(job)?;
-    let output =
-        |unchanged, tasks, report| PlanOutput { build_id: build_id.into(), job: job_value, unchanged, tasks, report };
+    let bucket = target.store().bucket().to_string();
+    let output = |unchanged, task_count, tasks_key, report| PlanOutput {
+        build_id: build_id.into(),
+        job: job_value,
+        unchanged,
+        task_count,
+        tasks_bucket: bucket,
+        tasks_key,
+        report,
+    };
     let (plan, tasks, mut report, attachments) = match planned {
-        (Planned::Unchanged(report), _) => return Ok(output(true, Vec::new(), report)),
+        (Planned::Unchanged(report), _) => return Ok(output(true, 0, String::new(), report)),
         (Planned::Ready { plan, tasks, report }, attachments) => (plan, tasks, report, attachments),
     };
     report.phases.read = read;
@@ -197,7 +224,10 @@ pub async fn plan_step(
     }
     let file = PlanFile { plan: *plan, attachments, report };
     store.upload(&format!("{dir}/plan.bin"), bincode::serialize(&file)?.into()).await?;
-    Ok(output(false, tasks.iter().map(|t| t.shard).collect(), file.report))
+    let shards: Vec<u32> = tasks.iter().map(|t| t.shard).collect();
+    let tasks_key = format!("{dir}/{TASKS_FILE}");
+    store.upload(&tasks_key, serde_json::to_vec(&shards)?.into()).await?;
+    Ok(output(false, shards.len(), tasks_key, file.report))
 }
 
 /// The encode step: shard `shard` of build `build_id`.
@@ -220,7 +250,9 @@ pub async fn encode_step(
     let encoded = tokio::task::block_in_place(|| encode_task(&task, &encoders.0, &encoders.1, &|_| {}))?;
     let seconds = t.elapsed().as_secs_f64();
     target.store().upload(&format!("{dir}/{}", shard_file(shard as usize)), encoded.to_bytes()?.into()).await?;
-    Ok(EncodeOutput { shard, chunks: task.keys.len(), seconds })
+    let output = EncodeOutput { shard, chunks: task.keys.len(), seconds };
+    target.store().upload(&format!("{dir}/{}", encode_report_file(shard)), serde_json::to_vec(&output)?.into()).await?;
+    Ok(output)
 }
 
 /// The merge step: checks every encoded shard, builds the indexes, publishes the version
@@ -262,7 +294,22 @@ pub async fn merge_step(
         }
         shards.push(shard);
     }
-    let (encode_seconds, workers) = (encoded.iter().map(|e| e.seconds).sum(), encoded.len());
+    // What each encode invocation took: from the event when the caller passes it, else from
+    // the reports the invocations left beside their files (a missing one counts nothing).
+    let mut reports = encoded.to_vec();
+    if reports.is_empty() {
+        for task in &tasks {
+            let key = format!("{dir}/{}", encode_report_file(task.shard));
+            if let Some(o) = store.get(&key).await? {
+                reports.push(serde_json::from_slice(&o.bytes).map_err(|e| Error::IndexCorrupted {
+                    file: format!("s3://{}/{key}", store.bucket()),
+                    expected: "an encode step's report".into(),
+                    found: e.to_string(),
+                })?);
+            }
+        }
+    }
+    let (encode_seconds, workers) = (reports.iter().map(|e| e.seconds).sum(), reports.len());
     let index_shards = job.index_shards;
     let (files, report) = tokio::task::spawn_blocking(move || -> Result<(MemStore, CoreReport)> {
         let t = Instant::now();

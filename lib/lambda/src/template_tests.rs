@@ -398,6 +398,40 @@ fn a_failed_build_removes_its_files_and_what_a_crash_leaves_expires() {
     assert!(TEMPLATE.contains("SEXTANT_BUILD_TARGET: !Sub s3://${IndexBucket}/indexes/${IndexId}\n"));
 }
 
+/// The encode map reads its items from the plan's list in S3 and writes its results there,
+/// as a Distributed Map whose child executions the workflow may start: no list of shards
+/// or of results passes through the state (256 KiB), and more than an Inline Map's 40 run
+/// at once.
+#[test]
+fn the_encode_map_is_distributed_and_reads_and_writes_s3() {
+    let encode = workflow_state("Encode");
+    for part in [
+        "Mode: DISTRIBUTED",
+        "ItemReader: Resource: arn:aws:states:::s3:getObject",
+        "Bucket.$: $.tasks_bucket Key.$: $.tasks_key",
+        "ResultWriter: Resource: arn:aws:states:::s3:putObject",
+        "MaxConcurrency: ${Concurrency}",
+    ] {
+        assert!(encode.contains(part), "Encode lacks {part:?}: {encode}");
+    }
+    assert!(!encode.contains("ItemsPath"), "{encode}");
+    assert!(!workflow_state("Merge").contains("encoded.$"), "the merge reads the encode reports from S3");
+    // The fields the map reads are the plan step's.
+    let plan = serde_json::to_value(sextant_aws::build_steps::PlanOutput {
+        build_id: "b".into(),
+        job: serde_json::Value::Null,
+        unchanged: false,
+        task_count: 0,
+        tasks_bucket: String::new(),
+        tasks_key: String::new(),
+        report: Default::default(),
+    })
+    .unwrap();
+    assert!(plan.get("tasks_bucket").is_some() && plan.get("tasks_key").is_some() && plan.get("tasks").is_none());
+    let start = statement("IndexBuildWorkflow", "RunEncodeMap");
+    assert!(start.contains("states:StartExecution") && start.contains("stateMachine:${AWS::StackName}-index-build"));
+}
+
 #[test]
 fn every_build_goes_through_the_workflow_one_execution_of_an_index_at_a_time() {
     let lines: Vec<&str> = resource("IndexBuildWorkflow");
