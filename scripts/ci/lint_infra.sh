@@ -50,7 +50,8 @@ echo "== cfn-lint $template" >&2
 
 echo "== sam validate --lint" >&2
 # sam validate --lint runs cfn-lint through SAM and prints findings; make its exit decisive.
-out=$(cd "$(dirname "$template")" && "$venv/bin/sam" validate --lint \
+# With the transform's loop expanded first, as `sam build` and `sam deploy` run it.
+out=$(cd "$(dirname "$template")" && SAM_CLI_ENABLE_LANGUAGE_EXTENSIONS=1 "$venv/bin/sam" validate --lint \
         --template-file "$template" --region us-east-1 2>&1) || status=1
 printf '%s\n' "$out"
 if ! printf '%s\n' "$out" | grep -q "is a valid SAM Template"; then status=1; fi

@@ -33,14 +33,15 @@ pub struct ShardInvocation {
 }
 
 impl ShardInvocation {
-    /// The pointer of the version asked of, as the shard loads it.
-    pub fn pointer(&self, shards: usize) -> Pointer {
+    /// The pointer of the version asked of, as the shard loads it: the version and its root
+    /// manifest's SHA-256 (the shard count and the rest are the root's, read with it).
+    pub fn pointer(&self) -> Pointer {
         Pointer {
             version: self.version.clone(),
             manifest_sha256: self.root_sha256.clone(),
             published_unix: 0,
             previous: None,
-            shards,
+            shards: 0,
         }
     }
 }
@@ -186,8 +187,8 @@ mod tests {
         let sent = ShardInvocation { version: "v1".into(), root_sha256: "ab".into(), request };
         let got: ShardInvocation = serde_json::from_slice(&serde_json::to_vec(&sent).unwrap()).unwrap();
         assert_eq!(serde_json::to_value(&got).unwrap(), serde_json::to_value(&sent).unwrap());
-        let p = got.pointer(3);
-        assert_eq!((p.version.as_str(), p.manifest_sha256.as_str(), p.shards), ("v1", "ab", 3));
+        let p = got.pointer();
+        assert_eq!((p.version.as_str(), p.manifest_sha256.as_str()), ("v1", "ab"));
     }
 
     #[tokio::test]

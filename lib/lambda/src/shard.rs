@@ -141,7 +141,7 @@ impl ShardServer {
     /// Answers one invocation, about the version it names (the current one when it names
     /// none).
     pub async fn answer(&self, invocation: ShardInvocation) -> Result<ShardResponse> {
-        let pointer = if invocation.version.is_empty() { self.source.current().await? } else { invocation.pointer(0) };
+        let pointer = if invocation.version.is_empty() { self.source.current().await? } else { invocation.pointer() };
         let engine = self.engine(&pointer).await?;
         let request = invocation.request;
         tokio::task::spawn_blocking(move || protocol::answer(&engine, &request))

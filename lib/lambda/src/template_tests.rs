@@ -627,13 +627,22 @@ fn sam_builds_stripped_binaries_with_its_rust_beta_opted_in() {
         .collect();
     assert!(release.iter().any(|l| l.trim() == "strip = true"), "the release profile does not strip: {release:?}");
     let samconfig = include_str!("../../../infra/samconfig.example.toml");
-    for section in ["[default.build.parameters]", "[default.sync.parameters]"] {
-        let body: Vec<&str> =
-            samconfig.lines().skip_while(|l| l.trim() != section).skip(1).take_while(|l| !l.starts_with('[')).collect();
-        assert!(body.iter().any(|l| l.trim().starts_with("beta_features = true")), "{section} does not opt in");
+    let section = |name: &str| -> Vec<&str> {
+        samconfig.lines().skip_while(|l| l.trim() != name).skip(1).take_while(|l| !l.starts_with('[')).collect()
+    };
+    for name in ["[default.build.parameters]", "[default.sync.parameters]"] {
+        assert!(section(name).iter().any(|l| l.trim().starts_with("beta_features = true")), "{name} does not opt in");
     }
+    // The shard functions' loop: the SAM CLI expands it only when asked, and CloudFormation
+    // takes the transforms only with CAPABILITY_AUTO_EXPAND.
+    assert!(TEMPLATE.contains("Transform: [AWS::LanguageExtensions, AWS::Serverless-2016-10-31]"));
+    for name in ["[default.build.parameters]", "[default.deploy.parameters]", "[default.sync.parameters]"] {
+        let body = section(name);
+        assert!(body.iter().any(|l| l.trim().starts_with("language_extensions = true")), "{name}: {body:?}");
+    }
+    assert!(section("[default.deploy.parameters]").iter().any(|l| l.contains("CAPABILITY_AUTO_EXPAND")));
     for (doc, text) in [("README.md", include_str!("../../../README.md")), ("infra/README.md", README)] {
-        assert!(text.contains("sam build --beta-features"), "{doc} does not name the beta flag");
+        assert!(text.contains("sam build --beta-features --language-extensions"), "{doc} does not name the flags");
     }
     for name in resources_of_type("AWS::Serverless::Function") {
         assert!(has(&resource(name), 6, "BuildMethod: rust-cargolambda"), "{name} is not built by cargo lambda");
