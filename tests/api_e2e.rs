@@ -548,27 +548,6 @@ fn apple_single_and_sharded() -> &'static (PathBuf, PathBuf) {
     })
 }
 
-/// Searches that every way of serving the Apple index must answer alike: filters, a
-/// metadata `like`, rerank off.
-fn apple_requests() -> Vec<(&'static str, Value)> {
-    vec![
-        ("/v1/retrieve", json!({"query": "How much did iPhone net sales change?", "top_k": 8})),
-        ("/v1/retrieve", json!({"query": "legal proceedings", "filters": {"year": 2025}})),
-        ("/v1/retrieve", json!({"query": "risk factors", "rerank": false})),
-        ("/v1/search", json!({"query": "share repurchase program", "limit": 10})),
-        (
-            "/v1/search",
-            json!({"query": "cybersecurity risk management", "metadata": {"title": {"like": "Apple Inc. 10-K%"}}}),
-        ),
-    ]
-    .into_iter()
-    .map(|(path, mut body)| {
-        body["index"] = json!("apple");
-        (path, body)
-    })
-    .collect()
-}
-
 #[test]
 fn a_sharded_index_is_served_as_the_single_index_it_was_split_from() {
     let (single, sharded) = apple_single_and_sharded();
@@ -580,7 +559,7 @@ fn a_sharded_index_is_served_as_the_single_index_it_was_split_from() {
         assert_eq!(r.status, 200, "{path} {body}: {}", r.body);
         r.body
     };
-    let requests = apple_requests();
+    let requests = support::cli::apple_requests();
     for (path, body) in &requests {
         let (a, b) = (ask(&one, path, body), ask(&three, path, body));
         let results = if *path == "/v1/retrieve" { "chunks" } else { "results" };
@@ -652,7 +631,7 @@ fn shard_workers_answer_as_one_index_and_a_shard_that_stops_fails_or_dies_is_lef
     assert_eq!(workers.len(), 3, "one worker process per shard");
     let ask = |server: &Server, path: &str, body: &Value| post(&server.addr, path, Some(key), body);
     // Over the shard protocol on loopback, every answer is the single index's.
-    let requests = apple_requests();
+    let requests = support::cli::apple_requests();
     for (path, body) in &requests {
         let (a, b) = (ask(&one, path, body), ask(&three, path, body));
         assert_eq!((a.status, b.status), (200, 200), "{path} {body}: {} / {}", a.body, b.body);

@@ -727,7 +727,7 @@ fn a_sharded_index_in_s3_is_served_by_a_router_function_over_shard_functions() {
         };
         let router = Function::start("sextant-search", &router_env("apple-shard-{k}", "4000"), logs.path()).await;
         let one = Function::start("sextant-search", &with(&[("SEXTANT_INDEXES", &one_at)]), logs.path()).await;
-        for (path, body) in api_requests() {
+        for (path, body) in support::cli::apple_requests() {
             let (a, b) = (ask(&one, key, path, body.clone()).await, ask(&router, key, path, body.clone()).await);
             let results = if path == "/v1/retrieve" { "chunks" } else { "results" };
             assert!(!a[results].as_array().unwrap().is_empty(), "{path} {body}");
@@ -778,7 +778,7 @@ fn a_sharded_index_in_s3_is_served_by_a_router_function_over_shard_functions() {
         // as soon as it fails, long before the deadline (60 s); the answer comes from the
         // others and says so.
         let degraded = Function::start("sextant-search", &router_env("broken-shard-{k}", "60000"), logs.path()).await;
-        let (path, body) = api_requests().remove(0);
+        let (path, body) = support::cli::apple_requests().remove(0);
         let t = Instant::now();
         let b = ask(&degraded, key, path, body.clone()).await;
         assert_eq!((&b["meta"]["shards"], &b["meta"]["degraded"]), (&json!({"answered": 2, "of": 3}), &json!(true)));
@@ -836,7 +836,7 @@ fn a_sharded_index_in_s3_is_served_by_a_router_function_over_shard_functions() {
             assert!(t.elapsed() < Duration::from_secs(120), "the router did not swap to {v2}:\n{}", router.log());
             tokio::time::sleep(Duration::from_millis(300)).await;
         }
-        for (path, body) in api_requests() {
+        for (path, body) in support::cli::apple_requests() {
             let (a, b) = (ask(&one, key, path, body.clone()).await, ask(&router, key, path, body.clone()).await);
             let results = if path == "/v1/retrieve" { "chunks" } else { "results" };
             assert_eq!(a[results], b[results], "{path} {body}: the same answer from version {v2}");
@@ -870,24 +870,4 @@ async fn ask(f: &Function, key: &str, path: &str, body: Value) -> Value {
     let (status, _, answer) = f.http("POST", path, Some(key), Some(body.clone())).await;
     assert_eq!(status, 200, "{path} {body}: {answer}\n{}", f.log());
     answer
-}
-
-/// Searches a sharded index must answer as the single one: filters, a metadata `like`,
-/// rerank off, on retrieve and search.
-fn api_requests() -> Vec<(&'static str, Value)> {
-    [
-        ("/v1/retrieve", json!({"query": "How much did iPhone net sales change?", "top_k": 8})),
-        ("/v1/retrieve", json!({"query": "legal proceedings", "filters": {"year": 2025}})),
-        ("/v1/search", json!({"query": "share repurchase program", "limit": 10})),
-        (
-            "/v1/search",
-            json!({"query": "cybersecurity risk management", "metadata": {"title": {"like": "Apple Inc. 10-K%"}}}),
-        ),
-    ]
-    .into_iter()
-    .map(|(path, mut body)| {
-        body["index"] = json!("apple");
-        (path, body)
-    })
-    .collect()
 }

@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use serde_json::{json, Value};
+
 use super::local_server::repo;
 
 /// The shared data (`../shared`, or `$SEXTANT_SHARED_DIR`).
@@ -69,4 +71,25 @@ pub fn apple_single_and_sharded(dir: &Path) -> (PathBuf, PathBuf) {
     build(&sharded, &["--shards", "3"]);
     assert!(sharded.join("root.json").is_file());
     (single, sharded)
+}
+
+/// Searches that every way of serving the Apple index must answer alike: filters, a
+/// metadata `like`, rerank off.
+pub fn apple_requests() -> Vec<(&'static str, Value)> {
+    vec![
+        ("/v1/retrieve", json!({"query": "How much did iPhone net sales change?", "top_k": 8})),
+        ("/v1/retrieve", json!({"query": "legal proceedings", "filters": {"year": 2025}})),
+        ("/v1/retrieve", json!({"query": "risk factors", "rerank": false})),
+        ("/v1/search", json!({"query": "share repurchase program", "limit": 10})),
+        (
+            "/v1/search",
+            json!({"query": "cybersecurity risk management", "metadata": {"title": {"like": "Apple Inc. 10-K%"}}}),
+        ),
+    ]
+    .into_iter()
+    .map(|(path, mut body)| {
+        body["index"] = json!("apple");
+        (path, body)
+    })
+    .collect()
 }
