@@ -2,8 +2,8 @@
 //! a sharded index over the shard protocol ([`sextant_server::shard_worker`]), and
 //! `sextant serve --shard-workers` starts one per shard and routes every search to them
 //! through [`HttpShard`], the protocol's client. The fan-out, merge and failure handling
-//! are the router's, as they would be on AWS with a function per shard (not built yet);
-//! here a shard that is killed, stopped or failing is a process of its own.
+//! are the router's, as on AWS with a function per shard (`sextant_lambda::shard`); here a
+//! shard that is killed, stopped or failing is a process of its own.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::SocketAddr;

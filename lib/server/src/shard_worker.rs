@@ -1,8 +1,8 @@
 //! The shard worker's HTTP API: one index shard answering its router over the shard
 //! protocol ([`sextant_core::shards::protocol`]) at `POST /v1/shard`, a JSON
 //! [`ShardRequest`] in and a JSON [`ShardResponse`](sextant_core::shards::ShardResponse)
-//! out, as `sextant shard-worker` serves it on loopback (a Lambda shard function would take
-//! the same payloads). A request that is not a shard request is a 400 in the error
+//! out, as `sextant shard-worker` serves it on loopback (a Lambda shard function takes the
+//! same questions as its payload, `sextant_aws::ShardInvocation`). A request that is not a shard request is a 400 in the error
 //! envelope; a shard that fails answers a 500 in it.
 
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! The shard protocol: what a router asks an index shard and what the shard answers. The
 //! same messages travel in this process ([`Shard`] for [`Engine`]), as JSON over HTTP to
-//! a shard worker on loopback (`sextant shard-worker`); they are JSON so that a Lambda
-//! shard function (not built yet) can take them as its payload. Ids in them are the
+//! a shard worker on loopback (`sextant shard-worker`), and as the payload of a Lambda
+//! shard function (`sextant_lambda::shard`, asked with `Invoke`). Ids in them are the
 //! shard's own (chunks and documents); the router translates them.
 
 use std::collections::BTreeMap;
