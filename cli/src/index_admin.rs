@@ -122,7 +122,7 @@ impl LocalIndexAdmin {
         let options = build_options(models, id, &args)?;
         let tokenizers = (TextTokenizer::of_model(&models.dense)?, TextTokenizer::of_model(&models.sparse)?);
         let dim = ModelInfo::read(&models.dense)?.hidden_size;
-        match plan_build(Vec::new(), &[], &options, (&tokenizers.0, &tokenizers.1), &Previous::none(), 0)? {
+        match plan_build(Vec::new(), &[], &options, (&tokenizers.0, &tokenizers.1), &Previous::none(), None)? {
             Planned::Ready { plan, .. } => Ok(lexical_only(*plan, dim)?),
             Planned::Unchanged(_) => anyhow::bail!("an empty plan is never unchanged without a previous build"),
         }

@@ -360,7 +360,7 @@ fn lexical_index(documents: Vec<Document>, models: &ModelSet, id: &str, build: &
     let options = build_options(models, id, build)?;
     let (dense, sparse) = (TextTokenizer::of_model(&models.dense)?, TextTokenizer::of_model(&models.sparse)?);
     let dim = ModelInfo::read(&models.dense)?.hidden_size;
-    match plan_build(documents, &[], &options, (&dense, &sparse), &Previous::none(), 0)? {
+    match plan_build(documents, &[], &options, (&dense, &sparse), &Previous::none(), None)? {
         Planned::Ready { plan, .. } => Ok(lexical_only(*plan, dim)?),
         Planned::Unchanged(_) => anyhow::bail!("nothing to index"),
     }

@@ -157,6 +157,11 @@ impl BuildJob {
         Ok(job)
     }
 
+    /// The index shards the job builds: `None` for a single index (`index_shards` 0 or 1).
+    pub fn sharded(&self) -> Option<usize> {
+        (self.index_shards > 1).then_some(self.index_shards)
+    }
+
     /// The defaults the function's environment gives: `SEXTANT_BUILD_INDEX_ID`,
     /// `SEXTANT_BUILD_CORPUS`, `SEXTANT_BUILD_TARGET`, `SEXTANT_BUILD_FACTS`,
     /// `SEXTANT_KEEP_VERSIONS`, `SEXTANT_BUILD_INDEX_SHARDS`.
@@ -212,7 +217,7 @@ pub async fn run(job: &BuildJob, models: &ModelSet, config: &aws_config::SdkConf
     let (job2, models2) = (job.clone(), models.clone());
     let (files, mut report) = tokio::task::spawn_blocking(move || -> Result<(MemStore, CoreReport)> {
         let files = MemStore::new(format!("build of {}", job2.index_id));
-        if job2.index_shards > 1 {
+        if job2.sharded().is_some() {
             warn_facts_left_out(&job2);
             let mut built = build_shards(documents, &models2, &job2, &previous)?;
             built.report.phases.read = read_seconds;

@@ -191,13 +191,13 @@ pub async fn plan_step(
         let options = build_options(&models2, &job2)?;
         let (dense, sparse) = (TextTokenizer::of_model(&models2.dense)?, TextTokenizer::of_model(&models2.sparse)?);
         // A sharded index keeps no facts (its fingerprint is of the documents alone).
-        let attachments = if job2.index_shards > 1 {
+        let attachments = if job2.sharded().is_some() {
             super::build_job::warn_facts_left_out(&job2);
             Attachments::new()
         } else {
             attachments
         };
-        let planned = plan_build(documents, &attachments, &options, (&dense, &sparse), &previous, job2.index_shards)?;
+        let planned = plan_build(documents, &attachments, &options, (&dense, &sparse), &previous, job2.sharded())?;
         Ok((planned, attachments))
     })
     .await
@@ -310,7 +310,7 @@ pub async fn merge_step(
         }
     }
     let (encode_seconds, workers) = (reports.iter().map(|e| e.seconds).sum(), reports.len());
-    let index_shards = job.index_shards;
+    let sharded = job.sharded();
     let (files, report) = tokio::task::spawn_blocking(move || -> Result<(MemStore, CoreReport)> {
         let t = Instant::now();
         let PlanFile { plan, attachments, mut report } = file;
@@ -318,11 +318,11 @@ pub async fn merge_step(
         report.workers = workers;
         let assembled = plan.assemble(&previous.cache, shards)?;
         let files = MemStore::new("merged build");
-        if index_shards > 1 {
-            let sharded = merge_shards(plan, &assembled, index_shards, &|_, _, _| {})?;
-            report.resident_bytes = sharded.indexes.iter().map(|i| i.manifest.resident_bytes).sum();
+        if let Some(count) = sharded {
+            let shards = merge_shards(plan, &assembled, count, &|_, _, _| {})?;
+            report.resident_bytes = shards.indexes.iter().map(|i| i.manifest.resident_bytes).sum();
             report.phases.merge = t.elapsed().as_secs_f64();
-            let built = BuiltShards { shards: Some(sharded), encoded: assembled, report };
+            let built = BuiltShards { shards: Some(shards), encoded: assembled, report };
             let report = built.save(&files, &Previous::none())?;
             return Ok((files, report));
         }

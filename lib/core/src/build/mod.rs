@@ -139,14 +139,14 @@ impl Previous {
         self.encoded.iter().filter(|n| !kept.contains(n)).try_for_each(|n| storage.remove(n))
     }
 
-    /// Whether a build of the inputs `fingerprint` into `index_shards` index shards (0 or
-    /// 1: a single index) would make what the previous version is: a single index of those
-    /// inputs, or a sharded one of those inputs and as many shards.
-    pub fn unchanged(&self, fingerprint: &str, index_shards: usize) -> bool {
-        match (index_shards > 1, &self.root) {
-            (true, Some(root)) => root.inputs_sha256 == fingerprint && root.shards.len() == index_shards,
-            (true, None) => false,
-            (false, _) => self.inputs_sha256() == Some(fingerprint),
+    /// Whether a build of the inputs `fingerprint` as `shards` (`None`: a single index;
+    /// `Some(k)`: `k` index shards under a root) would make what the previous version is: a
+    /// single index of those inputs, or a sharded one of those inputs and as many shards.
+    pub fn unchanged(&self, fingerprint: &str, shards: Option<usize>) -> bool {
+        match (shards, &self.root) {
+            (Some(k), Some(root)) => root.inputs_sha256 == fingerprint && root.shards.len() == k,
+            (Some(_), None) => false,
+            (None, _) => self.inputs_sha256() == Some(fingerprint),
         }
     }
 
@@ -228,7 +228,7 @@ impl BuildReport {
 }
 
 /// Plans a build of `documents` (with `attachments`, files of other crates saved with it)
-/// into `index_shards` index shards (0 or 1: a single index) against `previous`:
+/// as `shards` (`None`: a single index; `Some(k)`: `k` index shards) against `previous`:
 /// [`Planned::Unchanged`] when the previous version is that build of the same inputs
 /// ([`Previous::unchanged`]), else the plan and the tasks of what `previous`'s cache lacks.
 pub fn plan_build(
@@ -237,13 +237,13 @@ pub fn plan_build(
     options: &BuildOptions,
     tokenizers: (&TextTokenizer, &TextTokenizer),
     previous: &Previous,
-    index_shards: usize,
+    shards: Option<usize>,
 ) -> Result<Planned> {
     let t = Instant::now();
     let fingerprint = inputs_sha256(&documents, options, attachments)?;
-    if previous.unchanged(&fingerprint, index_shards) {
-        let chunks = match &previous.root {
-            Some(root) if index_shards > 1 => root.shards.iter().map(|s| s.chunks).sum(),
+    if previous.unchanged(&fingerprint, shards) {
+        let chunks = match (&previous.root, shards) {
+            (Some(root), Some(_)) => root.shards.iter().map(|s| s.chunks).sum(),
             _ => previous.manifest.as_ref().map_or(0, |m| m.chunks),
         };
         return Ok(Planned::Unchanged(BuildReport::unchanged(options, documents.len(), chunks, t)));
@@ -267,12 +267,9 @@ pub fn build(
     progress: Progress,
 ) -> Result<Built> {
     progress("plan", 0, 1);
-    let (plan, tasks, mut report) = match plan_build(documents, &attachments, options, tokenizers, previous, 0)? {
-        Planned::Unchanged(mut report) => {
-            report.workers = runner.workers();
-            report.backend = runner.backend().to_string();
-            report.seconds = report.phases.total();
-            return Ok(Built { report, index: None, shards: Vec::new(), attachments });
+    let (plan, tasks, mut report) = match plan_build(documents, &attachments, options, tokenizers, previous, None)? {
+        Planned::Unchanged(report) => {
+            return Ok(Built { report: unchanged_by(report, runner), index: None, shards: Vec::new(), attachments });
         }
         Planned::Ready { plan, tasks, report } => (plan, tasks, report),
     };
@@ -284,6 +281,14 @@ pub fn build(
     report.phases.merge = t.elapsed().as_secs_f64();
     report.seconds = report.phases.total();
     Ok(Built { report, index: Some(index), shards, attachments })
+}
+
+/// The report of an unchanged build, with the runner it would have encoded with.
+fn unchanged_by(mut report: BuildReport, runner: &dyn EncodeRunner) -> BuildReport {
+    report.workers = runner.workers();
+    report.backend = runner.backend().to_string();
+    report.seconds = report.phases.total();
+    report
 }
 
 /// An index built as shards ([`build_shards`]): the shards, BM25's statistics over all of
@@ -313,23 +318,15 @@ pub fn build_shards(
     progress: Progress,
 ) -> Result<BuiltShards> {
     progress("plan", 0, 1);
-    let t = Instant::now();
-    let fingerprint = inputs_sha256(&documents, options, &[])?;
-    if let Some(root) = previous.root.as_ref().filter(|_| count > 1 && previous.unchanged(&fingerprint, count)) {
-        let chunks = root.shards.iter().map(|s| s.chunks).sum();
-        let mut report = BuildReport::unchanged(options, documents.len(), chunks, t);
-        report.workers = runner.workers();
-        report.backend = runner.backend().to_string();
-        report.seconds = report.phases.total();
-        return Ok(BuiltShards { shards: None, encoded: Vec::new(), report });
-    }
-    let plan = plan(documents, options, fingerprint, tokenizers.0, tokenizers.1)?;
-    let tasks = plan.tasks(&previous.cache);
-    let mut report = BuildReport::planned(&plan, &tasks, previous);
-    report.phases.plan = t.elapsed().as_secs_f64();
+    let (plan, tasks, mut report) = match plan_build(documents, &[], options, tokenizers, previous, Some(count))? {
+        Planned::Unchanged(report) => {
+            return Ok(BuiltShards { shards: None, encoded: Vec::new(), report: unchanged_by(report, runner) })
+        }
+        Planned::Ready { plan, tasks, report } => (plan, tasks, report),
+    };
     let encoded = encode_plan(&plan, tasks, previous, runner, progress, &mut report)?;
     let t = Instant::now();
-    let shards = merge_shards(plan, &encoded, count, progress)?;
+    let shards = merge_shards(*plan, &encoded, count, progress)?;
     report.resident_bytes = shards.indexes.iter().map(|s| s.manifest.resident_bytes).sum();
     report.phases.merge = t.elapsed().as_secs_f64();
     report.seconds = report.phases.total();

@@ -406,9 +406,9 @@ fn a_build_is_unchanged_only_at_the_previous_versions_shard_count() {
         inputs_sha256: inputs.into(),
     };
     let sharded = Previous { root: Some(root("abc", 3)), ..Previous::none() };
-    assert!(sharded.unchanged("abc", 3));
-    for (inputs, k) in [("abc", 2), ("abd", 3), ("abc", 0), ("abc", 1)] {
-        assert!(!sharded.unchanged(inputs, k), "{inputs} into {k}");
+    assert!(sharded.unchanged("abc", Some(3)));
+    for (inputs, k) in [("abc", Some(2)), ("abd", Some(3)), ("abc", None), ("abc", Some(1))] {
+        assert!(!sharded.unchanged(inputs, k), "{inputs} into {k:?}");
     }
-    assert!(!Previous::none().unchanged("abc", 3) && !Previous::none().unchanged("abc", 0));
+    assert!(!Previous::none().unchanged("abc", Some(3)) && !Previous::none().unchanged("abc", None));
 }
