@@ -283,23 +283,28 @@ impl VersionedIndex {
         }
         let dir = self.key(&format!("versions/{}", pointer.version));
         let label = format!("s3://{}/{dir}", self.store.bucket());
-        let manifest_bytes =
-            self.store.get(&format!("{dir}/{MANIFEST}")).await?.ok_or_else(|| Error::IndexCorrupted {
-                file: format!("{label}/{MANIFEST}"),
-                expected: "the manifest of the version CURRENT names".into(),
-                found: "no such object".into(),
-            })?;
-        let sum = sha256_hex(&manifest_bytes.bytes);
+        let files = MemStore::new(label.clone());
+        files.insert(MANIFEST, self.head(pointer, MANIFEST).await?);
+        Ok((label, dir, read_manifest(&files)?))
+    }
+
+    /// The head file `name` of the version `pointer` names (its `manifest.json`, or a sharded
+    /// version's `root.json`), checked against the pointer's SHA-256.
+    async fn head(&self, pointer: &Pointer, name: &str) -> Result<Vec<u8>> {
+        let bytes = self.version_file(pointer, name).await?;
+        let sum = sha256_hex(&bytes);
         if sum != pointer.manifest_sha256 {
             return Err(Error::IndexCorrupted {
-                file: format!("{label}/{MANIFEST}"),
+                file: format!(
+                    "s3://{}/{}",
+                    self.store.bucket(),
+                    self.key(&format!("versions/{}/{name}", pointer.version))
+                ),
                 expected: format!("sha256 {}", pointer.manifest_sha256),
                 found: format!("sha256 {sum}"),
             });
         }
-        let files = MemStore::new(label.clone());
-        files.insert(MANIFEST, manifest_bytes.bytes);
-        Ok((label, dir, read_manifest(&files)?))
+        Ok(bytes)
     }
 
     /// The bytes the version `pointer` names holds in memory once loaded, as its manifest
@@ -327,17 +332,8 @@ impl VersionedIndex {
     /// pointer's SHA-256) and BM25's statistics over its shards, verified.
     pub async fn root(&self, pointer: &Pointer) -> Result<(RootManifest, LexicalStats)> {
         let label = format!("s3://{}/{}", self.store.bucket(), self.key(&format!("versions/{}", pointer.version)));
-        let head = self.version_file(pointer, ROOT_MANIFEST).await?;
-        let sum = sha256_hex(&head);
-        if sum != pointer.manifest_sha256 {
-            return Err(Error::IndexCorrupted {
-                file: format!("{label}/{ROOT_MANIFEST}"),
-                expected: format!("sha256 {}", pointer.manifest_sha256),
-                found: format!("sha256 {sum}"),
-            });
-        }
         let files = MemStore::new(label.clone());
-        files.insert(ROOT_MANIFEST, head);
+        files.insert(ROOT_MANIFEST, self.head(pointer, ROOT_MANIFEST).await?);
         files.insert(STATS_FILE, self.version_file(pointer, STATS_FILE).await?);
         read_root(&files)?.ok_or_else(|| Error::IndexCorrupted {
             file: format!("{label}/{ROOT_MANIFEST}"),
@@ -350,12 +346,24 @@ impl VersionedIndex {
     /// once loaded, as its manifest estimates them (0: not recorded); only the manifest is
     /// fetched.
     pub async fn shard_resident_estimate(&self, pointer: &Pointer, root: &RootManifest, k: usize) -> Result<u64> {
+        Ok(self.shard_manifest(pointer, root, k).await?.2.resident_bytes)
+    }
+
+    /// Shard `k`'s key prefix in the sharded version `pointer` names (`root`), its
+    /// `manifest.json` as stored (what the root's checksum covers) and as read.
+    async fn shard_manifest(
+        &self,
+        pointer: &Pointer,
+        root: &RootManifest,
+        k: usize,
+    ) -> Result<(String, Vec<u8>, Manifest)> {
         let Some(entry) = root.shards.get(k) else {
             return Err(Error::invalid("shard", format!("shard {k} of an index of {} shards", root.shards.len())));
         };
+        let bytes = self.version_file(pointer, &format!("{}{MANIFEST}", entry.prefix)).await?;
         let files = MemStore::new(self.location());
-        files.insert(MANIFEST, self.version_file(pointer, &format!("{}{MANIFEST}", entry.prefix)).await?);
-        Ok(read_manifest(&files)?.resident_bytes)
+        files.insert(MANIFEST, bytes.clone());
+        Ok((entry.prefix.clone(), bytes, read_manifest(&files)?))
     }
 
     /// Downloads shard `k` of the sharded version `pointer` names (`root`, from
@@ -371,20 +379,14 @@ impl VersionedIndex {
         store: bool,
     ) -> Result<(Index, Vec<u32>, LoadPhases)> {
         let t = Instant::now();
-        let Some(entry) = root.shards.get(k) else {
-            return Err(Error::invalid("shard", format!("shard {k} of an index of {} shards", root.shards.len())));
-        };
+        let (prefix, manifest_bytes, manifest) = self.shard_manifest(pointer, root, k).await?;
         let dir = self.key(&format!("versions/{}", pointer.version));
         let files = MemStore::new(format!("s3://{}/{dir}", self.store.bucket()));
-        let manifest_bytes = self.version_file(pointer, &format!("{}{MANIFEST}", entry.prefix)).await?;
-        let shard_files = MemStore::new(files.location());
-        shard_files.insert(MANIFEST, manifest_bytes.clone());
-        let manifest = read_manifest(&shard_files)?;
-        files.insert(format!("{}{MANIFEST}", entry.prefix), manifest_bytes);
+        files.insert(format!("{prefix}{MANIFEST}"), manifest_bytes);
         let wanted = |name: &str| !store || Index::STORE_FILES.contains(&name) || name == ORDER_FILE;
         let mut tasks = tokio::task::JoinSet::new();
         for f in manifest.files.into_iter().filter(|f| wanted(&f.name)) {
-            let name = format!("{}{}", entry.prefix, f.name);
+            let name = format!("{prefix}{}", f.name);
             let (s3, key) = (self.store.clone(), format!("{dir}/{name}"));
             tasks.spawn(async move { s3.get_ranged(&key, f.bytes).await.map(|b| (name, b)) });
         }
