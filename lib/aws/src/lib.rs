@@ -27,7 +27,7 @@ pub mod versions;
 pub use dynamo::DynamoKeyStore;
 pub use key_store_spec::KeyStoreSpec;
 pub use memory::{Fit, MemoryBudget};
-pub use refresh::{open_from_s3, CheckPermit, LoadTimings, LoadedIndex, Refresher, STALE_CHECK};
+pub use refresh::{open_engine, open_from_s3, CheckPermit, LoadTimings, LoadedIndex, Refresher, STALE_CHECK};
 pub use s3::{Listed, Object, Precondition, S3Store};
 pub use sdk::{load_sdk_config, retry_config, sdk_config};
 pub use secrets::secret_string;

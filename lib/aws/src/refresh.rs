@@ -17,7 +17,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use sextant_core::error::{Error, Result};
-use sextant_core::pipeline::SharedModels;
+use sextant_core::index::Index;
+use sextant_core::pipeline::{Engine, SharedModels};
 use sextant_core::shards::{Searcher, ShardSet};
 use sextant_finance::{FactStore, Financials};
 
@@ -88,6 +89,15 @@ pub async fn open_from_s3(
     Ok(LoadedIndex { timings, ..loaded })
 }
 
+/// The engine of `index` over the shared `models` (loading them first unless the process
+/// has), off the async threads, and how long the models took to load.
+pub async fn open_engine(models: &Arc<SharedModels>, index: Arc<Index>) -> Result<(Engine, Duration)> {
+    let (shared, id) = (models.clone(), index.manifest.index_id.clone());
+    tokio::task::spawn_blocking(move || shared.engine(index))
+        .await
+        .map_err(|e| Error::task_failed(format!("opening index {id}"), e))?
+}
+
 /// Downloads, verifies and decodes the version `pointer` names and assembles its engine,
 /// or its router over `shards` when the version is sharded.
 async fn open_version(
@@ -100,11 +110,7 @@ async fn open_version(
         return open_router(source, pointer, models, shards).await;
     }
     let (index, financials, phases) = source.load(pointer).await?;
-    let shared = models.clone();
-    let id = index.manifest.index_id.clone();
-    let (engine, took) = tokio::task::spawn_blocking(move || shared.engine(Arc::new(index)))
-        .await
-        .map_err(|e| Error::task_failed(format!("opening index {id}"), e))??;
+    let (engine, took) = open_engine(models, Arc::new(index)).await?;
     let timings = LoadTimings {
         pointer_ms: 0,
         download_ms: phases.download_ms,
@@ -146,10 +152,7 @@ async fn open_router(
         stores.push(Arc::new(store));
         order.push(o);
     }
-    let (shared, first) = (models.clone(), stores[0].clone());
-    let (engine, took) = tokio::task::spawn_blocking(move || shared.engine(first))
-        .await
-        .map_err(|e| Error::task_failed(format!("opening index {}", root.index_id), e))??;
+    let (engine, took) = open_engine(models, stores[0].clone()).await?;
     let clients = functions.shards(&root.index_id, pointer);
     let router =
         ShardSet::with_shards(Arc::new(engine), stores, clients, Some(order))?.with_deadline(functions.deadline());

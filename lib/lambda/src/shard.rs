@@ -77,10 +77,7 @@ impl ShardServer {
         }
         self.make_room(&mut held, pointer, &root).await?;
         let (index, _, phases) = self.source.load_shard(pointer, &root, self.shard, false).await?;
-        let models = self.models.clone();
-        let (engine, took) = tokio::task::spawn_blocking(move || models.engine(Arc::new(index)))
-            .await
-            .map_err(|e| Error::task_failed(format!("opening shard {}", self.shard), e))??;
+        let (engine, took) = sextant_aws::open_engine(&self.models, Arc::new(index)).await?;
         tracing::info!(
             index = %self.source.location(),
             shard = self.shard,

@@ -201,11 +201,8 @@ pub async fn from_env() -> Result<Context> {
                 let index = Index::load(&storage)?;
                 let financials = Financials::load(&storage, &index)?;
                 let load_ms = t.elapsed().as_millis() as u64;
-                let m = models.clone();
                 let id = index.manifest.index_id.clone();
-                let (engine, models_took) = tokio::task::spawn_blocking(move || m.engine(Arc::new(index)))
-                    .await
-                    .map_err(|e| Error::task_failed(format!("opening index {id}"), e))??;
+                let (engine, models_took) = sextant_aws::open_engine(&models, Arc::new(index)).await?;
                 tracing::info!(
                     index = %id,
                     dir = %dir.display(),
