@@ -527,18 +527,7 @@ impl Index {
     /// Each file is verified and decoded in its own task, largest first, so checksums and
     /// decoding of different files overlap on all cores. Local files are memory-mapped.
     pub fn load(storage: &dyn Storage) -> Result<Self> {
-        use rayon::prelude::*;
-        let manifest = format::read_manifest(storage)?;
-        let loc = storage.location();
-        Self::check_manifest(&manifest, &loc)?;
-        let mut files: Vec<&format::FileEntry> = manifest.files.iter().filter(|f| Self::owns(&f.name)).collect();
-        files.sort_by_key(|f| std::cmp::Reverse(f.bytes));
-        let parts: Vec<DecodedFile> = files
-            .par_iter()
-            .with_max_len(1)
-            .map(|f| Self::decode_file(&manifest, &loc, f, storage.read_blob(&f.name)?))
-            .collect::<Result<_>>()?;
-        Self::assemble(manifest, parts, &loc)
+        Self::load_files(storage, true)
     }
 
     /// Loads from `storage` what a router keeps of one shard ([`Index::into_store`]): its
@@ -546,41 +535,24 @@ impl Index {
     /// and SPLADE files are neither read nor needed (a router on S3 downloads only
     /// [`Index::STORE_FILES`]), so the store costs no vector memory even while loading.
     pub fn load_store(storage: &dyn Storage) -> Result<Self> {
+        Self::load_files(storage, false)
+    }
+
+    /// [`Index::load`] of every own file (`searchable`), or of a store's three.
+    fn load_files(storage: &dyn Storage, searchable: bool) -> Result<Self> {
         use rayon::prelude::*;
         let manifest = format::read_manifest(storage)?;
         let loc = storage.location();
         Self::check_manifest(&manifest, &loc)?;
-        let files: Vec<&format::FileEntry> =
-            manifest.files.iter().filter(|f| Self::STORE_FILES.contains(&f.name.as_str())).collect();
+        let wanted = |name: &str| if searchable { Self::owns(name) } else { Self::STORE_FILES.contains(&name) };
+        let mut files: Vec<&format::FileEntry> = manifest.files.iter().filter(|f| wanted(&f.name)).collect();
+        files.sort_by_key(|f| std::cmp::Reverse(f.bytes));
         let parts: Vec<DecodedFile> = files
             .par_iter()
             .with_max_len(1)
             .map(|f| Self::decode_file(&manifest, &loc, f, storage.read_blob(&f.name)?))
             .collect::<Result<_>>()?;
-        let dense = DenseIndex::build(manifest.dense_dim, Vec::new());
-        let (mut documents, mut chunks, mut old_chunks, mut bm25) = (None, None, None, None);
-        for DecodedFile(part) in parts {
-            match part {
-                Part::Documents(d) => documents = Some(d),
-                Part::Chunks(c) => chunks = Some(c),
-                Part::ChunksV2(c) => old_chunks = Some(c),
-                Part::Bm25(b) => bm25 = Some(b),
-                _ => {}
-            }
-        }
-        let missing = |name: &str| Error::IndexCorrupted {
-            file: format!("{loc}/{}", format::MANIFEST),
-            expected: format!("an entry for {name}"),
-            found: "none".into(),
-        };
-        let documents: Vec<Document> = documents.ok_or_else(|| missing(DOCUMENTS))?;
-        let chunks = match (chunks, old_chunks) {
-            (Some(c), _) => c,
-            (None, Some(old)) => old.into_iter().map(|c| c.upgrade(&documents)).collect(),
-            (None, None) => return Err(missing(CHUNKS)),
-        };
-        let bm25 = bm25.ok_or_else(|| missing(BM25))?;
-        Self::from_checked_parts(manifest, documents, chunks, dense, bm25, SpladeIndex::default(), false)
+        Self::assemble_parts(manifest, parts, &loc, searchable)
     }
 
     /// The files [`Index::load_store`] reads: documents, chunks and BM25.
@@ -645,6 +617,12 @@ impl Index {
 
     /// Puts decoded files together into an index, checking that they agree.
     pub fn assemble(manifest: Manifest, parts: Vec<DecodedFile>, location: &str) -> Result<Self> {
+        Self::assemble_parts(manifest, parts, location, true)
+    }
+
+    /// [`Index::assemble`]; with `searchable` false, a store ([`Index::load_store`]): its
+    /// dense and SPLADE parts empty, neither read nor required.
+    fn assemble_parts(manifest: Manifest, parts: Vec<DecodedFile>, location: &str, searchable: bool) -> Result<Self> {
         let loc = location;
         let missing = |name: &str| Error::IndexCorrupted {
             file: format!("{loc}/{}", format::MANIFEST),
@@ -675,8 +653,12 @@ impl Index {
             (None, Some(old)) => old.into_iter().map(|c| c.upgrade(&documents)).collect(),
             (None, None) => return Err(missing(CHUNKS)),
         };
-        let mut dense: DenseIndex = graph.ok_or_else(|| missing(DENSE_GRAPH))?;
         let bm25: Bm25Index = bm25.ok_or_else(|| missing(BM25))?;
+        if !searchable {
+            let dense = DenseIndex::build(manifest.dense_dim, Vec::new());
+            return Self::from_checked_parts(manifest, documents, chunks, dense, bm25, SpladeIndex::default(), false);
+        }
+        let mut dense: DenseIndex = graph.ok_or_else(|| missing(DENSE_GRAPH))?;
         let splade: SpladeIndex = splade.ok_or_else(|| missing(SPLADE))?;
         dense.vectors = vectors.ok_or_else(|| missing(DENSE_VECTORS))?;
         if let Some(windows) = windows {
