@@ -375,16 +375,14 @@ impl Index {
         }
     }
 
-    /// The exact dense vectors of chunk `chunk`, built or appended: one row of `dim` per
-    /// window ([`DenseIndex::chunk_vectors`]); empty for a built chunk of a loaded index,
-    /// which holds them quantised only ([`ExactVectors`] reads them from its files).
+    /// The dense vectors of chunk `chunk`, built or appended: one row of `dim` per window
+    /// ([`DenseIndex`]).
     pub fn dense_vectors(&self, chunk: u32) -> &[f32] {
         let (dense, c) = self.dense_of(chunk);
         dense.chunk_vectors(c)
     }
 
-    /// Chunk `chunk`'s dense vector nearest to `query` (its only one without windows), as
-    /// the index holds it: quantised, back in `f32`.
+    /// Chunk `chunk`'s dense vector nearest to `query` (its only one without windows).
     pub fn dense_nearest(&self, chunk: u32, query: &[f32]) -> Vec<f32> {
         let (dense, c) = self.dense_of(chunk);
         dense.nearest_vector(c, query)

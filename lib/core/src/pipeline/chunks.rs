@@ -19,9 +19,9 @@ pub trait ChunkSource: Sync {
     /// `chunk`'s document (its date is what a recency boost reads).
     fn document(&self, chunk: u32) -> &Document;
     /// The dense scores of `chunks` for each unit query vector of `queries` (a chunk's
-    /// score is its best window's, [`crate::index::DenseIndex`]): `scores[q][i]` is
-    /// `chunks[i]`'s for `queries[q]`. Asked in one batch, as a shard behind a protocol
-    /// answers it ([`crate::shards::Shard`]); fails when the vectors cannot be read.
+    /// score is its best window's cosine): `scores[q][i]` is `chunks[i]`'s for
+    /// `queries[q]`. Asked in one batch, as a shard behind a protocol answers it
+    /// ([`crate::shards::Shard`]); fails when the vectors cannot be read.
     fn dense_scores(&self, chunks: &[u32], queries: &[&[f32]]) -> Result<Vec<Vec<f32>>>;
     /// The dense window of each of `chunks` nearest to the unit query vector `query`.
     fn nearest_windows(&self, chunks: &[u32], query: &[f32]) -> Result<Vec<Vec<f32>>>;
