@@ -147,48 +147,6 @@ fn versions_publish_load_conflict_prune_and_refuse_corruption_on_both_s3_servers
     });
 }
 
-/// A version whose graph holds every dense vector (any index over 2,000 of them; the small
-/// index is given one here) is loaded without its exact vectors: `dense.f32` is neither
-/// downloaded nor needed, and the loaded index answers as the one saved, whose quantised
-/// vectors give the same scores.
-#[test]
-fn a_version_whose_graph_holds_the_vectors_loads_without_downloading_them() {
-    use sextant_core::index::DenseIndex;
-    let s = servers();
-    let mut index = Index::load_exact(&small_index()).unwrap();
-    let (dim, rows, offsets) = (index.dense.dim, index.dense.vectors.clone(), index.dense.window_offsets());
-    index.dense = Arc::new(DenseIndex::build_windows_with(dim, rows, offsets, 0).unwrap());
-    let files = MemStore::new("graph");
-    let manifest = index.save(&files).unwrap();
-    assert!(manifest.dense_graph);
-    let exact_bytes = manifest.files.iter().find(|f| f.name == "dense.f32").unwrap().bytes;
-    let all_bytes: u64 = manifest.files.iter().map(|f| f.bytes).sum();
-    let query = index.dense_vectors(3).chunks(dim).next().unwrap().to_vec();
-    let want = index.dense_search(&query, None, 5);
-    rt().block_on(async {
-        let config = s.config(&s.seaweed).await;
-        let bucket = unique("graph");
-        create_bucket(&config, &bucket).await;
-        let loc = Location::parse(&format!("s3://{bucket}/indexes/graph")).unwrap();
-        let versioned = VersionedIndex::new(&config, &loc).unwrap();
-        let empty = versioned.pointer().await.unwrap();
-        let v = versioned.publish(&files, &empty, 2).await.unwrap();
-        // Even with the file gone from the bucket, the version loads.
-        s3_client(&config)
-            .delete_object()
-            .bucket(&bucket)
-            .key(format!("indexes/graph/versions/{}/dense.f32", v.version))
-            .send()
-            .await
-            .unwrap();
-        let pointer = versioned.current().await.unwrap();
-        let (loaded, _, phases) = versioned.load(&pointer).await.unwrap();
-        assert!(phases.bytes < all_bytes - exact_bytes + 16_384, "everything but dense.f32: {}", phases.bytes);
-        assert!(!loaded.dense.holds_vectors());
-        assert_eq!(loaded.dense_search(&query, None, 5), want);
-    });
-}
-
 /// A warm function loads each new version as its memory allows, from the estimate in the
 /// manifest: beside the served one when two fit, in its place (the served one let go
 /// first) when only one does, and not at all when even one does not (refused once, not

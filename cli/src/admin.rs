@@ -177,7 +177,7 @@ pub fn publish(dir: &std::path::Path, to: &str, keep: usize) -> Result<()> {
     let files = if sextant_core::shards::read_root(&local)?.is_some() {
         sharded_files(&local).with_context(|| format!("checking {}", dir.display()))?
     } else {
-        Index::load_exact(&local).with_context(|| format!("checking {}", dir.display()))?;
+        Index::load(&local).with_context(|| format!("checking {}", dir.display()))?;
         single_files(dir, &local)?
     };
     runtime()?.block_on(async {
@@ -189,19 +189,18 @@ pub fn publish(dir: &std::path::Path, to: &str, keep: usize) -> Result<()> {
     })
 }
 
-/// The files of the sharded index in `local`, each shard loaded and verified first (every
-/// file, the exact vectors too): the
+/// The files of the sharded index in `local`, each shard loaded and verified first: the
 /// root manifest, BM25's statistics, every shard's manifest and files, and the vector
 /// cache the root names (for the next build in S3).
 fn sharded_files(local: &LocalDir) -> Result<MemStore> {
-    use sextant_core::shards::{load_shard_exact, read_root, ROOT_MANIFEST, STATS_FILE};
+    use sextant_core::shards::{load_shard, read_root, ROOT_MANIFEST, STATS_FILE};
     let (root, _) = read_root(local)?.context("a root manifest")?;
     let files = MemStore::new(local.root().display().to_string());
     for name in [ROOT_MANIFEST, STATS_FILE].into_iter().map(str::to_string).chain(root.encoded.iter().cloned()) {
         files.insert(name.clone(), local.read(&name)?);
     }
     for (k, entry) in root.shards.iter().enumerate() {
-        let (index, _) = load_shard_exact(local, &root, k)?;
+        let (index, _) = load_shard(local, &root, k)?;
         for name in index.manifest.files.iter().map(|f| f.name.as_str()).chain([MANIFEST]) {
             let key = format!("{}{name}", entry.prefix);
             files.insert(key.clone(), local.read(&key)?);

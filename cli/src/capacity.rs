@@ -15,7 +15,7 @@ use sextant_core::index::Index;
 use sextant_core::storage::LocalDir;
 
 use crate::bench::{synthetic_parts, SyntheticParts};
-use crate::indexes::searched_files;
+use crate::indexes::index_files;
 
 /// A field of `/proc/self/status` (`VmRSS`, `VmHWM`) in MiB.
 fn status_mib(field: &str) -> Result<f64> {
@@ -37,11 +37,11 @@ fn reset_peak() -> Result<()> {
 /// printed as JSON.
 pub fn load(dir: &Path) -> Result<()> {
     let idle = status_mib("VmRSS")?;
-    let first = Index::load(&searched_files(dir)?.0)?;
+    let first = Index::load(&index_files(dir)?.0)?;
     let once = status_mib("VmHWM")?;
     let resident = status_mib("VmRSS")? - idle;
     let estimate = first.resident_bytes() as f64 / (1 << 20) as f64;
-    let second = Index::load(&searched_files(dir)?.0)?;
+    let second = Index::load(&index_files(dir)?.0)?;
     let twice = status_mib("VmHWM")?;
     drop((first, second));
     println!(

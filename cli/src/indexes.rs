@@ -94,34 +94,21 @@ pub(crate) fn cached_vectors(root: &FsPath, prefix: &str) -> Previous {
 
 /// The index cached in `dir` when one loads from there; else the one `build` makes and
 /// saves in `dir` (with whatever else it keeps there) for the next run. Tells whether the
-/// cached one was reused. A cached index is loaded with its exact vectors
-/// ([`Index::load_exact`]), so benchmarks can save, synthesise and export it; it searches
-/// as a served one does.
+/// cached one was reused.
 pub fn cached_index(dir: &FsPath, build: impl FnOnce(&FsPath) -> Result<Index>) -> Result<(Index, bool)> {
-    if let Ok(index) = Index::load_exact(&LocalDir::new(dir)) {
+    if let Ok(index) = Index::load(&LocalDir::new(dir)) {
         return Ok((index, true));
     }
     Ok((build(dir)?, false))
 }
 
 /// The manifest of the index in `dir` and, in memory, the manifest and every file it
-/// lists: the index as `publish` uploads it.
+/// lists: the index as a function holds it after a download, or as `publish` uploads it.
 pub fn index_files(dir: &FsPath) -> Result<(MemStore, Manifest)> {
-    files_of(dir, |_, _| true)
-}
-
-/// [`index_files`] of the files a search reads ([`Index::searched`]) and the attachments:
-/// the index as a function holds it after its download.
-pub fn searched_files(dir: &FsPath) -> Result<(MemStore, Manifest)> {
-    files_of(dir, |manifest, name| !Index::owns(name) || Index::searched(manifest, name))
-}
-
-fn files_of(dir: &FsPath, wanted: fn(&Manifest, &str) -> bool) -> Result<(MemStore, Manifest)> {
     let local = LocalDir::new(dir);
     let manifest = read_manifest(&local)?;
     let files = MemStore::new(dir.display().to_string());
-    let picked = manifest.files.iter().map(|f| f.name.as_str()).filter(|name| wanted(&manifest, name));
-    for f in picked.chain([MANIFEST]) {
+    for f in manifest.files.iter().map(|f| f.name.as_str()).chain([MANIFEST]) {
         files.insert(f, local.read(f)?);
     }
     Ok((files, manifest))

@@ -383,15 +383,12 @@ impl VersionedIndex {
         let dir = self.key(&format!("versions/{}", pointer.version));
         let files = MemStore::new(format!("s3://{}/{dir}", self.store.bucket()));
         files.insert(format!("{prefix}{MANIFEST}"), manifest_bytes);
-        let wanted = |name: &str| match store {
-            true => Index::STORE_FILES.contains(&name) || name == ORDER_FILE,
-            false => !Index::owns(name) || Index::searched(&manifest, name),
-        };
+        let wanted = |name: &str| !store || Index::STORE_FILES.contains(&name) || name == ORDER_FILE;
         let mut tasks = tokio::task::JoinSet::new();
-        for f in manifest.files.iter().filter(|f| wanted(&f.name)) {
-            let (name, size) = (format!("{prefix}{}", f.name), f.bytes);
+        for f in manifest.files.into_iter().filter(|f| wanted(&f.name)) {
+            let name = format!("{prefix}{}", f.name);
             let (s3, key) = (self.store.clone(), format!("{dir}/{name}"));
-            tasks.spawn(async move { s3.get_ranged(&key, size).await.map(|b| (name, b)) });
+            tasks.spawn(async move { s3.get_ranged(&key, f.bytes).await.map(|b| (name, b)) });
         }
         while let Some(joined) = tasks.join_next().await {
             let (name, bytes) =
@@ -449,17 +446,11 @@ impl VersionedIndex {
 
     /// Downloads the version `pointer` names into memory, every file at once.
     pub async fn download(&self, pointer: &Pointer) -> Result<MemStore> {
-        self.download_files(pointer, |_, _| true).await
-    }
-
-    /// [`VersionedIndex::download`] of the files `wanted` picks from the manifest.
-    async fn download_files(&self, pointer: &Pointer, wanted: fn(&Manifest, &str) -> bool) -> Result<MemStore> {
         let (label, dir, manifest) = self.manifest(pointer).await?;
         let files = MemStore::new(label);
         files.insert(MANIFEST, serde_json::to_vec(&manifest)?);
         let mut tasks = tokio::task::JoinSet::new();
-        let picked: Vec<_> = manifest.files.iter().filter(|f| wanted(&manifest, &f.name)).cloned().collect();
-        for f in picked {
+        for f in manifest.files {
             let (store, key) = (self.store.clone(), format!("{dir}/{}", f.name));
             tasks.spawn(async move { store.get_ranged(&key, f.bytes).await.map(|b| (f.name, b)) });
         }
@@ -471,9 +462,8 @@ impl VersionedIndex {
         Ok(files)
     }
 
-    /// Downloads, verifies and decodes the version `pointer` names: every file a search
-    /// reads ([`Index::searched`]) and the attachments, at once with parallel ranged GETs
-    /// into memory, then each file verified and decoded in its
+    /// Downloads, verifies and decodes the version `pointer` names: every file at once
+    /// with parallel ranged GETs into memory, then each file verified and decoded in its
     /// own task ([`Index::load`]), and the version's facts beside it ([`Financials::load`]).
     /// Returns the index, its financials and the phase timings.
     ///
@@ -482,10 +472,7 @@ impl VersionedIndex {
     /// at 100k chunks): the decode competes with the transfer for the CPU.
     pub async fn load(&self, pointer: &Pointer) -> Result<(Index, Financials, LoadPhases)> {
         let t = Instant::now();
-        // What a search reads (no exact vectors when the graph holds them), and the facts.
-        let files = self
-            .download_files(pointer, |manifest, name| !Index::owns(name) || Index::searched(manifest, name))
-            .await?;
+        let files = self.download(pointer).await?;
         let download_ms = t.elapsed().as_millis() as u64;
         let bytes = files.total_bytes();
         let t = Instant::now();

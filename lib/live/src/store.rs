@@ -488,7 +488,7 @@ impl LiveIndex {
         // compacted version has one: reading them back would plan the whole corpus again).
         let tokenizers = (self.inner.dense.tokenizer(), self.inner.sparse.tokenizer());
         if previous.cache.is_empty() {
-            previous.cache.insert(index_vectors(&base, &base_storage, &self.inner.options, tokenizers)?);
+            previous.cache.insert(index_vectors(&base, &self.inner.options, tokenizers)?);
         }
         previous.cache.insert(delta.values().flat_map(|(_, d)| d.vectors.iter().cloned()));
         // Files of other crates saved with the built version (the financial facts) go on.

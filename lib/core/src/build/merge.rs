@@ -154,6 +154,5 @@ fn manifest(plan: &Plan, dim: usize, built: bool) -> Manifest {
         files: Vec::new(),
         build: built.then(|| BuildRecord { inputs_sha256: plan.inputs_sha256.clone(), encoded: Vec::new() }),
         resident_bytes: 0,
-        dense_graph: false,
     }
 }

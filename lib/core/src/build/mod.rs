@@ -489,26 +489,23 @@ pub fn encode_documents(
 }
 
 /// The vectors of the chunks of `index`'s built part, read back from the index itself
-/// (dense vectors exactly as `storage`, where `index` is saved, holds them; SPLADE vectors
-/// by transposing its postings) and keyed as a build with `options` keys them: a build
-/// over these documents reuses them all, even when the index was saved without its encoded
-/// shards. Chunks whose plan differs from the index's (other options) are left out, and so
-/// is every chunk when the index's dense window is not `options`' (its vectors are of other
-/// windows).
+/// (dense vectors as stored, SPLADE vectors by transposing its postings) and keyed as a
+/// build with `options` keys them: a build over these documents reuses them all, even
+/// when the index was saved without its encoded shards. Chunks whose plan differs from
+/// the index's (other options) are left out, and so is every chunk when the index's dense
+/// window is not `options`' (its vectors are of other windows).
 pub fn index_vectors(
     index: &Index,
-    storage: &dyn Storage,
     options: &BuildOptions,
     tokenizers: (&TextTokenizer, &TextTokenizer),
 ) -> Result<Vec<EncodedChunk>> {
     if index.manifest.dense_window != options.dense_window {
         return Ok(Vec::new());
     }
-    let exact = crate::index::ExactVectors::read(storage)?;
     let documents = index.documents.base().to_vec();
     let plan = plan(documents, options, String::new(), tokenizers.0, tokenizers.1)?;
     let base = index.chunks.base();
-    if plan.chunks.len() != base.len() || exact.chunks() != base.len() {
+    if plan.chunks.len() != base.len() {
         return Ok(Vec::new());
     }
     let mut sparse: Vec<crate::encode::SparseVector> = vec![Default::default(); base.len()];
@@ -529,7 +526,7 @@ pub fn index_vectors(
         .zip(sparse)
         .enumerate()
         .filter(|(_, (((planned, stored), _), _))| planned.text == stored.text)
-        .map(|(i, ((_, key), s))| EncodedChunk::new(key, exact.chunk(i).to_vec(), s))
+        .map(|(i, ((_, key), s))| EncodedChunk::new(key, index.dense.chunk_vectors(i).to_vec(), s))
         .collect())
 }
 

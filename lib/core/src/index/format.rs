@@ -94,13 +94,6 @@ pub struct Manifest {
     /// built before it was recorded).
     #[serde(default)]
     pub resident_bytes: u64,
-    /// Whether the dense graph holds every vector (quantised), as it does in any index of
-    /// more than [`EXACT_ONLY_BELOW`](super::EXACT_ONLY_BELOW) vectors: a search load then
-    /// leaves `dense.f32`, the exact vectors that only builds read, unread
-    /// ([`Index::searched`](super::Index::searched)). False when unknown (an index saved
-    /// before it was recorded), and then the file is read.
-    #[serde(default)]
-    pub dense_graph: bool,
 }
 
 /// What the next build of an index needs from this one.

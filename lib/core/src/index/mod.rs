@@ -23,7 +23,7 @@ pub use bitset::Bitset;
 pub use bm25::{idf, Bm25Index, Bm25Params, LexicalStats};
 pub use filter::Filter;
 pub use format::Manifest;
-pub use hnsw::{beam, dot, dot_f32_i8, DenseIndex, QuantizedVector, EF_SEARCH, EXACT_ONLY_BELOW, EXACT_SCAN_FRACTION};
+pub use hnsw::{beam, dot, DenseIndex, EF_SEARCH, EXACT_ONLY_BELOW, EXACT_SCAN_FRACTION};
 pub use inverted::InvertedIndex;
 pub use provenance::Provenance;
 pub use rows::Rows;
@@ -105,18 +105,6 @@ const OWN_FILES: [&str; 7] = [DOCUMENTS, CHUNKS, DENSE_VECTORS, DENSE_GRAPH, DEN
 const WINDOWS_SINCE: u32 = 6;
 /// The first format whose documents carry their pages ([`Document::pages`]).
 const PAGES_SINCE: u32 = 7;
-
-/// What a load holds of an index.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Holding {
-    /// A router's store ([`Index::load_store`]): documents, chunks and BM25; the dense and
-    /// SPLADE parts empty, neither read nor required.
-    Store,
-    /// Everything a search reads, the dense vectors quantised only ([`Index::load`]).
-    Search,
-    /// Everything, the exact dense vectors too ([`Index::load_exact`]).
-    Exact,
-}
 
 /// One verified and decoded file of an index ([`Index::decode_file`]).
 pub struct DecodedFile(Part);
@@ -383,7 +371,7 @@ impl Index {
     }
 
     /// Chunk `chunk`'s dense vector nearest to `query` (its only one without windows).
-    pub fn dense_nearest(&self, chunk: u32, query: &[f32]) -> Vec<f32> {
+    pub fn dense_nearest(&self, chunk: u32, query: &[f32]) -> &[f32] {
         let (dense, c) = self.dense_of(chunk);
         dense.nearest_vector(c, query)
     }
@@ -500,14 +488,6 @@ impl Index {
                 "an index with a delta is saved by compacting it into a new build, not as it is",
             ));
         }
-        if !self.dense.holds_vectors() {
-            return Err(Error::invalid(
-                "index",
-                "a loaded index holds its dense vectors quantised only: copy its files to keep it",
-            ));
-        }
-        let mut manifest = self.manifest.clone();
-        manifest.dense_graph = self.dense.has_graph();
         let mut vec_bytes = Vec::with_capacity(self.dense.vectors.len() * 4);
         for x in &self.dense.vectors {
             vec_bytes.extend_from_slice(&x.to_le_bytes());
@@ -529,7 +509,7 @@ impl Index {
             }
             files.push((name, bytes));
         }
-        format::write_files(storage, files, manifest)
+        format::write_files(storage, files, self.manifest.clone())
     }
 
     /// This index as a router's store of one shard: its documents, chunks and BM25 (what
@@ -547,15 +527,7 @@ impl Index {
     /// Each file is verified and decoded in its own task, largest first, so checksums and
     /// decoding of different files overlap on all cores. Local files are memory-mapped.
     pub fn load(storage: &dyn Storage) -> Result<Self> {
-        Self::load_files(storage, Holding::Search)
-    }
-
-    /// [`Index::load`], keeping the exact `f32` dense vectors beside their quantised form
-    /// ([`DenseIndex::holds_vectors`]), so that the index can be saved again or its vectors
-    /// copied (tools and benchmarks). It searches and scores as [`Index::load`]'s does; it
-    /// holds four times the dense bytes.
-    pub fn load_exact(storage: &dyn Storage) -> Result<Self> {
-        Self::load_files(storage, Holding::Exact)
+        Self::load_files(storage, true)
     }
 
     /// Loads from `storage` what a router keeps of one shard ([`Index::into_store`]): its
@@ -563,20 +535,16 @@ impl Index {
     /// and SPLADE files are neither read nor needed (a router on S3 downloads only
     /// [`Index::STORE_FILES`]), so the store costs no vector memory even while loading.
     pub fn load_store(storage: &dyn Storage) -> Result<Self> {
-        Self::load_files(storage, Holding::Store)
+        Self::load_files(storage, false)
     }
 
-    /// [`Index::load`] of every own file, or of a store's three.
-    fn load_files(storage: &dyn Storage, holding: Holding) -> Result<Self> {
+    /// [`Index::load`] of every own file (`searchable`), or of a store's three.
+    fn load_files(storage: &dyn Storage, searchable: bool) -> Result<Self> {
         use rayon::prelude::*;
         let manifest = format::read_manifest(storage)?;
         let loc = storage.location();
         Self::check_manifest(&manifest, &loc)?;
-        let wanted = |name: &str| match holding {
-            Holding::Store => Self::STORE_FILES.contains(&name),
-            Holding::Search => Self::searched(&manifest, name),
-            Holding::Exact => Self::owns(name),
-        };
+        let wanted = |name: &str| if searchable { Self::owns(name) } else { Self::STORE_FILES.contains(&name) };
         let mut files: Vec<&format::FileEntry> = manifest.files.iter().filter(|f| wanted(&f.name)).collect();
         files.sort_by_key(|f| std::cmp::Reverse(f.bytes));
         let parts: Vec<DecodedFile> = files
@@ -584,18 +552,11 @@ impl Index {
             .with_max_len(1)
             .map(|f| Self::decode_file(&manifest, &loc, f, storage.read_blob(&f.name)?))
             .collect::<Result<_>>()?;
-        Self::assemble_parts(manifest, parts, &loc, holding)
+        Self::assemble_parts(manifest, parts, &loc, searchable)
     }
 
     /// The files [`Index::load_store`] reads: documents, chunks and BM25.
     pub const STORE_FILES: [&'static str; 3] = [DOCUMENTS, CHUNKS, BM25];
-
-    /// Whether [`Index::load`] reads file `name` of the index `manifest` describes: every
-    /// own file, but the exact dense vectors when the graph holds them all
-    /// ([`Manifest::dense_graph`]).
-    pub fn searched(manifest: &Manifest, name: &str) -> bool {
-        Self::owns(name) && !(name == DENSE_VECTORS && manifest.dense_graph)
-    }
 
     /// Whether `name` is one of the index's own files (others are attachments, which
     /// [`Index::load`] leaves to their own readers).
@@ -656,11 +617,12 @@ impl Index {
 
     /// Puts decoded files together into an index, checking that they agree.
     pub fn assemble(manifest: Manifest, parts: Vec<DecodedFile>, location: &str) -> Result<Self> {
-        Self::assemble_parts(manifest, parts, location, Holding::Search)
+        Self::assemble_parts(manifest, parts, location, true)
     }
 
-    /// [`Index::assemble`] into what `holding` asks for.
-    fn assemble_parts(manifest: Manifest, parts: Vec<DecodedFile>, location: &str, holding: Holding) -> Result<Self> {
+    /// [`Index::assemble`]; with `searchable` false, a store ([`Index::load_store`]): its
+    /// dense and SPLADE parts empty, neither read nor required.
+    fn assemble_parts(manifest: Manifest, parts: Vec<DecodedFile>, location: &str, searchable: bool) -> Result<Self> {
         let loc = location;
         let missing = |name: &str| Error::IndexCorrupted {
             file: format!("{loc}/{}", format::MANIFEST),
@@ -692,24 +654,13 @@ impl Index {
             (None, None) => return Err(missing(CHUNKS)),
         };
         let bm25: Bm25Index = bm25.ok_or_else(|| missing(BM25))?;
-        if holding == Holding::Store {
+        if !searchable {
             let dense = DenseIndex::build(manifest.dense_dim, Vec::new());
             return Self::from_checked_parts(manifest, documents, chunks, dense, bm25, SpladeIndex::default(), false);
         }
-        let dense: DenseIndex = graph.ok_or_else(|| missing(DENSE_GRAPH))?;
+        let mut dense: DenseIndex = graph.ok_or_else(|| missing(DENSE_GRAPH))?;
         let splade: SpladeIndex = splade.ok_or_else(|| missing(SPLADE))?;
-        let mut dense = match &vectors {
-            None if dense.has_graph() && holding == Holding::Search => dense,
-            None => return Err(missing(DENSE_VECTORS)),
-            Some(v) => dense.with_rows(v).map_err(|expected| Error::IndexCorrupted {
-                file: format!("{loc}/{DENSE_VECTORS}"),
-                expected,
-                found: "other rows".into(),
-            })?,
-        };
-        if let (Holding::Exact, Some(v)) = (holding, vectors) {
-            dense.vectors = v;
-        }
+        dense.vectors = vectors.ok_or_else(|| missing(DENSE_VECTORS))?;
         if let Some(windows) = windows {
             dense.set_windows(windows).map_err(|expected| Error::IndexCorrupted {
                 file: format!("{loc}/{DENSE_WINDOWS}"),
@@ -728,54 +679,6 @@ impl Index {
     }
 }
 
-/// The `f32` dense vectors of a saved index, as its encoder gave them, read from its files
-/// (`dense.f32` and `dense.windows`, each verified against the manifest): a loaded index
-/// holds them quantised only ([`DenseIndex`]), and a build that reuses them needs them exact.
-pub struct ExactVectors {
-    dim: usize,
-    rows: Vec<f32>,
-    /// Where each chunk's rows start, one more than chunks.
-    windows: Vec<u32>,
-}
-
-impl ExactVectors {
-    /// Reads the vectors of the index saved in `storage`.
-    pub fn read(storage: &dyn Storage) -> Result<Self> {
-        let manifest = format::read_manifest(storage)?;
-        let loc = storage.location();
-        Index::check_manifest(&manifest, &loc)?;
-        let (mut rows, mut windows) = (Vec::new(), None);
-        for f in manifest.files.iter().filter(|f| f.name == DENSE_VECTORS || f.name == DENSE_WINDOWS) {
-            match Index::decode_file(&manifest, &loc, f, storage.read_blob(&f.name)?)?.0 {
-                Part::Vectors(v) => rows = v,
-                Part::Windows(w) => windows = Some(w),
-                _ => {}
-            }
-        }
-        let dim = manifest.dense_dim;
-        let count = rows.len().checked_div(dim).unwrap_or(0);
-        let windows = windows.unwrap_or_else(|| (0..=count as u32).collect());
-        if dim == 0 || !rows.len().is_multiple_of(dim) || windows.last().map(|&w| w as usize) != Some(count) {
-            return Err(Error::IndexCorrupted {
-                file: format!("{loc}/{DENSE_VECTORS}"),
-                expected: format!("rows of {dim} values ending where {DENSE_WINDOWS} ends"),
-                found: format!("{} values", rows.len()),
-            });
-        }
-        Ok(ExactVectors { dim, rows, windows })
-    }
-
-    /// Number of chunks.
-    pub fn chunks(&self) -> usize {
-        self.windows.len().saturating_sub(1)
-    }
-
-    /// Chunk `c`'s vectors, one row of the dimension per window.
-    pub fn chunk(&self, c: usize) -> &[f32] {
-        &self.rows[self.windows[c] as usize * self.dim..self.windows[c + 1] as usize * self.dim]
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -789,8 +692,7 @@ mod tests {
         let index = small_engine().index();
         let estimate = index.resident_bytes();
         assert_eq!(index.manifest.resident_bytes, estimate, "recorded at build");
-        // Every vector quantised: a byte a value.
-        let vectors = index.dense.vectors.len() as u64;
+        let vectors = 4 * index.dense.vectors.len() as u64;
         let texts: u64 = index.chunks.iter().map(|c| c.text.len() as u64).sum::<u64>()
             + index.documents.iter().flat_map(|d| &d.segments).map(|s| s.len() as u64).sum::<u64>();
         assert!(estimate > vectors + texts, "{estimate} <= {vectors} + {texts}");
@@ -897,28 +799,21 @@ mod tests {
         let u32s = |v: &[u32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
         rewrite(&store, DENSE_VECTORS, Some(f32s(&rows)), |_| {});
         rewrite(&store, DENSE_WINDOWS, Some(u32s(&offsets)), |_| {});
-        // The exact vectors stay in the files, for builds to reuse. (A memory store hands
-        // each file over once: read them before the load.)
-        let exact = ExactVectors::read(&store).unwrap();
-        rewrite(&store, DENSE_VECTORS, Some(f32s(&rows)), |_| {});
-        rewrite(&store, DENSE_WINDOWS, Some(u32s(&offsets)), |_| {});
         let loaded = Index::load(&store).unwrap();
-        assert_eq!(loaded.dense.vector_count(), n as usize + 1);
-        assert_eq!(loaded.dense.window_offsets(), offsets);
-        assert_eq!((exact.chunks(), exact.chunk(0), exact.chunk(1)), (n as usize, &rows[..2 * dim], &v1[..]));
-        // Chunk 0 now scores as well as chunk 1 for chunk 1's own vector (to within the
-        // quantisation), and its nearest window to it is that window.
-        let cosine = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
-        assert_eq!(loaded.dense_score(0, &v1), loaded.dense_score(1, &v1));
-        assert!((loaded.dense_score(0, &v1) - 1.0).abs() < 2e-3);
-        assert!(cosine(&loaded.dense_nearest(0, &v1), &v1) > 0.998);
-        assert!((loaded.dense_score(0, &v0) - 1.0).abs() < 2e-3);
+        assert_eq!(loaded.dense_vectors(0).len(), 2 * dim);
+        assert_eq!(loaded.dense_vectors(1), &v1[..]);
+        // Chunk 0 now scores as well as chunk 1 for chunk 1's own vector, and its nearest
+        // window to it is that window.
+        assert!((loaded.dense_score(0, &v1) - 1.0).abs() < 1e-5);
+        assert_eq!(loaded.dense_nearest(0, &v1), &v1[..]);
+        assert!((loaded.dense_score(0, &v0) - 1.0).abs() < 1e-5);
         let found: Vec<u32> = loaded.dense_search(&v1, None, 2).into_iter().map(|h| h.0).collect();
         assert_eq!(found.len(), 2);
         assert!(found.contains(&0) && found.contains(&1), "{found:?}");
-        // A loaded index holds no exact vectors, so it cannot be saved as it is.
-        let err = loaded.save(&MemStore::new("mem://windows-again")).expect_err("refused").to_string();
-        assert!(err.contains("copy its files"), "{err}");
+        // Saved again, it reads the same.
+        let again = MemStore::new("mem://windows-again");
+        loaded.save(&again).unwrap();
+        assert_eq!(Index::load(&again).unwrap().dense.window_offsets(), offsets);
 
         // Offsets that leave a chunk without a vector are refused, naming the file.
         let mut bad = offsets.clone();

@@ -41,7 +41,7 @@ impl ChunkSource for Index {
         Ok(queries.iter().map(|q| chunks.iter().map(|&c| self.dense_score(c, q)).collect()).collect())
     }
     fn nearest_windows(&self, chunks: &[u32], query: &[f32]) -> Result<Vec<Vec<f32>>> {
-        Ok(chunks.iter().map(|&c| self.dense_nearest(c, query)).collect())
+        Ok(chunks.iter().map(|&c| self.dense_nearest(c, query).to_vec()).collect())
     }
 }
 

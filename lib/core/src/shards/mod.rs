@@ -24,8 +24,8 @@ mod router;
 pub use assign::shard_of;
 pub use protocol::{Shard, ShardRequest, ShardResponse};
 pub use root::{
-    load_shard, load_shard_exact, load_shard_store, load_sharded, read_root, remove_sharded, save_sharded,
-    shard_prefix, RootManifest, ShardEntry, Shards, ORDER_FILE, ROOT_MANIFEST, STATS_FILE,
+    load_shard, load_shard_store, load_sharded, read_root, remove_sharded, save_sharded, shard_prefix, RootManifest,
+    ShardEntry, Shards, ORDER_FILE, ROOT_MANIFEST, STATS_FILE,
 };
 pub use router::{Searcher, ShardSet, ShardedOutcome};
 

@@ -171,12 +171,6 @@ pub fn load_shard(storage: &dyn Storage, root: &RootManifest, k: usize) -> Resul
     open_shard(storage, root, k, Index::load)
 }
 
-/// [`load_shard`] with the exact dense vectors read and verified too
-/// ([`Index::load_exact`]): every file of the shard checked, as before publishing it.
-pub fn load_shard_exact(storage: &dyn Storage, root: &RootManifest, k: usize) -> Result<(Index, Vec<u32>)> {
-    open_shard(storage, root, k, Index::load_exact)
-}
-
 /// What a router keeps of shard `k` ([`Index::load_store`]: documents, chunks and BM25,
 /// no vectors), and its documents' order, verified as [`load_shard`] verifies the whole
 /// shard; only those files need be in `storage`.
