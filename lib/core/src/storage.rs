@@ -23,6 +23,63 @@ impl std::ops::Deref for Blob {
     }
 }
 
+impl Blob {
+    /// Hands the pages of `range` of a mapped blob back to the page cache
+    /// (`MADV_DONTNEED`): the process stops counting them as resident, and the next read of
+    /// them pages them in again from the file. Nothing for an owned blob.
+    pub fn release(&self, range: std::ops::Range<usize>) {
+        #[cfg(unix)]
+        if let Blob::Mapped(map) = self {
+            let (start, end) = (range.start.min(map.len()), range.end.min(map.len()));
+            // Whole pages only: madvise takes a page-aligned start.
+            let page = 4096;
+            let start = start.div_ceil(page) * page;
+            if end > start {
+                // SAFETY: the map is a read-only shared map of a file that is never written in
+                // place (see `LocalDir::read_blob`): dropping its pages loses nothing, the next
+                // read faults them in from the page cache or the file with the same bytes.
+                let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start) };
+            }
+        }
+    }
+}
+
+/// The little-endian `f32` values of a mapped file, read in place: a search pages in the
+/// values it reads, and the kernel may reclaim them like any page cache, so they cost the
+/// process no memory of its own.
+pub struct MappedFloats {
+    map: memmap2::Mmap,
+}
+
+impl MappedFloats {
+    /// The values of `blob` when it is a map whose bytes can be read as `f32` in place (a
+    /// whole number of values, aligned, on a little-endian machine); the blob back otherwise.
+    /// Its pages are released first ([`Blob::release`]).
+    pub fn new(blob: Blob) -> std::result::Result<Self, Blob> {
+        match blob {
+            Blob::Mapped(map)
+                if cfg!(target_endian = "little") && bytemuck::try_cast_slice::<u8, f32>(&map).is_ok() =>
+            {
+                let blob = Blob::Mapped(map);
+                blob.release(0..blob.len());
+                let Blob::Mapped(map) = blob else { unreachable!("matched above") };
+                // A search reads a few rows here and there: no read-ahead around them.
+                #[cfg(unix)]
+                let _ = map.advise(memmap2::Advice::Random);
+                Ok(MappedFloats { map })
+            }
+            other => Err(other),
+        }
+    }
+}
+
+impl std::ops::Deref for MappedFloats {
+    type Target = [f32];
+    fn deref(&self) -> &[f32] {
+        bytemuck::cast_slice(&self.map)
+    }
+}
+
 /// A flat key → bytes store for the files of one index.
 pub trait Storage: Send + Sync {
     /// Reads a whole object.
@@ -165,31 +222,62 @@ impl Storage for Within<'_> {
 ///
 /// [`Storage::read_blob`] hands out the object itself when nothing else holds it and
 /// removes it from the store, so decoding a download never holds two copies.
+///
+/// An object may also be a local file ([`MemStore::insert_file`]): a download too large to
+/// hold in memory, such as the `f32` vectors an index reads in place. It is read by mapping.
 #[derive(Debug, Default)]
 pub struct MemStore {
     label: String,
     objects: std::sync::RwLock<std::collections::BTreeMap<String, std::sync::Arc<Vec<u8>>>>,
+    files: std::sync::RwLock<std::collections::BTreeMap<String, std::sync::Arc<std::fs::File>>>,
 }
 
 impl MemStore {
     /// An empty store; `label` is its [`Storage::location`] in messages (`s3://b/p/versions/v`).
     pub fn new(label: impl Into<String>) -> Self {
-        MemStore { label: label.into(), objects: Default::default() }
+        MemStore { label: label.into(), objects: Default::default(), files: Default::default() }
+    }
+
+    /// Adds or replaces an object held in the local file `file` (typically an unnamed
+    /// temporary file, which the system removes once nothing holds it): it is read in place
+    /// ([`Storage::read_blob`] maps it) and never copied into memory.
+    pub fn insert_file(&self, key: impl Into<String>, file: std::fs::File) {
+        let key = key.into();
+        self.objects.write().expect("mem store lock").remove(&key);
+        self.files.write().expect("mem store lock").insert(key, std::sync::Arc::new(file));
+    }
+
+    fn file(&self, key: &str) -> Option<std::sync::Arc<std::fs::File>> {
+        self.files.read().expect("mem store lock").get(key).cloned()
+    }
+
+    fn file_error(&self, key: &str, e: std::io::Error) -> Error {
+        Error::Storage { location: format!("{}/{key}", self.label), reason: e.to_string() }
     }
 
     /// Adds or replaces an object without copying it.
     pub fn insert(&self, key: impl Into<String>, bytes: Vec<u8>) {
-        self.objects.write().expect("mem store lock").insert(key.into(), std::sync::Arc::new(bytes));
+        let key = key.into();
+        self.files.write().expect("mem store lock").remove(&key);
+        self.objects.write().expect("mem store lock").insert(key, std::sync::Arc::new(bytes));
     }
 
-    /// Every object, in key order.
+    /// Every object held in memory, in key order (not those in files).
     pub fn objects(&self) -> Vec<(String, std::sync::Arc<Vec<u8>>)> {
         self.objects.read().expect("mem store lock").iter().map(|(k, v)| (k.clone(), v.clone())).collect()
     }
 
-    /// Total bytes held.
+    /// Total bytes held, in memory and in files.
     pub fn total_bytes(&self) -> u64 {
-        self.objects.read().expect("mem store lock").values().map(|v| v.len() as u64).sum()
+        let files: u64 = self
+            .files
+            .read()
+            .expect("mem store lock")
+            .values()
+            .filter_map(|f| f.metadata().ok())
+            .map(|m| m.len())
+            .sum();
+        files + self.objects.read().expect("mem store lock").values().map(|v| v.len() as u64).sum::<u64>()
     }
 
     fn get(&self, key: &str) -> Result<std::sync::Arc<Vec<u8>>> {
@@ -202,10 +290,22 @@ impl MemStore {
 
 impl Storage for MemStore {
     fn read(&self, key: &str) -> Result<Vec<u8>> {
+        if self.file(key).is_some() {
+            return Ok(self.read_blob(key)?.to_vec());
+        }
         Ok(self.get(key)?.as_ref().clone())
     }
 
     fn read_blob(&self, key: &str) -> Result<Blob> {
+        if let Some(file) = self.file(key) {
+            if file.metadata().map_err(|e| self.file_error(key, e))?.len() == 0 {
+                return Ok(Blob::Owned(Vec::new()));
+            }
+            // SAFETY: the file is this store's own (an unnamed temporary file the download
+            // wrote before inserting it), and nothing writes to it once inserted.
+            let map = unsafe { memmap2::Mmap::map(&*file) }.map_err(|e| self.file_error(key, e))?;
+            return Ok(Blob::Mapped(map));
+        }
         // Take the bytes out when this is the only holder (a download decoded once).
         let arc = self.get(key)?;
         let mut objects = self.objects.write().expect("mem store lock");
@@ -228,11 +328,13 @@ impl Storage for MemStore {
 
     fn remove(&self, key: &str) -> Result<()> {
         self.objects.write().expect("mem store lock").remove(key);
+        self.files.write().expect("mem store lock").remove(key);
         Ok(())
     }
 
     fn exists(&self, key: &str) -> Result<bool> {
-        Ok(self.objects.read().expect("mem store lock").contains_key(key))
+        Ok(self.objects.read().expect("mem store lock").contains_key(key)
+            || self.files.read().expect("mem store lock").contains_key(key))
     }
 
     fn location(&self) -> String {

@@ -187,6 +187,17 @@ pub fn decode_bincode<T: serde::de::DeserializeOwned>(location: &str, name: &str
 /// Checks that `bytes` are the file `f` of the manifest (size, then SHA-256);
 /// `location` names the index in the error.
 pub fn verify(location: &str, f: &FileEntry, bytes: &[u8]) -> Result<()> {
+    verify_with(location, f, bytes, |hash| hash(bytes))
+}
+
+/// [`verify`] of `bytes`, whose checksum `feed` computes by handing `hash` the bytes in
+/// order, in parts of its choosing (so a caller can release each part as it goes).
+pub fn verify_with(
+    location: &str,
+    f: &FileEntry,
+    bytes: &[u8],
+    feed: impl FnOnce(&mut dyn FnMut(&[u8])),
+) -> Result<()> {
     let file = || format!("{location}/{}", f.name);
     if bytes.len() as u64 != f.bytes {
         return Err(Error::IndexCorrupted {
@@ -195,7 +206,9 @@ pub fn verify(location: &str, f: &FileEntry, bytes: &[u8]) -> Result<()> {
             found: format!("{} bytes", bytes.len()),
         });
     }
-    let sum = sha256_hex(bytes);
+    let mut hasher = Sha256::new();
+    feed(&mut |part| hasher.update(part));
+    let sum = hex::encode(hasher.finalize());
     if sum != f.sha256 {
         return Err(Error::IndexCorrupted {
             file: file(),

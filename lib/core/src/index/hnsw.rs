@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::bitset::Bitset;
 use super::topk::top_k;
+use crate::storage::MappedFloats;
 
 /// Below this fraction of kept chunks, a filtered query scans them exactly.
 pub const EXACT_SCAN_FRACTION: f64 = 0.05;
@@ -91,9 +92,10 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
 pub struct DenseIndex {
     /// Vector dimension.
     pub dim: usize,
-    /// Row-major `f32` vectors, a chunk's rows one after the other.
+    /// Row-major `f32` vectors, a chunk's rows one after the other: held when built in
+    /// this process, mapped from `dense.f32` when loaded from a local file.
     #[serde(skip)]
-    pub vectors: Vec<f32>,
+    pub vectors: VectorRows,
     /// The graph over every vector (its values are vector ordinals); `None` for small
     /// collections (exact search only).
     pub graph: Option<HnswMap<QuantizedVector, u32>>,
@@ -104,6 +106,59 @@ pub struct DenseIndex {
     /// The chunk of each row, when chunks have windows.
     #[serde(skip)]
     owner: Vec<u32>,
+}
+
+/// The exact `f32` rows of a dense index, a chunk's rows one after the other (what the
+/// file `dense.f32` holds, little-endian). Both forms read as one slice.
+pub enum VectorRows {
+    /// In this process's memory: built here, or decoded from a store that holds no files.
+    Held(Vec<f32>),
+    /// Read in place from an index's `dense.f32` file: a search pages in the rows it scores
+    /// and the kernel may reclaim them, so they are not part of
+    /// [`DenseIndex::resident_bytes`].
+    Mapped(MappedFloats),
+}
+
+impl Default for VectorRows {
+    fn default() -> Self {
+        VectorRows::Held(Vec::new())
+    }
+}
+
+impl From<Vec<f32>> for VectorRows {
+    fn from(v: Vec<f32>) -> Self {
+        VectorRows::Held(v)
+    }
+}
+
+impl std::ops::Deref for VectorRows {
+    type Target = [f32];
+    fn deref(&self) -> &[f32] {
+        match self {
+            VectorRows::Held(v) => v,
+            VectorRows::Mapped(m) => m,
+        }
+    }
+}
+
+impl PartialEq for VectorRows {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl std::fmt::Debug for VectorRows {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let form = if self.is_mapped() { "mapped" } else { "held" };
+        write!(f, "{} {form} f32 values", self.len())
+    }
+}
+
+impl VectorRows {
+    /// Whether the rows are read in place from a file.
+    pub fn is_mapped(&self) -> bool {
+        matches!(self, VectorRows::Mapped(_))
+    }
 }
 
 /// The graph's beam for `rows` vectors of `chunks` chunks:
@@ -123,25 +178,31 @@ pub fn beam(rows: usize, chunks: usize) -> usize {
 const GRAPH_M: usize = 32;
 
 impl DenseIndex {
-    /// The bytes this index holds in memory, estimated from its sizes:
+    /// The bytes this index holds in memory once loaded, estimated from its sizes:
     ///
     /// ```text
-    /// bytes = 4 · rows · dim                       the f32 vectors
-    ///       + 4 · (|windows| + |owner|)            window offsets and owners
+    /// bytes = 4 · (|windows| + |owner|)            window offsets and owners
     ///       + rows_g · (8M + dim + 36)             graph: layer-0 neighbours (2M u32), the
     ///                                              i8 vector with its Vec and scale, the value
     ///       + rows_g · 4M / (M − 1)                upper layers (1 node in M − 1 per layer, M u32)
     /// ```
     ///
-    /// with `rows_g` the rows in the graph (0 without one) and M = 32.
+    /// with `rows_g` the rows in the graph (0 without one) and M = 32. The `f32` rows
+    /// (`4 · rows · dim`, [`DenseIndex::mapped_bytes`]) are not counted: a loaded index
+    /// reads them in place from `dense.f32` ([`VectorRows::Mapped`]), through the page cache.
     pub fn resident_bytes(&self) -> u64 {
         let rows = self.vectors.len().checked_div(self.dim).unwrap_or(0) as u64;
         let in_graph = if self.graph.is_some() { rows } else { 0 };
         let m = GRAPH_M as u64;
-        4 * self.vectors.len() as u64
-            + 4 * (self.windows.len() + self.owner.len()) as u64
+        4 * (self.windows.len() + self.owner.len()) as u64
             + in_graph * (8 * m + self.dim as u64 + 36)
             + in_graph * 4 * m / (m - 1)
+    }
+
+    /// The bytes of the `f32` rows, which a loaded index reads in place from `dense.f32`:
+    /// `4 · rows · dim`.
+    pub fn mapped_bytes(&self) -> u64 {
+        4 * self.vectors.len() as u64
     }
 
     /// Builds the index of one vector per chunk (the graph only above
@@ -154,7 +215,7 @@ impl DenseIndex {
     pub fn build_with(dim: usize, vectors: Vec<f32>, exact_below: usize) -> Self {
         let n = vectors.len().checked_div(dim).unwrap_or(0);
         let graph = Self::graph(dim, &vectors, n, exact_below, EF_SEARCH);
-        DenseIndex { dim, vectors, graph, windows: Vec::new(), owner: Vec::new() }
+        DenseIndex { dim, vectors: vectors.into(), graph, windows: Vec::new(), owner: Vec::new() }
     }
 
     /// The index of chunks each given as its windows' rows (`dim` values per window), one
@@ -186,7 +247,7 @@ impl DenseIndex {
         let n = vectors.len().checked_div(dim).unwrap_or(0);
         let chunks = windows.len().saturating_sub(1);
         let graph = Self::graph(dim, &vectors, n, exact_below, beam(n, chunks));
-        let mut index = DenseIndex { dim, vectors, graph, windows: Vec::new(), owner: Vec::new() };
+        let mut index = DenseIndex { dim, vectors: vectors.into(), graph, windows: Vec::new(), owner: Vec::new() };
         index.set_windows(windows)?;
         Ok(index)
     }

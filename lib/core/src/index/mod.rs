@@ -23,7 +23,7 @@ pub use bitset::Bitset;
 pub use bm25::{idf, Bm25Index, Bm25Params, LexicalStats};
 pub use filter::Filter;
 pub use format::Manifest;
-pub use hnsw::{beam, dot, DenseIndex, EF_SEARCH, EXACT_ONLY_BELOW, EXACT_SCAN_FRACTION};
+pub use hnsw::{beam, dot, DenseIndex, VectorRows, EF_SEARCH, EXACT_ONLY_BELOW, EXACT_SCAN_FRACTION};
 pub use inverted::InvertedIndex;
 pub use provenance::Provenance;
 pub use rows::Rows;
@@ -116,7 +116,7 @@ enum Part {
     /// Chunks of formats 1 and 2, which cut only between segments and stored no
     /// character range: the range is their segments' ([`Index::assemble`] fills it in).
     ChunksV2(Vec<ChunkV2>),
-    Vectors(Vec<f32>),
+    Vectors(VectorRows),
     Graph(DenseIndex),
     Windows(Vec<u32>),
     Bm25(Bm25Index),
@@ -489,7 +489,7 @@ impl Index {
             ));
         }
         let mut vec_bytes = Vec::with_capacity(self.dense.vectors.len() * 4);
-        for x in &self.dense.vectors {
+        for x in self.dense.vectors.iter() {
             vec_bytes.extend_from_slice(&x.to_le_bytes());
         }
         let window_bytes: Vec<u8> = self.dense.window_offsets().iter().flat_map(|w| w.to_le_bytes()).collect();
@@ -555,6 +555,10 @@ impl Index {
         Self::assemble_parts(manifest, parts, &loc, searchable)
     }
 
+    /// The file of the exact `f32` dense vectors, which a loaded index reads in place
+    /// from a local file when it can ([`VectorRows::Mapped`]).
+    pub const VECTOR_FILE: &'static str = DENSE_VECTORS;
+
     /// The files [`Index::load_store`] reads: documents, chunks and BM25.
     pub const STORE_FILES: [&'static str; 3] = [DOCUMENTS, CHUNKS, BM25];
 
@@ -589,6 +593,9 @@ impl Index {
         blob: crate::storage::Blob,
     ) -> Result<DecodedFile> {
         let loc = location;
+        if f.name == DENSE_VECTORS {
+            return Ok(DecodedFile(Part::Vectors(Self::decode_rows(loc, f, blob)?)));
+        }
         format::verify(loc, f, &blob)?;
         let bytes: Result<&[u8]> = Ok(&blob);
         Ok(DecodedFile(match f.name.as_str() {
@@ -601,7 +608,6 @@ impl Index {
             DOCUMENTS => Part::Documents(decode_file(loc, DOCUMENTS, bytes)?),
             CHUNKS if manifest.version < 3 => Part::ChunksV2(decode_file(loc, CHUNKS, bytes)?),
             CHUNKS => Part::Chunks(decode_file(loc, CHUNKS, bytes)?),
-            DENSE_VECTORS => Part::Vectors(decode_le(loc, DENSE_VECTORS, "f32", &blob, f32::from_le_bytes)?),
             DENSE_GRAPH => Part::Graph(decode_file(loc, DENSE_GRAPH, bytes)?),
             DENSE_WINDOWS => Part::Windows(decode_le(loc, DENSE_WINDOWS, "u32", &blob, u32::from_le_bytes)?),
             BM25 if manifest.version == 1 => Part::Bm25(decode_file::<bm25::Bm25IndexV1>(loc, BM25, bytes)?.into()),
@@ -613,6 +619,29 @@ impl Index {
             SPLADE => Part::Splade(decode_file(loc, SPLADE, bytes)?),
             _ => Part::Other,
         }))
+    }
+
+    /// Verifies `dense.f32` and reads it in place when it is a mapped local file
+    /// ([`VectorRows::Mapped`]), else decodes it into memory. The checksum is taken 64 MiB
+    /// at a time, each part's pages released after it ([`Blob::release`](crate::storage::Blob::release)), so
+    /// verifying never makes the whole file resident.
+    fn decode_rows(loc: &str, f: &format::FileEntry, blob: crate::storage::Blob) -> Result<VectorRows> {
+        const PART: usize = 64 << 20;
+        if let crate::storage::Blob::Mapped(_) = blob {
+            format::verify_with(loc, f, &blob, |hash| {
+                for start in (0..blob.len()).step_by(PART) {
+                    let end = (start + PART).min(blob.len());
+                    hash(&blob[start..end]);
+                    blob.release(start..end);
+                }
+            })?;
+        } else {
+            format::verify(loc, f, &blob)?;
+        }
+        match crate::storage::MappedFloats::new(blob) {
+            Ok(mapped) => Ok(VectorRows::Mapped(mapped)),
+            Err(blob) => Ok(VectorRows::Held(decode_le(loc, DENSE_VECTORS, "f32", &blob, f32::from_le_bytes)?)),
+        }
     }
 
     /// Puts decoded files together into an index, checking that they agree.
@@ -686,20 +715,60 @@ mod tests {
     use crate::testutil::small_engine;
 
     /// A build records its resident estimate in the manifest, saved and loaded with it; the
-    /// estimate holds at least every vector and every text, and each component adds to it.
+    /// estimate holds at least every text, not the `f32` rows a loaded index maps, and each
+    /// component adds to it.
     #[test]
     fn a_build_records_what_its_index_holds_in_memory() {
         let index = small_engine().index();
         let estimate = index.resident_bytes();
         assert_eq!(index.manifest.resident_bytes, estimate, "recorded at build");
-        let vectors = 4 * index.dense.vectors.len() as u64;
         let texts: u64 = index.chunks.iter().map(|c| c.text.len() as u64).sum::<u64>()
             + index.documents.iter().flat_map(|d| &d.segments).map(|s| s.len() as u64).sum::<u64>();
-        assert!(estimate > vectors + texts, "{estimate} <= {vectors} + {texts}");
+        assert!(estimate > texts, "{estimate} <= {texts}");
+        assert_eq!(index.dense.mapped_bytes(), 4 * index.dense.vectors.len() as u64);
+        let mut dense_only = DenseIndex::build(index.dense.dim, index.dense.vectors.to_vec());
+        dense_only.vectors = Vec::new().into();
+        assert_eq!(index.dense.resident_bytes(), dense_only.resident_bytes(), "the f32 rows are not counted");
         assert!(index.bm25.resident_bytes() > 0 && index.splade.inverted.resident_bytes() > 0);
         let store = MemStore::new("mem://resident");
         index.save(&store).unwrap();
         assert_eq!(Index::load(&store).unwrap().manifest.resident_bytes, estimate, "saved with the index");
+    }
+
+    /// An index loaded from a local directory reads its `f32` rows in place from
+    /// `dense.f32` (mapped, not copied into the process's memory), and searches and scores
+    /// exactly as the index it was saved from, to the bit; a corrupted `dense.f32` is still
+    /// refused with the file named.
+    #[test]
+    fn a_loaded_index_reads_its_exact_vectors_in_place() {
+        let index = small_engine().index();
+        assert!(!index.dense.vectors.is_mapped(), "built in memory");
+        let dir = tempfile::tempdir().unwrap();
+        let local = crate::storage::LocalDir::new(dir.path());
+        index.save(&local).unwrap();
+        let loaded = Index::load(&local).unwrap();
+        assert!(loaded.dense.vectors.is_mapped(), "{:?}", loaded.dense.vectors);
+        assert_eq!(loaded.dense.vectors, index.dense.vectors);
+        let query = index.dense_vectors(2)[..index.dense.dim].to_vec();
+        let hits = |i: &Index| i.dense.search(&query, None, 5);
+        let (a, b) = (hits(index), hits(&loaded));
+        assert_eq!(a.len(), 5);
+        assert!(a.iter().zip(&b).all(|(x, y)| x.0 == y.0 && x.1.to_bits() == y.1.to_bits()), "{a:?} != {b:?}");
+        // The rows of a store without files are decoded into memory, with the same values.
+        let mem = MemStore::new("mem://rows");
+        index.save(&mem).unwrap();
+        let held = Index::load(&mem).unwrap();
+        assert!(!held.dense.vectors.is_mapped());
+        assert_eq!(held.dense.vectors, loaded.dense.vectors);
+        // One flipped byte in the mapped file: refused, naming it.
+        let mut bytes = local.read(DENSE_VECTORS).unwrap();
+        bytes[5] ^= 0x40;
+        local.write(DENSE_VECTORS, &bytes).unwrap();
+        let err = Index::load(&local).err().expect("a corrupted dense.f32 is refused").to_string();
+        assert!(err.contains(DENSE_VECTORS) && err.contains("sha256"), "{err}");
+        // The index loaded before still reads its own rows: a store's write replaces a
+        // file (a new inode), it never writes into the one a map reads.
+        assert_eq!(loaded.dense.vectors, index.dense.vectors);
     }
 
     #[test]
