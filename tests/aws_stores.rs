@@ -147,6 +147,51 @@ fn versions_publish_load_conflict_prune_and_refuse_corruption_on_both_s3_servers
     });
 }
 
+/// A version loaded from S3 reads its `f32` vectors in place from a file on local disk
+/// (not from the process's memory), scores exactly as the saved index does, refuses a
+/// tampered copy with the file named, and, when local disk cannot take them, holds them
+/// in memory instead and still loads.
+#[test]
+fn a_loaded_version_reads_its_vectors_from_local_disk() {
+    let s = servers();
+    let files = small_index();
+    let saved = Index::load(&rebuilt(&files, 1)).unwrap();
+    rt().block_on(async {
+        let config = s.config(&s.seaweed).await;
+        let bucket = unique("spill");
+        create_bucket(&config, &bucket).await;
+        let loc = Location::parse(&format!("s3://{bucket}/indexes/small")).unwrap();
+        let index = VersionedIndex::new(&config, &loc).unwrap();
+        let v1 = index.publish(&rebuilt(&files, 1_800_000_000), &index.pointer().await.unwrap(), 2).await.unwrap();
+        let pointer = index.pointer().await.unwrap().pointer.unwrap();
+        assert_eq!(pointer.version, v1.version);
+
+        let (loaded, _, phases) = index.load(&pointer).await.unwrap();
+        assert!(loaded.dense.vectors.is_mapped(), "{:?}", loaded.dense.vectors);
+        assert_eq!(loaded.dense.vectors, saved.dense.vectors);
+        assert!(phases.bytes >= 4 * saved.dense.vectors.len() as u64, "the vectors are counted as downloaded");
+        let query = saved.dense_vectors(1)[..saved.dense.dim].to_vec();
+        let (a, b) = (saved.dense.search(&query, None, 5), loaded.dense.search(&query, None, 5));
+        assert!(a.iter().zip(&b).all(|(x, y)| x.0 == y.0 && x.1.to_bits() == y.1.to_bits()), "{a:?} != {b:?}");
+
+        // No room on local disk (here: no such directory): the vectors are held in memory.
+        let nowhere = VersionedIndex::new(&config, &loc).unwrap().spill_to("/nonexistent/sextant-spill");
+        let (held, _, _) = nowhere.load(&pointer).await.unwrap();
+        assert!(!held.dense.vectors.is_mapped());
+        assert_eq!(held.dense.vectors, saved.dense.vectors);
+
+        // One flipped byte in the vectors on S3: the spilled copy is refused, naming the file.
+        let raw = s3_client(&config);
+        let key = format!("indexes/small/versions/{}/dense.f32", v1.version);
+        let mut bytes =
+            raw.get_object().bucket(&bucket).key(&key).send().await.unwrap().body.collect().await.unwrap().to_vec();
+        bytes[9] ^= 0x10;
+        raw.put_object().bucket(&bucket).key(&key).body(ByteStream::from(bytes)).send().await.unwrap();
+        let e = index.load(&pointer).await.err().expect("a tampered dense.f32 is refused");
+        assert!(matches!(e, Error::IndexCorrupted { ref file, .. } if file.ends_with("dense.f32")), "{e}");
+    });
+}
+
 /// A warm function loads each new version as its memory allows, from the estimate in the
 /// manifest: beside the served one when two fit, in its place (the served one let go
 /// first) when only one does, and not at all when even one does not (refused once, not

@@ -115,6 +115,34 @@ impl S3Store {
                 .ok_or_else(|| Error::Storage { location: self.uri(key), reason: "no such object".into() })?;
             return Ok(obj.bytes);
         }
+        let mut buf = vec![0u8; len as usize];
+        self.get_parts(key, len, |start, bytes| {
+            buf[start as usize..start as usize + bytes.len()].copy_from_slice(bytes);
+            Ok(())
+        })
+        .await?;
+        Ok(buf)
+    }
+
+    /// [`S3Store::get_ranged`] into `file` instead of memory: each part is written at its
+    /// offset as it arrives, so at most 16 parts (128 MiB) are in memory at once.
+    pub async fn get_ranged_to_file(&self, key: &str, len: u64, file: &std::fs::File) -> Result<()> {
+        use std::os::unix::fs::FileExt;
+        let location = self.uri(key);
+        file.set_len(len).map_err(|e| Error::Storage { location: location.clone(), reason: e.to_string() })?;
+        self.get_parts(key, len, |start, bytes| {
+            file.write_all_at(bytes, start).map_err(|e| Error::Storage {
+                location: location.clone(),
+                reason: format!("writing to local disk: {e}"),
+            })
+        })
+        .await
+    }
+
+    /// Fetches `key`, `len` bytes, as ranged GETs of [`PART_BYTES`], at most
+    /// `CONCURRENCY` in flight, handing each part to `sink` with its offset as it arrives;
+    /// refuses a part of another size than asked.
+    async fn get_parts(&self, key: &str, len: u64, mut sink: impl FnMut(u64, &[u8]) -> Result<()>) -> Result<()> {
         let permits = Arc::new(Semaphore::new(CONCURRENCY));
         let mut tasks = JoinSet::new();
         for start in (0..len).step_by(PART_BYTES as usize) {
@@ -129,7 +157,6 @@ impl S3Store {
                 Ok::<_, SdkError<GetObjectError>>((start, bytes.into_bytes()))
             });
         }
-        let mut buf = vec![0u8; len as usize];
         while let Some(joined) = tasks.join_next().await {
             let (start, bytes) = joined
                 .map_err(|e| Error::task_failed(format!("transfer of {}", self.uri(key)), e))?
@@ -141,9 +168,9 @@ impl S3Store {
                     reason: format!("range at {start}: expected {want} bytes, got {}", bytes.len()),
                 });
             }
-            buf[start as usize..start as usize + want].copy_from_slice(&bytes);
+            sink(start, &bytes)?;
         }
-        Ok(buf)
+        Ok(())
     }
 
     /// Writes an object if `pre` holds; returns its new ETag. A failed precondition is

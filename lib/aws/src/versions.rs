@@ -11,8 +11,10 @@
 //! the publisher read when it started. Two builds racing cannot clobber each other: the
 //! second to finish gets [`Error::Conflict`] and its version is never made current.
 //! Readers fetch `CURRENT`, then the version's manifest (whose SHA-256 the pointer
-//! carries), then every file with parallel ranged GETs into memory; [`sextant_core::index::Index::load`]
-//! then verifies each file's size and SHA-256 before anything is served.
+//! carries), then every file with parallel ranged GETs into memory, but the `f32` vectors,
+//! which go to local disk ([`VersionedIndex::spill_to`]) and are read in place from there;
+//! [`sextant_core::index::Index::load`] then verifies each file's size and SHA-256 before
+//! anything is served.
 
 use std::time::Instant;
 
@@ -53,6 +55,8 @@ pub struct Pointer {
 pub struct VersionedIndex {
     store: S3Store,
     prefix: String,
+    /// Where a download's `f32` vectors are written ([`spill_dir`] unless set).
+    spill_dir: std::path::PathBuf,
 }
 
 /// `CURRENT` as read: the pointer (if any) and its ETag, the precondition a publisher
@@ -111,11 +115,19 @@ impl VersionedIndex {
     /// The index at `location` (`s3://bucket/prefix`).
     pub fn new(config: &aws_config::SdkConfig, location: &Location) -> Result<Self> {
         match location {
-            Location::S3 { bucket, prefix } => {
-                Ok(VersionedIndex { store: S3Store::new(config, bucket), prefix: prefix.clone() })
-            }
+            Location::S3 { bucket, prefix } => Ok(VersionedIndex {
+                store: S3Store::new(config, bucket),
+                prefix: prefix.clone(),
+                spill_dir: spill_dir(),
+            }),
             Location::Local(p) => Err(Error::invalid("location", format!("{} is not an s3:// location", p.display()))),
         }
+    }
+
+    /// Writes downloaded vectors under `dir` instead of [`spill_dir`]'s choice.
+    pub fn spill_to(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.spill_dir = dir.into();
+        self
     }
 
     /// The underlying bucket.
@@ -449,17 +461,46 @@ impl VersionedIndex {
         let (label, dir, manifest) = self.manifest(pointer).await?;
         let files = MemStore::new(label);
         files.insert(MANIFEST, serde_json::to_vec(&manifest)?);
+        let picked = manifest.files.iter().map(|f| (f.name.clone(), f.bytes)).collect();
+        self.fetch_into(&files, &dir, picked).await?;
+        Ok(files)
+    }
+
+    /// Downloads the files `picked` (name under `dir`, size) into `files`, all at once:
+    /// each into memory, but the `f32` vectors (`dense.f32`, which an index reads in
+    /// place) into an unnamed temporary file under [`VersionedIndex::spill_to`]'s directory,
+    /// which the system frees once nothing maps it or the process ends. When no such file
+    /// can be made or written (no space left), the vectors are held in memory like the
+    /// rest, with a warning.
+    async fn fetch_into(&self, files: &MemStore, dir: &str, picked: Vec<(String, u64)>) -> Result<()> {
+        enum Fetched {
+            Bytes(Vec<u8>),
+            File(std::fs::File),
+        }
         let mut tasks = tokio::task::JoinSet::new();
-        for f in manifest.files {
-            let (store, key) = (self.store.clone(), format!("{dir}/{}", f.name));
-            tasks.spawn(async move { store.get_ranged(&key, f.bytes).await.map(|b| (f.name, b)) });
+        for (name, size) in picked {
+            let (s3, key, spill) = (self.store.clone(), format!("{dir}/{name}"), self.spill_dir.clone());
+            tasks.spawn(async move {
+                if name.rsplit('/').next() == Some(Index::VECTOR_FILE) {
+                    let spilled = match tempfile::tempfile_in(&spill) {
+                        Ok(file) => s3.get_ranged_to_file(&key, size, &file).await.map(|()| file),
+                        Err(e) => Err(Error::io(&spill, e)),
+                    };
+                    match spilled {
+                        Ok(file) => return Ok((name, Fetched::File(file))),
+                        Err(e) => tracing::warn!(error = %e, %key, "vectors held in memory: no room on local disk"),
+                    }
+                }
+                s3.get_ranged(&key, size).await.map(|b| (name, Fetched::Bytes(b)))
+            });
         }
         while let Some(joined) = tasks.join_next().await {
-            let (name, bytes) =
-                joined.map_err(|e| Error::task_failed(format!("transfer of {}", files.location()), e))??;
-            files.insert(name, bytes);
+            match joined.map_err(|e| Error::task_failed(format!("transfer of {}", files.location()), e))?? {
+                (name, Fetched::Bytes(bytes)) => files.insert(name, bytes),
+                (name, Fetched::File(file)) => files.insert_file(name, file),
+            }
         }
-        Ok(files)
+        Ok(())
     }
 
     /// Downloads, verifies and decodes the version `pointer` names: every file at once
@@ -486,6 +527,12 @@ impl VersionedIndex {
         .map_err(|e| Error::task_failed(format!("decoding index {location}"), e))??;
         Ok((index, financials, LoadPhases { download_ms, decode_ms: t.elapsed().as_millis() as u64, bytes }))
     }
+}
+
+/// Where downloaded `f32` vectors go by default: `SEXTANT_SPILL_DIR`, else the system's
+/// temporary directory (`/tmp`; on Lambda, the function's ephemeral storage).
+pub fn spill_dir() -> std::path::PathBuf {
+    std::env::var_os("SEXTANT_SPILL_DIR").map(std::path::PathBuf::from).unwrap_or_else(std::env::temp_dir)
 }
 
 /// Timings of [`VersionedIndex::load`].
