@@ -1,8 +1,8 @@
 //! `sextant bench-capacity`: what the merge step and a search function's memory cost at
 //! sizes no bundled corpus reaches, on synthetic chunks made from a real index
 //! ([`crate::bench::synthetic_parts`]): the merge's time and peak memory, and the peak
-//! memory of loading the index as a function does (files downloaded into memory, then
-//! decoded), once and then a second time beside the first (a warm swap holds both).
+//! memory of loading the index as a function does (files downloaded into memory, the `f32`
+//! vectors to local disk, then decoded), once and then a second time beside the first (a warm swap holds both).
 
 use std::path::Path;
 use std::time::Instant;
@@ -11,11 +11,11 @@ use anyhow::{Context, Result};
 use sextant_core::build::{
     merge, shard_ranges, BuildOptions, ChunkKey, EncodedChunk, EncodedShard, Plan, DEFAULT_SHARD_CHUNKS,
 };
+use sextant_core::index::format::{read_manifest, MANIFEST};
 use sextant_core::index::Index;
-use sextant_core::storage::LocalDir;
+use sextant_core::storage::{LocalDir, MemStore, Storage};
 
 use crate::bench::{synthetic_parts, SyntheticParts};
-use crate::indexes::index_files;
 
 /// A field of `/proc/self/status` (`VmRSS`, `VmHWM`) in MiB.
 fn status_mib(field: &str) -> Result<f64> {
@@ -32,22 +32,57 @@ fn reset_peak() -> Result<()> {
     std::fs::write("/proc/self/clear_refs", "5").context("resetting the peak resident size")
 }
 
+/// The index in `dir` as a function holds it after its download
+/// (`sextant_aws::VersionedIndex::load`): every file in memory, but the `f32` vectors in an
+/// unnamed temporary file on local disk, which the index reads in place.
+fn downloaded(dir: &Path) -> Result<MemStore> {
+    let local = LocalDir::new(dir);
+    let manifest = read_manifest(&local)?;
+    let files = MemStore::new(dir.display().to_string());
+    for f in manifest.files.iter().map(|f| f.name.as_str()).chain([MANIFEST]) {
+        if f == Index::VECTOR_FILE {
+            let mut spill =
+                tempfile::tempfile_in(sextant_aws::versions::spill_dir()).context("a file for the vectors")?;
+            std::io::copy(&mut std::fs::File::open(dir.join(f))?, &mut spill)?;
+            files.insert_file(f, spill);
+        } else {
+            files.insert(f, local.read(f)?);
+        }
+    }
+    Ok(files)
+}
+
+/// Dense searches `bench-load` runs to see what searching pages in of the mapped vectors.
+const PAGING_SEARCHES: usize = 1_000;
+
 /// `sextant bench-load`: the resident size of this process at start, after loading the
 /// index in `dir` as a function does, and after loading it a second time beside the first;
-/// printed as JSON.
+/// then the file pages ([`sextant_core::index::VectorRows::Mapped`] vectors among them)
+/// that [`PAGING_SEARCHES`] dense searches of 200 (each chunk's first vector as the query)
+/// make resident. Printed as JSON.
 pub fn load(dir: &Path) -> Result<()> {
     let idle = status_mib("VmRSS")?;
-    let first = Index::load(&index_files(dir)?.0)?;
+    let first = Index::load(&downloaded(dir)?)?;
     let once = status_mib("VmHWM")?;
     let resident = status_mib("VmRSS")? - idle;
     let estimate = first.resident_bytes() as f64 / (1 << 20) as f64;
-    let second = Index::load(&index_files(dir)?.0)?;
+    let mapped = first.dense.mapped_bytes() as f64 / (1 << 20) as f64;
+    let second = Index::load(&downloaded(dir)?)?;
     let twice = status_mib("VmHWM")?;
-    drop((first, second));
+    drop(second);
+    let file_before = status_mib("RssFile")?;
+    let (n, dim) = (first.chunks.len().max(1), first.dense.dim);
+    for i in 0..PAGING_SEARCHES {
+        let query = first.dense_vectors((i * 7919 % n) as u32)[..dim].to_vec();
+        std::hint::black_box(first.dense.search(&query, None, 200));
+    }
+    let paged_in = status_mib("RssFile")? - file_before;
+    drop(first);
     println!(
         "{}",
         serde_json::json!({"idle_mib": idle, "once_mib": once, "twice_mib": twice,
-                           "resident_mib": resident, "estimate_mib": estimate})
+                           "resident_mib": resident, "estimate_mib": estimate, "mapped_mib": mapped,
+                           "searches": PAGING_SEARCHES, "paged_in_mib": paged_in})
     );
     Ok(())
 }
