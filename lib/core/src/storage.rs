@@ -44,39 +44,156 @@ impl Blob {
     }
 }
 
-/// The little-endian `f32` values of a mapped file, read in place: a search pages in the
-/// values it reads, and the kernel may reclaim them like any page cache, so they cost the
-/// process no memory of its own.
-pub struct MappedFloats {
-    map: memmap2::Mmap,
+/// Little-endian numbers of a mapped file (`f32` vectors, `u32` chunk ids of postings),
+/// read in place: a search pages in the values it reads, and the kernel may reclaim them
+/// like any page cache, so they cost the process no memory of its own. Several arrays may
+/// share one map.
+pub struct MappedArray<T> {
+    blob: std::sync::Arc<Blob>,
+    /// The byte range of the values in the map.
+    bytes: std::ops::Range<usize>,
+    of: std::marker::PhantomData<T>,
 }
 
-impl MappedFloats {
-    /// The values of `blob` when it is a map whose bytes can be read as `f32` in place (a
-    /// whole number of values, aligned, on a little-endian machine); the blob back otherwise.
-    /// Its pages are released first ([`Blob::release`]).
-    pub fn new(blob: Blob) -> std::result::Result<Self, Blob> {
-        match blob {
-            Blob::Mapped(map)
-                if cfg!(target_endian = "little") && bytemuck::try_cast_slice::<u8, f32>(&map).is_ok() =>
-            {
-                let blob = Blob::Mapped(map);
-                blob.release(0..blob.len());
-                let Blob::Mapped(map) = blob else { unreachable!("matched above") };
-                // A search reads a few rows here and there: no read-ahead around them.
-                #[cfg(unix)]
-                let _ = map.advise(memmap2::Advice::Random);
-                Ok(MappedFloats { map })
-            }
-            other => Err(other),
+impl<T: bytemuck::Pod> MappedArray<T> {
+    /// The values in `bytes` of the mapped `blob`, when they can be read in place: a
+    /// whole number of them, aligned, on a little-endian machine, in a map (not an owned
+    /// blob). `None` otherwise: the caller decodes them.
+    pub fn new(blob: &std::sync::Arc<Blob>, bytes: std::ops::Range<usize>) -> Option<Self> {
+        let Blob::Mapped(map) = &**blob else { return None };
+        let values = map.get(bytes.clone())?;
+        (cfg!(target_endian = "little") && bytemuck::try_cast_slice::<u8, T>(values).is_ok()).then(|| MappedArray {
+            blob: blob.clone(),
+            bytes,
+            of: std::marker::PhantomData,
+        })
+    }
+
+    /// Releases the values' pages ([`Blob::release`]), after a pass that read them all.
+    pub fn release(&self) {
+        self.blob.release(self.bytes.clone());
+    }
+}
+
+impl<T: bytemuck::Pod> std::ops::Deref for MappedArray<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        bytemuck::cast_slice(&self.blob[self.bytes.clone()])
+    }
+}
+
+impl<T> Clone for MappedArray<T> {
+    fn clone(&self) -> Self {
+        MappedArray { blob: self.blob.clone(), bytes: self.bytes.clone(), of: std::marker::PhantomData }
+    }
+}
+
+/// A mapped blob prepared to be read in place by [`MappedArray`]s: its pages released
+/// (after a verification that read them all) and read-ahead turned off (a search reads a
+/// few values here and there). An owned blob is returned as it is.
+pub fn map_in_place(blob: Blob) -> std::sync::Arc<Blob> {
+    if let Blob::Mapped(map) = &blob {
+        blob.release(0..blob.len());
+        #[cfg(unix)]
+        let _ = map.advise(memmap2::Advice::Random);
+    }
+    std::sync::Arc::new(blob)
+}
+
+/// An array held in memory or read in place from a mapped file ([`MappedArray`]); both
+/// read as one slice.
+#[derive(Clone)]
+pub enum Flat<T> {
+    /// In this process's memory.
+    Held(Vec<T>),
+    /// In a mapped file.
+    Mapped(MappedArray<T>),
+}
+
+impl<T> Default for Flat<T> {
+    fn default() -> Self {
+        Flat::Held(Vec::new())
+    }
+}
+
+impl<T> From<Vec<T>> for Flat<T> {
+    fn from(v: Vec<T>) -> Self {
+        Flat::Held(v)
+    }
+}
+
+impl<T: bytemuck::Pod> std::ops::Deref for Flat<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        match self {
+            Flat::Held(v) => v,
+            Flat::Mapped(m) => m,
         }
     }
 }
 
-impl std::ops::Deref for MappedFloats {
-    type Target = [f32];
-    fn deref(&self) -> &[f32] {
-        bytemuck::cast_slice(&self.map)
+impl<T: bytemuck::Pod + PartialEq> PartialEq for Flat<T> {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl<T: bytemuck::Pod> std::fmt::Debug for Flat<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let form = if self.is_mapped() { "mapped" } else { "held" };
+        write!(f, "{} {form} {}", self.len(), std::any::type_name::<T>())
+    }
+}
+
+impl<T: bytemuck::Pod> Flat<T> {
+    /// Whether the values are read in place from a file.
+    pub fn is_mapped(&self) -> bool {
+        matches!(self, Flat::Mapped(_))
+    }
+
+    /// The values in `bytes` of `blob`: read in place when [`MappedArray::new`] can,
+    /// decoded from little-endian into memory otherwise (`None` when the range is outside
+    /// the blob or not a whole number of values).
+    pub fn of(blob: &std::sync::Arc<Blob>, bytes: std::ops::Range<usize>) -> Option<Self> {
+        if let Some(m) = MappedArray::new(blob, bytes.clone()) {
+            return Some(Flat::Mapped(m));
+        }
+        let raw = blob.get(bytes)?;
+        let size = std::mem::size_of::<T>();
+        if !raw.len().is_multiple_of(size) {
+            return None;
+        }
+        Some(Flat::Held(raw.chunks_exact(size).map(bytemuck::pod_read_unaligned::<T>).map(from_le).collect()))
+    }
+
+    /// The values, to change: copied into memory first when mapped.
+    pub fn to_mut(&mut self) -> &mut Vec<T> {
+        if let Flat::Mapped(m) = self {
+            *self = Flat::Held(m.to_vec());
+        }
+        match self {
+            Flat::Held(v) => v,
+            Flat::Mapped(_) => unreachable!("copied above"),
+        }
+    }
+
+    /// Releases the pages of mapped values ([`MappedArray::release`]); nothing when held.
+    pub fn release(&self) {
+        if let Flat::Mapped(m) = self {
+            m.release();
+        }
+    }
+}
+
+/// A value read from little-endian bytes as a native one (the identity on little-endian
+/// machines, which are the only ones that map; a big-endian one swaps its bytes).
+fn from_le<T: bytemuck::Pod>(v: T) -> T {
+    if cfg!(target_endian = "little") {
+        v
+    } else {
+        let mut v = v;
+        bytemuck::bytes_of_mut(&mut v).reverse();
+        v
     }
 }
 

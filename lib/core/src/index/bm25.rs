@@ -176,7 +176,9 @@ impl From<Bm25IndexV4> for Bm25Index {
 }
 
 impl Bm25Index {
-    /// The bytes it holds in memory: its postings, and per vocabulary term its text with
+    /// The bytes it holds in memory: its postings (held: its file places them at no
+    /// particular alignment, so they are not read in place as SPLADE's are,
+    /// [`crate::index::SpladeIndex::resident_bytes`]), and per vocabulary term its text with
     /// a `String`'s 24 bytes, its id, and a hash table slot's 16.
     pub fn resident_bytes(&self) -> u64 {
         self.inverted.resident_bytes() + self.vocab.keys().map(|t| t.len() as u64 + 44).sum::<u64>()

@@ -176,7 +176,7 @@ pub fn read_verified(storage: &dyn Storage, f: &FileEntry) -> Result<Blob> {
 
 /// Decodes `bytes`, the bincode file `name` of the index at `location`; an error names the
 /// file (verify it first: [`verify`], [`read_verified`]).
-pub fn decode_bincode<T: serde::de::DeserializeOwned>(location: &str, name: &str, bytes: &[u8]) -> Result<T> {
+pub fn decode_bincode<'a, T: serde::Deserialize<'a>>(location: &str, name: &str, bytes: &'a [u8]) -> Result<T> {
     bincode::deserialize(bytes).map_err(|e| Error::IndexCorrupted {
         file: format!("{location}/{name}"),
         expected: "a decodable file".into(),

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::bitset::Bitset;
 use super::topk::top_k;
-use crate::storage::MappedFloats;
+use crate::storage::Flat;
 
 /// Below this fraction of kept chunks, a filtered query scans them exactly.
 pub const EXACT_SCAN_FRACTION: f64 = 0.05;
@@ -109,57 +109,10 @@ pub struct DenseIndex {
 }
 
 /// The exact `f32` rows of a dense index, a chunk's rows one after the other (what the
-/// file `dense.f32` holds, little-endian). Both forms read as one slice.
-pub enum VectorRows {
-    /// In this process's memory: built here, or decoded from a store that holds no files.
-    Held(Vec<f32>),
-    /// Read in place from an index's `dense.f32` file: a search pages in the rows it scores
-    /// and the kernel may reclaim them, so they are not part of
-    /// [`DenseIndex::resident_bytes`].
-    Mapped(MappedFloats),
-}
-
-impl Default for VectorRows {
-    fn default() -> Self {
-        VectorRows::Held(Vec::new())
-    }
-}
-
-impl From<Vec<f32>> for VectorRows {
-    fn from(v: Vec<f32>) -> Self {
-        VectorRows::Held(v)
-    }
-}
-
-impl std::ops::Deref for VectorRows {
-    type Target = [f32];
-    fn deref(&self) -> &[f32] {
-        match self {
-            VectorRows::Held(v) => v,
-            VectorRows::Mapped(m) => m,
-        }
-    }
-}
-
-impl PartialEq for VectorRows {
-    fn eq(&self, other: &Self) -> bool {
-        **self == **other
-    }
-}
-
-impl std::fmt::Debug for VectorRows {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let form = if self.is_mapped() { "mapped" } else { "held" };
-        write!(f, "{} {form} f32 values", self.len())
-    }
-}
-
-impl VectorRows {
-    /// Whether the rows are read in place from a file.
-    pub fn is_mapped(&self) -> bool {
-        matches!(self, VectorRows::Mapped(_))
-    }
-}
+/// file `dense.f32` holds, little-endian): held when built in this process, read in place
+/// from the file when loaded from one ([`Flat::Mapped`]), so that a search pages in the rows
+/// it scores and the kernel may reclaim them; [`DenseIndex::resident_bytes`] leaves them out.
+pub type VectorRows = Flat<f32>;
 
 /// The graph's beam for `rows` vectors of `chunks` chunks:
 ///
@@ -189,7 +142,7 @@ impl DenseIndex {
     ///
     /// with `rows_g` the rows in the graph (0 without one) and M = 32. The `f32` rows
     /// (`4 · rows · dim`, [`DenseIndex::mapped_bytes`]) are not counted: a loaded index
-    /// reads them in place from `dense.f32` ([`VectorRows::Mapped`]), through the page cache.
+    /// reads them in place from `dense.f32` ([`VectorRows`]), through the page cache.
     pub fn resident_bytes(&self) -> u64 {
         let rows = self.vectors.len().checked_div(self.dim).unwrap_or(0) as u64;
         let in_graph = if self.graph.is_some() { rows } else { 0 };

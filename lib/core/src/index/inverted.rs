@@ -4,17 +4,22 @@
 //! document's score, up to the query weight), so a query is a weighted sum of postings.
 //! Postings are ordered by impact, highest first, so a caller may stop a list early.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use super::bitset::Bitset;
 use super::le_bytes;
 use super::topk::top_k;
+use crate::storage::{Blob, Flat};
 
 /// Term id → postings, stored flat: the postings of term `t` are
 /// `chunks[offsets[t]..offsets[t + 1]]` with the matching `impacts`, by decreasing impact.
 ///
 /// Three flat arrays instead of a list per term: loading is three copies, not millions of
-/// small decodes, and a scan walks contiguous memory.
+/// small decodes, and a scan walks contiguous memory. A loaded index reads its postings in
+/// place from its file when it is a mapped local one ([`Flat::Mapped`]): a search pages in
+/// the postings of its terms, and the kernel may reclaim them (`InvertedInPlace`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct InvertedIndex {
     /// Number of chunks indexed.
@@ -23,11 +28,56 @@ pub struct InvertedIndex {
     #[serde(with = "le_bytes::u64s")]
     offsets: Vec<u64>,
     /// Chunk ordinal of each posting.
-    #[serde(with = "le_bytes::u32s")]
-    chunks: Vec<u32>,
+    #[serde(serialize_with = "le_bytes::u32s::serialize", deserialize_with = "held_u32s")]
+    chunks: Flat<u32>,
     /// Impact of each posting.
-    #[serde(with = "le_bytes::f32s")]
-    impacts: Vec<f32>,
+    #[serde(serialize_with = "le_bytes::f32s::serialize", deserialize_with = "held_f32s")]
+    impacts: Flat<f32>,
+}
+
+fn held_u32s<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Flat<u32>, D::Error> {
+    le_bytes::u32s::deserialize(d).map(Flat::Held)
+}
+
+fn held_f32s<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Flat<f32>, D::Error> {
+    le_bytes::f32s::deserialize(d).map(Flat::Held)
+}
+
+/// An [`InvertedIndex`] as its file holds it, its three arrays borrowed from the file's
+/// bytes (bincode writes each as its length, then its little-endian values), so that the
+/// postings can be read in place ([`InvertedInPlace::in_place`]) instead of copied.
+#[derive(Deserialize)]
+pub(crate) struct InvertedInPlace<'a> {
+    num_chunks: u32,
+    #[serde(borrow)]
+    offsets: &'a [u8],
+    #[serde(borrow)]
+    chunks: &'a [u8],
+    #[serde(borrow)]
+    impacts: &'a [u8],
+}
+
+impl InvertedInPlace<'_> {
+    /// The index whose arrays these are, borrowed from `blob`: its term offsets decoded
+    /// into memory, its postings read in place where [`Flat::of`] can.
+    pub(crate) fn in_place(&self, blob: &Arc<Blob>) -> Result<InvertedIndex, String> {
+        let within = |b: &[u8]| {
+            let start = (b.as_ptr() as usize).checked_sub(blob.as_ptr() as usize).filter(|s| s + b.len() <= blob.len());
+            start.map(|s| s..s + b.len()).ok_or_else(|| "postings outside their file".to_string())
+        };
+        if !self.offsets.len().is_multiple_of(8) {
+            return Err(format!("{} bytes of offsets, not a whole number of u64", self.offsets.len()));
+        }
+        let offsets =
+            self.offsets.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))).collect();
+        let flat_error = |what: &str, n: usize| format!("{n} bytes of {what}, not a whole number of 4-byte values");
+        Ok(InvertedIndex {
+            num_chunks: self.num_chunks,
+            offsets,
+            chunks: Flat::of(blob, within(self.chunks)?).ok_or_else(|| flat_error("chunk ids", self.chunks.len()))?,
+            impacts: Flat::of(blob, within(self.impacts)?).ok_or_else(|| flat_error("impacts", self.impacts.len()))?,
+        })
+    }
 }
 
 /// Format 1's layout: a list of `(chunk, impact)` per term. Read for compatibility.
@@ -39,21 +89,21 @@ pub(crate) struct InvertedIndexV1 {
 
 impl From<InvertedIndexV1> for InvertedIndex {
     fn from(v1: InvertedIndexV1) -> Self {
-        let mut index = InvertedIndex { num_chunks: v1.num_chunks, ..Default::default() };
+        let (mut offsets, mut chunks, mut impacts) = (vec![0], Vec::new(), Vec::new());
         for list in v1.postings {
             for (c, w) in list {
-                index.chunks.push(c);
-                index.impacts.push(w);
+                chunks.push(c);
+                impacts.push(w);
             }
-            index.offsets.push(index.chunks.len() as u64);
+            offsets.push(chunks.len() as u64);
         }
-        index
+        InvertedIndex { num_chunks: v1.num_chunks, offsets, chunks: chunks.into(), impacts: impacts.into() }
     }
 }
 
 impl Default for InvertedIndex {
     fn default() -> Self {
-        InvertedIndex { num_chunks: 0, offsets: vec![0], chunks: Vec::new(), impacts: Vec::new() }
+        InvertedIndex { num_chunks: 0, offsets: vec![0], chunks: Flat::default(), impacts: Flat::default() }
     }
 }
 
@@ -61,7 +111,18 @@ impl InvertedIndex {
     /// The bytes its postings hold in memory: 8 per term offset, 8 per posting (a chunk
     /// and its impact).
     pub fn resident_bytes(&self) -> u64 {
-        8 * self.offsets.len() as u64 + 4 * (self.chunks.len() + self.impacts.len()) as u64
+        8 * self.offsets.len() as u64 + self.postings_bytes()
+    }
+
+    /// The bytes of the postings alone (which SPLADE's loaded index reads in place): 8 per
+    /// posting.
+    pub fn postings_bytes(&self) -> u64 {
+        4 * (self.chunks.len() + self.impacts.len()) as u64
+    }
+
+    /// Whether the postings are read in place from a file.
+    pub fn is_mapped(&self) -> bool {
+        self.chunks.is_mapped() && self.impacts.is_mapped()
     }
 
     /// Builds from per-chunk `(term, impact)` lists.
@@ -75,22 +136,18 @@ impl InvertedIndex {
             n += 1;
         }
         let total: usize = lists.iter().map(|l| l.len()).sum();
-        let mut index = InvertedIndex {
-            num_chunks: n,
-            offsets: Vec::with_capacity(num_terms + 1),
-            chunks: Vec::with_capacity(total),
-            impacts: Vec::with_capacity(total),
-        };
-        index.offsets.push(0);
+        let mut offsets = Vec::with_capacity(num_terms + 1);
+        let (mut chunks, mut impacts) = (Vec::with_capacity(total), Vec::with_capacity(total));
+        offsets.push(0);
         for mut list in lists {
             list.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
             for (c, w) in list {
-                index.chunks.push(c);
-                index.impacts.push(w);
+                chunks.push(c);
+                impacts.push(w);
             }
-            index.offsets.push(index.chunks.len() as u64);
+            offsets.push(chunks.len() as u64);
         }
-        index
+        InvertedIndex { num_chunks: n, offsets, chunks: chunks.into(), impacts: impacts.into() }
     }
 
     /// Number of terms (the vocabulary size it was built with).
@@ -120,7 +177,8 @@ impl InvertedIndex {
     }
 
     /// Checks the structure after decoding: offsets ascending and in bounds, one impact per
-    /// posting, chunk ordinals below `num_chunks`. Returns what is wrong.
+    /// posting, chunk ordinals below `num_chunks`. Returns what is wrong. The pages of
+    /// mapped chunk ids it read are released after it.
     pub fn validate(&self) -> std::result::Result<(), String> {
         if self.offsets.first() != Some(&0) {
             return Err("offsets do not start at 0".into());
@@ -136,7 +194,10 @@ impl InvertedIndex {
                 self.impacts.len()
             ));
         }
-        if let Some(c) = self.chunks.iter().find(|&&c| c >= self.num_chunks) {
+        let out_of_range = self.chunks.iter().find(|&&c| c >= self.num_chunks).copied();
+        // That pass read every chunk id: hand mapped pages back (a search reads its own).
+        self.chunks.release();
+        if let Some(c) = out_of_range {
             return Err(format!("chunk ordinal {c} out of {} chunks", self.num_chunks));
         }
         Ok(())
@@ -205,6 +266,28 @@ fn best_of_dense(scores: &[f32], k: usize) -> Vec<(u32, f32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The file's layout read with its arrays borrowed gives the same index, its postings
+    /// read in place from a map (here decoded, from bytes in memory); arrays that are not
+    /// whole numbers of values are refused with what is wrong, not read.
+    #[test]
+    fn the_file_read_in_place_is_the_index_and_bad_arrays_are_refused() {
+        let idx = InvertedIndex::build(3, vec![vec![(0, 1.0), (1, 2.0)], vec![(1, 3.0)], vec![(2, 5.0)], vec![]]);
+        let blob = Arc::new(Blob::Owned(bincode::serialize(&idx).unwrap()));
+        let file: InvertedInPlace = bincode::deserialize(&blob).unwrap();
+        assert_eq!(file.in_place(&blob).unwrap(), idx);
+        // Chunk ids of 6 bytes: the layout (u32, then three length-prefixed arrays) with one
+        // array cut short.
+        let mut bytes = 4u32.to_le_bytes().to_vec();
+        for array in [&[0u8; 16][..], &[0u8; 6][..], &[0u8; 8][..]] {
+            bytes.extend_from_slice(&(array.len() as u64).to_le_bytes());
+            bytes.extend_from_slice(array);
+        }
+        let blob = Arc::new(Blob::Owned(bytes));
+        let file: InvertedInPlace = bincode::deserialize(&blob).unwrap();
+        let err = file.in_place(&blob).unwrap_err();
+        assert!(err.contains("6 bytes of chunk ids"), "{err}");
+    }
 
     #[test]
     fn scores_are_weighted_sums_and_filters_apply_before_ranking() {
@@ -286,10 +369,10 @@ mod tests {
     fn validate_names_what_is_inconsistent() {
         let mut idx = InvertedIndex::build(2, vec![vec![(0, 1.0)], vec![(1, 2.0)]]);
         assert_eq!(idx.validate(), Ok(()));
-        idx.chunks[0] = 9;
+        idx.chunks.to_mut()[0] = 9;
         assert!(idx.validate().unwrap_err().contains("chunk ordinal 9 out of 2"));
-        idx.chunks[0] = 0;
-        idx.impacts.pop();
+        idx.chunks.to_mut()[0] = 0;
+        idx.impacts.to_mut().pop();
         assert!(idx.validate().unwrap_err().contains("1 impacts"));
         idx.offsets = vec![0, 2, 1];
         assert!(idx.validate().unwrap_err().contains("not ascending"));

@@ -331,11 +331,7 @@ impl Index {
             })
             .sum();
         let chunks: u64 = self.chunks.base().iter().map(|c| 48 + c.text.len() as u64).sum();
-        documents
-            + chunks
-            + self.dense.resident_bytes()
-            + self.bm25.resident_bytes()
-            + self.splade.inverted.resident_bytes()
+        documents + chunks + self.dense.resident_bytes() + self.bm25.resident_bytes() + self.splade.resident_bytes()
     }
 
     /// Chunks in the delta (0 without one).
@@ -555,9 +551,10 @@ impl Index {
         Self::assemble_parts(manifest, parts, &loc, searchable)
     }
 
-    /// The file of the exact `f32` dense vectors, which a loaded index reads in place
-    /// from a local file when it can ([`VectorRows::Mapped`]).
-    pub const VECTOR_FILE: &'static str = DENSE_VECTORS;
+    /// The files a loaded index reads in place from a local file when it can, instead of
+    /// copying them into memory: the exact `f32` dense vectors ([`VectorRows`]) and the
+    /// SPLADE postings ([`InvertedIndex`]). A download puts them on local disk.
+    pub const IN_PLACE_FILES: [&'static str; 2] = [DENSE_VECTORS, SPLADE];
 
     /// The files [`Index::load_store`] reads: documents, chunks and BM25.
     pub const STORE_FILES: [&'static str; 3] = [DOCUMENTS, CHUNKS, BM25];
@@ -593,8 +590,23 @@ impl Index {
         blob: crate::storage::Blob,
     ) -> Result<DecodedFile> {
         let loc = location;
-        if f.name == DENSE_VECTORS {
-            return Ok(DecodedFile(Part::Vectors(Self::decode_rows(loc, f, blob)?)));
+        // The files a loaded index reads in place from a mapped local file.
+        let postings_error = |name: &str, found: String| Error::IndexCorrupted {
+            file: format!("{loc}/{name}"),
+            expected: "postings of whole 4-byte values".into(),
+            found,
+        };
+        match f.name.as_str() {
+            DENSE_VECTORS => return Ok(DecodedFile(Part::Vectors(Self::decode_rows(loc, f, blob)?))),
+            SPLADE if manifest.version > 1 => {
+                let blob = Self::verify_in_place(loc, f, blob)?;
+                let file: splade::SpladeInPlace = format::decode_bincode(loc, SPLADE, &blob)?;
+                let inverted = file.inverted.in_place(&blob).map_err(|e| postings_error(SPLADE, e))?;
+                // Decoding the term offsets read their pages: hand them back.
+                blob.release(0..blob.len());
+                return Ok(DecodedFile(Part::Splade(SpladeIndex { inverted })));
+            }
+            _ => {}
         }
         format::verify(loc, f, &blob)?;
         let bytes: Result<&[u8]> = Ok(&blob);
@@ -621,11 +633,16 @@ impl Index {
         }))
     }
 
-    /// Verifies `dense.f32` and reads it in place when it is a mapped local file
-    /// ([`VectorRows::Mapped`]), else decodes it into memory. The checksum is taken 64 MiB
-    /// at a time, each part's pages released after it ([`Blob::release`](crate::storage::Blob::release)), so
-    /// verifying never makes the whole file resident.
-    fn decode_rows(loc: &str, f: &format::FileEntry, blob: crate::storage::Blob) -> Result<VectorRows> {
+    /// Verifies a file that is read in place when it is a mapped local file (`dense.f32`,
+    /// the postings of `splade.bin`): the checksum is taken 64 MiB at a
+    /// time, each part's pages released after it ([`Blob::release`](crate::storage::Blob::release)),
+    /// so verifying never makes the whole file resident; the blob is then ready to be read
+    /// in place ([`crate::storage::map_in_place`]).
+    fn verify_in_place(
+        loc: &str,
+        f: &format::FileEntry,
+        blob: crate::storage::Blob,
+    ) -> Result<Arc<crate::storage::Blob>> {
         const PART: usize = 64 << 20;
         if let crate::storage::Blob::Mapped(_) = blob {
             format::verify_with(loc, f, &blob, |hash| {
@@ -638,10 +655,18 @@ impl Index {
         } else {
             format::verify(loc, f, &blob)?;
         }
-        match crate::storage::MappedFloats::new(blob) {
-            Ok(mapped) => Ok(VectorRows::Mapped(mapped)),
-            Err(blob) => Ok(VectorRows::Held(decode_le(loc, DENSE_VECTORS, "f32", &blob, f32::from_le_bytes)?)),
-        }
+        Ok(crate::storage::map_in_place(blob))
+    }
+
+    /// Verifies `dense.f32` and reads it in place when it is a mapped local file
+    /// ([`VectorRows`]), else decodes it into memory.
+    fn decode_rows(loc: &str, f: &format::FileEntry, blob: crate::storage::Blob) -> Result<VectorRows> {
+        let blob = Self::verify_in_place(loc, f, blob)?;
+        VectorRows::of(&blob, 0..blob.len()).ok_or_else(|| Error::IndexCorrupted {
+            file: format!("{loc}/{DENSE_VECTORS}"),
+            expected: "a whole number of f32".into(),
+            found: format!("{} bytes", blob.len()),
+        })
     }
 
     /// Puts decoded files together into an index, checking that they agree.
@@ -729,18 +754,19 @@ mod tests {
         let mut dense_only = DenseIndex::build(index.dense.dim, index.dense.vectors.to_vec());
         dense_only.vectors = Vec::new().into();
         assert_eq!(index.dense.resident_bytes(), dense_only.resident_bytes(), "the f32 rows are not counted");
-        assert!(index.bm25.resident_bytes() > 0 && index.splade.inverted.resident_bytes() > 0);
+        assert!(index.bm25.resident_bytes() > 0 && index.splade.resident_bytes() > 0);
+        assert!(index.splade.inverted.postings_bytes() > 0, "the SPLADE postings are not counted");
         let store = MemStore::new("mem://resident");
         index.save(&store).unwrap();
         assert_eq!(Index::load(&store).unwrap().manifest.resident_bytes, estimate, "saved with the index");
     }
 
-    /// An index loaded from a local directory reads its `f32` rows in place from
-    /// `dense.f32` (mapped, not copied into the process's memory), and searches and scores
-    /// exactly as the index it was saved from, to the bit; a corrupted `dense.f32` is still
-    /// refused with the file named.
+    /// An index loaded from a local directory reads its `f32` rows and its SPLADE postings
+    /// in place from `dense.f32` and `splade.bin` (mapped, not copied into the process's
+    /// memory), and searches and scores exactly as the index it was saved from, to the
+    /// bit; a corrupted file is still refused with the file named.
     #[test]
-    fn a_loaded_index_reads_its_exact_vectors_in_place() {
+    fn a_loaded_index_reads_its_vectors_and_postings_in_place() {
         let index = small_engine().index();
         assert!(!index.dense.vectors.is_mapped(), "built in memory");
         let dir = tempfile::tempdir().unwrap();
@@ -748,27 +774,45 @@ mod tests {
         index.save(&local).unwrap();
         let loaded = Index::load(&local).unwrap();
         assert!(loaded.dense.vectors.is_mapped(), "{:?}", loaded.dense.vectors);
+        assert!(loaded.splade.inverted.is_mapped(), "{:?}", loaded.splade.inverted);
         assert_eq!(loaded.dense.vectors, index.dense.vectors);
+        assert_eq!(*loaded.splade, *index.splade);
+        let same = |a: Vec<(u32, f32)>, b: Vec<(u32, f32)>| {
+            assert!(!a.is_empty());
+            assert!(a.iter().zip(&b).all(|(x, y)| x.0 == y.0 && x.1.to_bits() == y.1.to_bits()), "{a:?} != {b:?}");
+        };
         let query = index.dense_vectors(2)[..index.dense.dim].to_vec();
-        let hits = |i: &Index| i.dense.search(&query, None, 5);
-        let (a, b) = (hits(index), hits(&loaded));
-        assert_eq!(a.len(), 5);
-        assert!(a.iter().zip(&b).all(|(x, y)| x.0 == y.0 && x.1.to_bits() == y.1.to_bits()), "{a:?} != {b:?}");
+        same(index.dense.search(&query, None, 5), loaded.dense.search(&query, None, 5));
+        let splade = &index.splade.inverted;
+        let ids: Vec<u32> = (0..splade.num_terms() as u32).filter(|&t| splade.df(t) > 0).step_by(7).take(4).collect();
+        let sparse = crate::encode::SparseVector { weights: vec![0.5, 1.0, 0.25, 2.0][..ids.len()].to_vec(), ids };
+        same(index.splade.search(&sparse, None, 5), loaded.splade.search(&sparse, None, 5));
         // The rows of a store without files are decoded into memory, with the same values.
         let mem = MemStore::new("mem://rows");
         index.save(&mem).unwrap();
         let held = Index::load(&mem).unwrap();
-        assert!(!held.dense.vectors.is_mapped());
+        assert!(!held.dense.vectors.is_mapped() && !held.splade.inverted.is_mapped());
         assert_eq!(held.dense.vectors, loaded.dense.vectors);
+        assert_eq!(*held.splade, *loaded.splade);
         // One flipped byte in the mapped file: refused, naming it.
-        let mut bytes = local.read(DENSE_VECTORS).unwrap();
+        let good = local.read(DENSE_VECTORS).unwrap();
+        let mut bytes = good.clone();
         bytes[5] ^= 0x40;
         local.write(DENSE_VECTORS, &bytes).unwrap();
         let err = Index::load(&local).err().expect("a corrupted dense.f32 is refused").to_string();
         assert!(err.contains(DENSE_VECTORS) && err.contains("sha256"), "{err}");
-        // The index loaded before still reads its own rows: a store's write replaces a
-        // file (a new inode), it never writes into the one a map reads.
+        // The same for the postings.
+        let mut bytes = local.read(SPLADE).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0x01;
+        local.write(SPLADE, &bytes).unwrap();
+        local.write(DENSE_VECTORS, &good).unwrap();
+        let err = Index::load(&local).err().expect("a corrupted splade.bin is refused").to_string();
+        assert!(err.contains(SPLADE) && err.contains("sha256"), "{err}");
+        // The index loaded before still reads its own rows and postings: a store's write
+        // replaces a file (a new inode), it never writes into the one a map reads.
         assert_eq!(loaded.dense.vectors, index.dense.vectors);
+        assert_eq!(*loaded.splade, *index.splade);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::bitset::Bitset;
-use super::inverted::InvertedIndex;
+use super::inverted::{InvertedInPlace, InvertedIndex};
 use crate::encode::SparseVector;
 
 /// Document term weights are stored as impacts; a query scores `Σ q_w · d_w`.
@@ -11,6 +11,14 @@ use crate::encode::SparseVector;
 pub struct SpladeIndex {
     /// Vocabulary-id postings.
     pub inverted: InvertedIndex,
+}
+
+/// The SPLADE file as it is laid out, its postings borrowed to be read in place
+/// ([`InvertedInPlace`]).
+#[derive(Deserialize)]
+pub(crate) struct SpladeInPlace<'a> {
+    #[serde(borrow)]
+    pub(crate) inverted: InvertedInPlace<'a>,
 }
 
 /// Format 1's SPLADE file. Read for compatibility.
@@ -26,6 +34,13 @@ impl From<SpladeIndexV1> for SpladeIndex {
 }
 
 impl SpladeIndex {
+    /// The bytes it holds in memory once loaded: its term offsets. Its postings
+    /// ([`InvertedIndex::postings_bytes`]) are read in place from `splade.bin`, through the
+    /// page cache, and are not counted.
+    pub fn resident_bytes(&self) -> u64 {
+        self.inverted.resident_bytes() - self.inverted.postings_bytes()
+    }
+
     /// Indexes one sparse vector per chunk.
     pub fn build(vocab_size: usize, docs: &[SparseVector]) -> Self {
         let lists = docs.iter().map(|v| v.ids.iter().copied().zip(v.weights.iter().copied()).collect());
