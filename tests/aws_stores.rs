@@ -147,12 +147,12 @@ fn versions_publish_load_conflict_prune_and_refuse_corruption_on_both_s3_servers
     });
 }
 
-/// A version loaded from S3 reads its `f32` vectors in place from a file on local disk
-/// (not from the process's memory), scores exactly as the saved index does, refuses a
-/// tampered copy with the file named, and, when local disk cannot take them, holds them
-/// in memory instead and still loads.
+/// A version loaded from S3 reads its `f32` vectors and SPLADE postings in place from
+/// files on local disk (not from the process's memory), scores exactly as the saved index
+/// does, refuses a tampered copy with the file named, and, when local disk cannot take
+/// them, holds them in memory instead and still loads.
 #[test]
-fn a_loaded_version_reads_its_vectors_from_local_disk() {
+fn a_loaded_version_reads_its_vectors_and_postings_from_local_disk() {
     let s = servers();
     let files = small_index();
     let saved = Index::load(&rebuilt(&files, 1)).unwrap();
@@ -168,8 +168,11 @@ fn a_loaded_version_reads_its_vectors_from_local_disk() {
 
         let (loaded, _, phases) = index.load(&pointer).await.unwrap();
         assert!(loaded.dense.vectors.is_mapped(), "{:?}", loaded.dense.vectors);
+        assert!(loaded.splade.inverted.is_mapped(), "{:?}", loaded.splade.inverted);
         assert_eq!(loaded.dense.vectors, saved.dense.vectors);
-        assert!(phases.bytes >= 4 * saved.dense.vectors.len() as u64, "the vectors are counted as downloaded");
+        assert_eq!(*loaded.splade, *saved.splade);
+        let in_place = saved.dense.mapped_bytes() + saved.splade.inverted.postings_bytes();
+        assert!(phases.bytes >= in_place, "the files on local disk are counted as downloaded");
         let query = saved.dense_vectors(1)[..saved.dense.dim].to_vec();
         let (a, b) = (saved.dense.search(&query, None, 5), loaded.dense.search(&query, None, 5));
         assert!(a.iter().zip(&b).all(|(x, y)| x.0 == y.0 && x.1.to_bits() == y.1.to_bits()), "{a:?} != {b:?}");
@@ -177,8 +180,9 @@ fn a_loaded_version_reads_its_vectors_from_local_disk() {
         // No room on local disk (here: no such directory): the vectors are held in memory.
         let nowhere = VersionedIndex::new(&config, &loc).unwrap().spill_to("/nonexistent/sextant-spill");
         let (held, _, _) = nowhere.load(&pointer).await.unwrap();
-        assert!(!held.dense.vectors.is_mapped());
+        assert!(!held.dense.vectors.is_mapped() && !held.splade.inverted.is_mapped());
         assert_eq!(held.dense.vectors, saved.dense.vectors);
+        assert_eq!(*held.splade, *saved.splade);
 
         // One flipped byte in the vectors on S3: the spilled copy is refused, naming the file.
         let raw = s3_client(&config);

@@ -2,7 +2,7 @@
 //! sizes no bundled corpus reaches, on synthetic chunks made from a real index
 //! ([`crate::bench::synthetic_parts`]): the merge's time and peak memory, and the peak
 //! memory of loading the index as a function does (files downloaded into memory, the `f32`
-//! vectors to local disk, then decoded), once and then a second time beside the first (a warm swap holds both).
+//! vectors and SPLADE postings to local disk, then decoded), once and then a second time beside the first (a warm swap holds both).
 
 use std::path::Path;
 use std::time::Instant;
@@ -33,16 +33,17 @@ fn reset_peak() -> Result<()> {
 }
 
 /// The index in `dir` as a function holds it after its download
-/// (`sextant_aws::VersionedIndex::load`): every file in memory, but the `f32` vectors in an
-/// unnamed temporary file on local disk, which the index reads in place.
+/// (`sextant_aws::VersionedIndex::load`): every file in memory, but those the index reads
+/// in place (`Index::IN_PLACE_FILES`: the `f32` vectors, the SPLADE postings), each in an
+/// unnamed temporary file on local disk.
 fn downloaded(dir: &Path) -> Result<MemStore> {
     let local = LocalDir::new(dir);
     let manifest = read_manifest(&local)?;
     let files = MemStore::new(dir.display().to_string());
     for f in manifest.files.iter().map(|f| f.name.as_str()).chain([MANIFEST]) {
-        if f == Index::VECTOR_FILE {
+        if Index::IN_PLACE_FILES.contains(&f) {
             let mut spill =
-                tempfile::tempfile_in(sextant_aws::versions::spill_dir()).context("a file for the vectors")?;
+                tempfile::tempfile_in(sextant_aws::versions::spill_dir()).context("a file on local disk")?;
             std::io::copy(&mut std::fs::File::open(dir.join(f))?, &mut spill)?;
             files.insert_file(f, spill);
         } else {
@@ -52,21 +53,27 @@ fn downloaded(dir: &Path) -> Result<MemStore> {
     Ok(files)
 }
 
-/// Dense searches `bench-load` runs to see what searching pages in of the mapped vectors.
+/// Searches of each path `bench-load` runs to see what searching pages in of the files
+/// read in place.
 const PAGING_SEARCHES: usize = 1_000;
+
+/// Terms of a SPLADE query in `bench-load`'s paging searches (a real query has 20 to 60).
+const PAGING_TERMS: usize = 32;
 
 /// `sextant bench-load`: the resident size of this process at start, after loading the
 /// index in `dir` as a function does, and after loading it a second time beside the first;
-/// then the file pages ([`sextant_core::index::VectorRows::Mapped`] vectors among them)
-/// that [`PAGING_SEARCHES`] dense searches of 200 (each chunk's first vector as the query)
-/// make resident. Printed as JSON.
+/// then the file pages (of the files read in place, `Index::IN_PLACE_FILES`, among others)
+/// that [`PAGING_SEARCHES`] dense searches of 200 (each chunk's first vector as the query),
+/// then as many SPLADE searches of 200 ([`PAGING_TERMS`] terms that have postings, spread
+/// over the vocabulary), make resident. Printed as JSON.
 pub fn load(dir: &Path) -> Result<()> {
     let idle = status_mib("VmRSS")?;
     let first = Index::load(&downloaded(dir)?)?;
     let once = status_mib("VmHWM")?;
     let resident = status_mib("VmRSS")? - idle;
-    let estimate = first.resident_bytes() as f64 / (1 << 20) as f64;
-    let mapped = first.dense.mapped_bytes() as f64 / (1 << 20) as f64;
+    let mib = |bytes: u64| bytes as f64 / (1 << 20) as f64;
+    let estimate = mib(first.resident_bytes());
+    let in_place = mib(first.dense.mapped_bytes() + first.splade.inverted.postings_bytes());
     let second = Index::load(&downloaded(dir)?)?;
     let twice = status_mib("VmHWM")?;
     drop(second);
@@ -76,13 +83,24 @@ pub fn load(dir: &Path) -> Result<()> {
         let query = first.dense_vectors((i * 7919 % n) as u32)[..dim].to_vec();
         std::hint::black_box(first.dense.search(&query, None, 200));
     }
-    let paged_in = status_mib("RssFile")? - file_before;
+    let dense_paged_in = status_mib("RssFile")? - file_before;
+    let splade = &first.splade.inverted;
+    let terms: Vec<u32> = (0..splade.num_terms() as u32).filter(|&t| splade.df(t) > 0).collect();
+    for i in 0..PAGING_SEARCHES {
+        let mut ids: Vec<u32> = (0..PAGING_TERMS).map(|j| terms[(i * 7919 + j * 104_729) % terms.len()]).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let query = sextant_core::encode::SparseVector { weights: vec![1.0; ids.len()], ids };
+        std::hint::black_box(first.splade.search(&query, None, 200));
+    }
+    let splade_paged_in = status_mib("RssFile")? - file_before - dense_paged_in;
     drop(first);
     println!(
         "{}",
         serde_json::json!({"idle_mib": idle, "once_mib": once, "twice_mib": twice,
-                           "resident_mib": resident, "estimate_mib": estimate, "mapped_mib": mapped,
-                           "searches": PAGING_SEARCHES, "paged_in_mib": paged_in})
+                           "resident_mib": resident, "estimate_mib": estimate, "in_place_mib": in_place,
+                           "searches": PAGING_SEARCHES, "dense_paged_in_mib": dense_paged_in,
+                           "splade_paged_in_mib": splade_paged_in})
     );
     Ok(())
 }

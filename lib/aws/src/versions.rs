@@ -11,8 +11,9 @@
 //! the publisher read when it started. Two builds racing cannot clobber each other: the
 //! second to finish gets [`Error::Conflict`] and its version is never made current.
 //! Readers fetch `CURRENT`, then the version's manifest (whose SHA-256 the pointer
-//! carries), then every file with parallel ranged GETs into memory, but the `f32` vectors,
-//! which go to local disk ([`VersionedIndex::spill_to`]) and are read in place from there;
+//! carries), then every file with parallel ranged GETs into memory, but the `f32` vectors
+//! and the SPLADE postings, which go to local disk ([`VersionedIndex::spill_to`]) and are
+//! read in place from there;
 //! [`sextant_core::index::Index::load`] then verifies each file's size and SHA-256 before
 //! anything is served.
 
@@ -55,7 +56,7 @@ pub struct Pointer {
 pub struct VersionedIndex {
     store: S3Store,
     prefix: String,
-    /// Where a download's `f32` vectors are written ([`spill_dir`] unless set).
+    /// Where a download's files read in place are written ([`spill_dir`] unless set).
     spill_dir: std::path::PathBuf,
 }
 
@@ -124,7 +125,8 @@ impl VersionedIndex {
         }
     }
 
-    /// Writes downloaded vectors under `dir` instead of [`spill_dir`]'s choice.
+    /// Writes the downloaded files an index reads in place under `dir` instead of
+    /// [`spill_dir`]'s choice.
     pub fn spill_to(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
         self.spill_dir = dir.into();
         self
@@ -467,8 +469,9 @@ impl VersionedIndex {
     }
 
     /// Downloads the files `picked` (name under `dir`, size) into `files`, all at once:
-    /// each into memory, but the `f32` vectors (`dense.f32`, which an index reads in
-    /// place) into an unnamed temporary file under [`VersionedIndex::spill_to`]'s directory,
+    /// each into memory, but those an index reads in place ([`Index::IN_PLACE_FILES`]: the
+    /// `f32` vectors and the SPLADE postings) each into an unnamed temporary file under
+    /// [`VersionedIndex::spill_to`]'s directory,
     /// which the system frees once nothing maps it or the process ends. When no such file
     /// can be made or written (no space left), the vectors are held in memory like the
     /// rest, with a warning.
@@ -481,14 +484,14 @@ impl VersionedIndex {
         for (name, size) in picked {
             let (s3, key, spill) = (self.store.clone(), format!("{dir}/{name}"), self.spill_dir.clone());
             tasks.spawn(async move {
-                if name.rsplit('/').next() == Some(Index::VECTOR_FILE) {
+                if name.rsplit('/').next().is_some_and(|file| Index::IN_PLACE_FILES.contains(&file)) {
                     let spilled = match tempfile::tempfile_in(&spill) {
                         Ok(file) => s3.get_ranged_to_file(&key, size, &file).await.map(|()| file),
                         Err(e) => Err(Error::io(&spill, e)),
                     };
                     match spilled {
                         Ok(file) => return Ok((name, Fetched::File(file))),
-                        Err(e) => tracing::warn!(error = %e, %key, "vectors held in memory: no room on local disk"),
+                        Err(e) => tracing::warn!(error = %e, %key, "held in memory: no room on local disk"),
                     }
                 }
                 s3.get_ranged(&key, size).await.map(|b| (name, Fetched::Bytes(b)))
@@ -529,7 +532,8 @@ impl VersionedIndex {
     }
 }
 
-/// Where downloaded `f32` vectors go by default: `SEXTANT_SPILL_DIR`, else the system's
+/// Where downloaded files read in place ([`Index::IN_PLACE_FILES`]) go by default:
+/// `SEXTANT_SPILL_DIR`, else the system's
 /// temporary directory (`/tmp`; on Lambda, the function's ephemeral storage).
 pub fn spill_dir() -> std::path::PathBuf {
     std::env::var_os("SEXTANT_SPILL_DIR").map(std::path::PathBuf::from).unwrap_or_else(std::env::temp_dir)
