@@ -11,11 +11,11 @@ use anyhow::{Context, Result};
 use sextant_core::build::{
     merge, shard_ranges, BuildOptions, ChunkKey, EncodedChunk, EncodedShard, Plan, DEFAULT_SHARD_CHUNKS,
 };
-use sextant_core::index::format::{read_manifest, MANIFEST};
 use sextant_core::index::Index;
-use sextant_core::storage::{LocalDir, MemStore, Storage};
+use sextant_core::storage::LocalDir;
 
 use crate::bench::{synthetic_parts, SyntheticParts};
+use crate::indexes::downloaded_files;
 
 /// A field of `/proc/self/status` (`VmRSS`, `VmHWM`) in MiB.
 fn status_mib(field: &str) -> Result<f64> {
@@ -30,27 +30,6 @@ fn status_mib(field: &str) -> Result<f64> {
 /// `/proc/self/clear_refs`).
 fn reset_peak() -> Result<()> {
     std::fs::write("/proc/self/clear_refs", "5").context("resetting the peak resident size")
-}
-
-/// The index in `dir` as a function holds it after its download
-/// (`sextant_aws::VersionedIndex::load`): every file in memory, but those the index reads
-/// in place (`Index::IN_PLACE_FILES`: the `f32` vectors, the SPLADE postings), each in an
-/// unnamed temporary file on local disk.
-fn downloaded(dir: &Path) -> Result<MemStore> {
-    let local = LocalDir::new(dir);
-    let manifest = read_manifest(&local)?;
-    let files = MemStore::new(dir.display().to_string());
-    for f in manifest.files.iter().map(|f| f.name.as_str()).chain([MANIFEST]) {
-        if Index::IN_PLACE_FILES.contains(&f) {
-            let mut spill =
-                tempfile::tempfile_in(sextant_aws::versions::spill_dir()).context("a file on local disk")?;
-            std::io::copy(&mut std::fs::File::open(dir.join(f))?, &mut spill)?;
-            files.insert_file(f, spill);
-        } else {
-            files.insert(f, local.read(f)?);
-        }
-    }
-    Ok(files)
 }
 
 /// Searches of each path `bench-load` runs to see what searching pages in of the files
@@ -68,13 +47,13 @@ const PAGING_TERMS: usize = 32;
 /// over the vocabulary), make resident. Printed as JSON.
 pub fn load(dir: &Path) -> Result<()> {
     let idle = status_mib("VmRSS")?;
-    let first = Index::load(&downloaded(dir)?)?;
+    let first = Index::load(&downloaded_files(dir)?)?;
     let once = status_mib("VmHWM")?;
     let resident = status_mib("VmRSS")? - idle;
     let mib = |bytes: u64| bytes as f64 / (1 << 20) as f64;
     let estimate = mib(first.resident_bytes());
     let in_place = mib(first.dense.mapped_bytes() + first.splade.inverted.postings_bytes());
-    let second = Index::load(&downloaded(dir)?)?;
+    let second = Index::load(&downloaded_files(dir)?)?;
     let twice = status_mib("VmHWM")?;
     drop(second);
     let file_before = status_mib("RssFile")?;

@@ -103,13 +103,34 @@ pub fn cached_index(dir: &FsPath, build: impl FnOnce(&FsPath) -> Result<Index>) 
 }
 
 /// The manifest of the index in `dir` and, in memory, the manifest and every file it
-/// lists: the index as a function holds it after a download, or as `publish` uploads it.
+/// lists: the index as `publish` uploads it.
 pub fn index_files(dir: &FsPath) -> Result<(MemStore, Manifest)> {
+    read_index_files(dir, |_| false)
+}
+
+/// The index in `dir` as a function holds it after its download
+/// (`sextant_aws::VersionedIndex::load`): every file in memory, but those the index reads
+/// in place (`Index::IN_PLACE_FILES`: the `f32` vectors, the SPLADE postings), each in an
+/// unnamed temporary file on local disk.
+pub fn downloaded_files(dir: &FsPath) -> Result<MemStore> {
+    Ok(read_index_files(dir, |f| Index::IN_PLACE_FILES.contains(&f))?.0)
+}
+
+/// The manifest and the files of the index in `dir`, those `on_disk` names copied into
+/// unnamed temporary files (in `sextant_aws::versions::spill_dir`), the others into memory.
+fn read_index_files(dir: &FsPath, on_disk: impl Fn(&str) -> bool) -> Result<(MemStore, Manifest)> {
     let local = LocalDir::new(dir);
     let manifest = read_manifest(&local)?;
     let files = MemStore::new(dir.display().to_string());
     for f in manifest.files.iter().map(|f| f.name.as_str()).chain([MANIFEST]) {
-        files.insert(f, local.read(f)?);
+        if on_disk(f) {
+            let mut spill =
+                tempfile::tempfile_in(sextant_aws::versions::spill_dir()).context("a file on local disk")?;
+            std::io::copy(&mut std::fs::File::open(dir.join(f))?, &mut spill)?;
+            files.insert_file(f, spill);
+        } else {
+            files.insert(f, local.read(f)?);
+        }
     }
     Ok((files, manifest))
 }

@@ -88,13 +88,13 @@ impl<T> Clone for MappedArray<T> {
     }
 }
 
-/// A mapped blob prepared to be read in place by [`MappedArray`]s: its pages released
-/// (after a verification that read them all) and read-ahead turned off (a search reads a
-/// few values here and there). An owned blob is returned as it is.
+/// A mapped blob prepared to be read in place by [`MappedArray`]s: read-ahead turned off
+/// (a search reads a few values here and there). Its pages are the caller's to release
+/// (the loader's verification releases each part it hashes). An owned blob is returned as
+/// it is.
 pub fn map_in_place(blob: Blob) -> std::sync::Arc<Blob> {
+    #[cfg(unix)]
     if let Blob::Mapped(map) = &blob {
-        blob.release(0..blob.len());
-        #[cfg(unix)]
         let _ = map.advise(memmap2::Advice::Random);
     }
     std::sync::Arc::new(blob)
