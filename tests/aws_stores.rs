@@ -205,7 +205,6 @@ fn new_versions_load_beside_in_place_or_not_at_all_as_the_memory_allows() {
     use std::sync::Mutex;
     use std::time::Duration;
 
-    use sextant_aws::memory::{LOAD_FACTOR, RESIDENT_FACTOR};
     use sextant_aws::{MemoryBudget, Refresher};
     use sextant_core::pipeline::SharedModels;
 
@@ -248,7 +247,7 @@ fn new_versions_load_beside_in_place_or_not_at_all_as_the_memory_allows() {
                 seen.into_inner().unwrap()
             }
         };
-        let (load, resident) = ((estimate as f64 * LOAD_FACTOR) as u64, (estimate as f64 * RESIDENT_FACTOR) as u64);
+        let (load, resident) = (MemoryBudget::load_bytes(estimate), MemoryBudget::resident_bytes(estimate));
         // Room for two: v2 loads beside v1.
         let v2 = publish(1_800_000_001).await;
         assert_eq!(check(load + resident + 1, v1.clone()).await, [format!("swap small {v2}")]);

@@ -1,7 +1,8 @@
 //! End-to-end: `sextant build` on real filings cuts long sections without losing text,
 //! gives the same index files with worker processes as without (a worker that fails is
 //! retried), reuses every vector it has, publishes nothing when nothing changed, and
-//! refuses a corpus with a bad line without touching the index.
+//! refuses a corpus with a bad line without touching the index; and a built index loads
+//! within the memory rule the functions size their loads by.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -221,4 +222,24 @@ fn a_sharded_build_answers_as_the_single_index_and_changing_the_shard_count_enco
     for (q, w) in queries.iter().zip(&want) {
         assert_eq!(&hits(&sharded, q), w, "single again: {q}");
     }
+}
+
+/// A function sizes its loads by a rule over the estimate a build records
+/// (`sextant_aws::MemoryBudget`): a load of a small index, where fixed costs weigh most,
+/// and a second load beside it must peak within what the rule allows, measured in a fresh
+/// process by `sextant bench-load` (the process's own memory before loading left out).
+#[test]
+fn a_built_index_loads_once_and_twice_within_the_memory_rule() {
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs.jsonl");
+    write_docs(&docs, 0, 12);
+    let out = tmp.path().join("index");
+    build(&docs, &out, &[], &[]);
+    let o = sextant(&["bench-load", "--index", out.to_str().unwrap()], &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let f = |k: &str| v[k].as_f64().unwrap_or_else(|| panic!("no {k} in {v}"));
+    assert!(f("estimate_mib") > 0.0, "{v}");
+    assert!(f("once_mib") - f("idle_mib") <= f("rule_once_mib"), "one load over the rule: {v}");
+    assert!(f("twice_mib") - f("idle_mib") <= f("rule_twice_mib"), "two loads over the rule: {v}");
 }

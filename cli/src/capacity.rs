@@ -8,6 +8,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
+use sextant_aws::MemoryBudget;
 use sextant_core::build::{
     merge, shard_ranges, BuildOptions, ChunkKey, EncodedChunk, EncodedShard, Plan, DEFAULT_SHARD_CHUNKS,
 };
@@ -44,7 +45,9 @@ const PAGING_TERMS: usize = 32;
 /// then the file pages (of the files read in place, `Index::IN_PLACE_FILES`, among others)
 /// that [`PAGING_SEARCHES`] dense searches of 200 (each chunk's first vector as the query),
 /// then as many SPLADE searches of 200 ([`PAGING_TERMS`] terms that have postings, spread
-/// over the vocabulary), make resident. Printed as JSON.
+/// over the vocabulary), make resident. Printed as JSON, beside what the functions' memory
+/// rule allows for one load and for a second beside a served one (`rule_once_mib`,
+/// `rule_twice_mib`, [`MemoryBudget`]), to be compared with the peaks less `idle_mib`.
 pub fn load(dir: &Path) -> Result<()> {
     let idle = status_mib("VmRSS")?;
     let first = Index::load(&downloaded_files(dir)?)?;
@@ -73,10 +76,14 @@ pub fn load(dir: &Path) -> Result<()> {
         std::hint::black_box(first.splade.search(&query, None, 200));
     }
     let splade_paged_in = status_mib("RssFile")? - file_before - dense_paged_in;
+    let e = first.resident_bytes();
+    let rule_once = mib(MemoryBudget::load_bytes(e));
+    let rule_twice = mib(MemoryBudget::load_bytes(e) + MemoryBudget::resident_bytes(e));
     drop(first);
     println!(
         "{}",
         serde_json::json!({"idle_mib": idle, "once_mib": once, "twice_mib": twice,
+                           "rule_once_mib": rule_once, "rule_twice_mib": rule_twice,
                            "resident_mib": resident, "estimate_mib": estimate, "in_place_mib": in_place,
                            "searches": PAGING_SEARCHES, "dense_paged_in_mib": dense_paged_in,
                            "splade_paged_in_mib": splade_paged_in})

@@ -5,16 +5,20 @@
 //! ```text
 //! budget   = memory − RESERVE                       (the models, the runtime, requests)
 //! resident = RESIDENT_FACTOR · estimate             an index as it is served
-//! load     = LOAD_FACTOR · estimate                 its peak while it downloads and decodes
+//! load     = LOAD_FACTOR · estimate + LOAD_FIXED    its peak while it downloads and decodes
 //!
 //! swap     when resident(serving) + load(new) ≤ budget   (the old one serves meanwhile)
 //! in place when load(new) ≤ budget                         (the old one is let go first)
 //! refused  otherwise
 //! ```
 //!
-//! The factors are measured (`sextant bench-load --index DIR` on the SciFact, TAT-QA,
-//! fin-filings and fin-calls indexes, 3.4k-12.8k chunks, 2026-11-27): resident memory was
-//! 1.05-1.28 times the estimate and a load's peak 1.37-1.63 times; the reserve is the
+//! The factors are measured (`sextant bench-load --index DIR`, release build, 2026-11-28,
+//! the process's own memory before loading subtracted): resident memory was at most 1.17
+//! times the estimate; a load's peak was 2.7 times it on an index of 960 chunks (6.5 MiB),
+//! 1.93-2.05 times on SciFact, fin-filings and fin-calls (about 12,000 chunks) and 1.63
+//! times on 100,000 synthetic chunks, and a second load beside the first peaked at 4.1,
+//! 3.18-3.22 and 2.75 times. A factor alone would either fail small indexes or oversize
+//! large ones, so the load also counts a fixed [`LOAD_FIXED_BYTES`]. The reserve is the
 //! 254 MiB a process holding both models and ONNX Runtime measured, with room for the
 //! requests in flight. An estimate of 0 (an index built before it was recorded) fits.
 
@@ -25,7 +29,11 @@ pub const RESERVE_BYTES: u64 = 384 << 20;
 pub const RESIDENT_FACTOR: f64 = 1.35;
 
 /// Peak memory of loading an index per byte of its estimate.
-pub const LOAD_FACTOR: f64 = 1.75;
+pub const LOAD_FACTOR: f64 = 2.05;
+
+/// Peak memory of loading an index beside [`LOAD_FACTOR`] per byte: what decoding costs
+/// whatever the index's size.
+pub const LOAD_FIXED_BYTES: u64 = 16 << 20;
 
 /// What loading a version may do (see the module documentation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,8 +77,7 @@ impl MemoryBudget {
     /// What loading an index of `incoming` estimated bytes may do while one of `serving`
     /// estimated bytes is served (0: none).
     pub fn fit(&self, serving: u64, incoming: u64) -> Fit {
-        let load = (incoming as f64 * LOAD_FACTOR) as u64;
-        let resident = (serving as f64 * RESIDENT_FACTOR) as u64;
+        let (load, resident) = (Self::load_bytes(incoming), Self::resident_bytes(serving));
         if load > self.bytes {
             Fit::TooLarge { needed: load, budget: self.bytes }
         } else if resident + load > self.bytes {
@@ -80,11 +87,24 @@ impl MemoryBudget {
         }
     }
 
+    /// The peak bytes of loading an index of `estimate` bytes:
+    /// `LOAD_FACTOR · estimate + LOAD_FIXED_BYTES` (0 for an estimate not recorded).
+    pub fn load_bytes(estimate: u64) -> u64 {
+        match estimate {
+            0 => 0,
+            e => (e as f64 * LOAD_FACTOR) as u64 + LOAD_FIXED_BYTES,
+        }
+    }
+
+    /// The bytes an index of `estimate` bytes holds while served: `RESIDENT_FACTOR · estimate`.
+    pub fn resident_bytes(estimate: u64) -> u64 {
+        (estimate as f64 * RESIDENT_FACTOR) as u64
+    }
+
     /// The function memory (MiB) an index of `estimate` bytes needs to be swapped for a
     /// version of its size: what to set `FunctionMemory` to.
     pub fn needed_mb(estimate: u64) -> u64 {
-        let bytes = (estimate as f64 * (RESIDENT_FACTOR + LOAD_FACTOR)) as u64 + RESERVE_BYTES;
-        bytes.div_ceil(1 << 20)
+        (Self::resident_bytes(estimate) + Self::load_bytes(estimate) + RESERVE_BYTES).div_ceil(1 << 20)
     }
 }
 
@@ -128,17 +148,21 @@ mod tests {
         let budget = MemoryBudget::of_function(3008);
         assert_eq!(budget.bytes, (3008 - 384) << 20);
         let mib = |n: u64| n << 20;
-        // 1,000 MiB served, 800 MiB coming: 1,350 + 1,400 > 2,624 → in place.
-        assert_eq!(budget.fit(mib(1000), mib(800)), Fit::InPlace);
-        // Small ones swap; nothing served yet is a swap too.
-        assert_eq!(budget.fit(mib(500), mib(500)), Fit::Swap);
-        assert_eq!(budget.fit(0, mib(1400)), Fit::Swap);
+        // 1,000 MiB served, 650 MiB coming: 1,350 + 1,332.5 + 16 > 2,624 → in place.
+        assert_eq!(budget.fit(mib(1000), mib(650)), Fit::InPlace);
+        // 1,000 MiB served, 590 coming: 1,350 + 1,209.5 + 16 ≤ 2,624 → beside it.
+        assert_eq!(budget.fit(mib(1000), mib(590)), Fit::Swap);
+        // Nothing served yet is a swap too.
+        assert_eq!(budget.fit(0, mib(1200)), Fit::Swap);
         // Over the budget alone: refused, with what it needs.
-        assert_eq!(budget.fit(0, mib(1600)), Fit::TooLarge { needed: mib(2800), budget: mib(2624) });
+        match budget.fit(0, mib(1400)) {
+            Fit::TooLarge { needed, budget } => assert_eq!((needed.div_ceil(1 << 20), budget), (2886, mib(2624))),
+            other => panic!("{other:?}"),
+        }
         // An estimate of 0 (not recorded) always fits.
         assert_eq!(budget.fit(0, 0), Fit::Swap);
-        // The memory that swaps a 1,000 MiB index: 3.1 · 1,000 + 384 MiB.
-        assert_eq!(MemoryBudget::needed_mb(mib(1000)), 3484);
+        // The memory that swaps a 1,000 MiB index: 3.4 · 1,000 + 16 + 384 MiB.
+        assert_eq!(MemoryBudget::needed_mb(mib(1000)), 3800);
         // A function smaller than the reserve has nothing for indexes.
         assert_eq!(MemoryBudget::of_function(128).bytes, 0);
     }

@@ -107,8 +107,8 @@ pub struct IndexInfo {
     /// How it was built.
     pub settings: IndexSettings,
     /// The bytes it holds in memory once loaded, as estimated when it was built (0: not
-    /// recorded); a function needs about 3.1 times this beside its models to swap in a
-    /// version of this size (docs/aws.md).
+    /// recorded); a function needs about 3.4 times this plus 16 MiB beside its models to
+    /// swap in a version of this size (infra/README.md).
     pub resident_bytes: u64,
 }
 
