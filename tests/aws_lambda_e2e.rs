@@ -655,7 +655,7 @@ fn the_cohere_key_is_read_from_secrets_manager_at_cold_start() {
 }
 
 /// A sharded index on AWS: `sextant publish` puts it in S3 as one version of 3 shards; 3
-/// `shard` functions each load their shard, and a `search` function is their router,
+/// `shard` functions, given no model, each load their shard, and a `search` function is their router,
 /// asking them with the official SDK's Lambda `Invoke`. Every answer (retrieve, search,
 /// the knowledge-base API, /v1/context) is the one a function serving the single index
 /// gives, ids, scores and citations, before and after the index-build function makes it 2
@@ -695,10 +695,14 @@ fn a_sharded_index_in_s3_is_served_by_a_router_function_over_shard_functions() {
             e.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
             e
         };
+        // The shard functions ship without the models layer: their model directory is empty.
+        let no_models = tempfile::tempdir().unwrap();
+        let no_models = no_models.path().to_str().unwrap();
         let mut shards = Vec::new();
         for k in 0..3 {
             let shard = k.to_string();
-            let e = with(&[("SEXTANT_INDEXES", &three_at), ("SEXTANT_SHARD", &shard)]);
+            let e =
+                with(&[("SEXTANT_INDEXES", &three_at), ("SEXTANT_SHARD", &shard), ("SEXTANT_MODEL_DIR", no_models)]);
             shards.push(Function::start("sextant-shard", &e, logs.path()).await);
         }
         // Shard 2's function is also deployed once more with too little memory for its

@@ -374,8 +374,11 @@ async fn a_function_shares_its_models_between_indexes_and_reranks_with_the_confi
         context.state.loaded_index("filings-a").unwrap().engine().clone(),
         context.state.loaded_index("filings-b").unwrap().engine().clone(),
     );
-    assert!(Arc::ptr_eq(a.dense_encoder(), b.dense_encoder()), "one dense encoder for both indexes");
-    assert!(Arc::ptr_eq(a.sparse_encoder(), b.sparse_encoder()), "one SPLADE encoder for both indexes");
+    assert!(Arc::ptr_eq(a.dense_encoder().unwrap(), b.dense_encoder().unwrap()), "one dense encoder for both indexes");
+    assert!(
+        Arc::ptr_eq(a.sparse_encoder().unwrap(), b.sparse_encoder().unwrap()),
+        "one SPLADE encoder for both indexes"
+    );
     for engine in [a, b] {
         let out = tokio::task::spawn_blocking(move || {
             let out = engine.search(&SearchRequest::new("capital expenditure", 5)).unwrap();

@@ -267,7 +267,7 @@ pub struct Figures {
 /// Passage-encoding throughput on `passages` (encoder inputs): each encoder alone, then
 /// both as a build runs them. Returns (both, dense, sparse) in passages per second.
 pub fn passage_throughput(engine: &Engine, passages: &[String]) -> Result<(f64, f64, f64)> {
-    let (dense, sparse) = (engine.dense_encoder(), engine.sparse_encoder());
+    let (dense, sparse) = (engine.dense_encoder()?, engine.sparse_encoder()?);
     let refs: Vec<&str> = passages.iter().map(|s| s.as_str()).collect();
     let warm = &refs[..refs.len().min(16)];
     dense.embed_batch(warm)?;
@@ -329,14 +329,15 @@ pub fn run(engine: &Engine, queries: &[String], label: &str) -> Result<(Figures,
     for q in queries.iter().take(10) {
         let _ = engine.search(&SearchRequest::new(q.clone(), 10));
     }
+    let (dense_encoder, sparse_encoder) = (engine.dense_encoder()?, engine.sparse_encoder()?);
     for q in queries {
-        tok.push(time(|| engine.dense_encoder().tokenizer().encode(q)).1);
+        tok.push(time(|| dense_encoder.tokenizer().encode(q)).1);
     }
     for q in queries {
-        enc_d.push(time(|| engine.dense_encoder().embed(q)).1);
+        enc_d.push(time(|| dense_encoder.embed(q)).1);
     }
     for q in queries {
-        enc_s.push(time(|| engine.sparse_encoder().encode(q)).1);
+        enc_s.push(time(|| sparse_encoder.encode(q)).1);
     }
     for q in queries {
         let ((pq, _), t) = time(|| engine.prepare(q, &Path::ALL).expect("encode"));
@@ -394,7 +395,7 @@ pub fn run(engine: &Engine, queries: &[String], label: &str) -> Result<(Figures,
         scale: label.to_string(),
         chunks: index.chunks.len(),
         queries: queries.len(),
-        backend: engine.dense_encoder().backend().to_string(),
+        backend: engine.dense_encoder()?.backend().to_string(),
         search_p50_ms: t.p50,
         search_p99_ms: t.p99,
         tokenize_p50_ms: stats(&tok).p50,
@@ -579,7 +580,7 @@ pub fn scaled(engine: &Engine, target: usize, cache: &std::path::Path) -> Result
     if reused {
         eprintln!("reusing the synthetic {target}-chunk index in {}", dir.display());
     }
-    Ok(Engine::new(Arc::new(index), engine.dense_encoder().clone(), engine.sparse_encoder().clone(), None))
+    Ok(engine.sharing_encoders(Arc::new(index), None))
 }
 
 /// Cold start from S3, phase by phase: publishes `index` under `s3`/`label` as a new
@@ -698,7 +699,7 @@ pub fn late_interaction(
 ) -> Result<()> {
     use sextant_kit::eval::evaluate_retriever;
     use sextant_kit::{EngineRetriever, HybridRetriever, LateInteractionRetriever, Retriever};
-    let encoder = engine.dense_encoder().clone();
+    let encoder = engine.dense_encoder()?.clone();
     let engine = Arc::new(engine);
     let mut template = SearchRequest::new("", depth);
     template.paths = paths;

@@ -113,7 +113,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::EncodeWorker { task, out } => crate::build::encode_worker(&models, &task, &out),
         Command::Serve(args) => crate::serve::run(*args, models),
         Command::ShardWorker { index, shard, listen, fault, until_stdin_closes } => {
-            crate::shard_workers::worker(&index, shard, listen, fault.is_some(), until_stdin_closes, &models)
+            crate::shard_workers::worker(&index, shard, listen, fault.is_some(), until_stdin_closes)
         }
         Command::Context { index, question, top_k, route } => {
             let (engine, financials) = load_with_financials(&index, &models)?;
@@ -171,7 +171,7 @@ pub fn run(cli: Cli) -> Result<()> {
             let engine = open_engine(Arc::new(beir_index(&beir, &set, &models, &build)?), &models)?;
             let texts: Vec<String> = set.queries.into_iter().map(|(_, q)| q).collect();
             let dir = cache_dir().join("bench");
-            crate::shard_bench::run(&engine, &texts, queries, (scale, shards), &dir, workers.then_some(&models))
+            crate::shard_bench::run(&engine, &texts, queries, (scale, shards), &dir, workers)
         }
         Command::BenchColdStart { beir, scale, s3, build } => {
             let set = load_beir(&beir, "test")?;

@@ -165,7 +165,7 @@ fn compare_shards(
             beir,
             set,
             models,
-            (engine.dense_encoder(), engine.sparse_encoder()),
+            (engine.dense_encoder()?, engine.sparse_encoder()?),
             build,
             k,
         )?;

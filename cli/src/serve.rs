@@ -270,14 +270,9 @@ fn load_sharded_index(storage: &LocalDir, shared: &SharedModels, args: &ServeArg
         // The workers hold the search structures; this process keeps what results read,
         // loading one shard at a time.
         let timeout = std::time::Duration::from_millis(args.shard_deadline_ms.unwrap_or(30_000));
-        let models_dir = crate::shard_workers::models_root(shared.set());
-        crate::shard_workers::router_over_workers(
-            storage.root(),
-            &root,
-            &models_dir,
-            (timeout, args.shard_fault),
-            |store| Ok(shared.engine(store)?.0),
-        )?
+        crate::shard_workers::router_over_workers(storage.root(), &root, (timeout, args.shard_fault), |store| {
+            Ok(shared.engine(store)?.0)
+        })?
     } else {
         let (_, shards) =
             load_sharded(storage).with_context(|| format!("loading index {location}"))?.context("a root")?;
@@ -316,7 +311,7 @@ pub(crate) fn open_live(
     let Searcher::Single(engine) = &served.searcher else {
         anyhow::bail!("index {id} is sharded: writes to a sharded index are not supported yet");
     };
-    let encoders = (engine.dense_encoder().clone(), engine.sparse_encoder().clone());
+    let encoders = (engine.dense_encoder()?.clone(), engine.sparse_encoder()?.clone());
     let publish_state = state.clone();
     let index_id = id.to_string();
     let publish = Box::new(move |index: Arc<Index>| {

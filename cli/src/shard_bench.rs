@@ -22,7 +22,6 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use sextant_core::build::{merge, merge_shards};
-use sextant_core::encode::ModelSet;
 use sextant_core::index::Index;
 use sextant_core::pipeline::{Engine, SearchRequest};
 use sextant_core::shards::protocol::ShardQuery;
@@ -30,7 +29,7 @@ use sextant_core::shards::{load_sharded, read_root, save_sharded, ShardRequest, 
 use sextant_core::storage::LocalDir;
 
 use crate::capacity::synthetic_plan;
-use crate::shard_workers::{models_root, router_over_workers};
+use crate::shard_workers::router_over_workers;
 
 /// The synthetic index of `target` chunks made from `engine`'s index, whole and as `k`
 /// shards, under `dir` (built once, then reused), each searched with `engine`'s models; and
@@ -50,14 +49,7 @@ fn indexes(engine: &Engine, target: usize, k: usize, dir: &Path) -> Result<(Engi
         save_sharded(&shards_store, &shards, &[])?;
         eprintln!("merged them as {k} shards in {:.0} s", t.elapsed().as_secs_f64());
     }
-    let with_models = |index: Arc<Index>| {
-        Ok::<_, anyhow::Error>(Engine::new(
-            index,
-            engine.dense_encoder().clone(),
-            engine.sparse_encoder().clone(),
-            None,
-        ))
-    };
+    let with_models = |index: Arc<Index>| Ok::<_, anyhow::Error>(engine.sharing_encoders(index, None));
     let whole = with_models(Arc::new(Index::load(&whole_store)?))?;
     let (_, shards) = load_sharded(&shards_store)?.context("the sharded index was just saved")?;
     let set = ShardSet::of_shards(shards, with_models)?;
@@ -66,12 +58,10 @@ fn indexes(engine: &Engine, target: usize, k: usize, dir: &Path) -> Result<(Engi
 
 /// The sharded index in `dir` served by one worker process per shard, routed from this
 /// process with `engine`'s models over the shards' stores.
-fn over_workers(engine: &Engine, dir: &Path, models: &ModelSet) -> Result<ShardSet> {
+fn over_workers(engine: &Engine, dir: &Path) -> Result<ShardSet> {
     let (root, _) = read_root(&LocalDir::new(dir))?.context("the sharded index was just saved")?;
     let timeout = std::time::Duration::from_secs(30);
-    router_over_workers(dir, &root, &models_root(models), (timeout, None), |store| {
-        Ok(Engine::new(store, engine.dense_encoder().clone(), engine.sparse_encoder().clone(), None))
-    })
+    router_over_workers(dir, &root, (timeout, None), |store| Ok(engine.sharing_encoders(store, None)))
 }
 
 /// The `p`-quantile of `xs` (nearest rank).
@@ -82,19 +72,18 @@ fn quantile(xs: &mut [f64], p: f64) -> f64 {
 
 /// Runs the benchmark on `queries` (cycled to `count`), prints a Markdown table and one
 /// JSON line of the same figures.
-/// With `workers` (the models of `models`), the sharded index is also searched over worker
-/// processes.
+/// With `workers`, the sharded index is also searched over worker processes.
 pub fn run(
     engine: &Engine,
     queries: &[String],
     count: usize,
     (target, k): (usize, usize),
     dir: &Path,
-    workers: Option<&ModelSet>,
+    workers: bool,
 ) -> Result<()> {
     anyhow::ensure!(!queries.is_empty() && k > 1, "bench-shards needs queries and at least 2 shards");
     let (whole, set, shards_dir) = indexes(engine, target, k, dir)?;
-    let remote = workers.map(|models| over_workers(engine, &shards_dir, models)).transpose()?;
+    let remote = workers.then(|| over_workers(engine, &shards_dir)).transpose()?;
     let mut rows: [Vec<f64>; 8] = Default::default();
     let [whole_ms, sharded_ms, alone_ms, merge_ms, distributed_ms, encode_ms, remote_ms, remote_merge_ms] = &mut rows;
     let mut overlap = 0.0;

@@ -7,7 +7,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -18,9 +18,8 @@ use hyper::body::Bytes;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use sextant_core::encode::ModelSet;
 use sextant_core::index::Index;
-use sextant_core::pipeline::{open_engine, Engine};
+use sextant_core::pipeline::Engine;
 use sextant_core::shards::{
     load_shard, load_shard_store, read_root, RootManifest, Shard, ShardRequest, ShardResponse, ShardSet,
 };
@@ -33,19 +32,13 @@ const MAX_ANSWER_BYTES: usize = 64 << 20;
 
 /// `sextant shard-worker`: serves shard `shard` of the sharded index in `index` on
 /// `listen` until Ctrl-C, or, with `until_stdin_closes`, until its standard input closes
-/// (its parent went away). Prints `shard K listening on http://ADDR` once it answers.
-pub fn worker(
-    index: &Path,
-    shard: usize,
-    listen: SocketAddr,
-    failing: bool,
-    until_stdin_closes: bool,
-    models: &ModelSet,
-) -> Result<()> {
+/// (its parent went away). Prints `shard K listening on http://ADDR` once it answers. It
+/// loads no model: its router sends every query encoded ([`Engine::without_encoders`]).
+pub fn worker(index: &Path, shard: usize, listen: SocketAddr, failing: bool, until_stdin_closes: bool) -> Result<()> {
     let storage = LocalDir::new(index);
     let (root, _) = read_root(&storage)?.with_context(|| format!("{} is not a sharded index", index.display()))?;
     let (shard_index, _) = load_shard(&storage, &root, shard)?;
-    let engine = Arc::new(open_engine(Arc::new(shard_index), models)?);
+    let engine = Arc::new(Engine::without_encoders(Arc::new(shard_index)));
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| format!("binding {listen}"))?;
@@ -146,19 +139,13 @@ impl Drop for HttpShard {
 /// a client of each in shard order, owning its process. Shard `failing`, if any, fails
 /// every request (fault injection). Each worker exits when this process does (its stdin
 /// closes).
-pub fn start_workers(
-    index: &Path,
-    count: usize,
-    models_dir: &Path,
-    timeout: Duration,
-    failing: Option<usize>,
-) -> Result<Vec<HttpShard>> {
+pub fn start_workers(index: &Path, count: usize, timeout: Duration, failing: Option<usize>) -> Result<Vec<HttpShard>> {
     let exe = std::env::current_exe().context("finding the sextant binary to start shard workers")?;
     let threads = (std::thread::available_parallelism().map_or(1, |n| n.get()) / count).max(1);
     let mut started = Vec::with_capacity(count);
     for k in 0..count {
         let mut cmd = Command::new(&exe);
-        cmd.arg("--models").arg(models_dir).arg("shard-worker").arg("--index").arg(index);
+        cmd.arg("shard-worker").arg("--index").arg(index);
         cmd.args(["--shard", &k.to_string(), "--listen", "127.0.0.1:0", "--until-stdin-closes"]);
         if failing == Some(k) {
             cmd.args(["--fault", "error"]);
@@ -184,26 +171,20 @@ pub fn start_workers(
     Ok(shards)
 }
 
-/// The directory the models of `models` are under (what `--models` names).
-pub fn models_root(models: &ModelSet) -> PathBuf {
-    models.dense.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."))
-}
-
 /// The sharded index in `dir` (its root `root`) served by one worker process per shard
-/// ([`start_workers`], with the models under `models_dir`, each request timing out after
+/// ([`start_workers`], each request timing out after
 /// `timeout`, shard `failing` failing on purpose), routed from this process over the
 /// shards' stores (their documents, chunks and BM25 alone, [`load_shard_store`]) with the engine
 /// `engine` makes of the first store.
 pub fn router_over_workers(
     dir: &Path,
     root: &RootManifest,
-    models_dir: &Path,
     (timeout, failing): (Duration, Option<usize>),
     engine: impl FnOnce(Arc<Index>) -> Result<Engine>,
 ) -> Result<ShardSet> {
     let storage = LocalDir::new(dir);
     let count = root.shards.len();
-    let workers = start_workers(dir, count, models_dir, timeout, failing)?;
+    let workers = start_workers(dir, count, timeout, failing)?;
     let (mut stores, mut order) = (Vec::with_capacity(count), Vec::with_capacity(count));
     for k in 0..count {
         let (store, o) =

@@ -103,7 +103,7 @@ pub fn narrative(
     let (prepared, _) = engine.prepare(question, &Path::ALL)?;
     let query_vec = match &prepared.dense {
         Some(v) => v.clone(),
-        None => engine.dense_encoder().embed(question)?,
+        None => engine.dense_encoder()?.embed(question)?,
     };
     let prepared = Arc::new(prepared);
     let ticker_list: Vec<Option<&String>> =

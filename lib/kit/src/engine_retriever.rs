@@ -265,9 +265,7 @@ mod tests {
     fn a_toolkit_reranker_reorders_the_engine_and_an_invented_item_fails_the_rerank() {
         use crate::{CallbackReranker, ScoreReranker};
         let base = sextant_core::testutil::small_engine();
-        let with = |r: Arc<dyn sextant_core::pipeline::Reranker>| {
-            Engine::new(base.index().clone(), base.dense_encoder().clone(), base.sparse_encoder().clone(), Some(r))
-        };
+        let with = |r: Arc<dyn sextant_core::pipeline::Reranker>| base.sharing_encoders(base.index().clone(), Some(r));
         let shortest_first =
             with(Arc::new(EngineReranker::new(ScoreReranker::new(|_q: &str, p: &str| -(p.len() as f32)))));
         let mut req = SearchRequest::new("net sales", 3);

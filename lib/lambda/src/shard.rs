@@ -3,7 +3,8 @@
 //!
 //! - `SEXTANT_INDEXES`: the index, one `s3://bucket/prefix` of published versions.
 //! - `SEXTANT_SHARD`: the shard this function serves (0 to K − 1).
-//! - The models as for the API functions ([`crate::startup`]); a shard never reranks.
+//! - No model: every question carries its query already encoded by the router
+//!   ([`Engine::without_encoders`]), so a shard function loads none and needs no models layer.
 //!
 //! Cold start loads the shard of the current version. Every question names the version it
 //! is asked about, so a query never mixes two builds: a question about another version
@@ -23,11 +24,11 @@ use lambda_http::{service_fn, LambdaEvent};
 use sextant_aws::versions::Pointer;
 use sextant_aws::{Fit, MemoryBudget, ShardInvocation, VersionedIndex};
 use sextant_core::error::{Error, Result};
-use sextant_core::pipeline::{Engine, SharedModels};
+use sextant_core::pipeline::Engine;
 use sextant_core::shards::{protocol, RootManifest, ShardResponse};
 use sextant_core::storage::Location;
 
-use crate::startup::{index_locations, models_from_env};
+use crate::startup::index_locations;
 
 /// How many versions of its shard a shard function holds at most.
 const HELD_VERSIONS: usize = 2;
@@ -36,15 +37,14 @@ const HELD_VERSIONS: usize = 2;
 pub struct ShardServer {
     source: VersionedIndex,
     shard: usize,
-    models: Arc<SharedModels>,
     /// The versions held, oldest first (version ids sort by time).
     held: tokio::sync::Mutex<Vec<(String, Arc<Engine>)>>,
 }
 
 impl ShardServer {
-    /// Shard `shard` of the index at `source`, searched with `models`; nothing loaded yet.
-    pub fn new(source: VersionedIndex, shard: usize, models: Arc<SharedModels>) -> Self {
-        ShardServer { source, shard, models, held: tokio::sync::Mutex::new(Vec::new()) }
+    /// Shard `shard` of the index at `source`; nothing loaded yet.
+    pub fn new(source: VersionedIndex, shard: usize) -> Self {
+        ShardServer { source, shard, held: tokio::sync::Mutex::new(Vec::new()) }
     }
 
     /// The engine of this shard in the version `pointer` names, loaded first if it is not
@@ -77,14 +77,13 @@ impl ShardServer {
         }
         self.make_room(&mut held, pointer, &root).await?;
         let (index, _, phases) = self.source.load_shard(pointer, &root, self.shard, false).await?;
-        let (engine, took) = sextant_aws::open_engine(&self.models, Arc::new(index)).await?;
+        let engine = Engine::without_encoders(Arc::new(index));
         tracing::info!(
             index = %self.source.location(),
             shard = self.shard,
             version = %pointer.version,
             download_ms = phases.download_ms,
             decode_ms = phases.decode_ms,
-            models_ms = took.as_millis() as u64,
             bytes = phases.bytes,
             ms = t.elapsed().as_millis() as u64,
             "shard loaded"
@@ -160,7 +159,7 @@ fn shard_from_env() -> Result<(usize, Location)> {
     }
 }
 
-/// The `shard` function: loads the models and its shard of the current version (cold
+/// The `shard` function: loads its shard of the current version (cold
 /// start; a shard that fails to load is logged and loaded again at the first question),
 /// then answers each invocation with the shard protocol's answer, or a function error
 /// (`InvalidEvent` for a payload that is not a shard question, `ShardFailed` otherwise).
@@ -168,9 +167,8 @@ pub fn serve_shard() -> std::result::Result<(), lambda_http::Error> {
     tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(async {
         let t = Instant::now();
         let (shard, location) = shard_from_env()?;
-        let models = Arc::new(SharedModels::new(models_from_env().await?));
         let source = VersionedIndex::new(&sextant_aws::sdk_config().await, &location)?;
-        let server = ShardServer::new(source, shard, models);
+        let server = ShardServer::new(source, shard);
         match server.source.current().await {
             Ok(pointer) => match server.engine(&pointer).await {
                 Ok(_) => tracing::info!(shard, ms = t.elapsed().as_millis() as u64, "cold start: done"),

@@ -716,3 +716,22 @@ fn the_cohere_key_is_read_from_its_secret_not_from_the_environment() {
         }
     }
 }
+
+/// The functions that encode (the API's, the builder) attach the models layer; the shard
+/// functions answer queries their routers encoded and load no model, so they ship without
+/// it: no layer in `Globals`, where it would reach them too.
+#[test]
+fn only_the_functions_that_encode_attach_the_models_layer() {
+    let globals = block(&top("Globals:"), "Function:", 2);
+    assert!(entry(&globals, "Layers", 4).is_none(), "a layer in Globals reaches every function");
+    let functions = resources_of_type("AWS::Serverless::Function");
+    assert!(functions.contains(&"ShardFunction${K}"), "{functions:?}");
+    for name in functions {
+        let layers = value(&block(&resource(name), "Properties:", 4), "Layers");
+        let encodes = ["RetrieveFunction", "SearchFunction", "IndexBuildFunction"].contains(&name);
+        match (encodes, layers.as_deref()) {
+            (true, Some("- !Ref ModelsLayer")) | (false, None) => {}
+            (_, other) => panic!("{name}: Layers {other:?}"),
+        }
+    }
+}

@@ -13,7 +13,7 @@ use super::request::{Diagnostics, Hit, PathRank, Recency, RerankStatus, SearchOu
 use super::rerank::{Candidate, CrossEncoderReranker, Reranker};
 use super::settings::{FusionConfig, FusionMethod};
 use crate::corpus::Date;
-use crate::encode::{encoders_take_turns, join_encoders, DenseEncoder, SparseEncoder};
+use crate::encode::{encoders_take_turns, join_encoders, Backend, DenseEncoder, SparseEncoder};
 use crate::error::{Error, Result, Stage};
 use crate::index::{Bitset, Index};
 
@@ -65,11 +65,18 @@ pub struct Retrieved {
     pub timings: StageTimings,
 }
 
+/// The two query encoders of an engine.
+#[derive(Clone)]
+struct QueryEncoders {
+    dense: Arc<DenseEncoder>,
+    sparse: Arc<SparseEncoder>,
+}
+
 /// One index with everything needed to search it.
 pub struct Engine {
     index: Arc<Index>,
-    dense: Arc<DenseEncoder>,
-    sparse: Arc<SparseEncoder>,
+    /// `None`: the engine answers only queries encoded elsewhere ([`Engine::without_encoders`]).
+    encoders: Option<QueryEncoders>,
     reranker: Option<Arc<dyn Reranker>>,
     retrievers: Vec<Box<dyn PathRetriever>>,
     newest_day: Option<i64>,
@@ -88,13 +95,33 @@ impl Engine {
         sparse: Arc<SparseEncoder>,
         reranker: Option<Arc<dyn Reranker>>,
     ) -> Self {
+        Self::assemble(index, Some(QueryEncoders { dense, sparse }), reranker)
+    }
+
+    /// An engine over `index` with no models: it answers only queries encoded elsewhere
+    /// ([`SearchRequest::prepared`]), as an index shard answers its router
+    /// ([`crate::shards::protocol::answer`]), so a process that serves a shard loads no
+    /// model. A query it would have to encode fails the paths that need the encoding.
+    pub fn without_encoders(index: Arc<Index>) -> Self {
+        Self::assemble(index, None, None)
+    }
+
+    fn assemble(index: Arc<Index>, encoders: Option<QueryEncoders>, reranker: Option<Arc<dyn Reranker>>) -> Self {
         let retrievers: Vec<Box<dyn PathRetriever>> = vec![
             Box::new(DensePath(index.clone())),
             Box::new(Bm25Path(index.clone())),
             Box::new(SpladePath(index.clone())),
         ];
         let newest_day = index.newest_day();
-        Engine { index, dense, sparse, reranker, retrievers, newest_day, ready: Path::ALL.to_vec() }
+        Engine { index, encoders, reranker, retrievers, newest_day, ready: Path::ALL.to_vec() }
+    }
+
+    /// The query encoders, or what to say when this engine has none.
+    fn encoders(&self) -> Result<&QueryEncoders> {
+        self.encoders.as_ref().ok_or_else(|| Error::Component {
+            component: "query encoders".into(),
+            reason: "this engine loads no models: it answers queries encoded elsewhere (an index shard)".into(),
+        })
     }
 
     /// Serves only `paths` (the others are still building: a search leaves them out and
@@ -129,7 +156,14 @@ impl Engine {
                 });
             }
         }
-        Ok(Engine::new(index, self.dense.clone(), self.sparse.clone(), self.reranker.clone()))
+        Ok(self.sharing_encoders(index, self.reranker.clone()))
+    }
+
+    /// An engine over `index` with this engine's encoders (or none) and `reranker`, not
+    /// checked against the weights `index` was built with ([`with_index`](Self::with_index)
+    /// checks them).
+    pub fn sharing_encoders(&self, index: Arc<Index>, reranker: Option<Arc<dyn Reranker>>) -> Engine {
+        Self::assemble(index, self.encoders.clone(), reranker)
     }
 
     /// Replaces the retriever of one path (tests use this to make a path fail).
@@ -151,14 +185,14 @@ impl Engine {
         &self.index
     }
 
-    /// The dense encoder.
-    pub fn dense_encoder(&self) -> &Arc<DenseEncoder> {
-        &self.dense
+    /// The dense encoder (an error for an engine [without encoders](Self::without_encoders)).
+    pub fn dense_encoder(&self) -> Result<&Arc<DenseEncoder>> {
+        Ok(&self.encoders()?.dense)
     }
 
-    /// The SPLADE encoder.
-    pub fn sparse_encoder(&self) -> &Arc<SparseEncoder> {
-        &self.sparse
+    /// The SPLADE encoder (an error for an engine [without encoders](Self::without_encoders)).
+    pub fn sparse_encoder(&self) -> Result<&Arc<SparseEncoder>> {
+        Ok(&self.encoders()?.sparse)
     }
 
     /// Whether a reranker is configured.
@@ -178,20 +212,29 @@ impl Engine {
     fn prepare_texts(&self, text: QueryTexts<'_>, paths: &[Path]) -> (PreparedQuery, bool) {
         let dense_paths: Vec<Path> = paths.iter().copied().filter(|&p| p == Path::Dense).collect();
         let sparse_paths: Vec<Path> = paths.iter().copied().filter(|&p| p == Path::Splade).collect();
-        let (d, s) = join_encoders(
-            (self.dense.backend(), self.sparse.backend()),
-            || self.encode(text, &dense_paths),
-            || self.encode(text, &sparse_paths),
-        );
+        let (d, s) =
+            join_encoders(self.backends(), || self.encode(text, &dense_paths), || self.encode(text, &sparse_paths));
         // An encoder failure is a failure of its path only, reported by the retriever.
         let query = PreparedQuery { text: text.lexical.to_string(), dense: d.query.dense, sparse: s.query.sparse };
         (query, self.query_truncated(text.full, d.truncated))
     }
 
+    /// The backends of the two encoders (ONNX Runtime's without encoders: then nothing is
+    /// encoded, and the two branches only retrieve).
+    fn backends(&self) -> (Backend, Backend) {
+        match &self.encoders {
+            Some(e) => (e.dense.backend(), e.sparse.backend()),
+            None => (Backend::OnnxRuntime, Backend::OnnxRuntime),
+        }
+    }
+
     /// Whether `text` is cut to the model window: known from the dense encoding when it
-    /// ran, else learnt by tokenizing once more.
+    /// ran, else learnt by tokenizing once more (never, without encoders).
     fn query_truncated(&self, text: &str, from_dense: Option<bool>) -> bool {
-        from_dense.unwrap_or_else(|| self.dense.tokenizer().encode(text).map(|e| e.truncated).unwrap_or(false))
+        from_dense.unwrap_or_else(|| match &self.encoders {
+            Some(e) => e.dense.tokenizer().encode(text).map(|e| e.truncated).unwrap_or(false),
+            None => false,
+        })
     }
 
     /// Runs the encoders `paths` need on `text` (one after the other), keeping the last
@@ -202,8 +245,18 @@ impl Engine {
             truncated: None,
             error: None,
         };
+        if !paths.iter().any(|p| matches!(p, Path::Dense | Path::Splade)) {
+            return out;
+        }
+        let encoders = match self.encoders() {
+            Ok(e) => e,
+            Err(e) => {
+                out.error = Some(e.to_string());
+                return out;
+            }
+        };
         if paths.contains(&Path::Dense) {
-            match self.dense.embed_query(text.full) {
+            match encoders.dense.embed_query(text.full) {
                 Ok((v, truncated)) => {
                     out.query.dense = Some(v);
                     out.truncated = Some(truncated);
@@ -212,7 +265,7 @@ impl Engine {
             }
         }
         if paths.contains(&Path::Splade) {
-            match self.sparse.encode(text.lexical) {
+            match encoders.sparse.encode(text.lexical) {
                 Ok(v) => out.query.sparse = Some(v),
                 Err(e) => out.error = Some(e.to_string()),
             }
@@ -431,7 +484,8 @@ impl Engine {
             let e = self.encode(texts, paths);
             (e, ms(t))
         };
-        let encoded_first = encoders_take_turns(self.dense.backend(), self.sparse.backend());
+        let (dense_backend, sparse_backend) = self.backends();
+        let encoded_first = encoders_take_turns(dense_backend, sparse_backend);
         let (dense_encoded, sparse_encoded) = match (&req.prepared, encoded_first) {
             // Encoded once by the caller for several searches: nothing to encode here.
             (Some(p), _) => {

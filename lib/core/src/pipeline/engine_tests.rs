@@ -11,7 +11,7 @@ use crate::testutil::small_engine as engine;
 
 fn with<F: FnOnce(Engine) -> Engine>(f: F) -> Engine {
     let e = engine();
-    f(Engine::new(e.index().clone(), e.dense_encoder().clone(), e.sparse_encoder().clone(), None))
+    f(e.sharing_encoders(e.index().clone(), None))
 }
 
 fn doc_ids(e: &Engine, out: &SearchOutcome) -> Vec<String> {
@@ -522,7 +522,7 @@ fn dense_feedback_keeps_the_filter_and_the_minimum_similarity_to_the_question() 
     assert!(out.hits.iter().all(|h| e.index().document_of(h.chunk).ticker.as_deref() == Some("AAPL")));
 
     // The minimum is the cosine with the question as asked, not with the moved query.
-    let (q, _) = e.dense_encoder().embed_query(query).unwrap();
+    let (q, _) = e.dense_encoder().unwrap().embed_query(query).unwrap();
     let cosine = |c: u32| e.index().dense_score(c, &q);
     let mut all = SearchRequest::new(query, 10);
     all.paths = vec![Path::Dense];
@@ -536,4 +536,26 @@ fn dense_feedback_keeps_the_filter_and_the_minimum_similarity_to_the_question() 
         out.hits.iter().filter(|h| h.diagnostics.paths.contains_key(&Path::Dense)).map(|h| h.chunk).collect();
     assert!(!dense.is_empty());
     assert!(dense.iter().all(|&c| cosine(c) >= min - 1e-6), "every dense hit at least {min}");
+}
+
+/// An engine without encoders (an index shard's) retrieves a query encoded elsewhere as
+/// the engine with them does, to the bit; a query it would have to encode fails the dense
+/// and SPLADE paths with a reason that says so, while BM25 still serves.
+#[test]
+fn an_engine_without_encoders_answers_encoded_queries_only() {
+    let e = engine();
+    let bare = Engine::without_encoders(e.index().clone());
+    assert!(bare.dense_encoder().is_err() && bare.sparse_encoder().is_err());
+    let mut req = SearchRequest::new("iPhone net sales by region", 10);
+    let (prepared, _) = e.prepare_request(&req);
+    req.prepared = Some(Arc::new(prepared));
+    let (a, b) = (e.retrieve_paths(&req).unwrap(), bare.retrieve_paths(&req).unwrap());
+    assert_eq!(a.used_paths, Path::ALL.to_vec());
+    assert_eq!((a.used_paths, a.lists), (b.used_paths, b.lists));
+
+    let out = bare.retrieve_paths(&SearchRequest::new("iPhone net sales by region", 10)).unwrap();
+    assert_eq!(out.used_paths, [Path::Bm25]);
+    let failed: Vec<Path> = out.failed_paths.iter().map(|(p, _)| *p).collect();
+    assert_eq!(failed, [Path::Dense, Path::Splade]);
+    assert!(out.failed_paths.iter().all(|(_, why)| why.contains("loads no models")), "{:?}", out.failed_paths);
 }
