@@ -263,14 +263,15 @@ fn load_indexes(args: &ServeArgs, shared: SharedModels, state: &Arc<AppState>) -
 /// index.
 fn load_sharded_index(storage: &LocalDir, shared: &SharedModels, args: &ServeArgs) -> Result<Option<ServedIndex>> {
     let location = storage.root().display().to_string();
-    let Some((root, _)) = read_root(storage).with_context(|| format!("loading index {location}"))? else {
+    let Some((root, stats)) = read_root(storage).with_context(|| format!("loading index {location}"))? else {
         return Ok(None);
     };
     let mut router = if args.shard_workers {
         // The workers hold the search structures; this process keeps what results read,
         // loading one shard at a time.
         let timeout = std::time::Duration::from_millis(args.shard_deadline_ms.unwrap_or(30_000));
-        crate::shard_workers::router_over_workers(storage.root(), &root, (timeout, args.shard_fault), |store| {
+        let root = (&root, stats);
+        crate::shard_workers::router_over_workers(storage.root(), root, (timeout, args.shard_fault), |store| {
             Ok(shared.engine(store)?.0)
         })?
     } else {

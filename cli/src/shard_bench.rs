@@ -59,9 +59,9 @@ fn indexes(engine: &Engine, target: usize, k: usize, dir: &Path) -> Result<(Engi
 /// The sharded index in `dir` served by one worker process per shard, routed from this
 /// process with `engine`'s models over the shards' stores.
 fn over_workers(engine: &Engine, dir: &Path) -> Result<ShardSet> {
-    let (root, _) = read_root(&LocalDir::new(dir))?.context("the sharded index was just saved")?;
+    let (root, stats) = read_root(&LocalDir::new(dir))?.context("the sharded index was just saved")?;
     let timeout = std::time::Duration::from_secs(30);
-    router_over_workers(dir, &root, (timeout, None), |store| Ok(engine.sharing_encoders(store, None)))
+    router_over_workers(dir, (&root, stats), (timeout, None), |store| Ok(engine.sharing_encoders(store, None)))
 }
 
 /// The `p`-quantile of `xs` (nearest rank).

@@ -18,7 +18,7 @@ use hyper::body::Bytes;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use sextant_core::index::Index;
+use sextant_core::index::{Index, LexicalStats};
 use sextant_core::pipeline::Engine;
 use sextant_core::shards::{
     load_shard, load_shard_store, read_root, RootManifest, Shard, ShardRequest, ShardResponse, ShardSet,
@@ -171,14 +171,14 @@ pub fn start_workers(index: &Path, count: usize, timeout: Duration, failing: Opt
     Ok(shards)
 }
 
-/// The sharded index in `dir` (its root `root`) served by one worker process per shard
-/// ([`start_workers`], each request timing out after
-/// `timeout`, shard `failing` failing on purpose), routed from this process over the
-/// shards' stores (their documents, chunks and BM25 alone, [`load_shard_store`]) with the engine
-/// `engine` makes of the first store.
+/// The sharded index in `dir` (its root `root` and BM25 statistics `stats`, as
+/// [`read_root`] reads them) served by one worker process per shard ([`start_workers`],
+/// each request timing out after `timeout`, shard `failing` failing on purpose), routed
+/// from this process over the shards' stores (their documents and chunks alone,
+/// [`load_shard_store`]) with the engine `engine` makes of the first store.
 pub fn router_over_workers(
     dir: &Path,
-    root: &RootManifest,
+    (root, stats): (&RootManifest, LexicalStats),
     (timeout, failing): (Duration, Option<usize>),
     engine: impl FnOnce(Arc<Index>) -> Result<Engine>,
 ) -> Result<ShardSet> {
@@ -194,5 +194,5 @@ pub fn router_over_workers(
     }
     let router = Arc::new(engine(stores[0].clone())?);
     let workers = workers.into_iter().map(|w| Arc::new(w) as Arc<dyn Shard>).collect();
-    Ok(ShardSet::with_shards(router, stores, workers, Some(order))?)
+    Ok(ShardSet::with_shards(router, stores, workers, Some(order), stats)?)
 }

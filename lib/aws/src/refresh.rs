@@ -64,7 +64,8 @@ pub struct LoadedIndex {
 /// same cores as the transfer): 2.1–2.3 s instead of 1.6 s for a 100k-chunk index.
 ///
 /// A sharded version ([`Pointer::shards`]) is opened as its router: each shard's store
-/// (documents, chunks and BM25, [`VersionedIndex::load_shard`]) and a client of each shard
+/// (documents and chunks, [`VersionedIndex::load_shard`]), BM25's statistics from the root,
+/// and a client of each shard
 /// function that `shards` names, asked about this version only.
 pub async fn open_from_s3(
     source: &VersionedIndex,
@@ -131,7 +132,7 @@ async fn open_router(
     models: &Arc<SharedModels>,
     shards: Option<&ShardFunctions>,
 ) -> Result<LoadedIndex> {
-    let (root, _) = source.root(pointer).await?;
+    let (root, stats) = source.root(pointer).await?;
     let Some(functions) = shards else {
         return Err(Error::invalid(
             "SEXTANT_SHARD_FUNCTION",
@@ -154,8 +155,8 @@ async fn open_router(
     }
     let (engine, took) = open_engine(models, stores[0].clone()).await?;
     let clients = functions.shards(&root.index_id, pointer);
-    let router =
-        ShardSet::with_shards(Arc::new(engine), stores, clients, Some(order))?.with_deadline(functions.deadline());
+    let router = ShardSet::with_shards(Arc::new(engine), stores, clients, Some(order), stats)?
+        .with_deadline(functions.deadline());
     let financials = Financials::new(FactStore::default(), &router);
     let timings = LoadTimings { pointer_ms: 0, download_ms, decode_ms, models_ms: took.as_millis() as u64, bytes };
     Ok(LoadedIndex { searcher: Searcher::Sharded(Arc::new(router)), financials, pointer: pointer.clone(), timings })

@@ -383,8 +383,8 @@ impl VersionedIndex {
     /// Downloads shard `k` of the sharded version `pointer` names (`root`, from
     /// [`VersionedIndex::root`]), verifies it against the root and decodes it: the whole
     /// shard (what a shard function searches), or with `store` only what a router keeps
-    /// of it ([`sextant_core::shards::load_shard_store`]: documents, chunks and BM25, so
-    /// no vector is downloaded). Returns the index, its documents' order and the timings.
+    /// of it ([`sextant_core::shards::load_shard_store`]: documents and chunks, so no
+    /// postings or vector is downloaded). Returns the index, its documents' order and the timings.
     pub async fn load_shard(
         &self,
         pointer: &Pointer,

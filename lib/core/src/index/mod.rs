@@ -209,7 +209,7 @@ impl Index {
     }
 
     /// [`Index::from_parts`]; with `searchable` false, a store ([`Index::into_store`]) whose
-    /// dense and SPLADE parts are empty, so only BM25 is checked against the chunks.
+    /// search parts are empty, so none is checked against the chunks.
     fn from_checked_parts(
         manifest: Manifest,
         documents: Vec<Document>,
@@ -231,8 +231,8 @@ impl Index {
                 Ok(())
             }
         };
-        check(BM25, bm25.inverted.num_chunks as usize)?;
         if searchable {
+            check(BM25, bm25.inverted.num_chunks as usize)?;
             check(DENSE_VECTORS, dense.len())?;
             check(SPLADE, splade.inverted.num_chunks as usize)?;
         }
@@ -508,12 +508,13 @@ impl Index {
         format::write_files(storage, files, self.manifest.clone())
     }
 
-    /// This index as a router's store of one shard: its documents, chunks and BM25 (what
-    /// the router reads for results and evidence spans), without the dense vectors, graph
-    /// and SPLADE postings that only the shard's own search reads. A dense or SPLADE
-    /// search of the store finds nothing.
+    /// This index as a router's store of one shard: its documents and chunks (what the
+    /// router reads for results and evidence spans), without the postings and vectors that
+    /// only the shard's own search reads (the router reads BM25's statistics from the root
+    /// manifest's). A search of the store finds nothing.
     pub fn into_store(mut self) -> Index {
         self.dense = Arc::new(DenseIndex::build(self.dense.dim, Vec::new()));
+        self.bm25 = Arc::new(Bm25Index::build(std::iter::empty(), self.bm25.params));
         self.splade = Arc::new(SpladeIndex::default());
         self
     }
@@ -527,9 +528,9 @@ impl Index {
     }
 
     /// Loads from `storage` what a router keeps of one shard ([`Index::into_store`]): its
-    /// documents, chunks and BM25, each verified as [`Index::load`] verifies it. The dense
-    /// and SPLADE files are neither read nor needed (a router on S3 downloads only
-    /// [`Index::STORE_FILES`]), so the store costs no vector memory even while loading.
+    /// documents and chunks, each verified as [`Index::load`] verifies it. The postings and
+    /// vector files are neither read nor needed (a router on S3 downloads only
+    /// [`Index::STORE_FILES`]), so the store costs no search memory even while loading.
     pub fn load_store(storage: &dyn Storage) -> Result<Self> {
         Self::load_files(storage, false)
     }
@@ -556,8 +557,8 @@ impl Index {
     /// SPLADE postings ([`InvertedIndex`]). A download puts them on local disk.
     pub const IN_PLACE_FILES: [&'static str; 2] = [DENSE_VECTORS, SPLADE];
 
-    /// The files [`Index::load_store`] reads: documents, chunks and BM25.
-    pub const STORE_FILES: [&'static str; 3] = [DOCUMENTS, CHUNKS, BM25];
+    /// The files [`Index::load_store`] reads: documents and chunks.
+    pub const STORE_FILES: [&'static str; 2] = [DOCUMENTS, CHUNKS];
 
     /// Whether `name` is one of the index's own files (others are attachments, which
     /// [`Index::load`] leaves to their own readers).
@@ -707,11 +708,12 @@ impl Index {
             (None, Some(old)) => old.into_iter().map(|c| c.upgrade(&documents)).collect(),
             (None, None) => return Err(missing(CHUNKS)),
         };
-        let bm25: Bm25Index = bm25.ok_or_else(|| missing(BM25))?;
         if !searchable {
             let dense = DenseIndex::build(manifest.dense_dim, Vec::new());
+            let bm25 = Bm25Index::build(std::iter::empty(), manifest.bm25);
             return Self::from_checked_parts(manifest, documents, chunks, dense, bm25, SpladeIndex::default(), false);
         }
+        let bm25: Bm25Index = bm25.ok_or_else(|| missing(BM25))?;
         let mut dense: DenseIndex = graph.ok_or_else(|| missing(DENSE_GRAPH))?;
         let splade: SpladeIndex = splade.ok_or_else(|| missing(SPLADE))?;
         dense.vectors = vectors.ok_or_else(|| missing(DENSE_VECTORS))?;
@@ -832,10 +834,10 @@ mod tests {
         assert!(err.to_string().contains("bm25.bin"), "{err}");
     }
 
-    /// A router's store loads from the documents, chunks and BM25 alone, verified, and holds
+    /// A router's store loads from the documents and chunks alone, verified, and holds
     /// what [`Index::into_store`] keeps of the whole index.
     #[test]
-    fn a_store_loads_from_its_three_files_alone() {
+    fn a_store_loads_from_its_two_files_alone() {
         let index = small_engine().index();
         // (A memory store hands its files over as they load: each load gets its own.)
         let whole = || {
@@ -843,8 +845,8 @@ mod tests {
             index.save(&store).unwrap();
             store
         };
-        let three = |damaged: Option<&str>| {
-            let (from, store) = (whole(), MemStore::new("mem://three"));
+        let two = |damaged: Option<&str>| {
+            let (from, store) = (whole(), MemStore::new("mem://two"));
             for name in Index::STORE_FILES.iter().chain([&format::MANIFEST]) {
                 let mut bytes = from.read(name).unwrap();
                 if damaged == Some(*name) {
@@ -854,8 +856,8 @@ mod tests {
             }
             store
         };
-        assert!(Index::load(&three(None)).is_err(), "a whole index needs its vectors");
-        let store = Index::load_store(&three(None)).unwrap();
+        assert!(Index::load(&two(None)).is_err(), "a whole index needs its postings and vectors");
+        let store = Index::load_store(&two(None)).unwrap();
         let kept = Index::load(&whole()).unwrap().into_store();
         assert_eq!(store.documents.len(), kept.documents.len());
         assert_eq!(
@@ -863,11 +865,12 @@ mod tests {
             kept.chunks.iter().map(|c| &c.text).collect::<Vec<_>>()
         );
         assert_eq!(bincode::serialize(&*store.bm25).unwrap(), bincode::serialize(&*kept.bm25).unwrap());
+        assert_eq!((store.bm25.inverted.num_chunks, store.bm25.params), (0, index.bm25.params));
         assert_eq!((store.dense.len(), store.dense.dim), (0, kept.dense.dim));
         assert_eq!(store.provenance(3).chunk_id(), index.chunk_id(3));
-        // Each of the three is verified as a whole load verifies it.
+        // Each of the two is verified as a whole load verifies it.
         for name in Index::STORE_FILES {
-            let err = Index::load_store(&three(Some(name))).err().expect("a damaged file is refused").to_string();
+            let err = Index::load_store(&two(Some(name))).err().expect("a damaged file is refused").to_string();
             assert!(err.contains(name), "{name}: {err}");
         }
     }

@@ -171,8 +171,8 @@ pub fn load_shard(storage: &dyn Storage, root: &RootManifest, k: usize) -> Resul
     open_shard(storage, root, k, Index::load)
 }
 
-/// What a router keeps of shard `k` ([`Index::load_store`]: documents, chunks and BM25,
-/// no vectors), and its documents' order, verified as [`load_shard`] verifies the whole
+/// What a router keeps of shard `k` ([`Index::load_store`]: documents and chunks, no
+/// postings or vectors), and its documents' order, verified as [`load_shard`] verifies the whole
 /// shard; only those files need be in `storage`.
 pub fn load_shard_store(storage: &dyn Storage, root: &RootManifest, k: usize) -> Result<(Index, Vec<u32>)> {
     open_shard(storage, root, k, Index::load_store)

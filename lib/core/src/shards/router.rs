@@ -11,18 +11,19 @@ use super::protocol::{DenseQuery, Shard, ShardQuery, ShardRequest, ShardResponse
 use super::root::Shards;
 use crate::corpus::{Chunk, Document, MetadataSchema};
 use crate::error::{Error, Result};
-use crate::index::{Analyzer, Bitset, Index, Manifest, Provenance};
+use crate::index::{Analyzer, Bitset, Index, LexicalStats, Manifest, Provenance};
 use crate::pipeline::{
     ChunkSource, Engine, IndexView, Path, PathHit, Retrieved, SearchOutcome, SearchRequest, StageTimings,
 };
 
 /// The shards of one index searched as one index: a router. It asks each shard through
 /// the shard protocol ([`Shard`]: an engine in this process, or a worker behind it) for
-/// candidates and dense scores, and reads the documents and chunks of the results from
-/// each shard's store. Chunk and document ids in its outcomes are those of the single
-/// index built from the same documents (documents in the order [`Shards::order`] gives,
-/// each document's chunks in order), so every tie between equal scores breaks as it would
-/// there ([`ShardSet::locate`] finds a chunk's shard).
+/// candidates and dense scores, reads the documents and chunks of the results from each
+/// shard's store, and the whole index's BM25 statistics from the root's. Chunk and
+/// document ids in its outcomes are those of the single index built from the same
+/// documents (documents in the order [`Shards::order`] gives, each document's chunks in
+/// order), so every tie between equal scores breaks as it would there
+/// ([`ShardSet::locate`] finds a chunk's shard).
 pub struct ShardSet {
     /// The models and settings every search runs with (fusion, rerank, recency).
     router: Arc<Engine>,
@@ -30,6 +31,8 @@ pub struct ShardSet {
     shards: Vec<Arc<dyn Shard>>,
     /// Each shard's documents and chunks, read for the results.
     stores: Vec<Arc<Index>>,
+    /// BM25's statistics over every shard (the root's): the whole index's `N` and `df`.
+    stats: LexicalStats,
     /// How long a search waits for a shard before leaving it out (`None`: for every one).
     deadline: Option<Duration>,
     /// Global document → (shard, the shard's document).
@@ -78,16 +81,16 @@ impl ShardedOutcome {
 impl ShardSet {
     /// The shards `engines` in this process, in shard order (at least one), their
     /// documents in the global order `order` (`order[s][d]`: shard `s`'s document `d`'s
-    /// ordinal among all; every ordinal once). Without an order the shards' documents
-    /// follow each other.
-    pub fn new(engines: Vec<Engine>, order: Option<Vec<Vec<u32>>>) -> Result<Self> {
+    /// ordinal among all; every ordinal once), BM25's statistics over all of them `stats`
+    /// ([`Shards::stats`]). Without an order the shards' documents follow each other.
+    pub fn new(engines: Vec<Engine>, order: Option<Vec<Vec<u32>>>, stats: LexicalStats) -> Result<Self> {
         let engines: Vec<Arc<Engine>> = engines.into_iter().map(Arc::new).collect();
         let Some(router) = engines.first().cloned() else {
             return Err(Error::invalid("shards", "a sharded index needs at least one shard"));
         };
         let stores = engines.iter().map(|e| e.index().clone()).collect();
         let shards = engines.into_iter().map(|e| e as Arc<dyn Shard>).collect();
-        Self::with_shards(router, stores, shards, order)
+        Self::with_shards(router, stores, shards, order, stats)
     }
 
     /// The loaded shards `shards` in this process, each shard's engine made by `engine`
@@ -97,17 +100,19 @@ impl ShardSet {
         engine: impl FnMut(Arc<Index>) -> std::result::Result<Engine, E>,
     ) -> std::result::Result<Self, E> {
         let engines = shards.indexes.into_iter().map(Arc::new).map(engine).collect::<std::result::Result<_, E>>()?;
-        Ok(Self::new(engines, Some(shards.order))?)
+        Ok(Self::new(engines, Some(shards.order), shards.stats)?)
     }
 
     /// A router over `shards` (asked through the protocol, in shard order), whose
     /// documents and chunks are in `stores` (one per shard, the same order) and whose
-    /// searches run with `router`'s models and settings; `order` as for [`ShardSet::new`].
+    /// searches run with `router`'s models and settings; `order` and `stats` as for
+    /// [`ShardSet::new`].
     pub fn with_shards(
         router: Arc<Engine>,
         stores: Vec<Arc<Index>>,
         shards: Vec<Arc<dyn Shard>>,
         order: Option<Vec<Vec<u32>>>,
+        stats: LexicalStats,
     ) -> Result<Self> {
         let wrong = |why: String| Error::invalid("shards", why);
         if stores.is_empty() || stores.len() != shards.len() {
@@ -138,6 +143,9 @@ impl ShardSet {
         if chunks > u32::MAX as u64 {
             return Err(wrong(format!("{chunks} chunks: at most {} across the shards", u32::MAX)));
         }
+        if stats.chunks != chunks {
+            return Err(wrong(format!("BM25 statistics over {} chunks for shards of {chunks}", stats.chunks)));
+        }
         let mut docs = vec![(u32::MAX, u32::MAX); total];
         for (s, order) in global_doc.iter().enumerate() {
             for (d, &g) in order.iter().enumerate() {
@@ -164,6 +172,7 @@ impl ShardSet {
             router,
             shards,
             stores,
+            stats,
             deadline: None,
             docs,
             first_chunk,
@@ -506,15 +515,13 @@ impl IndexView for ShardSet {
         Provenance { chunk: c, ..index.provenance(local) }
     }
     fn analyzer(&self) -> Analyzer {
-        self.stores[0].bm25.analyzer()
+        Analyzer::new(self.manifest.bm25.stemming)
     }
-    /// `idf(Σ N_s, Σ df_s(term))`: the shards hold disjoint chunks, so the sums are the
-    /// whole index's `N` and `df`.
+    /// `idf(N, df(term))` with the whole index's `N` and `df` (the root's statistics, the
+    /// sums of the shards' own), as one index computes it.
     fn idf(&self, term: &str) -> f32 {
-        let bm25 = || self.stores.iter().map(|i| &i.bm25);
-        let n: usize = bm25().map(|b| b.inverted.num_chunks as usize).sum();
-        let df: usize = bm25().map(|b| b.df_of(term)).sum();
-        crate::index::idf(n.max(1) as f32, df as f32)
+        let df = self.stats.df.get(term).copied().unwrap_or(0);
+        crate::index::idf(self.stats.chunks.max(1) as f32, df as f32)
     }
     fn metadata_schema(&self) -> &MetadataSchema {
         self.schema.get_or_init(|| MetadataSchema::of(IndexView::documents(self).map(|d| &d.metadata)))

@@ -77,7 +77,7 @@ fn engines(indexes: Vec<Index>) -> Vec<Engine> {
 
 /// The shards searched as one, in the single index's order.
 fn shard_set(shards: Shards) -> ShardSet {
-    ShardSet::new(engines(shards.indexes), Some(shards.order)).unwrap()
+    ShardSet::new(engines(shards.indexes), Some(shards.order), shards.stats).unwrap()
 }
 
 /// A search at the API's default fusion, exact on every path (300 candidates a path is
@@ -278,7 +278,7 @@ fn a_shard_that_misses_the_deadline_is_left_out() {
     shards.insert(0, slow);
     // Generous for the shards that answer (a search of one takes well under a second, in
     // a debug build beside other tests), far short of the slow one.
-    let set = ShardSet::new(shards, Some(order)).unwrap().with_deadline(std::time::Duration::from_secs(8));
+    let set = ShardSet::new(shards, Some(order), built.stats).unwrap().with_deadline(std::time::Duration::from_secs(8));
     let out = set.search(&request(&f.queries[0])).unwrap();
     assert_eq!((out.answered, out.of, out.degraded()), (2, 3, true));
     assert_eq!(out.failed_shards[0].0, 0);
@@ -300,7 +300,7 @@ fn a_shard_that_fails_leaves_the_answer_to_the_others() {
         shards[1].index().documents.iter().map(|d| d.document_id.clone()).collect();
     let failing = down(shards.remove(1));
     shards.insert(1, failing);
-    let set = ShardSet::new(shards, Some(order)).unwrap();
+    let set = ShardSet::new(shards, Some(order), built.stats).unwrap();
     for q in f.queries.iter().take(10) {
         let out = set.search(&request(q)).unwrap();
         assert_eq!((out.answered, out.of, out.degraded()), (2, 3, true));
@@ -316,7 +316,7 @@ fn a_shard_that_fails_leaves_the_answer_to_the_others() {
     let mut shards = engines(built.indexes);
     let dense_down = shards.remove(2).with_retriever(Box::new(Down(Path::Dense)));
     shards.push(dense_down);
-    let set = ShardSet::new(shards, Some(order)).unwrap();
+    let set = ShardSet::new(shards, Some(order), built.stats).unwrap();
     let out = set.search(&request(&f.queries[0])).unwrap();
     assert_eq!((out.answered, out.of, out.degraded()), (3, 3, true));
     assert_eq!(out.partial.len(), 1);
@@ -324,7 +324,8 @@ fn a_shard_that_fails_leaves_the_answer_to_the_others() {
     assert!(out.outcome.failed_paths.is_empty(), "dense served on the other shards");
     assert_eq!(out.outcome.hits.len(), 10);
 
-    let none = ShardSet::new(engines(shard_indexes(2).indexes).into_iter().map(down).collect(), None).unwrap();
+    let two = shard_indexes(2);
+    let none = ShardSet::new(engines(two.indexes).into_iter().map(down).collect(), None, two.stats).unwrap();
     match none.search(&request(&f.queries[0])) {
         Err(Error::NoShardAnswered(why)) => assert!(why.contains("shard 0") && why.contains("shard 1"), "{why}"),
         other => panic!("expected no shard to answer: {:?}", other.map(|o| o.answered)),
