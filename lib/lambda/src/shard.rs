@@ -159,10 +159,10 @@ fn shard_from_env() -> Result<(usize, Location)> {
     }
 }
 
-/// The `shard` function: loads its shard of the current version (cold
-/// start; a shard that fails to load is logged and loaded again at the first question),
-/// then answers each invocation with the shard protocol's answer, or a function error
-/// (`InvalidEvent` for a payload that is not a shard question, `ShardFailed` otherwise).
+/// The `shard` function: loads its shard of the current version (cold start; a shard that
+/// fails to load is logged and loaded again at the first question), then answers each
+/// invocation with the shard protocol's answer, or a function error (`InvalidEvent` for a
+/// payload that is not a shard question, `ShardFailed` otherwise).
 pub fn serve_shard() -> std::result::Result<(), lambda_http::Error> {
     tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(async {
         let t = Instant::now();
