@@ -158,12 +158,7 @@ impl<T: bytemuck::Pod> Flat<T> {
         if let Some(m) = MappedArray::new(blob, bytes.clone()) {
             return Some(Flat::Mapped(m));
         }
-        let raw = blob.get(bytes)?;
-        let size = std::mem::size_of::<T>();
-        if !raw.len().is_multiple_of(size) {
-            return None;
-        }
-        Some(Flat::Held(raw.chunks_exact(size).map(bytemuck::pod_read_unaligned::<T>).map(from_le).collect()))
+        read_le(blob.get(bytes)?).map(Flat::Held)
     }
 
     /// The values, to change: copied into memory first when mapped.
@@ -183,6 +178,16 @@ impl<T: bytemuck::Pod> Flat<T> {
             m.release();
         }
     }
+}
+
+/// The little-endian values `raw` holds, decoded into memory at any alignment; `None` when
+/// it is not a whole number of them.
+pub fn read_le<T: bytemuck::Pod>(raw: &[u8]) -> Option<Vec<T>> {
+    let size = std::mem::size_of::<T>();
+    if !raw.len().is_multiple_of(size) {
+        return None;
+    }
+    Some(raw.chunks_exact(size).map(bytemuck::pod_read_unaligned::<T>).map(from_le).collect())
 }
 
 /// A value read from little-endian bytes as a native one (the identity on little-endian

@@ -65,11 +65,8 @@ impl InvertedInPlace<'_> {
             let start = (b.as_ptr() as usize).checked_sub(blob.as_ptr() as usize).filter(|s| s + b.len() <= blob.len());
             start.map(|s| s..s + b.len()).ok_or_else(|| "postings outside their file".to_string())
         };
-        if !self.offsets.len().is_multiple_of(8) {
-            return Err(format!("{} bytes of offsets, not a whole number of u64", self.offsets.len()));
-        }
-        let offsets =
-            self.offsets.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))).collect();
+        let offsets = crate::storage::read_le(self.offsets)
+            .ok_or_else(|| format!("{} bytes of offsets, not a whole number of u64", self.offsets.len()))?;
         let flat_error = |what: &str, n: usize| format!("{n} bytes of {what}, not a whole number of 4-byte values");
         Ok(InvertedIndex {
             num_chunks: self.num_chunks,

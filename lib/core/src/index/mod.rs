@@ -177,17 +177,14 @@ fn chunk_ranges(chunks: &[Chunk], docs: usize, first_doc: usize, first_chunk: us
     Ok(ranges)
 }
 
-/// Decodes a raw file of 4-byte little-endian values (`what` names their type in the
-/// error), such as the `f32` vectors and the `u32` window offsets.
-fn decode_le<T>(location: &str, name: &str, what: &str, bytes: &[u8], from: fn([u8; 4]) -> T) -> Result<Vec<T>> {
-    if !bytes.len().is_multiple_of(4) {
-        return Err(Error::IndexCorrupted {
-            file: format!("{location}/{name}"),
-            expected: format!("a whole number of {what}"),
-            found: format!("{} bytes", bytes.len()),
-        });
-    }
-    Ok(bytes.chunks_exact(4).map(|b| from([b[0], b[1], b[2], b[3]])).collect())
+/// Decodes a raw file of little-endian values ([`crate::storage::read_le`]; `what` names
+/// their type in the error), such as the `u32` window offsets.
+fn decode_le<T: bytemuck::Pod>(location: &str, name: &str, what: &str, bytes: &[u8]) -> Result<Vec<T>> {
+    crate::storage::read_le(bytes).ok_or_else(|| Error::IndexCorrupted {
+        file: format!("{location}/{name}"),
+        expected: format!("a whole number of {what}"),
+        found: format!("{} bytes", bytes.len()),
+    })
 }
 
 /// Decodes one bincode file of an index, naming it in the error.
@@ -513,10 +510,15 @@ impl Index {
     /// only the shard's own search reads (the router reads BM25's statistics from the root
     /// manifest's). A search of the store finds nothing.
     pub fn into_store(mut self) -> Index {
-        self.dense = Arc::new(DenseIndex::build(self.dense.dim, Vec::new()));
-        self.bm25 = Arc::new(Bm25Index::build(std::iter::empty(), self.bm25.params));
-        self.splade = Arc::new(SpladeIndex::default());
+        let (dense, bm25, splade) = Self::no_search_parts(self.dense.dim, self.bm25.params);
+        (self.dense, self.bm25, self.splade) = (Arc::new(dense), Arc::new(bm25), Arc::new(splade));
         self
+    }
+
+    /// A store's search parts ([`Index::into_store`]): a dense index of `dim` dimensions
+    /// with no rows, a BM25 index read with `params` with no postings, an empty SPLADE one.
+    fn no_search_parts(dim: usize, params: Bm25Params) -> (DenseIndex, Bm25Index, SpladeIndex) {
+        (DenseIndex::build(dim, Vec::new()), Bm25Index::build(std::iter::empty(), params), SpladeIndex::default())
     }
 
     /// Loads and verifies an index from `storage`.
@@ -622,7 +624,7 @@ impl Index {
             CHUNKS if manifest.version < 3 => Part::ChunksV2(decode_file(loc, CHUNKS, bytes)?),
             CHUNKS => Part::Chunks(decode_file(loc, CHUNKS, bytes)?),
             DENSE_GRAPH => Part::Graph(decode_file(loc, DENSE_GRAPH, bytes)?),
-            DENSE_WINDOWS => Part::Windows(decode_le(loc, DENSE_WINDOWS, "u32", &blob, u32::from_le_bytes)?),
+            DENSE_WINDOWS => Part::Windows(decode_le(loc, DENSE_WINDOWS, "u32", &blob)?),
             BM25 if manifest.version == 1 => Part::Bm25(decode_file::<bm25::Bm25IndexV1>(loc, BM25, bytes)?.into()),
             BM25 if manifest.version < 5 => Part::Bm25(decode_file::<bm25::Bm25IndexV4>(loc, BM25, bytes)?.into()),
             BM25 => Part::Bm25(decode_file(loc, BM25, bytes)?),
@@ -635,10 +637,10 @@ impl Index {
     }
 
     /// Verifies a file that is read in place when it is a mapped local file (`dense.f32`,
-    /// the postings of `splade.bin`): the checksum is taken 64 MiB at a
-    /// time, each part's pages released after it ([`Blob::release`](crate::storage::Blob::release)),
-    /// so verifying never makes the whole file resident; the blob is then ready to be read
-    /// in place ([`crate::storage::map_in_place`]).
+    /// the postings of `splade.bin`): the checksum is taken 64 MiB at a time, each part's
+    /// pages released after it ([`Blob::release`](crate::storage::Blob::release)), so
+    /// verifying never makes the whole file resident; the blob is then ready to be read in
+    /// place ([`crate::storage::map_in_place`]).
     fn verify_in_place(
         loc: &str,
         f: &format::FileEntry,
@@ -709,9 +711,8 @@ impl Index {
             (None, None) => return Err(missing(CHUNKS)),
         };
         if !searchable {
-            let dense = DenseIndex::build(manifest.dense_dim, Vec::new());
-            let bm25 = Bm25Index::build(std::iter::empty(), manifest.bm25);
-            return Self::from_checked_parts(manifest, documents, chunks, dense, bm25, SpladeIndex::default(), false);
+            let (dense, bm25, splade) = Self::no_search_parts(manifest.dense_dim, manifest.bm25);
+            return Self::from_checked_parts(manifest, documents, chunks, dense, bm25, splade, false);
         }
         let bm25: Bm25Index = bm25.ok_or_else(|| missing(BM25))?;
         let mut dense: DenseIndex = graph.ok_or_else(|| missing(DENSE_GRAPH))?;
