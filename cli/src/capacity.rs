@@ -54,7 +54,8 @@ pub fn load(dir: &Path) -> Result<()> {
     let once = status_mib("VmHWM")?;
     let resident = status_mib("VmRSS")? - idle;
     let mib = |bytes: u64| bytes as f64 / (1 << 20) as f64;
-    let estimate = mib(first.resident_bytes());
+    let estimate_bytes = first.resident_bytes();
+    let estimate = mib(estimate_bytes);
     let in_place = mib(first.dense.mapped_bytes() + first.splade.inverted.postings_bytes());
     let second = Index::load(&downloaded_files(dir)?)?;
     let twice = status_mib("VmHWM")?;
@@ -76,9 +77,8 @@ pub fn load(dir: &Path) -> Result<()> {
         std::hint::black_box(first.splade.search(&query, None, 200));
     }
     let splade_paged_in = status_mib("RssFile")? - file_before - dense_paged_in;
-    let e = first.resident_bytes();
-    let rule_once = mib(MemoryBudget::load_bytes(e));
-    let rule_twice = mib(MemoryBudget::load_bytes(e) + MemoryBudget::resident_bytes(e));
+    let rule_once = mib(MemoryBudget::load_bytes(estimate_bytes));
+    let rule_twice = mib(MemoryBudget::swap_bytes(estimate_bytes, estimate_bytes));
     drop(first);
     println!(
         "{}",

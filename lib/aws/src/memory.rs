@@ -77,10 +77,10 @@ impl MemoryBudget {
     /// What loading an index of `incoming` estimated bytes may do while one of `serving`
     /// estimated bytes is served (0: none).
     pub fn fit(&self, serving: u64, incoming: u64) -> Fit {
-        let (load, resident) = (Self::load_bytes(incoming), Self::resident_bytes(serving));
+        let load = Self::load_bytes(incoming);
         if load > self.bytes {
             Fit::TooLarge { needed: load, budget: self.bytes }
-        } else if resident + load > self.bytes {
+        } else if Self::swap_bytes(serving, incoming) > self.bytes {
             Fit::InPlace
         } else {
             Fit::Swap
@@ -101,10 +101,16 @@ impl MemoryBudget {
         (estimate as f64 * RESIDENT_FACTOR) as u64
     }
 
+    /// The peak bytes of loading an index of `incoming` estimated bytes beside a served one
+    /// of `serving`: `resident_bytes(serving) + load_bytes(incoming)`.
+    pub fn swap_bytes(serving: u64, incoming: u64) -> u64 {
+        Self::resident_bytes(serving) + Self::load_bytes(incoming)
+    }
+
     /// The function memory (MiB) an index of `estimate` bytes needs to be swapped for a
     /// version of its size: what to set `FunctionMemory` to.
     pub fn needed_mb(estimate: u64) -> u64 {
-        (Self::resident_bytes(estimate) + Self::load_bytes(estimate) + RESERVE_BYTES).div_ceil(1 << 20)
+        (Self::swap_bytes(estimate, estimate) + RESERVE_BYTES).div_ceil(1 << 20)
     }
 }
 

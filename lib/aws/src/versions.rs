@@ -384,7 +384,8 @@ impl VersionedIndex {
     /// [`VersionedIndex::root`]), verifies it against the root and decodes it: the whole
     /// shard (what a shard function searches), or with `store` only what a router keeps
     /// of it ([`sextant_core::shards::load_shard_store`]: documents and chunks, so no
-    /// postings or vector is downloaded). Returns the index, its documents' order and the timings.
+    /// postings or vector is downloaded). Returns the index, its documents' order and the
+    /// timings.
     pub async fn load_shard(
         &self,
         pointer: &Pointer,
@@ -471,10 +472,9 @@ impl VersionedIndex {
     /// Downloads the files `picked` (name under `dir`, size) into `files`, all at once:
     /// each into memory, but those an index reads in place ([`Index::IN_PLACE_FILES`]: the
     /// `f32` vectors and the SPLADE postings) each into an unnamed temporary file under
-    /// [`VersionedIndex::spill_to`]'s directory,
-    /// which the system frees once nothing maps it or the process ends. When no such file
-    /// can be made or written (no space left), the vectors are held in memory like the
-    /// rest, with a warning.
+    /// [`VersionedIndex::spill_to`]'s directory, which the system frees once nothing maps
+    /// it or the process ends. When no such file can be made or written (no space left),
+    /// that file is held in memory like the rest, with a warning.
     async fn fetch_into(&self, files: &MemStore, dir: &str, picked: Vec<(String, u64)>) -> Result<()> {
         enum Fetched {
             Bytes(Vec<u8>),
@@ -533,8 +533,8 @@ impl VersionedIndex {
 }
 
 /// Where downloaded files read in place ([`Index::IN_PLACE_FILES`]) go by default:
-/// `SEXTANT_SPILL_DIR`, else the system's
-/// temporary directory (`/tmp`; on Lambda, the function's ephemeral storage).
+/// `SEXTANT_SPILL_DIR`, else the system's temporary directory (`/tmp`; on Lambda, the
+/// function's ephemeral storage).
 pub fn spill_dir() -> std::path::PathBuf {
     std::env::var_os("SEXTANT_SPILL_DIR").map(std::path::PathBuf::from).unwrap_or_else(std::env::temp_dir)
 }
