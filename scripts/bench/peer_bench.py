@@ -42,8 +42,9 @@ VENV = CACHE / "venv-peer"
 REQUIREMENTS = REPO / "scripts/bench/requirements-peer.txt"
 
 
-def ensure_venv():
-    """Re-runs this script inside the peer venv, creating it first when needed."""
+def ensure_venv(script=__file__):
+    """Re-runs `script` (this one by default) inside the peer venv, creating it first when
+    needed."""
     if Path(sys.prefix).resolve() == VENV.resolve():
         return
     py = VENV / "bin/python"
@@ -53,7 +54,7 @@ def ensure_venv():
         subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
         subprocess.run([str(py), "-m", "pip", "install", "-q", "-r", str(REQUIREMENTS)], check=True)
         stamp.write_text(want)
-    os.execv(str(py), [str(py), __file__, *sys.argv[1:]])
+    os.execv(str(py), [str(py), str(script), *sys.argv[1:]])
 
 
 def pct(xs, q):

@@ -53,6 +53,15 @@ class Graph:
         self.nodes.append(helper.make_node(op_type, inputs, [out], **attrs))
         return out
 
+    def rename(self, old, new):
+        """Renames the value `old` to `new` everywhere, so that an intermediate value is a
+        graph output itself: an `Identity` to a second name would copy it on every run
+        (ONNX Runtime runs every node, requested output or not)."""
+        for node in self.nodes:
+            node.input[:] = [new if i == old else i for i in node.input]
+            node.output[:] = [new if o == old else o for o in node.output]
+        return new
+
 
 def strip_prefix(weights):
     """Accept both `bert.`-prefixed (BertFor*) and bare (BertModel) names, and the old
@@ -66,9 +75,11 @@ def strip_prefix(weights):
 
 
 def layer_norm(g, x, w, b, eps):
+    """LayerNorm over the last axis, written as ONNX Runtime's LayerNormFusion matches it
+    (`Pow(d, 2)`, not `Mul(d, d)`), so that its graph optimizer runs one fused kernel."""
     mean = g.op("ReduceMean", [x], axes=[-1], keepdims=1)
     d = g.op("Sub", [x, mean])
-    var = g.op("ReduceMean", [g.op("Mul", [d, d])], axes=[-1], keepdims=1)
+    var = g.op("ReduceMean", [g.op("Pow", [d, g.const(np.float32(2.0), "two")])], axes=[-1], keepdims=1)
     std = g.op("Sqrt", [g.op("Add", [var, g.const(np.float32(eps), "eps")])])
     y = g.op("Div", [d, std])
     return g.op("Add", [g.op("Mul", [y, g.const(w, "ln_w")]), g.const(b, "ln_b")])
@@ -81,8 +92,9 @@ def linear(g, x, w, b):
 
 
 def gelu(g, x):
-    """Exact (erf) GELU, as BERT's `gelu` activation."""
-    e = g.op("Erf", [g.op("Mul", [x, g.const(np.float32(1.0 / np.sqrt(2.0)), "rsqrt2")])])
+    """Exact (erf) GELU, as BERT's `gelu` activation, written as ONNX Runtime's GeluFusion
+    matches it (`Div` by √2, not `Mul` by 1/√2): with the bias add before it, one kernel."""
+    e = g.op("Erf", [g.op("Div", [x, g.const(np.float32(np.sqrt(2.0)), "sqrt2")])])
     one_plus = g.op("Add", [e, g.const(np.float32(1.0), "one")])
     return g.op("Mul", [g.op("Mul", [x, one_plus]), g.const(np.float32(0.5), "half")])
 
@@ -111,18 +123,26 @@ def encoder(g, w, cfg, ids, mask, types):
 
     split_shape = g.const(np.array([0, 0, heads, dh], dtype=np.int64), "split")
     merge_shape = g.const(np.array([0, 0, hidden], dtype=np.int64), "merge")
-    scale = g.const(np.float32(1.0 / np.sqrt(dh)), "scale")
+    split_sizes = g.const(np.array([hidden] * 3, dtype=np.int64), "qkv_sizes")
     for i in range(cfg["num_hidden_layers"]):
         p = f"encoder.layer.{i}."
 
-        def heads_of(name, perm):
-            t = linear(g, x, w[p + f"attention.self.{name}.weight"], w[p + f"attention.self.{name}.bias"])
+        # Q, K and V in one MatMul (one [hidden, 3·hidden] weight, then split), with the
+        # attention scale 1/√d folded into Q's weight and bias: fewer, larger kernels.
+        names, scales = ("query", "key", "value"), (1.0 / np.sqrt(dh), 1.0, 1.0)
+        w_qkv = np.concatenate([w[p + f"attention.self.{n}.weight"] * np.float32(c) for n, c in zip(names, scales)])
+        b_qkv = np.concatenate([w[p + f"attention.self.{n}.bias"] * np.float32(c) for n, c in zip(names, scales)])
+        qkv = linear(g, x, w_qkv.astype(np.float32), b_qkv.astype(np.float32))
+        parts = [g.name("qkv") for _ in names]
+        g.nodes.append(helper.make_node("Split", [qkv, split_sizes], parts, axis=-1))
+
+        def heads_of(t, perm):
             return g.op("Transpose", [g.op("Reshape", [t, split_shape])], perm=perm)
 
-        q = heads_of("query", [0, 2, 1, 3])  # [B,h,S,d]
-        k = heads_of("key", [0, 2, 3, 1])  # [B,h,d,S]
-        v = heads_of("value", [0, 2, 1, 3])  # [B,h,S,d]
-        scores = g.op("Add", [g.op("Mul", [g.op("MatMul", [q, k]), scale]), bias])
+        q = heads_of(parts[0], [0, 2, 1, 3])  # [B,h,S,d]
+        k = heads_of(parts[1], [0, 2, 3, 1])  # [B,h,d,S]
+        v = heads_of(parts[2], [0, 2, 1, 3])  # [B,h,S,d]
+        scores = g.op("Add", [g.op("MatMul", [q, k]), bias])
         probs = g.op("Softmax", [scores], axis=-1)
         ctx = g.op("Transpose", [g.op("MatMul", [probs, v])], perm=[0, 2, 1, 3])
         ctx = g.op("Reshape", [ctx, merge_shape])
@@ -142,6 +162,7 @@ def build(kind, w, cfg, raw):
     hidden = cfg["hidden_size"]
     outputs = []
     if kind == "dense":
+        x = g.rename(x, "token_embeddings")
         m3 = g.op("Unsqueeze", [maskf, g.const(np.array([2], dtype=np.int64), "ax2")])  # [B,S,1]
         summed = g.op("ReduceSum", [g.op("Mul", [x, m3]), g.const(np.array([1], dtype=np.int64), "ax1")], keepdims=0)
         count = g.op("Max", [g.op("ReduceSum", [m3, g.const(np.array([1], dtype=np.int64), "ax1")], keepdims=0),
@@ -150,7 +171,6 @@ def build(kind, w, cfg, raw):
         norm = g.op("Sqrt", [g.op("ReduceSum", [g.op("Mul", [mean, mean]), g.const(np.array([1], dtype=np.int64), "ax1")], keepdims=1)])
         norm = g.op("Max", [norm, g.const(np.float32(1e-12), "tiny")])
         g.nodes.append(helper.make_node("Div", [mean, norm], ["sentence_embedding"]))
-        g.nodes.append(helper.make_node("Identity", [x], ["token_embeddings"]))
         outputs = [helper.make_tensor_value_info("sentence_embedding", TensorProto.FLOAT, ["batch", hidden]),
                    helper.make_tensor_value_info("token_embeddings", TensorProto.FLOAT, ["batch", "seq", hidden])]
     elif kind == "splade":
@@ -158,7 +178,10 @@ def build(kind, w, cfg, raw):
         t = layer_norm(g, t, raw["cls.predictions.transform.LayerNorm.weight"],
                        raw["cls.predictions.transform.LayerNorm.bias"], cfg.get("layer_norm_eps", 1e-12))
         dec = raw.get("cls.predictions.decoder.weight", w["embeddings.word_embeddings.weight"])  # tied
-        logits = linear(g, t, dec, raw["cls.predictions.bias"])  # [B,S,V]
+        # The raw logits are a second output (the value itself, not a copy) so that a runtime
+        # can pick them for short single inputs (a query) and pool them itself, skipping
+        # the [B,S,V] reduction.
+        logits = g.rename(linear(g, t, dec, raw["cls.predictions.bias"]), "mlm_logits")  # [B,S,V]
         # max_t log(1 + relu(x_t)) over real tokens == log(1 + relu(max_t x_t)) because
         # log1p∘relu is monotone: mask padding with a large negative bias, take the max,
         # and run the activation on [B,V] instead of [B,S,V].
@@ -167,9 +190,6 @@ def build(kind, w, cfg, raw):
         best = g.op("ReduceMax", [g.op("Add", [logits, pad_bias])], axes=[1], keepdims=0)  # [B,V]
         g.nodes.append(helper.make_node("Log", [g.op("Add", [g.op("Relu", [best]), g.const(np.float32(1.0), "one")])],
                                         ["sparse_weights"]))
-        # The raw logits are a second output so that a runtime can pick them for short
-        # single inputs (a query) and pool them itself, skipping the [B,S,V] reduction.
-        g.nodes.append(helper.make_node("Identity", [logits], ["mlm_logits"]))
         outputs = [helper.make_tensor_value_info("sparse_weights", TensorProto.FLOAT, ["batch", cfg["vocab_size"]]),
                    helper.make_tensor_value_info("mlm_logits", TensorProto.FLOAT, ["batch", "seq", cfg["vocab_size"]])]
     elif kind == "cross":

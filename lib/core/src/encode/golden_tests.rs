@@ -130,3 +130,26 @@ fn truncates_long_inputs_to_the_window() {
     assert!(e.truncated);
     assert_eq!(enc.embed(&long).unwrap().len(), enc.dim());
 }
+
+/// The converter writes its graphs in the forms ONNX Runtime's graph optimizer fuses
+/// (docs/models.md, "The graphs' form"): every LayerNorm's variance through `Pow`, every
+/// GELU's `Erf` fed by a `Div`, Q, K and V as one MatMul a layer (one `Split` each), and
+/// no output copied by an `Identity` (ONNX Runtime would copy it on every run).
+#[test]
+fn the_graphs_are_written_in_the_forms_onnx_runtime_fuses() {
+    use tract_onnx::prelude::Framework;
+    for (name, layers) in [("minilm-l6-v2", 6), ("splade-tiny", 2), ("ce-standin", 6)] {
+        let path = model_dir().join(name).join("model.onnx");
+        let graph = tract_onnx::onnx().proto_model_for_path(&path).unwrap().graph.unwrap();
+        let count = |op: &str| graph.node.iter().filter(|n| n.op_type == op).count();
+        let producer = |value: &str| graph.node.iter().find(|n| n.output.iter().any(|o| o == value));
+        assert_eq!(count("Identity"), 0, "{name}: an output copied by an Identity node");
+        assert_eq!(count("Split"), layers, "{name}: Q, K and V not one MatMul a layer");
+        assert_eq!(count("Pow"), count("ReduceMean") / 2, "{name}: a LayerNorm's variance not through Pow");
+        assert!(count("Erf") >= layers);
+        for erf in graph.node.iter().filter(|n| n.op_type == "Erf") {
+            let fed_by = producer(&erf.input[0]).map(|n| n.op_type.as_str());
+            assert_eq!(fed_by, Some("Div"), "{name}: a GELU's Erf not fed by a Div");
+        }
+    }
+}

@@ -142,3 +142,45 @@ impl OrtGraph {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use tract_onnx::prelude::Framework;
+
+    use super::*;
+    use crate::testutil::model_dir;
+
+    /// The op types of the graph ONNX Runtime runs for `model` (its optimized graph, as a
+    /// session at our optimization level writes it out).
+    fn optimized_ops(model: &Path) -> Vec<String> {
+        let (_, env) = environment().expect("the ONNX Runtime tests need its library: scripts/ci/fetch_models.sh");
+        let out = tempfile::tempdir().unwrap();
+        let optimized = out.path().join("optimized.onnx");
+        Session::builder(env)
+            .unwrap()
+            .with_optimization_level(GraphOptimizationLevel::Level3)
+            .unwrap()
+            .with_optimized_model_path(&optimized)
+            .unwrap()
+            .commit_from_file(model)
+            .unwrap();
+        let graph = tract_onnx::onnx().proto_model_for_path(&optimized).unwrap().graph.unwrap();
+        graph.node.into_iter().map(|n| n.op_type).collect()
+    }
+
+    /// ONNX Runtime fuses every LayerNorm and every GELU of the converted graphs into one
+    /// kernel each (docs/models.md, "The graphs' form"); the graphs of conversion recipe 3
+    /// ran them as 6 and 5 small nodes.
+    #[test]
+    fn onnx_runtime_fuses_every_layer_norm_and_gelu_of_the_converted_graphs() {
+        // (model, LayerNorms, GELUs): the embeddings' and two a layer; one a layer, and
+        // SPLADE's MLM head has one more of each.
+        for (name, norms, gelus) in [("minilm-l6-v2", 13, 6), ("splade-tiny", 6, 3)] {
+            let ops = optimized_ops(&model_dir().join(name).join("model.onnx"));
+            let count = |op: &str| ops.iter().filter(|o| *o == op).count();
+            assert_eq!(count("LayerNormalization"), norms, "{name}: {ops:?}");
+            assert_eq!(count("BiasGelu"), gelus, "{name}: {ops:?}");
+            assert_eq!(count("Erf") + count("ReduceMean") + count("Identity"), 0, "{name}: {ops:?}");
+        }
+    }
+}
