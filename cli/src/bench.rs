@@ -296,8 +296,8 @@ pub fn passages(index: &Index, n: usize) -> Vec<String> {
 #[derive(Debug, Clone)]
 pub struct StageRow {
     /// The stage's name in reports and in a peer's samples (`scripts/bench/peer_bench.py
-    /// --samples`): `encode_dense`, `encode_sparse`, `encode_both`, `path_dense`,
-    /// `path_dense_exact`, `path_bm25`, `path_splade`, `fuse`, `search_rest`,
+    /// --samples`): `encode_dense`, `encode_sparse`, `encode_both`, `encode_both_in_a_row`,
+    /// `path_dense`, `path_dense_exact`, `path_bm25`, `path_splade`, `fuse`, `search_rest`,
     /// `search_total`, `search_total_50`, `search_total_no_feedback`, `rerank_50`.
     pub key: &'static str,
     /// The row's label in the table.
@@ -335,8 +335,9 @@ pub fn run(engine: &Engine, queries: &[String], label: &str) -> Result<(Figures,
     };
     // The search as a server answers it: question after question with nothing in between,
     // as the peer's embed + hybrid queries are timed (`scripts/bench/peer_bench.py`). The
-    // stage timings below run an exact scan over every vector per question, which would
-    // leave the next search's encoders to read their weights from memory again.
+    // stage timings below run other work between two questions (each path alone, an exact
+    // scan of every vector), which slows the next question's encoders (docs/quality.md,
+    // "Where the encoders' extra time comes from").
     for q in queries {
         let (out, ms) = time(|| engine.search(&search_request(q)));
         total.push(ms);
