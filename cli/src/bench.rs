@@ -297,7 +297,7 @@ pub fn passages(index: &Index, n: usize) -> Vec<String> {
 pub struct StageRow {
     /// The stage's name in reports and in a peer's samples (`scripts/bench/peer_bench.py
     /// --samples`): `encode_dense`, `encode_sparse`, `encode_both`, `encode_both_in_a_row`,
-    /// `path_dense`, `path_dense_exact`, `path_bm25`, `path_splade`, `fuse`, `search_rest`,
+    /// `encode_both_after_idle`, `path_dense`, `path_dense_exact`, `path_bm25`, `path_splade`, `fuse`, `search_rest`,
     /// `search_total`, `search_total_50`, `search_total_no_feedback`, `rerank_50`.
     pub key: &'static str,
     /// The row's label in the table.
@@ -367,6 +367,13 @@ pub fn run(engine: &Engine, queries: &[String], label: &str) -> Result<(Figures,
     let mut prep_in_a_row = vec![];
     for q in queries {
         prep_in_a_row.push(time(|| engine.prepare(q, &Path::ALL).map(|_| ())).1);
+    }
+    // And after 4 ms of idling, as a server answers a question that comes alone: the
+    // encoders' thread pool and the second core have gone to sleep.
+    let mut prep_after_idle = vec![];
+    for q in queries {
+        std::thread::sleep(std::time::Duration::from_millis(4));
+        prep_after_idle.push(time(|| engine.prepare(q, &Path::ALL).map(|_| ())).1);
     }
     for q in queries {
         let ((pq, _), t) = time(|| engine.prepare(q, &Path::ALL).expect("encode"));
@@ -452,6 +459,12 @@ pub fn run(engine: &Engine, queries: &[String], label: &str) -> Result<(Figures,
             "encode_both_in_a_row",
             "encode query: both, question after question",
             prep_in_a_row,
+            String::new(),
+        ),
+        StageRow::new(
+            "encode_both_after_idle",
+            "encode query: both, each after 4 ms idle",
+            prep_after_idle,
             String::new(),
         ),
         StageRow::new(
