@@ -5,8 +5,8 @@ on the same questions and passages, the directories taking turns question by que
 (the first one rotating), so that a noisy machine slows both alike.
 
 Prints, per directory: the dense and SPLADE query encoders' p50 (ms), both one after the
-other as a search runs them, one passage through MiniLM, and each as a ratio to the first
-directory; first, the largest difference between the two graphs' outputs.
+other as a search runs them, one passage through each model, and each as a ratio to the
+first directory; first, the largest difference between the two graphs' outputs.
 
     python3 scripts/bench/graphs_ab.py BEFORE_MODELS_DIR AFTER_MODELS_DIR
 
@@ -71,7 +71,7 @@ def main():
         for m in OUTPUTS:
             for q in queries[:10]:
                 run(s, m, q)
-    times = [{k: [] for k in ("dense", "splade", "both", "passage")} for _ in dirs]
+    times = [{k: [] for k in ("dense", "splade", "both", "passage dense", "passage SPLADE")} for _ in dirs]
 
     def turns(i):
         return [(j + i) % len(dirs) for j in range(len(dirs))]
@@ -90,7 +90,10 @@ def main():
         for j in turns(i):
             t0 = time.perf_counter()
             run(sessions[j], "minilm-l6-v2", p)
-            times[j]["passage"].append((time.perf_counter() - t0) * 1e3)
+            t1 = time.perf_counter()
+            run(sessions[j], "splade-tiny", p)
+            times[j]["passage dense"].append((t1 - t0) * 1e3)
+            times[j]["passage SPLADE"].append((time.perf_counter() - t1) * 1e3)
     base = {k: float(np.median(v)) for k, v in times[0].items()}
     for d, t in zip(dirs, times):
         p50 = {k: float(np.median(v)) for k, v in t.items()}

@@ -13,7 +13,8 @@ Three heads are supported, chosen with --kind:
 * ``splade`` (BertForMaskedLM): outputs ``sparse_weights`` [batch, vocab] =
   max over real tokens of log(1 + relu(MLM logits)), computed as log(1 + relu(max logits))
   (the activation is monotone), so the big [batch, seq, vocab] tensor sees only the max;
-  and ``mlm_logits`` [batch, seq, vocab], the logits before pooling.
+  ``mlm_scores`` [batch, seq, vocab], the logits before pooling and before their
+  vocabulary bias, and ``mlm_bias`` [vocab], that bias.
 * ``cross``  (BertForSequenceClassification): outputs ``logits`` [batch, labels] from the
   tanh pooler over [CLS] and the classifier; --head names a safetensors file holding
   ``bert.pooler.dense.*`` and ``classifier.*`` when they are not in the checkpoint.
@@ -52,6 +53,13 @@ class Graph:
         out = self.name(hint or op_type.lower())
         self.nodes.append(helper.make_node(op_type, inputs, [out], **attrs))
         return out
+
+    def rename_const(self, old, new):
+        """Renames the initializer `old` to `new` (a graph output can be an initializer)."""
+        for init in self.inits:
+            if init.name == old:
+                init.name = new
+        return new
 
     def rename(self, old, new):
         """Renames the value `old` to `new` everywhere, so that an intermediate value is a
@@ -178,20 +186,25 @@ def build(kind, w, cfg, raw):
         t = layer_norm(g, t, raw["cls.predictions.transform.LayerNorm.weight"],
                        raw["cls.predictions.transform.LayerNorm.bias"], cfg.get("layer_norm_eps", 1e-12))
         dec = raw.get("cls.predictions.decoder.weight", w["embeddings.word_embeddings.weight"])  # tied
-        # The raw logits are a second output (the value itself, not a copy) so that a runtime
-        # can pick them for short single inputs (a query) and pool them itself, skipping
-        # the [B,S,V] reduction.
-        logits = g.rename(linear(g, t, dec, raw["cls.predictions.bias"]), "mlm_logits")  # [B,S,V]
-        # max_t log(1 + relu(x_t)) over real tokens == log(1 + relu(max_t x_t)) because
-        # log1p∘relu is monotone: mask padding with a large negative bias, take the max,
-        # and run the activation on [B,V] instead of [B,S,V].
+        # The logits without their vocabulary bias are a second output (the value itself,
+        # not a copy), and the bias a third, so that a runtime can pick them for short single
+        # inputs (a query) and pool them itself, skipping the [B,S,V] reduction.
+        scores = g.rename(g.op("MatMul", [t, g.const(np.ascontiguousarray(dec.T), "w")]), "mlm_scores")  # [B,S,V]
+        vocab_bias = g.rename_const(g.const(raw["cls.predictions.bias"], "mlm_b"), "mlm_bias")  # [V]
+        # max_t log(1 + relu(s_t + b)) over real tokens == log(1 + relu(max_t s_t + b)),
+        # because log1p∘relu is monotone and adding the per-term bias b commutes with the
+        # max (rounding is monotone too, so the two are equal in float): mask padding with
+        # a large negative bias, take the max, and add b and run the activation on [B,V]
+        # instead of [B,S,V].
         pad_bias = g.op("Mul", [g.op("Sub", [g.const(np.float32(1.0), "one"), maskf]), g.const(np.float32(-1e9), "neg")])
         pad_bias = g.op("Unsqueeze", [pad_bias, g.const(np.array([2], dtype=np.int64), "ax2")])  # [B,S,1]
-        best = g.op("ReduceMax", [g.op("Add", [logits, pad_bias])], axes=[1], keepdims=0)  # [B,V]
+        best = g.op("ReduceMax", [g.op("Add", [scores, pad_bias])], axes=[1], keepdims=0)  # [B,V]
+        best = g.op("Add", [best, vocab_bias])
         g.nodes.append(helper.make_node("Log", [g.op("Add", [g.op("Relu", [best]), g.const(np.float32(1.0), "one")])],
                                         ["sparse_weights"]))
         outputs = [helper.make_tensor_value_info("sparse_weights", TensorProto.FLOAT, ["batch", cfg["vocab_size"]]),
-                   helper.make_tensor_value_info("mlm_logits", TensorProto.FLOAT, ["batch", "seq", cfg["vocab_size"]])]
+                   helper.make_tensor_value_info("mlm_scores", TensorProto.FLOAT, ["batch", "seq", cfg["vocab_size"]]),
+                   helper.make_tensor_value_info("mlm_bias", TensorProto.FLOAT, [cfg["vocab_size"]])]
     elif kind == "cross":
         cls = g.op("Gather", [x, g.const(np.int64(0), "i0")], axis=1)  # [B,H]
         pooled = g.op("Tanh", [linear(g, cls, w["pooler.dense.weight"], w["pooler.dense.bias"])])

@@ -133,8 +133,9 @@ fn truncates_long_inputs_to_the_window() {
 
 /// The converter writes its graphs in the forms ONNX Runtime's graph optimizer fuses
 /// (docs/models.md, "The graphs' form"): every LayerNorm's variance through `Pow`, every
-/// GELU's `Erf` fed by a `Div`, Q, K and V as one MatMul a layer (one `Split` each), and
-/// no output copied by an `Identity` (ONNX Runtime would copy it on every run).
+/// GELU's `Erf` fed by a `Div`, Q, K and V as one MatMul a layer (one `Split` each), no
+/// output copied by an `Identity` (ONNX Runtime would copy it on every run), and SPLADE's
+/// vocabulary bias added after the max over tokens.
 #[test]
 fn the_graphs_are_written_in_the_forms_onnx_runtime_fuses() {
     use tract_onnx::prelude::Framework;
@@ -152,4 +153,11 @@ fn the_graphs_are_written_in_the_forms_onnx_runtime_fuses() {
             assert_eq!(fed_by, Some("Div"), "{name}: a GELU's Erf not fed by a Div");
         }
     }
+    // SPLADE's [batch, tokens, 30522] logits see one Add only (the padding mask before the
+    // max): their vocabulary bias is added after it, on [batch, 30522].
+    let path = model_dir().join("splade-tiny").join("model.onnx");
+    let graph = tract_onnx::onnx().proto_model_for_path(&path).unwrap().graph.unwrap();
+    let readers: Vec<&str> =
+        graph.node.iter().filter(|n| n.input.iter().any(|i| i == "mlm_scores")).map(|n| n.op_type.as_str()).collect();
+    assert_eq!(readers, ["Add"], "the logits are read by {readers:?}");
 }

@@ -45,14 +45,14 @@ impl SparseVector {
 /// A SPLADE encoder (BertForMaskedLM + max-pooled log-saturated ReLU).
 ///
 /// On tract, two plans of the same graph: documents run in batches through the graph's
-/// own pooled output (`sparse_weights`); a query runs alone through the raw `mlm_logits`
-/// and is pooled here, because tract's generic reduction over the sequence axis of a
+/// own pooled output (`sparse_weights`); a query runs alone through the raw logits
+/// (`mlm_scores`, before their vocabulary bias `mlm_bias`) and is pooled here, because tract's generic reduction over the sequence axis of a
 /// `[1, seq, 30522]` tensor costs more than the whole model for a short input. ONNX
 /// Runtime reduces fast, so there one session serves both through `sparse_weights`.
 pub struct SparseEncoder {
     tokenizer: TextTokenizer,
     model: OnnxBert,
-    /// tract only: the `mlm_logits` plan for single queries.
+    /// tract only: the `mlm_scores` and `mlm_bias` plan for single queries.
     query_model: Option<OnnxBert>,
 }
 
@@ -71,10 +71,10 @@ impl SparseEncoder {
         let query_model = match backend {
             Backend::OnnxRuntime => None,
             Backend::Tract => {
-                Some(OnnxBert::load_with(&path, Some(&["mlm_logits"]), backend).map_err(|e| match e {
+                Some(OnnxBert::load_with(&path, Some(&["mlm_scores", "mlm_bias"]), backend).map_err(|e| match e {
                     Error::Model { path, reason } => Error::Model {
                         path,
-                        reason: format!("{reason} (no mlm_logits output: re-run scripts/ci/fetch_models.sh)"),
+                        reason: format!("{reason} (a graph of an older conversion: re-run scripts/ci/fetch_models.sh)"),
                     },
                     other => other,
                 })?)
@@ -93,21 +93,23 @@ impl SparseEncoder {
         &self.tokenizer
     }
 
-    /// Encodes one query: logits of every token, max-pooled, then `ln(1 + relu(x))`.
+    /// Encodes one query: `w_v = ln(1 + relu(max_t s_{t,v} + b_v))`, with `s_{t,v}` token
+    /// `t`'s logit for term `v` before the term's bias `b_v` (the same value as the
+    /// graph's `sparse_weights`: adding `b_v` commutes with the max).
     pub fn encode(&self, text: &str) -> Result<SparseVector> {
         let encoded = self.tokenizer.encode(text)?;
         let Some(query_model) = &self.query_model else {
             return Ok(self.encode_encoded(&[encoded])?.pop().unwrap_or_default());
         };
         let out = query_model.run(&[encoded])?;
-        let logits = output(&out, 0)?;
-        let mut best = vec![f32::NEG_INFINITY; logits.cols];
-        for token in logits.rows() {
+        let (scores, bias) = (output(&out, 0)?, output(&out, 1)?);
+        let mut best = vec![f32::NEG_INFINITY; scores.cols];
+        for token in scores.rows() {
             for (b, &x) in best.iter_mut().zip(token) {
                 *b = b.max(x);
             }
         }
-        Ok(sparsify(best.iter().map(|&x| x.max(0.0).ln_1p())))
+        Ok(sparsify(best.iter().zip(&bias.data).map(|(&x, &b)| (x + b).max(0.0).ln_1p())))
     }
 
     /// Encodes many texts in parallel batches; output order matches input order.
