@@ -103,6 +103,13 @@ impl SparseEncoder {
         };
         let out = query_model.run(&[encoded])?;
         let (scores, bias) = (output(&out, 0)?, output(&out, 1)?);
+        if bias.data.len() != scores.cols {
+            return Err(Error::Inference(format!(
+                "mlm_bias holds {} terms, mlm_scores {}: a damaged graph; re-run scripts/ci/fetch_models.sh",
+                bias.data.len(),
+                scores.cols
+            )));
+        }
         let mut best = vec![f32::NEG_INFINITY; scores.cols];
         for token in scores.rows() {
             for (b, &x) in best.iter_mut().zip(token) {
