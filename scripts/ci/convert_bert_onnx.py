@@ -93,10 +93,14 @@ def layer_norm(g, x, w, b, eps):
     return g.op("Add", [g.op("Mul", [y, g.const(w, "ln_w")]), g.const(b, "ln_b")])
 
 
+def matmul(g, x, w):
+    """x @ w.T, with the transpose done once here, not in the graph."""
+    return g.op("MatMul", [x, g.const(np.ascontiguousarray(w.T), "w")])
+
+
 def linear(g, x, w, b):
-    """x @ w.T + b, with the transpose done once here, not in the graph."""
-    y = g.op("MatMul", [x, g.const(np.ascontiguousarray(w.T), "w")])
-    return g.op("Add", [y, g.const(b, "b")])
+    """x @ w.T + b."""
+    return g.op("Add", [matmul(g, x, w), g.const(b, "b")])
 
 
 def gelu(g, x):
@@ -189,7 +193,7 @@ def build(kind, w, cfg, raw):
         # The logits without their vocabulary bias are a second output (the value itself,
         # not a copy), and the bias a third, so that a runtime can pick them for short single
         # inputs (a query) and pool them itself, skipping the [B,S,V] reduction.
-        scores = g.rename(g.op("MatMul", [t, g.const(np.ascontiguousarray(dec.T), "w")]), "mlm_scores")  # [B,S,V]
+        scores = g.rename(matmul(g, t, dec), "mlm_scores")  # [B,S,V]
         vocab_bias = g.rename_const(g.const(raw["cls.predictions.bias"], "mlm_b"), "mlm_bias")  # [V]
         # max_t log(1 + relu(s_t + b)) over real tokens == log(1 + relu(max_t s_t + b)),
         # because log1p∘relu is monotone and adding the per-term bias b commutes with the
@@ -209,8 +213,7 @@ def build(kind, w, cfg, raw):
         cls = g.op("Gather", [x, g.const(np.int64(0), "i0")], axis=1)  # [B,H]
         pooled = g.op("Tanh", [linear(g, cls, w["pooler.dense.weight"], w["pooler.dense.bias"])])
         cw, cb = w["classifier.weight"], w["classifier.bias"]
-        g.nodes.append(helper.make_node("Add", [g.op("MatMul", [pooled, g.const(np.ascontiguousarray(cw.T), "w")]),
-                                               g.const(cb, "b")], ["logits"]))
+        g.rename(linear(g, pooled, cw, cb), "logits")
         outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", cw.shape[0]])]
     else:
         raise SystemExit(f"unknown kind {kind}")
