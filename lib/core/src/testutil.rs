@@ -1,6 +1,6 @@
 //! Helpers shared by the unit tests: where the models and the shared data are.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use crate::build::{BuildOptions, DEFAULT_SHARD_CHUNKS};
@@ -19,6 +19,13 @@ pub fn model_dir() -> PathBuf {
         d.display()
     );
     d
+}
+
+/// The nodes of the ONNX graph in the file `path`, read with tract's parser.
+pub fn onnx_nodes(path: &Path) -> Vec<tract_onnx::pb::NodeProto> {
+    use tract_onnx::prelude::Framework;
+    let model = tract_onnx::onnx().proto_model_for_path(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    model.graph.map(|g| g.node).unwrap_or_default()
 }
 
 /// `$SEXTANT_SHARED_DIR`, else `../shared` beside the repository.

@@ -145,10 +145,8 @@ impl OrtGraph {
 
 #[cfg(test)]
 mod tests {
-    use tract_onnx::prelude::Framework;
-
     use super::*;
-    use crate::testutil::model_dir;
+    use crate::testutil::{model_dir, onnx_nodes};
 
     /// The op types of the graph ONNX Runtime runs for `model` (its optimized graph, as a
     /// session at our optimization level writes it out).
@@ -164,8 +162,7 @@ mod tests {
             .unwrap()
             .commit_from_file(model)
             .unwrap();
-        let graph = tract_onnx::onnx().proto_model_for_path(&optimized).unwrap().graph.unwrap();
-        graph.node.into_iter().map(|n| n.op_type).collect()
+        onnx_nodes(&optimized).into_iter().map(|n| n.op_type).collect()
     }
 
     /// ONNX Runtime fuses every LayerNorm and every GELU of the converted graphs into one
