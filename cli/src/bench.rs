@@ -297,8 +297,9 @@ pub fn passages(index: &Index, n: usize) -> Vec<String> {
 pub struct StageRow {
     /// The stage's name in reports and in a peer's samples (`scripts/bench/peer_bench.py
     /// --samples`): `encode_dense`, `encode_sparse`, `encode_both`, `encode_both_in_a_row`,
-    /// `encode_both_after_idle`, `path_dense`, `path_dense_exact`, `path_bm25`, `path_splade`, `fuse`, `search_rest`,
-    /// `search_total`, `search_total_50`, `search_total_no_feedback`, `rerank_50`.
+    /// `encode_both_after_idle`, `path_dense`, `path_dense_exact`, `path_bm25`,
+    /// `path_splade`, `fuse`, `search_rest`, `search_total`, `search_total_50`,
+    /// `search_total_no_feedback`, `rerank_50`.
     pub key: &'static str,
     /// The row's label in the table.
     pub name: String,
@@ -364,17 +365,17 @@ pub fn run(engine: &Engine, queries: &[String], label: &str) -> Result<(Figures,
     // Both encoders as a search runs them, question after question with nothing between:
     // beside `encode_both` (the same inside the stage loop) it tells what the paths' work
     // between two questions costs the encoders.
-    let mut prep_in_a_row = vec![];
-    for q in queries {
-        prep_in_a_row.push(time(|| engine.prepare(q, &Path::ALL).map(|_| ())).1);
-    }
+    let encode_both = |q: &String| time(|| engine.prepare(q, &Path::ALL).map(|_| ())).1;
+    let prep_in_a_row: Vec<f64> = queries.iter().map(encode_both).collect();
     // And after 4 ms of idling, as a server answers a question that comes alone: the
     // encoders' thread pool and the second core have gone to sleep.
-    let mut prep_after_idle = vec![];
-    for q in queries {
-        std::thread::sleep(std::time::Duration::from_millis(4));
-        prep_after_idle.push(time(|| engine.prepare(q, &Path::ALL).map(|_| ())).1);
-    }
+    let prep_after_idle: Vec<f64> = queries
+        .iter()
+        .map(|q| {
+            std::thread::sleep(std::time::Duration::from_millis(4));
+            encode_both(q)
+        })
+        .collect();
     for q in queries {
         let ((pq, _), t) = time(|| engine.prepare(q, &Path::ALL).expect("encode"));
         prep.push(t);

@@ -46,9 +46,10 @@ impl SparseVector {
 ///
 /// On tract, two plans of the same graph: documents run in batches through the graph's
 /// own pooled output (`sparse_weights`); a query runs alone through the raw logits
-/// (`mlm_scores`, before their vocabulary bias `mlm_bias`) and is pooled here, because tract's generic reduction over the sequence axis of a
-/// `[1, seq, 30522]` tensor costs more than the whole model for a short input. ONNX
-/// Runtime reduces fast, so there one session serves both through `sparse_weights`.
+/// (`mlm_scores`, before their vocabulary bias `mlm_bias`) and is pooled here, because
+/// tract's generic reduction over the sequence axis of a `[1, seq, 30522]` tensor costs
+/// more than the whole model for a short input. ONNX Runtime reduces fast, so there one
+/// session serves both through `sparse_weights`.
 pub struct SparseEncoder {
     tokenizer: TextTokenizer,
     model: OnnxBert,
