@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from peer_bench import REPO, ensure_venv  # noqa: E402
+from peer_bench import REPO, Encoder, ensure_venv  # noqa: E402
 
 OUTPUTS = {"minilm-l6-v2": "sentence_embedding", "splade-tiny": "sparse_weights"}
 
@@ -31,7 +31,6 @@ def main():
     ensure_venv(__file__)
     import numpy as np
     import onnxruntime as ort
-    from tokenizers import Tokenizer
 
     dirs = [Path(d) for d in sys.argv[1:]]
     if len(dirs) < 2:
@@ -44,56 +43,46 @@ def main():
         passages.append(d["title"] + "\n" + d["text"])
         if len(passages) == 96:
             break
-    tokenizers = {m: Tokenizer.from_file(str(dirs[0] / m / "tokenizer.json")) for m in OUTPUTS}
-    for t in tokenizers.values():
-        t.no_padding()
-        t.enable_truncation(256)
 
-    def session(path):
+    def options():
         o = ort.SessionOptions()
         o.intra_op_num_threads = 2
         o.log_severity_level = 3
         o.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        return ort.InferenceSession(str(path), o, providers=["CPUExecutionProvider"])
+        return o
 
-    sessions = [{m: session(d / m / "model.onnx") for m in OUTPUTS} for d in dirs]
+    encoders = [{m: Encoder(d / m, out, options()) for m, out in OUTPUTS.items()} for d in dirs]
 
-    def run(s, m, text):
-        ids = np.array([tokenizers[m].encode(text).ids], dtype=np.int64)
-        feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
-        return s[m].run([OUTPUTS[m]], feed)[0][0]
+    def run(e, m, text):
+        return e[m].run([text])[0]
 
-    for i, s in enumerate(sessions[1:], 1):
+    for i, e in enumerate(encoders[1:], 1):
         for m in OUTPUTS:
-            diff = max(float(np.abs(run(sessions[0], m, x) - run(s, m, x)).max()) for x in queries[:50] + passages[:20])
+            diff = max(float(np.abs(run(encoders[0], m, x) - run(e, m, x)).max()) for x in queries[:50] + passages[:20])
             print(f"{dirs[i]} {m}: largest |difference| from {dirs[0]}: {diff:.3g}")
-    for s in sessions:
+    for e in encoders:
         for m in OUTPUTS:
             for q in queries[:10]:
-                run(s, m, q)
+                run(e, m, q)
     times = [{k: [] for k in ("dense", "splade", "both", "passage dense", "passage SPLADE")} for _ in dirs]
 
-    def turns(i):
-        return [(j + i) % len(dirs) for j in range(len(dirs))]
+    def time_both(texts, dense, splade, both=None):
+        """Each text through both models of every directory, the directories taking turns
+        (the first one rotating), recorded under the keys given."""
+        for i, text in enumerate(texts):
+            for j in [(k + i) % len(dirs) for k in range(len(dirs))]:
+                t0 = time.perf_counter()
+                run(encoders[j], "minilm-l6-v2", text)
+                t1 = time.perf_counter()
+                run(encoders[j], "splade-tiny", text)
+                t2 = time.perf_counter()
+                times[j][dense].append((t1 - t0) * 1e3)
+                times[j][splade].append((t2 - t1) * 1e3)
+                if both:
+                    times[j][both].append((t2 - t0) * 1e3)
 
-    for i, q in enumerate(queries):
-        for j in turns(i):
-            t0 = time.perf_counter()
-            run(sessions[j], "minilm-l6-v2", q)
-            t1 = time.perf_counter()
-            run(sessions[j], "splade-tiny", q)
-            t2 = time.perf_counter()
-            times[j]["dense"].append((t1 - t0) * 1e3)
-            times[j]["splade"].append((t2 - t1) * 1e3)
-            times[j]["both"].append((t2 - t0) * 1e3)
-    for i, p in enumerate(passages):
-        for j in turns(i):
-            t0 = time.perf_counter()
-            run(sessions[j], "minilm-l6-v2", p)
-            t1 = time.perf_counter()
-            run(sessions[j], "splade-tiny", p)
-            times[j]["passage dense"].append((t1 - t0) * 1e3)
-            times[j]["passage SPLADE"].append((time.perf_counter() - t1) * 1e3)
+    time_both(queries, "dense", "splade", "both")
+    time_both(passages, "passage dense", "passage SPLADE")
     base = {k: float(np.median(v)) for k, v in times[0].items()}
     for d, t in zip(dirs, times):
         p50 = {k: float(np.median(v)) for k, v in t.items()}

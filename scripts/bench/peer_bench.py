@@ -71,14 +71,16 @@ def model_dir():
 class Encoder:
     """A tokenizer and an ONNX Runtime session of one converted model directory."""
 
-    def __init__(self, directory, output):
+    def __init__(self, directory, output, options=None):
+        """`options`: ONNX Runtime session options (its defaults, as a user gets them, when
+        None)."""
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
         self.tok = Tokenizer.from_file(str(directory / "tokenizer.json"))
         self.tok.no_padding()  # the file pads to 128; batches are padded to their longest input below
         self.tok.enable_truncation(256)
-        self.session = ort.InferenceSession(str(directory / "model.onnx"), providers=["CPUExecutionProvider"])
+        self.session = ort.InferenceSession(str(directory / "model.onnx"), options, providers=["CPUExecutionProvider"])
         self.output = output
 
     def run(self, texts):
