@@ -569,6 +569,13 @@ fn a_sharded_index_is_served_as_the_single_index_it_was_split_from() {
         assert_eq!(b["meta"]["degraded"], json!(false), "{path} {body}");
         assert!(a["meta"].get("shards").is_none(), "a single index says nothing of shards");
     }
+    // The router holds no text: each result's text and whole segments came from its shard.
+    let with_segments = ask(&three, "/v1/retrieve", &requests[1].1);
+    for c in with_segments["chunks"].as_array().unwrap() {
+        let segments = c["source"]["segments"].as_array().unwrap();
+        assert!(!c["text"].as_str().unwrap().is_empty() && !segments.is_empty(), "{c}");
+        assert!(segments.iter().all(|s| !s["content"].as_str().unwrap().is_empty()), "{c}");
+    }
     let filtered = ask(&three, "/v1/search", &requests[4].1);
     for r in filtered["results"].as_array().unwrap() {
         assert!(r["document"]["title"].as_str().unwrap().starts_with("Apple Inc. 10-K"), "{r}");

@@ -8,7 +8,7 @@ use anyhow::{bail, Context, Result};
 use sextant_core::corpus::{load_beir, load_corpus};
 use sextant_core::encode::{choose_backend, default_model_dir, BackendChoice, ModelSet, ORT_LIBRARY};
 use sextant_core::index::Filter;
-use sextant_core::pipeline::{open_engine, ChunkSource, SearchOutcome, SearchRequest};
+use sextant_core::pipeline::{open_engine, IndexView, SearchOutcome, SearchRequest};
 use sextant_core::shards::Searcher;
 use sextant_finance::{FactStore, Financials};
 
@@ -146,7 +146,7 @@ pub fn run(cli: Cli) -> Result<()> {
             for (shard, path, why) in &out.partial {
                 eprintln!("shard {shard} answered without its {path} path: {why}");
             }
-            print_hits(searcher.view(), &out.outcome, json)
+            print_hits(&searcher.results(out.fetched), &out.outcome, json)
         }
         Command::Bench(args) => crate::bench::command(*args, &models),
         Command::BenchCapacity { beir, scale, out, build } => {
@@ -208,7 +208,7 @@ pub fn run(cli: Cli) -> Result<()> {
     }
 }
 
-fn print_hits(chunks: &dyn ChunkSource, out: &SearchOutcome, json: bool) -> Result<()> {
+fn print_hits(chunks: &dyn IndexView, out: &SearchOutcome, json: bool) -> Result<()> {
     if json {
         let hits: Vec<_> = out
             .hits

@@ -138,11 +138,11 @@ fn compare_shards(
     counts: &[usize],
     exact: bool,
 ) -> Result<()> {
-    use sextant_core::pipeline::{ChunkSource, LoadedModels};
-    use sextant_core::shards::ShardSet;
+    use sextant_core::pipeline::{IndexView, LoadedModels};
+    use sextant_core::shards::{ResultsView, ShardSet};
     // Each hit: its document and text, then its relevance's and every path's score's bits.
     type Top = Vec<((String, String), Vec<u32>)>;
-    let top = |hits: &[sextant_core::pipeline::Hit], chunks: &dyn ChunkSource| -> Top {
+    let top = |hits: &[sextant_core::pipeline::Hit], chunks: &dyn IndexView| -> Top {
         hits.iter()
             .map(|h| {
                 let key = (chunks.document(h.chunk).document_id.clone(), chunks.text(h.chunk).to_string());
@@ -174,7 +174,7 @@ fn compare_shards(
         for ((_, q), want) in set.queries.iter().zip(&single) {
             let out = router.search(&request(q))?;
             degraded += usize::from(out.degraded());
-            let got = top(&out.outcome.hits, &router);
+            let got = top(&out.outcome.hits, &ResultsView::new(&router, out.fetched));
             identical += usize::from(&got == want);
             let keys: Vec<&(String, String)> = got.iter().map(|g| &g.0).collect();
             overlap += want.iter().filter(|w| keys.contains(&&w.0)).count() as f64 / want.len().max(1) as f64;

@@ -5,13 +5,14 @@
 //! - the whole index's search (`K` = 1, the baseline);
 //! - the sharded search in this process (every shard on the same cores);
 //! - each shard's retrieval alone, as a shard function answers it (its own cores);
-//! - the router's part after the shards answer: merging each path's lists and the rest of
-//!   the search ([`ShardedOutcome::merge_ms`](sextant_core::shards::ShardedOutcome));
+//! - the router's part after the shards answer: merging each path's lists, the rest of
+//!   the search, and the fetch phase that asks the shards for the results' text
+//!   ([`ShardedOutcome::merge_ms`](sextant_core::shards::ShardedOutcome) and `fetch_ms`);
 //! - a distributed query, `encode + max over shards of the shard alone + merge`, which is
 //!   what a router whose shards run in functions of their own waits for, before the network;
 //! - with `--workers`, the sharded search over the shard protocol, each shard a worker
 //!   process on loopback (`sextant shard-worker`), the router holding only the shards'
-//!   stores: the network and serialisation included.
+//!   stores (no text): the network and serialisation included.
 //!
 //! And the memory a search holds resident (the indexes' own estimate,
 //! [`Index::resident_bytes`]): of the whole index, and of each shard, per chunk.
@@ -102,7 +103,8 @@ pub fn run(
         let time_sharded = || -> Result<(f64, f64, Vec<u32>)> {
             let t = Instant::now();
             let out = set.search(&req)?;
-            Ok((t.elapsed().as_secs_f64() * 1e3, out.merge_ms, out.outcome.hits.iter().map(|h| h.chunk).collect()))
+            let router = out.merge_ms + out.fetch_ms;
+            Ok((t.elapsed().as_secs_f64() * 1e3, router, out.outcome.hits.iter().map(|h| h.chunk).collect()))
         };
         let time_remote = || -> Result<Option<(f64, f64, Vec<u32>)>> {
             let Some(remote) = &remote else { return Ok(None) };
@@ -110,7 +112,7 @@ pub fn run(
             let out = remote.search(&req)?;
             anyhow::ensure!(out.answered == out.of, "a worker did not answer: {:?}", out.failed_shards);
             let hits = out.outcome.hits.iter().map(|h| h.chunk).collect();
-            Ok(Some((t.elapsed().as_secs_f64() * 1e3, out.merge_ms, hits)))
+            Ok(Some((t.elapsed().as_secs_f64() * 1e3, out.merge_ms + out.fetch_ms, hits)))
         };
         // Each goes first, second and third in turn.
         let ((w, w_hits), (s, m, s_hits), r) = match i % 3 {
@@ -162,11 +164,11 @@ pub fn run(
         "whole index, K = 1 (encode + search)",
         &format!("K = {k} in this process (encode + search)"),
         "one shard's retrieval alone",
-        "router: merge + fusion, rerank, recency",
+        "router: merge + fusion, rerank, recency, fetch",
         &format!("distributed, K = {k}: encode + slowest shard alone + router"),
         "encode (both)",
         &format!("K = {k} over loopback workers (encode + search)"),
-        "router over workers: merge + fusion, rerank, recency",
+        "router over workers: merge + fusion, rerank, recency, fetch",
     ];
     let mut json = serde_json::Map::new();
     for (name, xs) in names.iter().zip(rows.iter_mut()).filter(|(_, xs)| !xs.is_empty()) {

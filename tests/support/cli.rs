@@ -78,7 +78,7 @@ pub fn apple_single_and_sharded(dir: &Path) -> (PathBuf, PathBuf) {
 pub fn apple_requests() -> Vec<(&'static str, Value)> {
     vec![
         ("/v1/retrieve", json!({"query": "How much did iPhone net sales change?", "top_k": 8})),
-        ("/v1/retrieve", json!({"query": "legal proceedings", "filters": {"year": 2025}})),
+        ("/v1/retrieve", json!({"query": "legal proceedings", "filters": {"year": 2025}, "include_segments": true})),
         ("/v1/retrieve", json!({"query": "risk factors", "rerank": false})),
         ("/v1/search", json!({"query": "share repurchase program", "limit": 10})),
         (

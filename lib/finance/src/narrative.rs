@@ -10,7 +10,7 @@ use serde::Serialize;
 use sextant_core::corpus::{DocumentType, Quarter};
 use sextant_core::error::Result;
 use sextant_core::index::Filter;
-use sextant_core::pipeline::{Path, SearchRequest};
+use sextant_core::pipeline::{IndexView, Path, SearchRequest};
 use sextant_core::shards::Searcher;
 
 /// Guardrail settings.
@@ -122,7 +122,8 @@ pub fn narrative(
     let mut candidates: Vec<Passage> = Vec::new();
     let shards: std::cell::Cell<Option<(usize, usize)>> = std::cell::Cell::new(None);
     for t in &ticker_list {
-        let search = |years: Vec<i32>| -> Result<Vec<sextant_core::pipeline::Hit>> {
+        // Each hit with its text (of a sharded index, from the search's fetch phase).
+        let search = |years: Vec<i32>| -> Result<Vec<(sextant_core::pipeline::Hit, String)>> {
             let mut req = SearchRequest::new(question, guard.candidates_per_search);
             req.cancel = cancel.cloned();
             req.prepared = Some(prepared.clone());
@@ -137,7 +138,16 @@ pub fn narrative(
                 let fewest = shards.get().map_or(out.answered, |(a, _)| a.min(out.answered));
                 shards.set(Some((fewest, out.of)));
             }
-            Ok(out.outcome.hits)
+            let results = searcher.results(out.fetched);
+            Ok(out
+                .outcome
+                .hits
+                .into_iter()
+                .map(|h| {
+                    let text = results.text(h.chunk).to_string();
+                    (h, text)
+                })
+                .collect())
         };
         let mut hits = Vec::new();
         for y in &year_list {
@@ -153,10 +163,9 @@ pub fn narrative(
             }
         }
         // A chunk's similarity is its best window's cosine with the question.
-        let ids: Vec<u32> = hits.iter().map(|h| h.chunk).collect();
+        let ids: Vec<u32> = hits.iter().map(|(h, _)| h.chunk).collect();
         let similarity = index.dense_scores(&ids, &[&query_vec])?.swap_remove(0);
-        for (h, similarity) in hits.into_iter().zip(similarity) {
-            let chunk = index.chunk(h.chunk);
+        for ((h, text), similarity) in hits.into_iter().zip(similarity) {
             let p = index.provenance(h.chunk);
             let doc = p.document;
             candidates.push(Passage {
@@ -167,7 +176,7 @@ pub fn narrative(
                 ticker: doc.ticker.clone(),
                 year: doc.year,
                 quarter: doc.quarter,
-                text: chunk.text.clone(),
+                text,
                 similarity,
                 rerank_score: h.diagnostics.rerank_score,
                 score: h.score,

@@ -92,7 +92,8 @@ impl S3DocumentStore {
     }
 
     /// `live` when the served version holds `document` exactly, or holds its id and was
-    /// built after `modified`; else `pending`.
+    /// built after `modified`; else `pending`. (A sharded index's router holds no text, so
+    /// there only the second can say `live`.)
     fn status(&self, document: &Document, modified: Option<i64>) -> &'static str {
         let Some(served) = self.served.upgrade().and_then(|s| s.loaded_index(&self.index_id)) else {
             return "pending";

@@ -505,17 +505,7 @@ impl Index {
         format::write_files(storage, files, self.manifest.clone())
     }
 
-    /// This index as a router's store of one shard: its documents and chunks (what the
-    /// router reads for results and evidence spans), without the postings and vectors that
-    /// only the shard's own search reads (the router reads BM25's statistics from the root
-    /// manifest's). A search of the store finds nothing.
-    pub fn into_store(mut self) -> Index {
-        let (dense, bm25, splade) = Self::no_search_parts(self.dense.dim, self.bm25.params);
-        (self.dense, self.bm25, self.splade) = (Arc::new(dense), Arc::new(bm25), Arc::new(splade));
-        self
-    }
-
-    /// A store's search parts ([`Index::into_store`]): a dense index of `dim` dimensions
+    /// A store's search parts ([`Index::load_store`]): a dense index of `dim` dimensions
     /// with no rows, a BM25 index read with `params` with no postings, an empty SPLADE one.
     fn no_search_parts(dim: usize, params: Bm25Params) -> (DenseIndex, Bm25Index, SpladeIndex) {
         (DenseIndex::build(dim, Vec::new()), Bm25Index::build(std::iter::empty(), params), SpladeIndex::default())
@@ -529,10 +519,14 @@ impl Index {
         Self::load_files(storage, true)
     }
 
-    /// Loads from `storage` what a router keeps of one shard ([`Index::into_store`]): its
-    /// documents and chunks, each verified as [`Index::load`] verifies it. The postings and
-    /// vector files are neither read nor needed (a router on S3 downloads only
-    /// [`Index::STORE_FILES`]), so the store costs no search memory even while loading.
+    /// Loads from `storage` what a router keeps of one shard, its store: its documents
+    /// without their segments and its chunks without their text (where each chunk sits,
+    /// its document's metadata for filters and citations), each file verified as
+    /// [`Index::load`] verifies it. The router fetches the text of a search's results from
+    /// the shard ([`crate::shards::ShardRequest::Fetch`]). The postings and vector files are
+    /// neither read nor needed (a router on S3 downloads only [`Index::STORE_FILES`]), and
+    /// the BM25 statistics a router reads come from the root manifest. A search of the
+    /// store finds nothing.
     pub fn load_store(storage: &dyn Storage) -> Result<Self> {
         Self::load_files(storage, false)
     }
@@ -711,6 +705,9 @@ impl Index {
             (None, None) => return Err(missing(CHUNKS)),
         };
         if !searchable {
+            // A router reads the text of the results only, in its search's fetch phase.
+            let documents = documents.into_iter().map(|d| Document { segments: Vec::new(), ..d }).collect();
+            let chunks = chunks.into_iter().map(|c| Chunk { text: String::new(), ..c }).collect();
             let (dense, bm25, splade) = Self::no_search_parts(manifest.dense_dim, manifest.bm25);
             return Self::from_checked_parts(manifest, documents, chunks, dense, bm25, splade, false);
         }
@@ -836,7 +833,7 @@ mod tests {
     }
 
     /// A router's store loads from the documents and chunks alone, verified, and holds
-    /// what [`Index::into_store`] keeps of the whole index.
+    /// where every chunk sits and every document's metadata, with no text.
     #[test]
     fn a_store_loads_from_its_two_files_alone() {
         let index = small_engine().index();
@@ -859,15 +856,20 @@ mod tests {
         };
         assert!(Index::load(&two(None)).is_err(), "a whole index needs its postings and vectors");
         let store = Index::load_store(&two(None)).unwrap();
-        let kept = Index::load(&whole()).unwrap().into_store();
-        assert_eq!(store.documents.len(), kept.documents.len());
-        assert_eq!(
-            store.chunks.iter().map(|c| &c.text).collect::<Vec<_>>(),
-            kept.chunks.iter().map(|c| &c.text).collect::<Vec<_>>()
-        );
-        assert_eq!(bincode::serialize(&*store.bm25).unwrap(), bincode::serialize(&*kept.bm25).unwrap());
+        let whole = Index::load(&whole()).unwrap();
+        assert_eq!(store.documents.len(), whole.documents.len());
+        let spans = |i: &Index| i.chunks.iter().map(|c| (c.doc, c.span)).collect::<Vec<_>>();
+        assert_eq!(spans(&store), spans(&whole));
+        assert!(store.chunks.iter().all(|c| c.text.is_empty()) && whole.chunks.iter().any(|c| !c.text.is_empty()));
+        for (s, w) in store.documents.iter().zip(whole.documents.iter()) {
+            assert!(s.segments.is_empty() && !w.segments.is_empty());
+            assert_eq!(&Document { segments: w.segments.clone(), ..s.clone() }, w, "everything but the text");
+        }
+        let texts: u64 = whole.chunks.iter().map(|c| c.text.len() as u64).sum::<u64>()
+            + whole.documents.iter().flat_map(|d| &d.segments).map(|s| s.len() as u64).sum::<u64>();
+        assert!(store.resident_bytes() + texts < whole.resident_bytes(), "the estimate leaves the text out");
         assert_eq!((store.bm25.inverted.num_chunks, store.bm25.params), (0, index.bm25.params));
-        assert_eq!((store.dense.len(), store.dense.dim), (0, kept.dense.dim));
+        assert_eq!((store.dense.len(), store.dense.dim), (0, whole.dense.dim));
         assert_eq!(store.provenance(3).chunk_id(), index.chunk_id(3));
         // Each of the two is verified as a whole load verifies it.
         for name in Index::STORE_FILES {

@@ -3,19 +3,37 @@
 //! reads of an index ([`IndexView`]): one index's, or every shard's of a sharded index,
 //! whose documents and chunks are counted across the shards ([`crate::shards`]).
 
+use std::borrow::Cow;
 use std::ops::Range;
+
+use serde::{Deserialize, Serialize};
 
 use crate::corpus::{Chunk, Document, MetadataSchema};
 use crate::error::Result;
 use crate::index::{Analyzer, Index, Manifest, Provenance};
+
+/// One document segment a chunk overlaps, whole ([`IndexView::segments_of`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChunkSegment {
+    /// The segment's ordinal in its document, from 0.
+    pub sequence: u32,
+    /// Its text.
+    pub content: String,
+    /// Where it starts in its document's text, in `char`s.
+    pub char_start: usize,
+    /// Where it ends (exclusive).
+    pub char_end: usize,
+}
 
 /// The chunks a search ranks, by the ids its paths' lists carry.
 pub trait ChunkSource: Sync {
     /// The ordinal of `chunk`'s document (what fusion by document groups by), unique
     /// across everything this source holds.
     fn doc(&self, chunk: u32) -> u32;
-    /// `chunk`'s text (what a reranker reads).
-    fn text(&self, chunk: u32) -> &str;
+    /// The texts of `chunks`, in order (what a reranker reads): borrowed from an index that
+    /// holds them, fetched from the shards that hold them by a sharded index's router, which
+    /// keeps no text ([`crate::shards::ShardSet`]). Fails when they cannot be read.
+    fn texts(&self, chunks: &[u32]) -> Result<Vec<Cow<'_, str>>>;
     /// `chunk`'s document (its date is what a recency boost reads).
     fn document(&self, chunk: u32) -> &Document;
     /// The dense scores of `chunks` for each unit query vector of `queries` (a chunk's
@@ -31,8 +49,8 @@ impl ChunkSource for Index {
     fn doc(&self, chunk: u32) -> u32 {
         self.chunks[chunk as usize].doc
     }
-    fn text(&self, chunk: u32) -> &str {
-        &self.chunks[chunk as usize].text
+    fn texts(&self, chunks: &[u32]) -> Result<Vec<Cow<'_, str>>> {
+        Ok(chunks.iter().map(|&c| Cow::Borrowed(self.chunks[c as usize].text.as_str())).collect())
     }
     fn document(&self, chunk: u32) -> &Document {
         self.document_of(chunk)
@@ -61,8 +79,31 @@ pub trait IndexView: ChunkSource + Send {
     /// The chunks of document `d`.
     fn chunks_of(&self, d: u32) -> Range<u32>;
     /// Chunk `c` (its `doc` is its own index's or shard's: read its document with
-    /// [`ChunkSource::document`]).
+    /// [`ChunkSource::document`]). A sharded index's router holds no text: its chunks' text
+    /// is empty, and the results' come from the search's fetch phase
+    /// ([`crate::shards::ShardedOutcome::fetched`], read through [`crate::shards::Searcher::results`]).
     fn chunk(&self, c: u32) -> &Chunk;
+    /// Chunk `c`'s text (see [`IndexView::chunk`]).
+    fn text(&self, c: u32) -> &str {
+        &self.chunk(c).text
+    }
+    /// The document segments chunk `c` overlaps, in order, each whole with its place in
+    /// the document's text (see [`IndexView::chunk`]).
+    fn segments_of(&self, c: u32) -> Vec<ChunkSegment> {
+        let p = self.provenance(c);
+        let spans = p.document.segment_spans();
+        p.segments
+            .filter_map(|s| {
+                let (content, span) = (p.document.segments.get(s as usize)?, spans.get(s as usize)?);
+                Some(ChunkSegment {
+                    sequence: s,
+                    content: content.clone(),
+                    char_start: span.char_start,
+                    char_end: span.char_end,
+                })
+            })
+            .collect()
+    }
     /// Where chunk `c` comes from, `chunk` being `c`.
     fn provenance(&self, c: u32) -> Provenance<'_>;
     /// The analyzer BM25 reads text with.

@@ -704,9 +704,18 @@ impl Engine {
         }
         let Some(rr) = &self.reranker else { return RerankStatus::Unavailable };
         let depth = req.rerank_depth.min(hits.len());
+        let ids: Vec<u32> = hits[..depth].iter().map(|h| h.chunk).collect();
+        let texts = match chunks.texts(&ids) {
+            Ok(texts) => texts,
+            Err(e) => {
+                tracing::warn!(error = %e, "candidates' text unread; fused order kept");
+                return RerankStatus::Failed(format!("the candidates' text could not be read: {e}"));
+            }
+        };
         let candidates: Vec<Candidate<'_>> = hits[..depth]
             .iter()
-            .map(|h| Candidate { chunk: h.chunk, text: chunks.text(h.chunk), fused_score: h.score })
+            .zip(&texts)
+            .map(|(h, text)| Candidate { chunk: h.chunk, text, fused_score: h.score })
             .collect();
         let reranked = match rr.rerank(&req.query, &candidates) {
             Ok(r) => r,

@@ -18,7 +18,7 @@ mod shared_models;
 
 pub use adaptive::{adaptive_weights, agreement, confidence, identifier_share, word_count};
 pub use cancel::{CancelFlag, CancelOnDrop};
-pub use chunks::{ChunkSource, IndexView};
+pub use chunks::{ChunkSegment, ChunkSource, IndexView};
 pub use engine::{open_engine, Engine, LoadedModels, Retrieved};
 pub use feedback::{feedback_query, feedback_weight};
 pub use fusion::{

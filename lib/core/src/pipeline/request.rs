@@ -66,6 +66,10 @@ pub struct SearchRequest {
     /// The query already encoded ([`Engine::prepare`](super::Engine::prepare)) for several searches of one request:
     /// the search encodes nothing, and `query` only names it. Its `text` is what BM25 reads.
     pub prepared: Option<Arc<PreparedQuery>>,
+    /// Whether the results' whole segments are read too (`/v1/retrieve`'s
+    /// `include_segments`): a sharded index's fetch phase brings them with the text
+    /// ([`crate::shards::ShardedOutcome::fetched`]). Default: false.
+    pub fetch_segments: bool,
 }
 
 impl SearchRequest {
@@ -88,6 +92,7 @@ impl SearchRequest {
             cancel: None,
             strip_instructions: true,
             prepared: None,
+            fetch_segments: false,
         }
     }
 }

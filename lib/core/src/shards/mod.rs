@@ -13,16 +13,21 @@
 //! to worker processes) for each path's candidates with their scores ([`Engine::retrieve_paths`](crate::pipeline::Engine::retrieve_paths)),
 //! merges each path's lists by score and runs the rest of the search (fusion, dense
 //! feedback, relevance, rerank, recency, diversity) with the same code one engine runs
-//! ([`Engine::finish`](crate::pipeline::Engine::finish)), over the chunks of every shard. A
-//! shard that fails is left out, and the outcome says how many answered.
+//! ([`Engine::finish`](crate::pipeline::Engine::finish)), over the chunks of every shard.
+//! The router holds no text: the text of the results, and of a reranker's candidates, is
+//! asked of their shards once the search has them (the fetch phase:
+//! [`ShardedOutcome::fetched`], read through [`ResultsView`]). A shard that fails is left
+//! out, and the outcome says how many answered.
 
 mod assign;
+mod fetch;
 pub mod protocol;
 mod root;
 mod router;
 
 pub use assign::shard_of;
-pub use protocol::{Shard, ShardRequest, ShardResponse};
+pub use fetch::{Fetched, ResultsView};
+pub use protocol::{FetchQuery, FetchedChunk, Shard, ShardRequest, ShardResponse};
 pub use root::{
     load_shard, load_shard_store, load_sharded, read_root, remove_sharded, save_sharded, shard_prefix, RootManifest,
     ShardEntry, Shards, ORDER_FILE, ROOT_MANIFEST, STATS_FILE,

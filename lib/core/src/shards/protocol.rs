@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 use crate::encode::SparseVector;
 use crate::error::{Error, Result};
 use crate::index::{Bitset, Filter};
-use crate::pipeline::{ChunkSource, Engine, Path, PathHit, PreparedQuery, Retrieved, SearchRequest, StageTimings};
+use crate::pipeline::{
+    ChunkSegment, ChunkSource, Engine, IndexView, Path, PathHit, PreparedQuery, Retrieved, SearchRequest, StageTimings,
+};
 
 /// One question a router asks a shard.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -22,6 +24,9 @@ pub enum ShardRequest {
     Retrieve(Box<ShardQuery>),
     /// Dense scores or nearest windows of some of the shard's chunks (dense feedback).
     Dense(DenseQuery),
+    /// The text of some of the shard's chunks: the fetch phase, for the results and the
+    /// reranker's candidates only.
+    Fetch(FetchQuery),
 }
 
 /// A query, encoded once by the router, as every shard runs it: the retrieval half of a
@@ -66,6 +71,27 @@ pub struct DenseQuery {
     pub nearest: bool,
 }
 
+/// The chunks whose text a router fetches ([`ShardRequest::Fetch`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FetchQuery {
+    /// The shard's chunk ids.
+    pub chunks: Vec<u32>,
+    /// Whether to answer with the document segments each chunk overlaps, too (`/v1/retrieve`'s
+    /// `include_segments`).
+    #[serde(default)]
+    pub segments: bool,
+}
+
+/// One chunk's text, fetched ([`ShardResponse::Fetch`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FetchedChunk {
+    /// The chunk's text.
+    pub text: String,
+    /// The segments it overlaps, when asked for ([`FetchQuery::segments`]).
+    #[serde(default)]
+    pub segments: Vec<ChunkSegment>,
+}
+
 /// A shard's answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
@@ -77,6 +103,11 @@ pub enum ShardResponse {
     Dense {
         /// `rows[q][i]` (scores) or `rows[i]` (nearest windows).
         rows: Vec<Vec<f32>>,
+    },
+    /// To [`ShardRequest::Fetch`]: one per chunk asked, in order.
+    Fetch {
+        /// The chunks' texts.
+        chunks: Vec<FetchedChunk>,
     },
 }
 
@@ -166,6 +197,21 @@ pub fn answer(engine: &Engine, request: &ShardRequest) -> Result<ShardResponse> 
             };
             Ok(ShardResponse::Dense { rows })
         }
+        ShardRequest::Fetch(f) => {
+            let index = &**engine.index();
+            if let Some(&c) = f.chunks.iter().find(|&&c| c as usize >= index.chunks.len()) {
+                return Err(Error::invalid("chunks", format!("chunk {c} of {}", index.chunks.len())));
+            }
+            let chunks = f
+                .chunks
+                .iter()
+                .map(|&c| FetchedChunk {
+                    text: index.chunks[c as usize].text.clone(),
+                    segments: if f.segments { index.segments_of(c) } else { Vec::new() },
+                })
+                .collect();
+            Ok(ShardResponse::Fetch { chunks })
+        }
     }
 }
 
@@ -233,5 +279,18 @@ mod tests {
         let m = serde_json::to_string(&a).unwrap();
         assert_eq!(serde_json::from_str::<ShardResponse>(&m).unwrap(), a);
         assert!(m.starts_with(r#"{"op":"retrieve""#), "{m}");
+        let f = ShardRequest::Fetch(FetchQuery { chunks: vec![4, 1], segments: true });
+        let m = serde_json::to_string(&f).unwrap();
+        assert_eq!(serde_json::from_str::<ShardRequest>(&m).unwrap(), f);
+        let segment =
+            ChunkSegment { sequence: 2, content: "Net sales rose — 8 %.".into(), char_start: 40, char_end: 61 };
+        let a = ShardResponse::Fetch {
+            chunks: vec![
+                FetchedChunk { text: "Net sales rose".into(), segments: vec![segment] },
+                FetchedChunk { text: String::new(), segments: vec![] },
+            ],
+        };
+        let m = serde_json::to_string(&a).unwrap();
+        assert_eq!(serde_json::from_str::<ShardResponse>(&m).unwrap(), a);
     }
 }

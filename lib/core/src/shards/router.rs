@@ -1,13 +1,15 @@
 //! The router: one search over every shard of an index, answered as one index would.
 
-use std::collections::BTreeMap;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-use super::protocol::{DenseQuery, Shard, ShardQuery, ShardRequest, ShardResponse};
+use super::fetch::{Fetched, ResultsView, SearchScope};
+use super::protocol::{DenseQuery, FetchQuery, FetchedChunk, Shard, ShardQuery, ShardRequest, ShardResponse};
 use super::root::Shards;
 use crate::corpus::{Chunk, Document, MetadataSchema};
 use crate::error::{Error, Result};
@@ -18,8 +20,10 @@ use crate::pipeline::{
 
 /// The shards of one index searched as one index: a router. It asks each shard through
 /// the shard protocol ([`Shard`]: an engine in this process, or a worker behind it) for
-/// candidates and dense scores, reads the documents and chunks of the results from each
-/// shard's store, and the whole index's BM25 statistics from the root's. Chunk and
+/// candidates, dense scores and the text of the results (the fetch phase), reads the
+/// documents' metadata and where each chunk sits from each shard's store (without text,
+/// when loaded as a router's: [`Index::load_store`]), and the whole index's BM25
+/// statistics from the root's. Chunk and
 /// document ids in its outcomes are those of the single index built from the same
 /// documents (documents in the order [`Shards::order`] gives, each document's chunks in
 /// order), so every tie between equal scores breaks as it would there
@@ -29,7 +33,7 @@ pub struct ShardSet {
     router: Arc<Engine>,
     /// The shards, asked through the protocol.
     shards: Vec<Arc<dyn Shard>>,
-    /// Each shard's documents and chunks, read for the results.
+    /// Each shard's documents and chunks (a router's: without their text).
     stores: Vec<Arc<Index>>,
     /// BM25's statistics over every shard (the root's): the whole index's `N` and `df`.
     stats: LexicalStats,
@@ -66,8 +70,15 @@ pub struct ShardedOutcome {
     /// Milliseconds from asking the shards to the last answer (or the deadline).
     pub shards_ms: f64,
     /// Milliseconds the router spent after that: merging each path's lists and the rest
-    /// of the search ([`Engine::finish`]).
+    /// of the search ([`Engine::finish`]), the reranker's fetch of its candidates' text
+    /// included.
     pub merge_ms: f64,
+    /// Milliseconds of the fetch phase: asking the shards for the text of the results
+    /// that the search had not fetched for the reranker.
+    pub fetch_ms: f64,
+    /// The results' text, from their shards (empty for one index): read the results
+    /// through [`Searcher::results`].
+    pub fetched: Fetched,
 }
 
 impl ShardedOutcome {
@@ -274,8 +285,12 @@ impl ShardSet {
         merged.dense_query = prepared.dense.clone();
         merged.query_truncated = query_truncated;
         merged.timings.encode_ms = encode_ms;
-        let outcome = first.finish(self, self.newest_day, req, merged)?;
+        let scope = SearchScope::new(self);
+        let mut outcome = first.finish(&scope, self.newest_day, req, merged)?;
         let merge_ms = t.elapsed().as_secs_f64() * 1e3;
+        let t = Instant::now();
+        let fetched = self.fetch_results(&mut outcome, scope.into_texts(), req.fetch_segments, &mut failed_shards)?;
+        let fetch_ms = t.elapsed().as_secs_f64() * 1e3;
         let timings = StageTimings { total_ms: start.elapsed().as_secs_f64() * 1e3, ..outcome.timings.clone() };
         let answered = of - failed_shards.len();
         Ok(ShardedOutcome {
@@ -286,7 +301,93 @@ impl ShardSet {
             partial,
             shards_ms,
             merge_ms,
+            fetch_ms,
+            fetched,
         })
+    }
+
+    /// The fetch phase: the text of `outcome`'s results (and with `segments` the segments
+    /// each overlaps), asked of the shards that hold them, except the texts the search
+    /// fetched already (`texts`, for the reranker). A shard that does not answer is left
+    /// out as one that failed to search is: its results are dropped and it joins
+    /// `failed_shards`; when no result is left of some, the search fails.
+    fn fetch_results(
+        &self,
+        outcome: &mut SearchOutcome,
+        mut texts: HashMap<u32, String>,
+        segments: bool,
+        failed_shards: &mut Vec<(usize, String)>,
+    ) -> Result<Fetched> {
+        let wanted: Vec<u32> =
+            outcome.hits.iter().map(|h| h.chunk).filter(|c| segments || !texts.contains_key(c)).collect();
+        let (mut got, failed) = self.fetch(&wanted, segments);
+        let mut fetched = Fetched::default();
+        for h in &outcome.hits {
+            let record = IndexView::chunk(self, h.chunk);
+            match got.remove(&h.chunk) {
+                Some(f) => fetched.insert(h.chunk, record, f.text, segments.then_some(f.segments)),
+                None if !segments => {
+                    if let Some(text) = texts.remove(&h.chunk) {
+                        fetched.insert(h.chunk, record, text, None);
+                    }
+                }
+                None => {}
+            }
+        }
+        if failed.is_empty() {
+            return Ok(fetched);
+        }
+        let had = outcome.hits.len();
+        outcome.hits.retain(|h| fetched.has(h.chunk, segments));
+        let why = failed.iter().map(|(s, e)| format!("shard {s}: {e}")).collect::<Vec<_>>().join("; ");
+        for (s, e) in failed {
+            tracing::warn!(shard = s, error = %e, "index shard did not give its results' text; they are left out");
+            if !failed_shards.iter().any(|(f, _)| *f == s) {
+                failed_shards.push((s, format!("fetching the results' text: {e}")));
+            }
+        }
+        if had > 0 && outcome.hits.is_empty() {
+            return Err(Error::NoShardAnswered(format!("no shard gave its results' text: {why}")));
+        }
+        Ok(fetched)
+    }
+
+    /// The texts of global chunks `chunks` (with `segments`, and the segments each
+    /// overlaps), asked of the shards that hold them, one request each, all at once: what
+    /// the shards gave, by global chunk id, and each shard that did not, with why.
+    pub(super) fn fetch(&self, chunks: &[u32], segments: bool) -> (HashMap<u32, FetchedChunk>, Vec<(usize, String)>) {
+        let mut by_shard: BTreeMap<usize, (Vec<u32>, Vec<u32>)> = BTreeMap::new();
+        for &c in chunks {
+            let (s, local) = self.locate(c);
+            let (global, ids) = by_shard.entry(s).or_default();
+            global.push(c);
+            ids.push(local);
+        }
+        let requests = by_shard
+            .iter()
+            .map(|(&s, (_, ids))| (s, Arc::new(ShardRequest::Fetch(FetchQuery { chunks: ids.clone(), segments }))))
+            .collect();
+        let (mut got, mut failed) = (HashMap::with_capacity(chunks.len()), Vec::new());
+        for (s, answer) in self.ask(requests) {
+            let global = &by_shard[&s].0;
+            let spans = |c: u32| IndexView::chunk(self, c).span;
+            match answer {
+                Ok(ShardResponse::Fetch { chunks })
+                    if chunks.len() == global.len()
+                        && (!segments
+                            || chunks.iter().zip(global).all(|(f, &c)| {
+                                let span = spans(c);
+                                f.segments.len() == (span.seg_end - span.seg_start) as usize
+                            })) =>
+                {
+                    got.extend(global.iter().copied().zip(chunks));
+                }
+                Ok(ShardResponse::Fetch { .. }) => failed.push((s, "an answer of the wrong size".to_string())),
+                Ok(other) => failed.push((s, unexpected(&other).to_string())),
+                Err(e) => failed.push((s, e.to_string())),
+            }
+        }
+        (got, failed)
     }
 
     /// Every shard's candidates for `req` encoded as `prepared`, restricted to the
@@ -462,6 +563,7 @@ fn unexpected(answer: &ShardResponse) -> Error {
     let kind = match answer {
         ShardResponse::Retrieve(_) => "candidates",
         ShardResponse::Dense { .. } => "dense rows",
+        ShardResponse::Fetch { .. } => "texts",
     };
     Error::Component { component: "index shard".into(), reason: format!("answered with {kind} to another question") }
 }
@@ -470,9 +572,16 @@ impl ChunkSource for ShardSet {
     fn doc(&self, chunk: u32) -> u32 {
         (self.first_chunk.partition_point(|&f| f <= chunk) - 1) as u32
     }
-    fn text(&self, chunk: u32) -> &str {
-        let (index, c) = self.index_of(chunk);
-        &index.chunks[c as usize].text
+    /// Fetched from the shards that hold them; fails when one does not answer.
+    fn texts(&self, chunks: &[u32]) -> Result<Vec<Cow<'_, str>>> {
+        let (mut got, failed) = self.fetch(chunks, false);
+        if let Some((s, why)) = failed.into_iter().next() {
+            return Err(Error::Component { component: format!("index shard {s}"), reason: why });
+        }
+        Ok(chunks
+            .iter()
+            .map(|c| Cow::Owned(got.get_mut(c).map(|f| std::mem::take(&mut f.text)).unwrap_or_default()))
+            .collect())
     }
     fn document(&self, chunk: u32) -> &Document {
         let (index, c) = self.index_of(chunk);
@@ -548,12 +657,20 @@ impl Searcher {
         }
     }
 
-    /// The index as the results are read from it.
+    /// The index as requests read it around a search: its documents' metadata for filters
+    /// before one, where each chunk sits. Of a sharded index, the router's, which holds no
+    /// text: read a search's results through [`Searcher::results`].
     pub fn view(&self) -> &dyn IndexView {
         match self {
             Searcher::Single(e) => &**e.index(),
             Searcher::Sharded(s) => &**s,
         }
+    }
+
+    /// The index as a search's results are read from it, with the text its fetch phase
+    /// brought (`fetched`, taken from the [`ShardedOutcome`]).
+    pub fn results(&self, fetched: Fetched) -> ResultsView<'_> {
+        ResultsView::new(self.view(), fetched)
     }
 
     /// Runs `req`: on one engine ([`Engine::search`], every shard count `None`), or over
@@ -568,6 +685,8 @@ impl Searcher {
                 partial: Vec::new(),
                 shards_ms: 0.0,
                 merge_ms: 0.0,
+                fetch_ms: 0.0,
+                fetched: Fetched::default(),
             }),
             Searcher::Sharded(s) => s.search(req),
         }

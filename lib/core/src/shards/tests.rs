@@ -10,7 +10,7 @@ use crate::encode::{DenseEncoder, ModelSet, SparseEncoder};
 use crate::error::Error;
 use crate::index::format::ModelRef;
 use crate::index::{Bitset, Bm25Params, Index};
-use crate::pipeline::ChunkSource;
+use crate::pipeline::{ChunkSource, IndexView};
 use crate::pipeline::{Engine, Path, PathHit, PathRetriever, PreparedQuery, SearchOutcome, SearchRequest};
 use crate::storage::LocalDir;
 use crate::testutil::{model_dir, shared_dir};
@@ -75,9 +75,21 @@ fn engines(indexes: Vec<Index>) -> Vec<Engine> {
     indexes.into_iter().map(|i| Engine::new(Arc::new(i), f.dense.clone(), f.sparse.clone(), None)).collect()
 }
 
-/// The shards searched as one, in the single index's order.
+/// What a router loads of `index` as one shard's store: no text.
+fn store_of(index: &Index) -> Index {
+    let storage = crate::storage::MemStore::new("mem://store");
+    index.save(&storage).unwrap();
+    Index::load_store(&storage).unwrap()
+}
+
+/// The shards searched as one, in the single index's order, by a router that holds their
+/// stores (no text) and asks the shards, in this process, through the protocol.
 fn shard_set(shards: Shards) -> ShardSet {
-    ShardSet::new(engines(shards.indexes), Some(shards.order), shards.stats).unwrap()
+    let f = fixture();
+    let stores: Vec<Arc<Index>> = shards.indexes.iter().map(|i| Arc::new(store_of(i))).collect();
+    let router = Arc::new(Engine::new(stores[0].clone(), f.dense.clone(), f.sparse.clone(), None));
+    let asked = engines(shards.indexes).into_iter().map(|e| Arc::new(e) as Arc<dyn Shard>).collect();
+    ShardSet::with_shards(router, stores, asked, Some(shards.order), shards.stats).unwrap()
 }
 
 /// A search at the API's default fusion, exact on every path (300 candidates a path is
@@ -91,14 +103,19 @@ fn request(q: &str) -> SearchRequest {
 /// Each hit as (document id, chunk text, score bits, each path's score bits).
 type Seen = Vec<(String, String, u32, Vec<(Path, u32)>)>;
 
-fn seen(out: &SearchOutcome, chunks: &dyn crate::pipeline::ChunkSource) -> Seen {
+fn seen(out: &SearchOutcome, index: &dyn IndexView) -> Seen {
     out.hits
         .iter()
         .map(|h| {
             let paths = h.diagnostics.paths.iter().map(|(p, r)| (*p, r.score.to_bits())).collect();
-            (chunks.document(h.chunk).document_id.clone(), chunks.text(h.chunk).to_string(), h.score.to_bits(), paths)
+            (index.document(h.chunk).document_id.clone(), index.text(h.chunk).to_string(), h.score.to_bits(), paths)
         })
         .collect()
+}
+
+/// What a sharded search returned, read as its results are: with the text it fetched.
+fn seen_sharded(set: &ShardSet, out: ShardedOutcome) -> Seen {
+    seen(&out.outcome, &ResultsView::new(set, out.fetched))
 }
 
 #[test]
@@ -111,11 +128,13 @@ fn every_query_answers_the_same_at_any_shard_count() {
         if k > 1 {
             assert!(set.stores().iter().all(|i| !i.chunks.is_empty()), "every shard holds documents");
         }
+        assert!(set.stores().iter().all(|i| i.chunks.iter().all(|c| c.text.is_empty())), "the router holds no text");
         for (q, want) in f.queries.iter().zip(&single) {
             let out = set.search(&request(q)).unwrap();
             assert_eq!((out.answered, out.of, out.degraded()), (k, k, false));
-            // Ids, order, fused relevance and every path's score, to the bit.
-            assert_eq!(&seen(&out.outcome, &set), want, "K = {k}: {q}");
+            assert_eq!(out.fetched.len(), 10, "the fetch phase brings the results' text, and only theirs");
+            // Ids, order, text, fused relevance and every path's score, to the bit.
+            assert_eq!(&seen_sharded(&set, out), want, "K = {k}: {q}");
         }
         // What dense feedback asks of the shards (scores for two queries, nearest windows)
         // is the single index's, chunk by chunk, in any order of global ids.
@@ -129,13 +148,21 @@ fn every_query_answers_the_same_at_any_shard_count() {
         assert_eq!(scores(&set), scores(index), "K = {k}: dense scores");
         let nearest = |c: &dyn ChunkSource| bits(c.nearest_windows(&all, &b).unwrap());
         assert_eq!(nearest(&set), nearest(index), "K = {k}: nearest windows");
+        // So are the texts a reranker reads, and each chunk's segments.
+        let texts =
+            |c: &dyn ChunkSource| c.texts(&all).unwrap().into_iter().map(|t| t.into_owned()).collect::<Vec<_>>();
+        assert_eq!(texts(&set), texts(index), "K = {k}: texts");
+        let (mut fetched, failed) = set.fetch(&all, true);
+        assert!(failed.is_empty());
+        for &c in &all {
+            assert_eq!(fetched.remove(&c).unwrap().segments, index.segments_of(c), "K = {k}: chunk {c}'s segments");
+        }
     }
 }
 
 #[test]
 fn evidence_spans_weigh_terms_by_the_whole_index_at_any_shard_count() {
     use crate::pipeline::evidence::best_span;
-    use crate::pipeline::IndexView;
     let f = fixture();
     let single: &dyn IndexView = &**f.single.index();
     for k in [2, 3, 7] {
@@ -144,13 +171,15 @@ fn evidence_spans_weigh_terms_by_the_whole_index_at_any_shard_count() {
             for t in single.analyzer().terms(q) {
                 assert_eq!(set.idf(&t).to_bits(), single.idf(&t).to_bits(), "K = {k}: idf of {t:?}");
             }
-            let out = set.search(&request(q)).unwrap().outcome;
-            for h in &out.hits {
+            let out = set.search(&request(q)).unwrap();
+            let hits = out.outcome.hits.clone();
+            let results = ResultsView::new(&set, out.fetched);
+            for h in &hits {
                 let span = |index: &dyn IndexView, c: u32| {
                     best_span(index.text(c), q, &index.analyzer(), &|t| index.idf(t), 12).map(|e| e.text)
                 };
                 // The router numbers chunks as the single index does.
-                assert_eq!(span(&set, h.chunk), span(single, h.chunk), "K = {k}: {q}");
+                assert_eq!(span(&results, h.chunk), span(single, h.chunk), "K = {k}: {q}");
             }
         }
     }
@@ -170,7 +199,7 @@ fn a_sharded_index_is_saved_and_loaded_by_its_root() {
     let f = fixture();
     let q = &f.queries[0];
     let want = seen(&f.single.search(&request(q)).unwrap(), &**f.single.index());
-    assert_eq!(seen(&set.search(&request(q)).unwrap().outcome, &set), want);
+    assert_eq!(seen_sharded(&set, set.search(&request(q)).unwrap()), want);
 
     // A single index has no root: it loads as today.
     assert!(load_sharded(&LocalDir::new(dir.path().join("shards/000"))).unwrap().is_none());
@@ -329,5 +358,99 @@ fn a_shard_that_fails_leaves_the_answer_to_the_others() {
     match none.search(&request(&f.queries[0])) {
         Err(Error::NoShardAnswered(why)) => assert!(why.contains("shard 0") && why.contains("shard 1"), "{why}"),
         other => panic!("expected no shard to answer: {:?}", other.map(|o| o.answered)),
+    }
+}
+
+/// Searches as its engine does, and fails every fetch of text, as a shard whose process
+/// died between the two phases would.
+struct NoText(Engine);
+impl Shard for NoText {
+    fn ask(&self, request: &ShardRequest) -> crate::error::Result<ShardResponse> {
+        match request {
+            ShardRequest::Fetch(_) => Err(Error::Component { component: "shard".into(), reason: "gone".into() }),
+            other => self.0.ask(other),
+        }
+    }
+}
+
+#[test]
+fn a_shard_that_fails_to_give_its_results_text_is_left_out() {
+    let f = fixture();
+    let built = shard_indexes(3);
+    let (order, stats) = (built.order.clone(), built.stats.clone());
+    let stores: Vec<Arc<Index>> = built.indexes.iter().map(|i| Arc::new(store_of(i))).collect();
+    let lost: std::collections::HashSet<String> = stores[1].documents.iter().map(|d| d.document_id.clone()).collect();
+    let router = Arc::new(Engine::new(stores[0].clone(), f.dense.clone(), f.sparse.clone(), None));
+    let mut searching = engines(built.indexes);
+    let middle = searching.remove(1);
+    let mut asked: Vec<Arc<dyn Shard>> = searching.into_iter().map(|e| Arc::new(e) as Arc<dyn Shard>).collect();
+    asked.insert(1, Arc::new(NoText(middle)));
+    let set = ShardSet::with_shards(router.clone(), stores.clone(), asked, Some(order.clone()), stats.clone()).unwrap();
+    let mut dropped = 0;
+    for q in f.queries.iter().take(10) {
+        let single = f.single.search(&request(q)).unwrap();
+        let kept =
+            single.hits.iter().filter(|h| !lost.contains(&f.single.index().document(h.chunk).document_id)).count();
+        dropped += 10 - kept;
+        let out = set.search(&request(q)).unwrap();
+        if kept == 10 {
+            assert_eq!((out.answered, out.degraded()), (3, false), "shard 1 had no result to give: {q}");
+            continue;
+        }
+        assert_eq!((out.answered, out.of, out.degraded()), (2, 3, true), "{q}");
+        assert_eq!(out.failed_shards[0].0, 1);
+        assert!(out.failed_shards[0].1.contains("results' text"), "{}", out.failed_shards[0].1);
+        // The other shards' results stand, in the single index's order, with their text.
+        let results = ResultsView::new(&set, out.fetched);
+        let ids: Vec<String> = out.outcome.hits.iter().map(|h| results.document(h.chunk).document_id.clone()).collect();
+        assert_eq!(out.outcome.hits.len(), kept, "{q}");
+        assert!(ids.iter().all(|d| !lost.contains(d)));
+        assert!(out.outcome.hits.iter().all(|h| !results.text(h.chunk).is_empty()));
+    }
+    assert!(dropped > 0, "some question's results were in shard 1");
+    // With every shard failing to give text, the search fails: nothing can be cited.
+    let indexes = shard_indexes(3).indexes;
+    let asked = engines(indexes).into_iter().map(|e| Arc::new(NoText(e)) as Arc<dyn Shard>).collect();
+    let none = ShardSet::with_shards(router, stores, asked, Some(order), stats).unwrap();
+    match none.search(&request(&f.queries[0])) {
+        Err(Error::NoShardAnswered(why)) => assert!(why.contains("results' text"), "{why}"),
+        other => panic!("expected no shard to answer: {:?}", other.map(|o| o.answered)),
+    }
+}
+
+/// Ranks candidates by their text, longest first: a reranker that reads what it ranks.
+struct ByLength;
+impl crate::pipeline::Reranker for ByLength {
+    fn rerank(
+        &self,
+        _: &str,
+        candidates: &[crate::pipeline::Candidate<'_>],
+    ) -> crate::error::Result<Vec<crate::pipeline::Reranked>> {
+        let longest = candidates.iter().map(|c| c.text.len()).max().unwrap_or(1).max(1) as f32;
+        let mut out: Vec<_> = candidates
+            .iter()
+            .map(|c| crate::pipeline::Reranked { chunk: c.chunk, score: c.text.len() as f32 / longest })
+            .collect();
+        out.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.chunk.cmp(&b.chunk)));
+        Ok(out)
+    }
+}
+
+#[test]
+fn a_reranker_reads_the_text_the_router_fetches_for_it() {
+    use crate::pipeline::RerankStatus;
+    let f = fixture();
+    let single = Engine::new(f.single.index().clone(), f.dense.clone(), f.sparse.clone(), Some(Arc::new(ByLength)));
+    let built = shard_indexes(3);
+    let stores: Vec<Arc<Index>> = built.indexes.iter().map(|i| Arc::new(store_of(i))).collect();
+    let router = Arc::new(Engine::new(stores[0].clone(), f.dense.clone(), f.sparse.clone(), Some(Arc::new(ByLength))));
+    let asked = engines(built.indexes).into_iter().map(|e| Arc::new(e) as Arc<dyn Shard>).collect();
+    let set = ShardSet::with_shards(router, stores, asked, Some(built.order), built.stats).unwrap();
+    for q in f.queries.iter().take(10) {
+        let want = single.search(&request(q)).unwrap();
+        assert_eq!(want.rerank, RerankStatus::Applied);
+        let out = set.search(&request(q)).unwrap();
+        assert_eq!(out.outcome.rerank, RerankStatus::Applied, "{q}");
+        assert_eq!(seen_sharded(&set, out), seen(&want, &**single.index()), "{q}");
     }
 }

@@ -21,7 +21,7 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sextant_core::index::Provenance;
-use sextant_core::pipeline::{Path, RerankStatus, SearchRequest};
+use sextant_core::pipeline::{IndexView, Path, RerankStatus, SearchRequest};
 use sextant_finance::classify::company_names;
 
 use crate::auth::RawCall;
@@ -393,7 +393,9 @@ pub(crate) async fn handle(
         .collect();
     search.rerank = req.enable_reranking.unwrap_or(true);
     search.documents = documents;
-    let out = run_search(&searcher, &search).await?.outcome;
+    let searched = run_search(&searcher, &search).await?;
+    let out = searched.outcome;
+    let index = searcher.results(searched.fetched);
     let reranked = out.rerank == RerankStatus::Applied;
     let nodes: Vec<Node> = out
         .hits

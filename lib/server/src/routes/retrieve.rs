@@ -252,6 +252,7 @@ pub(crate) fn plan_search(
     let mut search = SearchRequest::new(query, top_k);
     search.filter = filter;
     search.documents = metadata.map(|c| crate::search_filters::admitted(&c, index));
+    search.fetch_segments = req.include_segments.unwrap_or(false);
     if req.rerank.unwrap_or(true) {
         search.recency = Some(default_recency());
     } else {
@@ -270,9 +271,9 @@ pub(crate) fn respond(
     mismatch: Option<PeriodMismatch>,
     request_id: String,
 ) -> RetrieveResponse {
-    let index = searcher.view();
     let (shards, degraded) = (ShardsMeta::of(&searched, searcher), crate::params::degraded(&searched));
     let out = searched.outcome;
+    let index = searcher.results(searched.fetched);
     let with_segments = req.include_segments.unwrap_or(false);
     let raw_dense = search.paths == [Path::Dense];
     let (analyzer, idf) = (index.analyzer(), |t: &str| index.idf(t));
@@ -283,7 +284,6 @@ pub(crate) fn respond(
         .map(|(i, h)| {
             let chunk = index.chunk(h.chunk);
             let p = index.provenance(h.chunk);
-            let doc = p.document;
             // Without fusion the dense path's cosine, which is a relevance too once below 0 is 0.
             let score = if raw_dense {
                 h.diagnostics.paths.get(&Path::Dense).map_or(h.score, |p| p.score.clamp(0.0, 1.0))
@@ -299,14 +299,15 @@ pub(crate) fn respond(
             )
             .map(|e| e.text);
             let segments = with_segments.then(|| {
-                let spans = doc.segment_spans();
-                (chunk.span.seg_start as usize..chunk.span.seg_end as usize)
+                index
+                    .segments_of(h.chunk)
+                    .into_iter()
                     .map(|s| SegmentOut {
-                        id: format!("seg_{s}"),
-                        sequence: s,
-                        content: doc.segments[s].clone(),
-                        char_start: spans[s].char_start,
-                        char_end: spans[s].char_end,
+                        id: format!("seg_{}", s.sequence),
+                        sequence: s.sequence as usize,
+                        content: s.content,
+                        char_start: s.char_start,
+                        char_end: s.char_end,
                     })
                     .collect()
             });

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use sextant_core::corpus::Date;
 use sextant_core::index::Filter;
 use sextant_core::index::Provenance;
-use sextant_core::pipeline::{Path, RerankStatus, SearchRequest};
+use sextant_core::pipeline::{IndexView, Path, RerankStatus, SearchRequest};
 use sextant_finance::classify::{company_key, company_names};
 
 use crate::auth::Authed;
@@ -319,6 +319,7 @@ pub(crate) async fn handle(
     let searched = run_search(&searcher, &search).await?;
     let (shards, degraded) = (ShardsMeta::of(&searched, &searcher), crate::params::degraded(&searched));
     let out = searched.outcome;
+    let index = searcher.results(searched.fetched);
     let (analyzer, idf) = (index.analyzer(), |t: &str| index.idf(t));
     let results: Vec<Unit> = out
         .hits
