@@ -23,11 +23,10 @@ use crate::pipeline::{
 /// candidates, dense scores and the text of the results (the fetch phase), reads the
 /// documents' metadata and where each chunk sits from each shard's store (without text,
 /// when loaded as a router's: [`Index::load_store`]), and the whole index's BM25
-/// statistics from the root's. Chunk and
-/// document ids in its outcomes are those of the single index built from the same
-/// documents (documents in the order [`Shards::order`] gives, each document's chunks in
-/// order), so every tie between equal scores breaks as it would there
-/// ([`ShardSet::locate`] finds a chunk's shard).
+/// statistics from the root's. Chunk and document ids in its outcomes are those of the
+/// single index built from the same documents (documents in the order [`Shards::order`]
+/// gives, each document's chunks in order), so every tie between equal scores breaks as it
+/// would there ([`ShardSet::locate`] finds a chunk's shard).
 pub struct ShardSet {
     /// The models and settings every search runs with (fusion, rerank, recency).
     router: Arc<Engine>,
@@ -310,7 +309,7 @@ impl ShardSet {
     /// each overlaps), asked of the shards that hold them, except the texts the search
     /// fetched already (`texts`, for the reranker). A shard that does not answer is left
     /// out as one that failed to search is: its results are dropped and it joins
-    /// `failed_shards`; when no result is left of some, the search fails.
+    /// `failed_shards`; when the search had results and none is left, it fails.
     fn fetch_results(
         &self,
         outcome: &mut SearchOutcome,
@@ -574,14 +573,12 @@ impl ChunkSource for ShardSet {
     }
     /// Fetched from the shards that hold them; fails when one does not answer.
     fn texts(&self, chunks: &[u32]) -> Result<Vec<Cow<'_, str>>> {
-        let (mut got, failed) = self.fetch(chunks, false);
+        let (got, failed) = self.fetch(chunks, false);
         if let Some((s, why)) = failed.into_iter().next() {
             return Err(Error::Component { component: format!("index shard {s}"), reason: why });
         }
-        Ok(chunks
-            .iter()
-            .map(|c| Cow::Owned(got.get_mut(c).map(|f| std::mem::take(&mut f.text)).unwrap_or_default()))
-            .collect())
+        // Every chunk asked is in `got`: `fetch` counts a short answer as a failure.
+        Ok(chunks.iter().map(|c| Cow::Owned(got[c].text.clone())).collect())
     }
     fn document(&self, chunk: u32) -> &Document {
         let (index, c) = self.index_of(chunk);
