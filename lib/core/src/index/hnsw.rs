@@ -14,6 +14,7 @@ use instant_distance::{Builder, HnswMap, Point, Search};
 use serde::{Deserialize, Serialize};
 
 use super::bitset::Bitset;
+use super::dot::{dot, dot_i8};
 use super::topk::top_k;
 use crate::storage::Flat;
 
@@ -46,34 +47,6 @@ impl Point for QuantizedVector {
     fn distance(&self, other: &Self) -> f32 {
         1.0 - self.scale * other.scale * dot_i8(&self.q, &other.q) as f32
     }
-}
-
-/// Integer dot product (auto-vectorised: eight independent lanes).
-#[inline]
-pub fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
-    let mut acc = [0i32; 16];
-    let (ca, cb) = (a.chunks_exact(16), b.chunks_exact(16));
-    let (ra, rb) = (ca.remainder(), cb.remainder());
-    for (x, y) in ca.zip(cb) {
-        for i in 0..16 {
-            acc[i] += x[i] as i32 * y[i] as i32;
-        }
-    }
-    acc.iter().sum::<i32>() + ra.iter().zip(rb).map(|(&x, &y)| x as i32 * y as i32).sum::<i32>()
-}
-
-/// `f32` dot product (auto-vectorised: eight independent accumulators).
-#[inline]
-pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut acc = [0f32; 8];
-    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
-    let (ra, rb) = (ca.remainder(), cb.remainder());
-    for (x, y) in ca.zip(cb) {
-        for i in 0..8 {
-            acc[i] += x[i] * y[i];
-        }
-    }
-    acc.iter().sum::<f32>() + ra.iter().zip(rb).map(|(x, y)| x * y).sum::<f32>()
 }
 
 /// The dense index of a collection of chunks, each held as one or more unit vectors.
@@ -345,17 +318,6 @@ mod tests {
     fn random_vectors(n: usize, dim: usize, seed: u64) -> Vec<f32> {
         let mut rng = crate::testutil::Rng(seed);
         (0..n).flat_map(|_| unit((0..dim).map(|_| (rng.next_u64() % 2000) as f32 / 1000.0 - 1.0).collect())).collect()
-    }
-
-    #[test]
-    fn dot_products_match_naive_sums() {
-        let a: Vec<f32> = (0..37).map(|i| i as f32 * 0.1).collect();
-        let b: Vec<f32> = (0..37).map(|i| 1.0 - i as f32 * 0.05).collect();
-        let naive: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
-        assert!((dot(&a, &b) - naive).abs() < 1e-4);
-        let qa: Vec<i8> = (0..37).map(|i| (i * 3 - 50) as i8).collect();
-        let qb: Vec<i8> = (0..37).map(|i| (70 - i * 2) as i8).collect();
-        assert_eq!(dot_i8(&qa, &qb), qa.iter().zip(&qb).map(|(&x, &y)| x as i32 * y as i32).sum::<i32>());
     }
 
     #[test]
