@@ -706,9 +706,9 @@ fn a_sharded_index_in_s3_is_served_by_a_router_function_over_shard_functions() {
             shards.push(Function::start("sextant-shard", &e, logs.path()).await);
         }
         // Shard 2's function is also deployed once more with too little memory for its
-        // shard (385 MB, 1 MiB beside the models' reserve): it refuses to load it, so every
-        // question to it fails.
-        let e = with(&[("SEXTANT_INDEXES", &three_at), ("SEXTANT_SHARD", "2"), ("SEXTANT_MEMORY_MB", "385")]);
+        // shard (97 MB, 1 MiB beside a shard function's reserve): it refuses to load it, so
+        // every question to it fails.
+        let e = with(&[("SEXTANT_INDEXES", &three_at), ("SEXTANT_SHARD", "2"), ("SEXTANT_MEMORY_MB", "97")]);
         let broken = Function::start("sextant-shard", &e, logs.path()).await;
         let mut named: Vec<(String, Arc<RuntimeApi>, Duration)> = shards
             .iter()
@@ -755,6 +755,16 @@ fn a_sharded_index_in_s3_is_served_by_a_router_function_over_shard_functions() {
                 "shard {k}:\n{}",
                 shard.log()
             );
+            // Its whole process, at its peak and with its (small) shard, fits the reserve
+            // a shard function keeps for itself: it loads no model.
+            let status = std::fs::read_to_string(format!("/proc/{}/status", shard.child.id())).unwrap();
+            let peak_kib: u64 = status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+                .unwrap();
+            eprintln!("shard function {k}: peak {} MiB", peak_kib >> 10);
+            assert!(peak_kib << 10 < sextant_aws::memory::SHARD_RESERVE_BYTES, "shard {k}: peak {peak_kib} KiB");
         }
         let (status, _, health) = router.http("GET", "/health", None, None).await;
         assert_eq!((status, &health["indexVersions"]["apple"]), (200, &json!(version)), "{health}");

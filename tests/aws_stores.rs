@@ -232,7 +232,12 @@ fn new_versions_load_beside_in_place_or_not_at_all_as_the_memory_allows() {
         let check = |budget: u64, serving: String| {
             let (index, models) = (index.clone(), models.clone());
             async move {
-                let r = Refresher::within(Duration::ZERO, models, Some(MemoryBudget { bytes: budget }), None);
+                let r = Refresher::within(
+                    Duration::ZERO,
+                    models,
+                    Some(MemoryBudget { bytes: budget, reserve: sextant_aws::memory::RESERVE_BYTES }),
+                    None,
+                );
                 r.watch("small", index, serving, estimate, None);
                 let seen = Mutex::new(Vec::new());
                 for _ in 0..2 {

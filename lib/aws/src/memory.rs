@@ -3,7 +3,8 @@
 //! byte of it is downloaded.
 //!
 //! ```text
-//! budget   = memory − RESERVE                       (the models, the runtime, requests)
+//! budget   = memory − RESERVE                       (the models, the runtime, requests;
+//!                                                    a shard function holds no model)
 //! resident = RESIDENT_FACTOR · estimate             an index as it is served
 //! load     = LOAD_FACTOR · estimate + LOAD_FIXED    its peak while it downloads and decodes
 //!
@@ -24,6 +25,12 @@
 
 /// Memory kept for the models, ONNX Runtime and the requests in flight.
 pub const RESERVE_BYTES: u64 = 384 << 20;
+
+/// Memory a shard function keeps beside its shard: it loads no model and no ONNX Runtime
+/// (a shard worker process holding a 480-chunk shard measured 22.4 MiB resident, and
+/// `tests/aws_lambda_e2e.rs` holds a shard function's peak, its small shard included,
+/// under this), with room for an answer in flight (Lambda's response is at most 6 MB).
+pub const SHARD_RESERVE_BYTES: u64 = 96 << 20;
 
 /// Resident memory of a served index per byte of its estimate.
 pub const RESIDENT_FACTOR: f64 = 1.35;
@@ -54,24 +61,41 @@ pub enum Fit {
 /// The memory a function has for its indexes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MemoryBudget {
-    /// Bytes for indexes: the function's memory less [`RESERVE_BYTES`].
+    /// Bytes for indexes: the function's memory less `reserve`.
     pub bytes: u64,
+    /// Bytes the function keeps for itself: [`RESERVE_BYTES`], or [`SHARD_RESERVE_BYTES`]
+    /// for a shard function.
+    pub reserve: u64,
 }
 
 impl MemoryBudget {
-    /// The budget of a function of `memory_mb` MB (Lambda's `MemorySize`, in MiB).
+    /// The budget of an API or build function of `memory_mb` MB (Lambda's `MemorySize`, in
+    /// MiB), which holds the models: [`RESERVE_BYTES`] kept.
     pub fn of_function(memory_mb: u64) -> Self {
-        MemoryBudget { bytes: (memory_mb << 20).saturating_sub(RESERVE_BYTES) }
+        Self::keeping(memory_mb, RESERVE_BYTES)
+    }
+
+    /// The budget of a shard function of `memory_mb` MB, which holds no model:
+    /// [`SHARD_RESERVE_BYTES`] kept.
+    pub fn of_shard_function(memory_mb: u64) -> Self {
+        Self::keeping(memory_mb, SHARD_RESERVE_BYTES)
+    }
+
+    fn keeping(memory_mb: u64, reserve: u64) -> Self {
+        MemoryBudget { bytes: (memory_mb << 20).saturating_sub(reserve), reserve }
     }
 
     /// The budget of the Lambda function this runs in (`AWS_LAMBDA_FUNCTION_MEMORY_SIZE`),
-    /// or `SEXTANT_MEMORY_MB` where set (a test, or a process that is not a function);
-    /// `None` outside a function.
+    /// or `SEXTANT_MEMORY_MB` where set (a test, or a process that is not a function),
+    /// as an API or build function's ([`MemoryBudget::of_function`]); `None` outside a
+    /// function.
     pub fn from_env() -> Option<Self> {
-        ["SEXTANT_MEMORY_MB", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE"]
-            .iter()
-            .find_map(|k| std::env::var(k).ok()?.trim().parse::<u64>().ok())
-            .map(Self::of_function)
+        memory_mb_from_env().map(Self::of_function)
+    }
+
+    /// [`MemoryBudget::from_env`] for a shard function ([`MemoryBudget::of_shard_function`]).
+    pub fn shard_from_env() -> Option<Self> {
+        memory_mb_from_env().map(Self::of_shard_function)
     }
 
     /// What loading an index of `incoming` estimated bytes may do while one of `serving`
@@ -108,16 +132,25 @@ impl MemoryBudget {
     }
 
     /// The function memory (MiB) an index of `estimate` bytes needs to be swapped for a
-    /// version of its size: what to set `FunctionMemory` to.
-    pub fn needed_mb(estimate: u64) -> u64 {
-        (Self::swap_bytes(estimate, estimate) + RESERVE_BYTES).div_ceil(1 << 20)
+    /// version of its size beside this budget's reserve: what to set `FunctionMemory` (or
+    /// `ShardMemory`) to.
+    pub fn needed_mb(&self, estimate: u64) -> u64 {
+        (Self::swap_bytes(estimate, estimate) + self.reserve).div_ceil(1 << 20)
     }
+}
+
+/// `SEXTANT_MEMORY_MB`, else `AWS_LAMBDA_FUNCTION_MEMORY_SIZE`.
+fn memory_mb_from_env() -> Option<u64> {
+    ["SEXTANT_MEMORY_MB", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok()?.trim().parse::<u64>().ok())
 }
 
 /// The log line and CloudWatch metric (Embedded Metric Format, `Sextant`/`IndexTooLarge` by
 /// index) of a version refused because it cannot fit; printed on stdout, where Lambda
 /// sends it to CloudWatch.
-pub fn report_too_large(index: &str, version: &str, manifest_estimate: u64, needed: u64, budget: u64) {
+pub fn report_too_large(index: &str, version: &str, manifest_estimate: u64, needed: u64, function: &MemoryBudget) {
+    let budget = function.bytes;
     let mib = |b: u64| b.div_ceil(1 << 20);
     tracing::error!(
         index,
@@ -129,7 +162,7 @@ pub fn report_too_large(index: &str, version: &str, manifest_estimate: u64, need
          FunctionMemory to at least {} MB",
         mib(needed),
         mib(budget),
-        MemoryBudget::needed_mb(manifest_estimate)
+        function.needed_mb(manifest_estimate)
     );
     let now_ms =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
@@ -168,8 +201,14 @@ mod tests {
         // An estimate of 0 (not recorded) always fits.
         assert_eq!(budget.fit(0, 0), Fit::Swap);
         // The memory that swaps a 1,000 MiB index: 3.4 · 1,000 + 16 + 384 MiB.
-        assert_eq!(MemoryBudget::needed_mb(mib(1000)), 3800);
+        assert_eq!(budget.needed_mb(mib(1000)), 3800);
         // A function smaller than the reserve has nothing for indexes.
         assert_eq!(MemoryBudget::of_function(128).bytes, 0);
+        // A shard function holds no model: it keeps 96 MiB, so the same memory takes a
+        // larger shard, and it needs less for the same one (3.4 · 1,000 + 16 + 96 MiB).
+        let shard = MemoryBudget::of_shard_function(3008);
+        assert_eq!(shard.bytes, (3008 - 96) << 20);
+        assert_eq!(shard.fit(0, mib(1400)), Fit::Swap);
+        assert_eq!(shard.needed_mb(mib(1000)), 3512);
     }
 }

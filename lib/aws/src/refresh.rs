@@ -308,8 +308,8 @@ impl Refresher {
                 unload(id);
                 true
             }
-            Fit::TooLarge { needed, budget } => {
-                crate::memory::report_too_large(id, &pointer.version, incoming, needed, budget);
+            Fit::TooLarge { needed, .. } => {
+                crate::memory::report_too_large(id, &pointer.version, incoming, needed, &budget);
                 if let Some(s) = self.sources.lock().expect("sources lock").get_mut(id) {
                     s.refused = Some(pointer.version.clone());
                 }

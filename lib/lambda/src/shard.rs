@@ -95,19 +95,20 @@ impl ShardServer {
     }
 
     /// Whether the shard of version `pointer` may be loaded beside the versions `held`, as
-    /// the API functions decide ([`sextant_aws::memory`], from the function's memory and the
-    /// shard manifest's estimate): beside them (a swap), in their place (they are let go
-    /// first), or not at all (refused with one log line and the `IndexTooLarge` metric).
+    /// the API functions decide ([`sextant_aws::memory`], from the function's memory less
+    /// a shard function's smaller reserve, since it holds no model, and the shard
+    /// manifest's estimate): beside them (a swap), in their place (they are let go first),
+    /// or not at all (refused with one log line and the `IndexTooLarge` metric).
     async fn make_room(
         &self,
         held: &mut Vec<(String, Arc<Engine>)>,
         pointer: &Pointer,
         root: &RootManifest,
     ) -> Result<()> {
-        let Some(budget) = MemoryBudget::from_env() else { return Ok(()) };
+        let Some(function) = MemoryBudget::shard_from_env() else { return Ok(()) };
         let incoming = self.source.shard_resident_estimate(pointer, root, self.shard).await?;
         let serving = held.iter().map(|(_, e)| e.index().manifest.resident_bytes).sum();
-        match budget.fit(serving, incoming) {
+        match function.fit(serving, incoming) {
             Fit::Swap => Ok(()),
             Fit::InPlace => {
                 tracing::warn!(
@@ -119,15 +120,17 @@ impl ShardServer {
                 Ok(())
             }
             Fit::TooLarge { needed, budget } => {
-                sextant_aws::memory::report_too_large(&root.index_id, &pointer.version, incoming, needed, budget);
+                sextant_aws::memory::report_too_large(&root.index_id, &pointer.version, incoming, needed, &function);
                 Err(Error::invalid(
                     "ShardMemory",
                     format!(
-                        "shard {} of version {} needs {} MB of function memory; this function has {} MB",
+                        "shard {} of version {} needs {} MiB to load and this function has {} MiB for it: set \
+                         ShardMemory to at least {} MB",
                         self.shard,
                         pointer.version,
-                        needed >> 20,
-                        budget >> 20
+                        needed.div_ceil(1 << 20),
+                        budget >> 20,
+                        function.needed_mb(incoming)
                     ),
                 ))
             }

@@ -310,8 +310,8 @@ async fn too_large(source: &VersionedIndex, id: &str, budget: Option<MemoryBudge
     let pointer = source.current().await.ok()?;
     let estimate = source.resident_estimate(&pointer).await.ok()?;
     match budget.fit(0, estimate) {
-        Fit::TooLarge { needed, budget } => {
-            sextant_aws::memory::report_too_large(id, &pointer.version, estimate, needed, budget);
+        Fit::TooLarge { needed, .. } => {
+            sextant_aws::memory::report_too_large(id, &pointer.version, estimate, needed, &budget);
             Some(pointer.version)
         }
         Fit::Swap | Fit::InPlace => None,
