@@ -325,13 +325,15 @@ pub struct ServeArgs {
     /// sharded ones (`build --shards`), served read-only through their router.
     #[arg(long = "index", value_name = "INDEX")]
     pub indexes: Vec<PathBuf>,
-    /// On a sharded index, how long a search waits for each shard before answering from
-    /// the others (`degraded`, with `meta.shards`); by default it waits for every shard.
+    /// On a sharded index, how long a search waits for each shard, in each round trip
+    /// (the candidates, then the results' text), before answering from the others
+    /// (`degraded`, with `meta.shards`); by default it waits for every shard.
     #[arg(long, value_name = "MS")]
     pub shard_deadline_ms: Option<u64>,
     /// On a sharded index, run each shard as a worker process on loopback
     /// (`sextant shard-worker`), asked over the shard protocol as the Lambda shard
-    /// functions are; this process keeps only the shards' documents and chunks.
+    /// functions are; this process keeps only the shards' documents and chunks, without
+    /// their text.
     #[arg(long)]
     pub shard_workers: bool,
     /// Fault injection for tests: with `--shard-workers`, this shard's worker answers

@@ -34,7 +34,8 @@
 //!   in which `{k}` stands for the shard number (and `{index}` for the index id): this
 //!   function is then their router, asking each with Lambda `Invoke`
 //!   ([`sextant_aws::ShardFunctions`]); `SEXTANT_SHARD_DEADLINE_MS` (default 5,000) is how
-//!   long a search waits for them before answering from those that did.
+//!   long a search waits for them, in each round trip (the candidates, then the results'
+//!   text), before answering from those that did.
 //! - `SEXTANT_SHARD`: in a shard function, the shard it serves ([`crate::shard`]).
 //!
 //! An index that fails to load at cold start does not stop the function: the others are

@@ -735,3 +735,16 @@ fn only_the_functions_that_encode_attach_the_models_layer() {
         }
     }
 }
+
+/// A search waits for its shards in two round trips at most (the candidates, then the
+/// results' text), each up to `ShardDeadlineMs`: the largest deadline the template takes
+/// fits twice, with three seconds for the rest of the search, in the 29 s API Gateway
+/// waits for an answer.
+#[test]
+fn the_largest_shard_deadline_fits_twice_in_api_gateways_wait() {
+    let p = parameter("ShardDeadlineMs");
+    let max = entry(&p, "MaxValue", 4).expect("ShardDeadlineMs has a MaxValue");
+    let max: u64 = max["MaxValue:".len()..].trim().parse().unwrap();
+    assert!(2 * max + 3_000 <= 29_000, "ShardDeadlineMs may be {max} ms: twice that leaves no time within 29 s");
+    assert!(2.0 * default_number("ShardDeadlineMs") + 3_000.0 <= 29_000.0);
+}

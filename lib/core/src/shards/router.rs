@@ -194,8 +194,9 @@ impl ShardSet {
     }
 
     /// Leaves out of a search any shard that has not answered within `deadline` (by
-    /// default a search waits for every shard): its work goes on in the background and its
-    /// answer is dropped.
+    /// default a search waits for every shard), in each of its round trips (the
+    /// candidates, dense feedback's scores, the fetch of the results' text): its work goes
+    /// on in the background and its answer is dropped.
     pub fn with_deadline(mut self, deadline: Duration) -> Self {
         self.deadline = Some(deadline);
         self
