@@ -165,28 +165,34 @@ fn load_indexes(args: &ServeArgs, shared: SharedModels, state: &Arc<AppState>) -
             indexes.insert(id, ServedIndex::new(engine.with_ready_paths(ready), financials));
         }
         let summary: Vec<String> = indexes.iter().map(|(id, s)| format!("{id} ({})", describe(&s.searcher))).collect();
-        state.set_indexes(indexes);
-        let paths: Vec<&str> = ready.iter().map(|p| p.name()).collect();
-        if ready.len() == Path::ALL.len() {
-            for (id, dir) in dirs {
-                let live_dir = args.data_dir.as_ref().map_or_else(|| dir.join("live"), |d| d.join(&id));
-                open_live(state, &id, &dir, &live_dir, args.compact_at_chunks)?;
-            }
-            // Indexes created through the API live in the data directory (or the cache's).
-            let root = args.data_dir.clone().unwrap_or_else(|| cache_dir().join("created"));
-            let admin = LocalIndexAdmin::new(
+        // Indexes created through the API live in the data directory (or the cache's); with
+        // every path ready they are served again, and until then they answer 503, not 404.
+        let root = args.data_dir.clone().unwrap_or_else(|| cache_dir().join("created"));
+        let admin = (ready.len() == Path::ALL.len()).then(|| {
+            LocalIndexAdmin::new(
                 root.clone(),
                 shared.clone(),
                 state.clone(),
                 args.build.clone(),
                 args.compact_at_chunks,
-            );
+            )
+        });
+        for id in admin.iter().flat_map(LocalIndexAdmin::created) {
+            state.mark_loading(&id);
+        }
+        state.set_indexes(indexes);
+        let paths: Vec<&str> = ready.iter().map(|p| p.name()).collect();
+        if let Some(admin) = admin {
             let reopened = admin.reopen()?;
             if !reopened.is_empty() {
                 println!("serving the indexes created through the API: {}", reopened.join(", "));
             }
             state.set_index_admin(Arc::new(admin));
             println!("indexes may be created: PUT /v1/indexes/{{index}} (kept in {})", root.display());
+            for (id, dir) in dirs {
+                let live_dir = args.data_dir.as_ref().map_or_else(|| dir.join("live"), |d| d.join(&id));
+                open_live(state, &id, &dir, &live_dir, args.compact_at_chunks)?;
+            }
         }
         println!("ready: serving {} with {}", summary.join(", "), paths.join(", "));
         Ok(())

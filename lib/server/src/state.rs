@@ -150,8 +150,15 @@ impl AppState {
     /// memory holds one copy): until [`AppState::replace_index`] serves it again, its
     /// requests are a 503 with `Retry-After`.
     pub fn unload_index(&self, id: &str) {
-        self.reloading.write().expect("reloading lock").insert(id.to_string());
+        self.mark_loading(id);
         self.stop_serving(id);
+    }
+
+    /// Says that index `id` is being loaded (at start, or in place of its old version):
+    /// until [`AppState::replace_index`] serves it, its requests are a 503 with
+    /// `Retry-After`, not a 404.
+    pub fn mark_loading(&self, id: &str) {
+        self.reloading.write().expect("reloading lock").insert(id.to_string());
     }
 
     /// Publishes the loaded indexes without `id` (requests already holding it finish on it).
@@ -259,7 +266,9 @@ impl AppState {
         let indexes = self.indexes()?;
         if !indexes.contains_key(id) && self.reloading.read().expect("reloading lock").contains(id) {
             return Err(ApiError::unavailable(
-                format!("index {shown} is loading its new version in place of the old one; retry shortly"),
+                format!(
+                    "index {shown} is loading (at start, or its new version in place of the old one); retry shortly"
+                ),
                 5,
             ));
         }
@@ -329,6 +338,30 @@ impl UpstreamRequestId {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An index being loaded (at start, or in place of its old version) answers 503 with
+    /// a retry, not 404 as an index that does not exist does.
+    #[test]
+    fn an_index_still_loading_answers_503_and_one_unknown_404() {
+        let state = AppState::new(Arc::new(sextant_keys::LocalKeyStore::in_memory()), ApiConfig::default());
+        state.set_indexes(Indexes::new());
+        let key = ApiKey {
+            hash: "h".into(),
+            prefix: "sx_test".into(),
+            tenant: "t".into(),
+            plan: "free".into(),
+            status: sextant_keys::KeyStatus::Active,
+            indexes: vec!["*".into()],
+            created_unix: 0,
+            revoked_unix: None,
+        };
+        let caller = Caller { key, plan: Plan::builtin().remove(0) };
+        let status = |id: &str| state.index_for(&caller, id).err().map(|e| e.status.as_u16());
+        assert_eq!(status("notes"), Some(404));
+        state.mark_loading("notes");
+        assert_eq!(status("notes"), Some(503));
+        assert_eq!(status("other"), Some(404));
+    }
 
     #[test]
     fn only_a_plain_upstream_id_is_echoed() {
