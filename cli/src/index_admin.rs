@@ -60,17 +60,6 @@ impl LocalIndexAdmin {
         LocalIndexAdmin { root, models, state, build, compact_at_chunks, lock: Mutex::new(()) }
     }
 
-    /// The ids of the indexes created under the root (those [`LocalIndexAdmin::reopen`]
-    /// serves again).
-    pub fn created(&self) -> Vec<String> {
-        let Ok(entries) = std::fs::read_dir(&self.root) else { return Vec::new() };
-        entries
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|id| sextant_server::check_index_id(id).is_ok() && read_marker(&self.dir(id)).is_some())
-            .collect()
-    }
-
     /// Serves again every index created under the root (a directory whose creation did not
     /// finish is removed); the ids served.
     pub fn reopen(&self) -> Result<Vec<String>> {
@@ -138,6 +127,17 @@ impl LocalIndexAdmin {
             Planned::Unchanged(_) => anyhow::bail!("an empty plan is never unchanged without a previous build"),
         }
     }
+}
+
+/// The ids of the indexes created under `root` (those [`LocalIndexAdmin::reopen`] serves
+/// again).
+pub fn created_under(root: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(root) else { return Vec::new() };
+    entries
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|id| sextant_server::check_index_id(id).is_ok() && read_marker(&root.join(id)).is_some())
+        .collect()
 }
 
 fn read_marker(dir: &Path) -> Option<Created> {

@@ -168,6 +168,9 @@ fn load_indexes(args: &ServeArgs, shared: SharedModels, state: &Arc<AppState>) -
         // Indexes created through the API live in the data directory (or the cache's); with
         // every path ready they are served again, and until then they answer 503, not 404.
         let root = args.data_dir.clone().unwrap_or_else(|| cache_dir().join("created"));
+        for id in crate::index_admin::created_under(&root) {
+            state.mark_loading(&id);
+        }
         let admin = (ready.len() == Path::ALL.len()).then(|| {
             LocalIndexAdmin::new(
                 root.clone(),
@@ -177,9 +180,6 @@ fn load_indexes(args: &ServeArgs, shared: SharedModels, state: &Arc<AppState>) -
                 args.compact_at_chunks,
             )
         });
-        for id in admin.iter().flat_map(LocalIndexAdmin::created) {
-            state.mark_loading(&id);
-        }
         state.set_indexes(indexes);
         let paths: Vec<&str> = ready.iter().map(|p| p.name()).collect();
         if let Some(admin) = admin {
