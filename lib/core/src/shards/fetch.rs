@@ -11,7 +11,7 @@ use std::sync::Mutex;
 
 use super::router::ShardSet;
 use crate::corpus::{Chunk, Document, MetadataSchema};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::index::{Analyzer, Manifest, Provenance};
 use crate::pipeline::{ChunkSegment, ChunkSource, IndexView};
 
@@ -151,11 +151,8 @@ impl ChunkSource for SearchScope<'_> {
     fn texts(&self, chunks: &[u32]) -> Result<Vec<Cow<'_, str>>> {
         let mut held = self.texts.lock().unwrap_or_else(|e| e.into_inner());
         let missing: Vec<u32> = chunks.iter().copied().filter(|c| !held.contains_key(c)).collect();
-        let (fetched, failed) = self.set.fetch(&missing, false);
-        if let Some((s, why)) = failed.into_iter().next() {
-            return Err(Error::Component { component: format!("index shard {s}"), reason: why });
-        }
-        held.extend(fetched.into_iter().map(|(c, f)| (c, f.text)));
+        let fetched = self.set.texts(&missing)?;
+        held.extend(missing.into_iter().zip(fetched.into_iter().map(Cow::into_owned)));
         Ok(chunks.iter().map(|c| Cow::Owned(held[c].clone())).collect())
     }
     fn document(&self, chunk: u32) -> &Document {

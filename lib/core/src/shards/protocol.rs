@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::encode::SparseVector;
 use crate::error::{Error, Result};
-use crate::index::{Bitset, Filter};
+use crate::index::{Bitset, Filter, Index};
 use crate::pipeline::{
     ChunkSegment, ChunkSource, Engine, IndexView, Path, PathHit, PreparedQuery, Retrieved, SearchRequest, StageTimings,
 };
@@ -184,9 +184,7 @@ pub fn answer(engine: &Engine, request: &ShardRequest) -> Result<ShardResponse> 
         }
         ShardRequest::Dense(d) => {
             let index = &**engine.index();
-            if let Some(&c) = d.chunks.iter().find(|&&c| c as usize >= index.chunks.len()) {
-                return Err(Error::invalid("chunks", format!("chunk {c} of {}", index.chunks.len())));
-            }
+            check_chunks(index, &d.chunks)?;
             if d.queries.iter().any(|q| q.len() != index.manifest.dense_dim) {
                 return Err(Error::invalid("queries", format!("vectors of {} dimensions", index.manifest.dense_dim)));
             }
@@ -199,9 +197,7 @@ pub fn answer(engine: &Engine, request: &ShardRequest) -> Result<ShardResponse> 
         }
         ShardRequest::Fetch(f) => {
             let index = &**engine.index();
-            if let Some(&c) = f.chunks.iter().find(|&&c| c as usize >= index.chunks.len()) {
-                return Err(Error::invalid("chunks", format!("chunk {c} of {}", index.chunks.len())));
-            }
+            check_chunks(index, &f.chunks)?;
             let chunks = f
                 .chunks
                 .iter()
@@ -212,6 +208,14 @@ pub fn answer(engine: &Engine, request: &ShardRequest) -> Result<ShardResponse> 
                 .collect();
             Ok(ShardResponse::Fetch { chunks })
         }
+    }
+}
+
+/// Refuses a question naming a chunk the shard does not have.
+fn check_chunks(index: &Index, chunks: &[u32]) -> Result<()> {
+    match chunks.iter().find(|&&c| c as usize >= index.chunks.len()) {
+        Some(&c) => Err(Error::invalid("chunks", format!("chunk {c} of {}", index.chunks.len()))),
+        None => Ok(()),
     }
 }
 
