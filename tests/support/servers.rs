@@ -68,10 +68,13 @@ impl Servers {
     }
 }
 
-/// A name unique to this test run (buckets and tables).
+/// A name unique to this test run (buckets and tables): the process, a count of the names
+/// this process gave out, and the clock, so two tests of one binary never share one.
 pub fn unique(prefix: &str) -> String {
+    static GIVEN: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = GIVEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
-    format!("{prefix}-{}-{nanos:x}", std::process::id())
+    format!("{prefix}-{}-{n}-{nanos:x}", std::process::id())
 }
 
 /// Creates a bucket.
@@ -94,7 +97,8 @@ pub fn s3_client(config: &SdkConfig) -> aws_sdk_s3::Client {
 pub async fn create_tables(config: &SdkConfig, keys: &str, rate: &str) {
     let db = aws_sdk_dynamodb::Client::new(config);
     for table in [keys, rate] {
-        db.create_table()
+        let created = db
+            .create_table()
             .table_name(table)
             .billing_mode(BillingMode::PayPerRequest)
             .attribute_definitions(
@@ -106,8 +110,14 @@ pub async fn create_tables(config: &SdkConfig, keys: &str, rate: &str) {
             )
             .key_schema(KeySchemaElement::builder().attribute_name("pk").key_type(KeyType::Hash).build().unwrap())
             .send()
-            .await
-            .unwrap_or_else(|e| panic!("creating table {table}: {}", aws_sdk_dynamodb::error::DisplayErrorContext(e)));
+            .await;
+        match created {
+            Ok(_) => {}
+            // The SDK retries a create whose answer a loaded server was slow to send; the
+            // retry then finds the table its first attempt made (the name is this call's own).
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_resource_in_use_exception()) => {}
+            Err(e) => panic!("creating table {table}: {}", aws_sdk_dynamodb::error::DisplayErrorContext(e)),
+        }
     }
     db.update_time_to_live()
         .table_name(rate)

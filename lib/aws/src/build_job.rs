@@ -419,6 +419,7 @@ pub async fn read_corpus(corpus: &str, config: &aws_config::SdkConfig) -> Result
                     (keys, documents)
                 };
             let scratch = scratch_dir()?;
+            let scratch = scratch.path();
             let mut docs = Vec::new();
             for (key, size, fetched) in keys {
                 let bytes = match fetched {
@@ -438,7 +439,6 @@ pub async fn read_corpus(corpus: &str, config: &aws_config::SdkConfig) -> Result
                 docs.extend(loaded?);
             }
             docs.extend(per_document);
-            let _ = std::fs::remove_dir(&scratch);
             Ok(unique_ids(docs))
         }
     }
@@ -561,10 +561,12 @@ fn read_local(p: &Path) -> Result<Vec<Document>> {
     Ok(unique_ids(docs))
 }
 
-fn scratch_dir() -> Result<PathBuf> {
-    let dir = std::env::temp_dir().join(format!("sextant-build-{}-{}", std::process::id(), sextant_keys::now_unix()));
-    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-    Ok(dir)
+/// A directory of its own for one build's downloaded corpus files, removed when dropped
+/// (also when the build fails). Each call gets a fresh random name, so two builds running
+/// at once in one process (a warm function's retry, tests) never share or delete each
+/// other's files.
+fn scratch_dir() -> Result<tempfile::TempDir> {
+    tempfile::Builder::new().prefix("sextant-build-").tempdir().map_err(|e| Error::io(std::env::temp_dir(), e))
 }
 
 #[cfg(test)]
@@ -573,6 +575,18 @@ mod tests {
 
     fn defaults() -> serde_json::Map<String, serde_json::Value> {
         serde_json::json!({"target": "s3://bucket/indexes/demo", "keep_versions": 3}).as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn two_builds_at_once_never_share_a_scratch_directory() {
+        let (a, b) = (scratch_dir().unwrap(), scratch_dir().unwrap());
+        assert_ne!(a.path(), b.path());
+        std::fs::write(a.path().join("seed.jsonl"), "{}").unwrap();
+        let kept = a.path().to_path_buf();
+        drop(b);
+        assert!(kept.join("seed.jsonl").exists(), "the other build's cleanup left this one's files alone");
+        drop(a);
+        assert!(!kept.exists(), "a finished build leaves no scratch directory behind");
     }
 
     #[test]
