@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Convert a BERT checkpoint in safetensors into an ONNX graph that tract can run.
+"""Convert a BERT or MPNet checkpoint in safetensors into an ONNX graph that tract can run.
 
 No torch: the graph is written op by op with `onnx.helper`, the weights are read with
 `safetensors.numpy`. Only plain opset-13 operators are used (MatMul, Add, Softmax, Erf,
@@ -21,6 +21,14 @@ Three heads are supported, chosen with --kind:
 
 Inputs are always ``input_ids``, ``attention_mask`` and ``token_type_ids`` (int64,
 [batch, seq]).
+
+MPNet (``model_type: mpnet`` in config.json, e.g. all-mpnet-base-v2; dense head only) differs
+from BERT in four places, all taken from transformers' ``modeling_mpnet.py``: no token type
+embeddings (``token_type_ids`` is accepted and unused), position ids counted from
+``padding_idx + 1 = 2`` (inputs are right-padded, so the real tokens are positions
+2, 3, ...), a bucketed relative-position bias added to every layer's attention scores (one
+[heads, S, S] tensor for all layers), and the layer names (``attention.attn.{q,k,v,o}``,
+``attention.LayerNorm``).
 """
 import argparse
 import json
@@ -72,11 +80,14 @@ class Graph:
 
 
 def strip_prefix(weights):
-    """Accept both `bert.`-prefixed (BertFor*) and bare (BertModel) names, and the old
-    `gamma`/`beta` LayerNorm names."""
+    """Accept both `bert.`- or `mpnet.`-prefixed (…For*) and bare (…Model) names, and the
+    old `gamma`/`beta` LayerNorm names."""
     out = {}
     for k, v in weights.items():
-        k2 = k[len("bert."):] if k.startswith("bert.") else k
+        k2 = k
+        for prefix in ("bert.", "mpnet."):
+            if k2.startswith(prefix):
+                k2 = k2[len(prefix):]
         k2 = k2.replace("LayerNorm.gamma", "LayerNorm.weight").replace("LayerNorm.beta", "LayerNorm.bias")
         out[k2] = v
     return out
@@ -111,20 +122,45 @@ def gelu(g, x):
     return g.op("Mul", [g.op("Mul", [x, one_plus]), g.const(np.float32(0.5), "half")])
 
 
+def relative_position_buckets(size, num_buckets, max_distance):
+    """MPNet's (T5's) bidirectional bucket of every relative position j - i, as an int64
+    [size, size] table, computed in float32 as transformers does (the log ratio truncated
+    toward zero): half the buckets per direction, the first half of those exact distances,
+    the rest logarithmic up to `max_distance`."""
+    pos = np.arange(size, dtype=np.int64)
+    n = -(pos[None, :] - pos[:, None])  # -(memory - context)
+    half = num_buckets // 2
+    ret = (n < 0).astype(np.int64) * half
+    n = np.abs(n)
+    max_exact = half // 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.log(n.astype(np.float32) / np.float32(max_exact))
+        large = max_exact + (ratio / np.float32(np.log(max_distance / max_exact)) *
+                             np.float32(half - max_exact)).astype(np.int64)
+    large = np.minimum(large, half - 1)
+    return ret + np.where(n < max_exact, n, large)
+
+
 def encoder(g, w, cfg, ids, mask, types):
     hidden = cfg["hidden_size"]
     heads = cfg["num_attention_heads"]
     dh = hidden // heads
+    mpnet = cfg.get("model_type") == "mpnet"
     eps = cfg.get("layer_norm_eps", 1e-12)
 
-    # Embeddings: word + position (sliced to the sequence length) + token type.
+    # Embeddings: word + position (sliced to the sequence length) + token type (BERT only).
     word = g.op("Gather", [g.const(w["embeddings.word_embeddings.weight"], "word_emb"), ids], axis=0)
     seq_len = g.op("Gather", [g.op("Shape", [ids]), g.const(np.array([1], dtype=np.int64), "i1")], axis=0)
-    pos = g.op("Slice", [g.const(w["embeddings.position_embeddings.weight"], "pos_emb"),
+    first = 2 if mpnet else 0  # MPNet counts real tokens' positions from padding_idx + 1
+    pos_table = w["embeddings.position_embeddings.weight"][first:]
+    pos = g.op("Slice", [g.const(pos_table, "pos_emb"),
                          g.const(np.array([0], dtype=np.int64), "z"), seq_len,
                          g.const(np.array([0], dtype=np.int64), "ax0")])
-    typ = g.op("Gather", [g.const(w["embeddings.token_type_embeddings.weight"], "type_emb"), types], axis=0)
-    x = g.op("Add", [g.op("Add", [word, pos]), typ])
+    if mpnet:
+        x = g.op("Add", [word, pos])
+    else:
+        typ = g.op("Gather", [g.const(w["embeddings.token_type_embeddings.weight"], "type_emb"), types], axis=0)
+        x = g.op("Add", [g.op("Add", [word, pos]), typ])
     x = layer_norm(g, x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"], eps)
 
     # Additive attention bias: 0 where attended, a large negative number on padding.
@@ -132,18 +168,34 @@ def encoder(g, w, cfg, ids, mask, types):
     bias = g.op("Mul", [g.op("Sub", [g.const(np.float32(1.0), "one"), maskf]),
                         g.const(np.float32(-1e9), "neg")])
     bias = g.op("Unsqueeze", [bias, g.const(np.array([1, 2], dtype=np.int64), "ax12")])  # [B,1,1,S]
+    if mpnet:
+        # The relative-position bias [1,h,S,S]: the bucket table cut to S×S, each bucket's
+        # per-head weight gathered, heads first; added once to the padding bias, so every
+        # layer adds one [B,h,S,S] term as BERT adds its [B,1,1,S] one.
+        buckets = relative_position_buckets(pos_table.shape[0], cfg.get("relative_attention_num_buckets", 32), 128)
+        zero2 = g.const(np.array([0, 0], dtype=np.int64), "z2")
+        ends = g.op("Concat", [seq_len, seq_len], axis=0)
+        cut = g.op("Slice", [g.const(buckets, "rel_buckets"), zero2, ends, g.const(np.array([0, 1], dtype=np.int64), "ax01")])
+        rel = g.op("Gather", [g.const(w["encoder.relative_attention_bias.weight"], "rel_bias"), cut], axis=0)  # [S,S,h]
+        rel = g.op("Unsqueeze", [g.op("Transpose", [rel], perm=[2, 0, 1]), g.const(np.array([0], dtype=np.int64), "ax0b")])
+        bias = g.op("Add", [bias, rel])  # [B,h,S,S]
 
     split_shape = g.const(np.array([0, 0, heads, dh], dtype=np.int64), "split")
     merge_shape = g.const(np.array([0, 0, hidden], dtype=np.int64), "merge")
     split_sizes = g.const(np.array([hidden] * 3, dtype=np.int64), "qkv_sizes")
     for i in range(cfg["num_hidden_layers"]):
         p = f"encoder.layer.{i}."
+        if mpnet:
+            qkv_names, att_out, att_norm = ("attn.q", "attn.k", "attn.v"), "attention.attn.o", "attention.LayerNorm"
+        else:
+            qkv_names = ("self.query", "self.key", "self.value")
+            att_out, att_norm = "attention.output.dense", "attention.output.LayerNorm"
 
         # Q, K and V in one MatMul (one [hidden, 3·hidden] weight, then split), with the
         # attention scale 1/√d folded into Q's weight and bias: fewer, larger kernels.
-        names, scales = ("query", "key", "value"), (1.0 / np.sqrt(dh), 1.0, 1.0)
-        w_qkv = np.concatenate([w[p + f"attention.self.{n}.weight"] * np.float32(c) for n, c in zip(names, scales)])
-        b_qkv = np.concatenate([w[p + f"attention.self.{n}.bias"] * np.float32(c) for n, c in zip(names, scales)])
+        names, scales = qkv_names, (1.0 / np.sqrt(dh), 1.0, 1.0)
+        w_qkv = np.concatenate([w[p + f"attention.{n}.weight"] * np.float32(c) for n, c in zip(names, scales)])
+        b_qkv = np.concatenate([w[p + f"attention.{n}.bias"] * np.float32(c) for n, c in zip(names, scales)])
         qkv = linear(g, x, w_qkv.astype(np.float32), b_qkv.astype(np.float32))
         parts = [g.name("qkv") for _ in names]
         g.nodes.append(helper.make_node("Split", [qkv, split_sizes], parts, axis=-1))
@@ -158,9 +210,8 @@ def encoder(g, w, cfg, ids, mask, types):
         probs = g.op("Softmax", [scores], axis=-1)
         ctx = g.op("Transpose", [g.op("MatMul", [probs, v])], perm=[0, 2, 1, 3])
         ctx = g.op("Reshape", [ctx, merge_shape])
-        attn = linear(g, ctx, w[p + "attention.output.dense.weight"], w[p + "attention.output.dense.bias"])
-        x = layer_norm(g, g.op("Add", [attn, x]), w[p + "attention.output.LayerNorm.weight"],
-                       w[p + "attention.output.LayerNorm.bias"], eps)
+        attn = linear(g, ctx, w[p + att_out + ".weight"], w[p + att_out + ".bias"])
+        x = layer_norm(g, g.op("Add", [attn, x]), w[p + att_norm + ".weight"], w[p + att_norm + ".bias"], eps)
         inter = gelu(g, linear(g, x, w[p + "intermediate.dense.weight"], w[p + "intermediate.dense.bias"]))
         out = linear(g, inter, w[p + "output.dense.weight"], w[p + "output.dense.bias"])
         x = layer_norm(g, g.op("Add", [out, x]), w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"], eps)
@@ -168,6 +219,8 @@ def encoder(g, w, cfg, ids, mask, types):
 
 
 def build(kind, w, cfg, raw):
+    if cfg.get("model_type") == "mpnet" and kind != "dense":
+        raise SystemExit("MPNet checkpoints convert with --kind dense only")
     g = Graph()
     ids, mask, types = "input_ids", "attention_mask", "token_type_ids"
     x, maskf = encoder(g, w, cfg, ids, mask, types)

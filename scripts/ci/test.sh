@@ -6,7 +6,7 @@
 #   scripts/ci/test.sh -p sextant # arguments go to cargo test
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-bash scripts/ci/fetch_models.sh >/dev/null
+bash scripts/ci/fetch_models.sh --with mpnet-base-v2 >/dev/null   # mpnet: its golden tests
 # wrk (Debian) for the load test, so this script alone works on a fresh machine.
 if ! command -v wrk >/dev/null; then
   apt-get install -y -q wrk >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q wrk >/dev/null; }

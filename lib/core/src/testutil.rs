@@ -37,8 +37,17 @@ pub fn shared_dir() -> PathBuf {
 
 /// Reads a JSONL file of the golden directory.
 pub fn golden(name: &str) -> Vec<serde_json::Value> {
-    let path = shared_dir().join("golden").join(name);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    read_jsonl(&shared_dir().join("golden").join(name))
+}
+
+/// Reads a JSONL file of the repository's own golden directory, `tests/golden` (reference
+/// outputs of the optional models, written by `scripts/data/golden_*.py`).
+pub fn repo_golden(name: &str) -> Vec<serde_json::Value> {
+    read_jsonl(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/golden").join(name))
+}
+
+fn read_jsonl(path: &std::path::Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 

@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::*;
-use crate::testutil::{golden, model_dir, onnx_nodes, shared_dir};
+use crate::testutil::{golden, model_dir, onnx_nodes, repo_golden, shared_dir};
 
 fn ids(v: &Value) -> Vec<u32> {
     v.as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as u32).collect()
@@ -36,13 +36,30 @@ macro_rules! on_both_backends {
 }
 
 on_both_backends!(dense_matches: dense_matches_pytorch_embeddings_on_tract, dense_matches_pytorch_embeddings_on_onnxruntime);
+on_both_backends!(mpnet_matches: mpnet_matches_pytorch_embeddings_on_tract, mpnet_matches_pytorch_embeddings_on_onnxruntime);
 on_both_backends!(splade_matches: splade_matches_pytorch_term_weights_on_tract, splade_matches_pytorch_term_weights_on_onnxruntime);
 on_both_backends!(cross_encoder_matches: cross_encoder_matches_pytorch_logits_on_tract, cross_encoder_matches_pytorch_logits_on_onnxruntime);
 
 fn dense_matches(backend: Backend) {
-    let enc = DenseEncoder::load_with(&model_dir().join("minilm-l6-v2"), backend).unwrap();
+    dense_model_matches(backend, "minilm-l6-v2", &golden("dense_all-MiniLM-L6-v2.jsonl"));
+}
+
+/// all-mpnet-base-v2, the optional stronger embedder (`fetch_models.sh --with
+/// mpnet-base-v2`, which CI runs): its relative-position bias and positions from 2 are
+/// what the BERT graphs do not have, and the 256-token line exercises the longest buckets.
+fn mpnet_matches(backend: Backend) {
+    let dir = model_dir().join("mpnet-base-v2");
+    assert!(
+        dir.join("model.onnx").is_file(),
+        "no {}: run scripts/ci/fetch_models.sh --with mpnet-base-v2",
+        dir.display()
+    );
+    dense_model_matches(backend, "mpnet-base-v2", &repo_golden("dense_all-mpnet-base-v2.jsonl"));
+}
+
+fn dense_model_matches(backend: Backend, model: &str, rows: &[Value]) {
+    let enc = DenseEncoder::load_with(&model_dir().join(model), backend).unwrap();
     assert_eq!(enc.backend(), backend);
-    let rows = golden("dense_all-MiniLM-L6-v2.jsonl");
     let texts: Vec<&str> = rows.iter().map(|r| r["text"].as_str().unwrap()).collect();
     // Batched (padded) and one by one must both match: padding must not leak into pooling.
     let batched = enc.embed_batch(&texts).unwrap();

@@ -172,7 +172,7 @@ mod tests {
     fn onnx_runtime_fuses_every_layer_norm_and_gelu_of_the_converted_graphs() {
         // (model, LayerNorms, GELUs): the embeddings' and two a layer; one a layer, and
         // SPLADE's MLM head has one more of each.
-        for (name, norms, gelus) in [("minilm-l6-v2", 13, 6), ("splade-tiny", 6, 3)] {
+        for (name, norms, gelus) in [("minilm-l6-v2", 13, 6), ("splade-tiny", 6, 3), ("mpnet-base-v2", 25, 12)] {
             let ops = optimized_ops(&model_dir().join(name).join("model.onnx"));
             let count = |op: &str| ops.iter().filter(|o| *o == op).count();
             assert_eq!(count("LayerNormalization"), norms, "{name}: {ops:?}");
