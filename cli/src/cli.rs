@@ -15,6 +15,11 @@ pub struct Cli {
     /// Directory of converted models (default: $SEXTANT_MODEL_DIR or ~/.cache/sextant/models).
     #[arg(long, global = true)]
     pub models: Option<PathBuf>,
+    /// The dense embedder: the name of a converted model directory under `--models`
+    /// (`minilm-l6-v2`, the default, or `mpnet-base-v2`). An index is served with the model
+    /// it was built with.
+    #[arg(long, global = true, env = "SEXTANT_DENSE_MODEL", default_value = sextant_core::encode::DEFAULT_DENSE_MODEL)]
+    pub dense_model: String,
     /// A cross-encoder model directory to rerank with.
     #[arg(long, global = true)]
     pub reranker: Option<PathBuf>,

@@ -18,7 +18,8 @@ use crate::indexes::{beir_index, build_options, cache_dir, load_searcher, load_w
 /// Runs the command `cli` names.
 pub fn run(cli: Cli) -> Result<()> {
     choose_backend_for(&cli)?;
-    let mut models = ModelSet::under(&cli.models.clone().unwrap_or_else(default_model_dir));
+    let mut models =
+        ModelSet::under(&cli.models.clone().unwrap_or_else(default_model_dir)).with_dense_model(&cli.dense_model)?;
     models.reranker = cli.reranker.clone();
     match cli.command {
         Command::Build {

@@ -31,11 +31,20 @@ pub const GRAPH_RECIPE: u32 = 2;
 pub fn beir_index(beir: &FsPath, set: &BeirSet, models: &ModelSet, build: &BuildArgs) -> Result<Index> {
     let (name, corpus_key) = corpus_key(beir)?;
     let root = cache_dir().join("indexes");
-    let dir = root.join(format!("{corpus_key}f{FORMAT_VERSION}-{}", build.index_key()));
+    let dir = root.join(format!("{corpus_key}f{FORMAT_VERSION}-{}{}", build.index_key(), dense_model_key(models)));
     let (index, _) = cached_index(&dir, |dir| {
         build_into(dir, set.documents.clone(), models, &name, build, &cached_vectors(&root, &corpus_key))
     })?;
     Ok(index)
+}
+
+/// The part of a cached index's directory name the dense model adds: nothing for the
+/// default model (so existing caches stay valid), `-` and its directory name otherwise.
+pub fn dense_model_key(models: &ModelSet) -> String {
+    match models.dense.file_name().and_then(|n| n.to_str()) {
+        Some(sextant_core::encode::DEFAULT_DENSE_MODEL) | None => String::new(),
+        Some(name) => format!("-{name}"),
+    }
 }
 
 /// A BEIR set's name (its directory's) and the prefix of its cached indexes' directories,

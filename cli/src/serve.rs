@@ -44,8 +44,12 @@ pub fn ensure_models(models: &ModelSet) -> Result<()> {
         );
     }
     tracing::info!("no models in {}: fetching and converting them once (scripts/ci/fetch_models.sh)", root.display());
-    let status = std::process::Command::new("bash")
-        .arg(&script)
+    let mut fetch = std::process::Command::new("bash");
+    fetch.arg(&script);
+    if let Some(dense) = models.dense.file_name().filter(|n| *n != sextant_core::encode::DEFAULT_DENSE_MODEL) {
+        fetch.arg("--with").arg(dense);
+    }
+    let status = fetch
         .env("SEXTANT_MODEL_DIR", root)
         .stdout(std::process::Stdio::null())
         .status()
@@ -228,7 +232,7 @@ fn load_indexes(args: &ServeArgs, shared: SharedModels, state: &Arc<AppState>) -
         facts.retain_tickers(&args.tickers);
         Ok(facts)
     };
-    match corpus_index(args.docs.as_deref(), &args.tickers, &args.id, &args.build, state)? {
+    match corpus_index(args.docs.as_deref(), &args.tickers, &args.id, &args.build, models, state)? {
         CorpusIndex::Cached(index, dir) => {
             tracing::info!("reusing index {}", dir.display());
             serve(vec![(*index, facts()?, dir)], Vec::new(), &Path::ALL)
@@ -387,6 +391,7 @@ fn corpus_index(
     tickers: &[String],
     id: &str,
     build: &BuildArgs,
+    models: &ModelSet,
     state: &AppState,
 ) -> Result<CorpusIndex> {
     // A folder is read first (its files are small to read beside an index build) and keyed
@@ -418,11 +423,12 @@ fn corpus_index(
     let mut sorted = tickers.iter().map(|t| t.to_ascii_uppercase()).collect::<Vec<_>>();
     sorted.sort();
     let key = format!(
-        "{id}-{}-{}-f{}-{}",
+        "{id}-{}-{}-f{}-{}{}",
         &bytes_sum[..12],
         if sorted.is_empty() { "all".into() } else { sorted.join("+") },
         sextant_core::index::format::FORMAT_VERSION,
-        build.index_key()
+        build.index_key(),
+        crate::indexes::dense_model_key(models),
     );
     let dir = cache_dir().join("indexes").join(key);
     state.set_loading(format!("loading index {}", dir.display()));

@@ -22,7 +22,7 @@ pub use backend::{
 };
 pub use cross_encoder::CrossEncoder;
 pub use embedder::DenseEncoder;
-pub use models::{default_model_dir, ModelInfo, ModelSet};
+pub use models::{default_model_dir, ModelInfo, ModelSet, DEFAULT_DENSE_MODEL};
 pub use runtime::{Matrix, OnnxBert};
 pub use splade::{SparseEncoder, SparseVector};
 pub use tokenize::{Encoded, TextTokenizer, MAX_TOKENS};

@@ -42,10 +42,30 @@ pub struct ModelSet {
     pub reranker: Option<PathBuf>,
 }
 
+/// The default dense embedder's directory name: all-MiniLM-L6-v2 (6 layers, 384-d).
+pub const DEFAULT_DENSE_MODEL: &str = "minilm-l6-v2";
+
 impl ModelSet {
-    /// The default models under `root`: `minilm-l6-v2` and `splade-tiny`, no reranker.
+    /// The default models under `root`: [`DEFAULT_DENSE_MODEL`] and `splade-tiny`, no
+    /// reranker.
     pub fn under(root: &Path) -> Self {
-        ModelSet { dense: root.join("minilm-l6-v2"), sparse: root.join("splade-tiny"), reranker: None }
+        ModelSet { dense: root.join(DEFAULT_DENSE_MODEL), sparse: root.join("splade-tiny"), reranker: None }
+    }
+
+    /// The same set with the dense embedder converted as `name` beside the others (for
+    /// example `mpnet-base-v2`, which `scripts/ci/fetch_models.sh` converts). `name` is one
+    /// directory name, not a path.
+    pub fn with_dense_model(mut self, name: &str) -> Result<Self> {
+        let plain = !name.is_empty() && !name.starts_with('.') && !name.contains(['/', '\\']);
+        let root = self.dense.parent().map(Path::to_path_buf).unwrap_or_default();
+        if !plain {
+            return Err(Error::Model {
+                path: root,
+                reason: format!("dense model {name:?}: give the name of a converted model directory, not a path"),
+            });
+        }
+        self.dense = root.join(name);
+        Ok(self)
     }
 }
 
@@ -59,4 +79,20 @@ pub fn default_model_dir() -> PathBuf {
     }
     let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
     home.join(".cache/sextant/models")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_dense_model_is_named_beside_the_others_never_by_a_path() {
+        let set = ModelSet::under(Path::new("/m")).with_dense_model("mpnet-base-v2").unwrap();
+        assert_eq!(set.dense, Path::new("/m/mpnet-base-v2"));
+        assert_eq!(set.sparse, Path::new("/m/splade-tiny"));
+        for bad in ["", "../x", "a/b", ".hidden"] {
+            let e = ModelSet::under(Path::new("/m")).with_dense_model(bad).unwrap_err().to_string();
+            assert!(e.contains("not a path"), "{bad:?}: {e}");
+        }
+    }
 }
