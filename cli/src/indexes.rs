@@ -41,10 +41,7 @@ pub fn beir_index(beir: &FsPath, set: &BeirSet, models: &ModelSet, build: &Build
 /// The part of a cached index's directory name the dense model adds: nothing for the
 /// default model (so existing caches stay valid), `-` and its directory name otherwise.
 pub fn dense_model_key(models: &ModelSet) -> String {
-    match models.dense.file_name().and_then(|n| n.to_str()) {
-        Some(sextant_core::encode::DEFAULT_DENSE_MODEL) | None => String::new(),
-        Some(name) => format!("-{name}"),
-    }
+    models.other_dense_model().map(|name| format!("-{name}")).unwrap_or_default()
 }
 
 /// A BEIR set's name (its directory's) and the prefix of its cached indexes' directories,

@@ -46,7 +46,7 @@ pub fn ensure_models(models: &ModelSet) -> Result<()> {
     tracing::info!("no models in {}: fetching and converting them once (scripts/ci/fetch_models.sh)", root.display());
     let mut fetch = std::process::Command::new("bash");
     fetch.arg(&script);
-    if let Some(dense) = models.dense.file_name().filter(|n| *n != sextant_core::encode::DEFAULT_DENSE_MODEL) {
+    if let Some(dense) = models.other_dense_model() {
         fetch.arg("--with").arg(dense);
     }
     let status = fetch

@@ -67,6 +67,12 @@ impl ModelSet {
         self.dense = root.join(name);
         Ok(self)
     }
+
+    /// The dense embedder's directory name when it is not [`DEFAULT_DENSE_MODEL`] (what
+    /// cache keys add and what `fetch_models.sh --with` fetches), `None` for the default.
+    pub fn other_dense_model(&self) -> Option<&str> {
+        self.dense.file_name().and_then(|n| n.to_str()).filter(|n| *n != DEFAULT_DENSE_MODEL)
+    }
 }
 
 /// `$SEXTANT_MODEL_DIR`, else `$SEXTANT_CACHE_DIR/models`, else `~/.cache/sextant/models`.
@@ -90,6 +96,8 @@ mod tests {
         let set = ModelSet::under(Path::new("/m")).with_dense_model("mpnet-base-v2").unwrap();
         assert_eq!(set.dense, Path::new("/m/mpnet-base-v2"));
         assert_eq!(set.sparse, Path::new("/m/splade-tiny"));
+        assert_eq!(set.other_dense_model(), Some("mpnet-base-v2"));
+        assert_eq!(ModelSet::under(Path::new("/m")).other_dense_model(), None);
         for bad in ["", "../x", "a/b", ".hidden"] {
             let e = ModelSet::under(Path::new("/m")).with_dense_model(bad).unwrap_err().to_string();
             assert!(e.contains("not a path"), "{bad:?}: {e}");
