@@ -186,14 +186,14 @@ def encoder(g, w, cfg, ids, mask, types):
     for i in range(cfg["num_hidden_layers"]):
         p = f"encoder.layer.{i}."
         if mpnet:
-            qkv_names, att_out, att_norm = ("attn.q", "attn.k", "attn.v"), "attention.attn.o", "attention.LayerNorm"
+            names, att_out, att_norm = ("attn.q", "attn.k", "attn.v"), "attention.attn.o", "attention.LayerNorm"
         else:
-            qkv_names = ("self.query", "self.key", "self.value")
+            names = ("self.query", "self.key", "self.value")
             att_out, att_norm = "attention.output.dense", "attention.output.LayerNorm"
 
         # Q, K and V in one MatMul (one [hidden, 3·hidden] weight, then split), with the
         # attention scale 1/√d folded into Q's weight and bias: fewer, larger kernels.
-        names, scales = qkv_names, (1.0 / np.sqrt(dh), 1.0, 1.0)
+        scales = (1.0 / np.sqrt(dh), 1.0, 1.0)
         w_qkv = np.concatenate([w[p + f"attention.{n}.weight"] * np.float32(c) for n, c in zip(names, scales)])
         b_qkv = np.concatenate([w[p + f"attention.{n}.bias"] * np.float32(c) for n, c in zip(names, scales)])
         qkv = linear(g, x, w_qkv.astype(np.float32), b_qkv.astype(np.float32))
