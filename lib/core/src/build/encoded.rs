@@ -155,6 +155,13 @@ impl VectorCache {
     /// Adds the intact records of a shard file; a damaged record is dropped and counted,
     /// and a file that does not decode at all adds nothing and counts as one rejection.
     pub fn add_file(&mut self, bytes: &[u8]) {
+        self.add_file_where(bytes, |_| true);
+    }
+
+    /// Adds the intact records of a shard file whose key `wanted` accepts, as
+    /// [`VectorCache::add_file`] adds them all: what merging one index shard keeps of each
+    /// file it reads, so that it never holds the vectors of the other shards.
+    pub fn add_file_where(&mut self, bytes: &[u8], wanted: impl Fn(&ChunkKey) -> bool) {
         let shard: EncodedShard = match bincode::deserialize::<EncodedShard>(bytes) {
             Ok(s) if s.format == SHARD_FORMAT => s,
             _ => {
@@ -168,7 +175,7 @@ impl VectorCache {
             return;
         }
         self.dim = Some(dim);
-        for r in shard.records {
+        for r in shard.records.into_iter().filter(|r| wanted(&r.key)) {
             if r.is_intact(dim) {
                 self.entries.entry(r.key).or_insert(r);
             } else {
@@ -187,6 +194,11 @@ impl VectorCache {
     /// The cached vectors of `key`.
     pub fn get(&self, key: &ChunkKey) -> Option<&EncodedChunk> {
         self.entries.get(key)
+    }
+
+    /// The width of one dense vector, once a file was added (whatever it held).
+    pub fn dim(&self) -> Option<usize> {
+        self.dim
     }
 
     /// Distinct keys held.

@@ -23,7 +23,7 @@ use std::time::Instant;
 
 pub use encode::{encode_inputs, encode_task, EncodeTask, ENCODE_STEP};
 pub use encoded::{ChunkKey, EncodedChunk, EncodedShard, VectorCache};
-pub use merge::{lexical_only, merge, merge_shards};
+pub use merge::{lexical_only, merge, merge_shard, merge_shards, ShardPlan};
 pub use plan::{
     dense_windows, encoder_input, inputs_sha256, plan, shard_ranges, BuildOptions, Plan, DEFAULT_DENSE_WINDOW,
     DEFAULT_SHARD_CHUNKS, MEASURED_DENSE_WINDOW, TITLE_TOKENS, WINDOW,

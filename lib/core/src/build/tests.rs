@@ -412,3 +412,59 @@ fn a_build_is_unchanged_only_at_the_previous_versions_shard_count() {
     }
     assert!(!Previous::none().unchanged("abc", Some(3)) && !Previous::none().unchanged("abc", None));
 }
+
+/// The build workflow's Map of merges: each index shard merged alone, from its part of the
+/// plan and the vectors it picks out of the build's files (read in any order), is the shard
+/// one process makes of the whole plan, byte for byte; a shard whose vectors are missing
+/// fails, naming it.
+#[test]
+fn an_index_shard_merged_alone_from_its_part_of_the_plan_is_the_one_a_whole_merge_makes() {
+    let (dense, sparse) = encoders();
+    let documents: Vec<Document> = corpus(7);
+    let Planned::Ready { plan, tasks, .. } =
+        plan_build(documents, &[], &options(5), (dense.tokenizer(), sparse.tokenizer()), &Previous::none(), Some(3))
+            .unwrap()
+    else {
+        panic!("a first build is planned")
+    };
+    let runner = InProcess { dense, sparse };
+    let encoded = plan.assemble(&VectorCache::new(), runner.run(tasks, &|_, _, _| {}).unwrap()).unwrap();
+    assert!(encoded.len() >= 3, "several encoded files: {}", encoded.len());
+    let files: Vec<Vec<u8>> = encoded.iter().rev().map(|e| e.to_bytes().unwrap()).collect();
+    let saved = |index: &mut crate::index::Index, order: &[u32]| {
+        index.manifest.created_unix = 0;
+        let store = MemStore::new("shard");
+        let order: Vec<u8> = order.iter().flat_map(|d| d.to_le_bytes()).collect();
+        index.save_with(&store, vec![(crate::shards::ORDER_FILE.into(), order)]).unwrap();
+        let mut objects = store.objects();
+        objects.sort();
+        objects
+    };
+
+    let mut whole = merge_shards((*plan).clone(), &encoded, 3, &|_, _, _| {}).unwrap();
+    let stats = plan.lexical_stats();
+    assert_eq!(stats, whole.stats);
+    let parts = plan.split(3);
+    assert_eq!(
+        parts.iter().map(|p| p.chunks.len()).sum::<usize>(),
+        encoded.iter().map(|e| e.records.len()).sum::<usize>()
+    );
+    for (k, part) in parts.into_iter().enumerate() {
+        let mut cache = VectorCache::new();
+        for bytes in &files {
+            cache.add_file_where(bytes, |key| part.keys.contains(key));
+        }
+        assert_eq!(cache.len(), part.keys.len(), "only shard {k}'s vectors are kept");
+        if k == 0 {
+            let mut short = VectorCache::new();
+            files[1..].iter().for_each(|bytes| short.add_file(bytes));
+            let err = part.records(&short).unwrap_err().to_string();
+            assert!(err.contains("merging index shard 0") && err.contains("neither cached nor encoded"), "{err}");
+        }
+        let records = part.records(&cache).unwrap();
+        let (mut alone, order) = merge_shard(part, &records, cache.dim().unwrap(), &stats).unwrap();
+        assert_eq!(order, whole.order[k]);
+        assert!(!alone.chunks.is_empty(), "shard {k} holds chunks");
+        assert_eq!(saved(&mut alone, &order), saved(&mut whole.indexes[k], &whole.order[k]), "shard {k}");
+    }
+}
