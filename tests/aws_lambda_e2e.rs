@@ -830,15 +830,52 @@ fn a_sharded_index_in_s3_is_served_by_a_router_function_over_shard_functions() {
             .await
             .unwrap_or_else(|e| panic!("{e}\n{}", builder.log()));
         assert_eq!((plan["unchanged"].as_bool(), plan["task_count"].as_u64()), (Some(false), Some(0)), "{plan}");
-        let merged = builder
-            .invoke(json!({"step": "merge", "job": plan["job"], "build_id": "reshard", "encoded": []}))
+        // The Map of merges: one merge_shard invocation per index shard listed in S3, then
+        // publish. A whole-index merge of a sharded build is refused, naming the steps.
+        assert_eq!(plan["index_shards"], 2, "{plan}");
+        let listed = s3_client(&s.config(&s.seaweed).await)
+            .get_object()
+            .bucket(&bucket)
+            .key(plan["merges_key"].as_str().unwrap_or_else(|| panic!("{plan}")))
+            .send()
             .await
-            .unwrap_or_else(|e| panic!("{e}\n{}", builder.log()));
+            .unwrap();
+        let merges: Vec<u32> = serde_json::from_slice(&listed.body.collect().await.unwrap().into_bytes()).unwrap();
+        assert_eq!(merges, [0, 1]);
+        let step = |step: &str| json!({"step": step, "job": plan["job"], "build_id": "reshard"});
+        let err = builder.invoke(step("merge")).await.unwrap_err();
+        assert!(err["errorMessage"].as_str().unwrap().contains("merge_shard"), "{err}");
+        let mut merged_chunks = 0;
+        for shard in merges {
+            let mut event = step("merge_shard");
+            event["shard"] = json!(shard);
+            let out = builder.invoke(event).await.unwrap_or_else(|e| panic!("{e}\n{}", builder.log()));
+            assert_eq!(out["shard"], shard, "{out}");
+            merged_chunks += out["chunks"].as_u64().unwrap();
+            if shard == 0 {
+                // Publishing before every shard is merged fails, naming the one missing,
+                // and moves nothing.
+                let err = builder.invoke(step("publish")).await.unwrap_err();
+                assert!(err["errorMessage"].as_str().unwrap().contains("merged-001.json"), "{err}");
+                let pointer: Value = serde_json::from_str(&cli(&s, &s.moto, &["versions", &three_at])).unwrap();
+                assert_eq!(pointer["current"]["version"], json!(version), "{pointer}");
+            }
+        }
+        let merged = builder.invoke(step("publish")).await.unwrap_or_else(|e| panic!("{e}\n{}", builder.log()));
         assert_eq!(
             (merged["chunks_encoded"].as_u64(), merged["chunks_reused"].as_u64()),
             (Some(0), merged["chunks"].as_u64())
         );
+        assert_eq!(merged["chunks"].as_u64(), Some(merged_chunks), "{merged}");
         let v2 = merged["version"].as_str().unwrap_or_else(|| panic!("{merged}")).to_string();
+        let left = s3_client(&s.config(&s.seaweed).await)
+            .list_objects_v2()
+            .bucket(&bucket)
+            .prefix(format!("{}/builds/", three_at.trim_start_matches(&format!("s3://{bucket}/"))))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(left.key_count(), Some(0), "the build's files are removed after publishing");
         let pointer: Value = serde_json::from_str(&cli(&s, &s.moto, &["versions", &three_at])).unwrap();
         assert_eq!((&pointer["current"]["version"], &pointer["current"]["shards"]), (&json!(v2), &json!(2)));
         let t = Instant::now();

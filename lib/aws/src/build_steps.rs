@@ -1,19 +1,32 @@
-//! The index build as three steps for a Step Functions workflow: one `plan` invocation, one
-//! `encode` invocation per shard (a Map state, run in parallel and retried), one `merge`
-//! invocation that publishes. Each step reads and writes S3 under the build's prefix,
-//! `{target}/builds/{build_id}/`:
+//! The index build as steps for a Step Functions workflow: one `plan` invocation, one
+//! `encode` invocation per encode task (a Map state, run in parallel and retried), then
+//! either one `merge` invocation that publishes a single index, or, for an index of `K`
+//! index shards, one `merge_shard` invocation per index shard (a second Map: the Map of
+//! merges) and one `publish` invocation. Each step reads and writes S3 under the build's
+//! prefix, `{target}/builds/{build_id}/`:
 //!
 //! - `plan` reads the corpus and the current version's manifest and vector cache, and
-//!   writes `plan.bin` (the plan and what it needs), one `task-NNNNN.bin` per shard that
-//!   has chunks to encode and `tasks.json`, their numbers; it answers with where that list
-//!   is (the workflow's Distributed Map reads its items there), or `unchanged: true`;
+//!   writes `plan.bin` (the plan and what it needs), one `task-NNNNN.bin` per encode task
+//!   and `tasks.json`, their numbers; it answers with where that list is (the workflow's
+//!   Distributed Map reads its items there), or `unchanged: true`. Of a sharded build it
+//!   writes instead of `plan.bin` each index shard's part of the plan
+//!   (`shard-plan-NNN.bin`, [`ShardPlan`]), `merges.json` (the index shards, the Map of
+//!   merges' items), `sources.json` (every file a shard's vectors may be in: the encode
+//!   tasks' and the current version's cache) and BM25's statistics over the whole plan,
+//!   staged for the version (`version/lexical_stats.bin`);
 //! - `encode` reads `task-K.bin` and writes `encoded-K.bin` and `encode-K.json`, what it
 //!   took (idempotent, so a retry is safe);
-//! - `merge` reads the plan, every encoded shard (checked: a missing or damaged one fails the
-//!   build, naming it) and the cache, builds the indexes (a single index, or the job's
-//!   `index_shards` index shards under one root manifest) and publishes the version: `CURRENT`
-//!   moves only after every file is uploaded, and not at all if anything failed. On success
-//!   it removes the build's prefix;
+//! - `merge` reads the plan, every encoded file (checked: a missing or damaged one fails the
+//!   build, naming it) and the cache, builds the single index and publishes the version:
+//!   `CURRENT` moves only after every file is uploaded, and not at all if anything failed.
+//!   On success it removes the build's prefix;
+//! - `merge_shard` builds one index shard from its part of the plan and the vectors it
+//!   picks out of the sources, one file at a time (it never holds another shard's
+//!   vectors), and stages it under `version/shards/NNN/` with its vectors as
+//!   `version/encoded-NNNNN.bin` (the next build's cache) and `merged-NNN.json`, what it
+//!   made (idempotent);
+//! - `publish` writes the root manifest of the staged shards, copies them server-side into
+//!   a new version and moves `CURRENT`, as `merge` does; then removes the build's prefix;
 //! - `clean` removes the build's prefix after a step failed: the workflow runs it on its
 //!   failure path, so a failed build leaves nothing behind (and the bucket's lifecycle rule
 //!   expires what a crash of the workflow itself could leave).
@@ -25,12 +38,15 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use sextant_core::build::{
-    encode_task, merge, merge_shards, plan_build, shard_file, BuildReport as CoreReport, Built, BuiltShards,
-    EncodeTask, EncodedShard, Plan, Planned, Previous,
+    encode_task, merge, merge_shard, plan_build, shard_file, BuildReport as CoreReport, Built, ChunkKey, EncodeTask,
+    EncodedShard, Plan, Planned, Previous, ShardPlan, VectorCache, REPORT_FILE,
 };
 use sextant_core::encode::{DenseEncoder, ModelSet, SparseEncoder, TextTokenizer};
 use sextant_core::error::{Error, Result};
-use sextant_core::storage::{Location, MemStore};
+use sextant_core::index::format::{sha256_hex, MANIFEST};
+use sextant_core::index::LexicalStats;
+use sextant_core::shards::{shard_prefix, RootManifest, ShardEntry, ORDER_FILE, STATS_FILE};
+use sextant_core::storage::{Location, MemStore, Storage, Within};
 use sextant_finance::Financials;
 
 use super::build_job::{build_options, previous_version, read_inputs, BuildJob, BuildReport};
@@ -66,6 +82,22 @@ pub enum StepEvent {
         /// workflow does), read from the reports the invocations wrote.
         #[serde(default)]
         encoded: Vec<EncodeOutput>,
+    },
+    /// Merge one index shard of a sharded build and stage it for publishing.
+    MergeShard {
+        /// The job, as the plan step returned it.
+        job: serde_json::Value,
+        /// The build's id.
+        build_id: String,
+        /// The index shard.
+        shard: u32,
+    },
+    /// Publish a sharded build's staged shards as one version.
+    Publish {
+        /// The job, as the plan step returned it.
+        job: serde_json::Value,
+        /// The build's id.
+        build_id: String,
     },
     /// Remove a failed build's files.
     Clean {
@@ -121,8 +153,48 @@ pub struct PlanOutput {
     /// (`ItemReader`), so no list of shards passes through the workflow's state, whose
     /// payloads are limited to 256 KiB. Empty when unchanged.
     pub tasks_key: String,
+    /// How many index shards the build makes: 0 for a single index (the workflow's
+    /// `merge` step), else one `merge_shard` each, then `publish`.
+    #[serde(default)]
+    pub index_shards: usize,
+    /// Where a sharded build's index shards are listed (`{build}/merges.json`, a JSON
+    /// array of their numbers): the workflow's Map of merges reads its items there. Empty
+    /// for a single index or when unchanged.
+    #[serde(default)]
+    pub merges_key: String,
     /// The plan's figures.
     pub report: CoreReport,
+}
+
+/// What a `merge_shard` invocation answers, and leaves beside the staged shard
+/// (`merged-NNN.json`) for the `publish` step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MergedShard {
+    /// The index shard.
+    pub shard: u32,
+    /// Its documents.
+    pub documents: usize,
+    /// Its chunks.
+    pub chunks: usize,
+    /// The SHA-256 of its staged `manifest.json`, which the root manifest names.
+    pub manifest_sha256: String,
+    /// Its estimated resident size ([`sextant_core::index::Index::resident_bytes`]).
+    pub resident_bytes: u64,
+    /// Seconds spent reading its vectors, merging and staging it.
+    pub seconds: f64,
+}
+
+/// What a sharded build's plan leaves for the `publish` step (`sharded-plan.json`).
+#[derive(Serialize, Deserialize)]
+struct ShardedPlanFile {
+    /// The plan's report.
+    report: CoreReport,
+    /// How many index shards.
+    index_shards: usize,
+    /// The index id.
+    index_id: String,
+    /// The build's inputs fingerprint.
+    inputs_sha256: String,
 }
 
 /// What an encode invocation answers.
@@ -171,6 +243,26 @@ fn encode_report_file(k: u32) -> String {
 
 /// The list of the shards to encode, in the build's prefix ([`PlanOutput::tasks_key`]).
 pub const TASKS_FILE: &str = "tasks.json";
+/// The list of a sharded build's index shards, the Map of merges' items
+/// ([`PlanOutput::merges_key`]).
+pub const MERGES_FILE: &str = "merges.json";
+/// The files (S3 keys) a sharded build's vectors are in: the encode tasks' outputs, then
+/// the current version's vector cache.
+const SOURCES_FILE: &str = "sources.json";
+/// What a sharded build's plan leaves for `publish`.
+const SHARDED_PLAN_FILE: &str = "sharded-plan.json";
+/// Under the build's prefix, the new version's files as the Map of merges stages them.
+const STAGED: &str = "version/";
+
+/// Index shard `k`'s part of the plan.
+fn shard_plan_file(k: u32) -> String {
+    format!("shard-plan-{k:03}.bin")
+}
+
+/// What merging index shard `k` made ([`MergedShard`]).
+fn merged_file(k: u32) -> String {
+    format!("merged-{k:03}.json")
+}
 
 /// The plan step.
 pub async fn plan_step(
@@ -182,10 +274,12 @@ pub async fn plan_step(
     let t = Instant::now();
     let target = VersionedIndex::new(config, &Location::parse(&job.target)?)?;
     let dir = build_dir(&target, build_id)?;
-    let previous = previous_version(&target, &target.pointer().await?).await;
+    let state = target.pointer().await?;
+    let previous = previous_version(&target, &state).await;
     let (documents, facts) = read_inputs(job, config).await?;
     let read = t.elapsed().as_secs_f64();
     let (job2, models2) = (job.clone(), models.clone());
+    let previous_encoded = previous.encoded.clone();
     let planned = tokio::task::spawn_blocking(move || -> Result<(Planned, Attachments)> {
         let attachments: Attachments = Financials::attachment(&facts)?.into_iter().collect();
         let options = build_options(&models2, &job2)?;
@@ -204,17 +298,19 @@ pub async fn plan_step(
     .map_err(|e| Error::task_failed("planning the build", e))??;
     let job_value = serde_json::to_value(job)?;
     let bucket = target.store().bucket().to_string();
-    let output = |unchanged, task_count, tasks_key, report| PlanOutput {
+    let mut output = PlanOutput {
         build_id: build_id.into(),
         job: job_value,
-        unchanged,
-        task_count,
+        unchanged: true,
+        task_count: 0,
         tasks_bucket: bucket,
-        tasks_key,
-        report,
+        tasks_key: String::new(),
+        index_shards: 0,
+        merges_key: String::new(),
+        report: CoreReport::default(),
     };
     let (plan, tasks, mut report, attachments) = match planned {
-        (Planned::Unchanged(report), _) => return Ok(output(true, 0, String::new(), report)),
+        (Planned::Unchanged(report), _) => return Ok(PlanOutput { report, ..output }),
         (Planned::Ready { plan, tasks, report }, attachments) => (plan, tasks, report, attachments),
     };
     report.phases.read = read;
@@ -222,12 +318,46 @@ pub async fn plan_step(
     for task in &tasks {
         store.upload(&format!("{dir}/{}", task_file(task.shard)), bincode::serialize(task)?.into()).await?;
     }
-    let file = PlanFile { plan: *plan, attachments, report };
-    store.upload(&format!("{dir}/plan.bin"), bincode::serialize(&file)?.into()).await?;
     let shards: Vec<u32> = tasks.iter().map(|t| t.shard).collect();
-    let tasks_key = format!("{dir}/{TASKS_FILE}");
-    store.upload(&tasks_key, serde_json::to_vec(&shards)?.into()).await?;
-    Ok(output(false, shards.len(), tasks_key, file.report))
+    output.tasks_key = format!("{dir}/{TASKS_FILE}");
+    store.upload(&output.tasks_key, serde_json::to_vec(&shards)?.into()).await?;
+    if let Some(count) = job.sharded() {
+        // Each index shard's merge reads its part of the plan and the files its vectors
+        // may be in: this build's encoded tasks, then the current version's cache.
+        let mut sources: Vec<String> = shards.iter().map(|&k| format!("{dir}/{}", shard_file(k as usize))).collect();
+        if let Some(pointer) = &state.pointer {
+            let version = target.key(&format!("versions/{}", pointer.version));
+            sources.extend(previous_encoded.iter().map(|name| format!("{version}/{name}")));
+        }
+        let sharded = ShardedPlanFile {
+            report: report.clone(),
+            index_shards: count,
+            index_id: plan.options.index_id.clone(),
+            inputs_sha256: plan.inputs_sha256.clone(),
+        };
+        let (stats, parts) = tokio::task::block_in_place(|| {
+            let stats = plan.lexical_stats();
+            (stats, (*plan).split(count))
+        });
+        let upload = |name: String, bytes: Vec<u8>| {
+            let key = format!("{dir}/{name}");
+            async move { store.upload(&key, bytes.into()).await }
+        };
+        upload(format!("{STAGED}{STATS_FILE}"), bincode::serialize(&stats)?).await?;
+        for part in &parts {
+            upload(shard_plan_file(part.shard as u32), bincode::serialize(part)?).await?;
+        }
+        upload(SOURCES_FILE.into(), serde_json::to_vec(&sources)?).await?;
+        upload(SHARDED_PLAN_FILE.into(), serde_json::to_vec(&sharded)?).await?;
+        let merges: Vec<u32> = (0..parts.len() as u32).collect();
+        output.merges_key = format!("{dir}/{MERGES_FILE}");
+        upload(MERGES_FILE.into(), serde_json::to_vec(&merges)?).await?;
+        output.index_shards = parts.len();
+    } else {
+        let file = PlanFile { plan: *plan, attachments, report: report.clone() };
+        store.upload(&format!("{dir}/plan.bin"), bincode::serialize(&file)?.into()).await?;
+    }
+    Ok(PlanOutput { unchanged: false, task_count: shards.len(), report, ..output })
 }
 
 /// The encode step: shard `shard` of build `build_id`.
@@ -255,36 +385,34 @@ pub async fn encode_step(
     Ok(output)
 }
 
-/// The merge step: checks every encoded shard, builds the indexes, publishes the version
-/// and removes the build's prefix.
+/// The merge step of a single index: checks every encoded file, builds the index,
+/// publishes the version and removes the build's prefix. A sharded build merges per index
+/// shard instead ([`merge_shard_step`], then [`publish_step`]).
 pub async fn merge_step(
     job: &BuildJob,
     build_id: &str,
     encoded: &[EncodeOutput],
     config: &aws_config::SdkConfig,
 ) -> Result<BuildReport> {
+    if let Some(count) = job.sharded() {
+        return Err(Error::invalid(
+            "step",
+            format!("a build of {count} index shards merges each shard (merge_shard), then publishes (publish)"),
+        ));
+    }
     let target = VersionedIndex::new(config, &Location::parse(&job.target)?)?;
     let expected = target.pointer().await?;
     let previous = previous_version(&target, &expected).await;
     let dir = build_dir(&target, build_id)?;
     let store = target.store();
-    let get = |name: String| {
-        let key = format!("{dir}/{name}");
-        async move {
-            let object = store.get(&key).await?;
-            object.map(|o| o.bytes).ok_or_else(|| Error::Storage {
-                location: format!("s3://{}/{key}", store.bucket()),
-                reason: "missing: the build's step that writes it did not finish".into(),
-            })
-        }
-    };
-    let file: PlanFile = sextant_core::index::format::decode_bincode(&dir, "plan.bin", &get("plan.bin".into()).await?)?;
+    let file: PlanFile =
+        sextant_core::index::format::decode_bincode(&dir, "plan.bin", &fetch(store, &dir, "plan.bin").await?)?;
     let tasks = file.plan.tasks(&previous.cache);
     let mut shards = Vec::with_capacity(tasks.len());
     for task in &tasks {
         let name = shard_file(task.shard as usize);
         let location = format!("s3://{}/{dir}/{name}", store.bucket());
-        let shard = EncodedShard::from_bytes(&location, &get(name).await?)?;
+        let shard = EncodedShard::from_bytes(&location, &fetch(store, &dir, &name).await?)?;
         if !shard.holds(&task.keys) {
             return Err(Error::IndexCorrupted {
                 file: location,
@@ -295,22 +423,13 @@ pub async fn merge_step(
         shards.push(shard);
     }
     // What each encode invocation took: from the event when the caller passes it, else from
-    // the reports the invocations left beside their files (a missing one counts nothing).
+    // the reports the invocations left beside their files.
     let mut reports = encoded.to_vec();
     if reports.is_empty() {
-        for task in &tasks {
-            let key = format!("{dir}/{}", encode_report_file(task.shard));
-            if let Some(o) = store.get(&key).await? {
-                reports.push(serde_json::from_slice(&o.bytes).map_err(|e| Error::IndexCorrupted {
-                    file: format!("s3://{}/{key}", store.bucket()),
-                    expected: "an encode step's report".into(),
-                    found: e.to_string(),
-                })?);
-            }
-        }
+        let numbers: Vec<u32> = tasks.iter().map(|t| t.shard).collect();
+        reports = encode_reports(store, &dir, &numbers).await?;
     }
     let (encode_seconds, workers) = (reports.iter().map(|e| e.seconds).sum(), reports.len());
-    let sharded = job.sharded();
     let (files, report) = tokio::task::spawn_blocking(move || -> Result<(MemStore, CoreReport)> {
         let t = Instant::now();
         let PlanFile { plan, attachments, mut report } = file;
@@ -318,14 +437,6 @@ pub async fn merge_step(
         report.workers = workers;
         let assembled = plan.assemble(&previous.cache, shards)?;
         let files = MemStore::new("merged build");
-        if let Some(count) = sharded {
-            let shards = merge_shards(plan, &assembled, count, &|_, _, _| {})?;
-            report.resident_bytes = shards.indexes.iter().map(|i| i.manifest.resident_bytes).sum();
-            report.phases.merge = t.elapsed().as_secs_f64();
-            let built = BuiltShards { shards: Some(shards), encoded: assembled, report };
-            let report = built.save(&files, &Previous::none())?;
-            return Ok((files, report));
-        }
         let index = merge(plan, &assembled, &|_, _, _| {})?;
         report.resident_bytes = index.manifest.resident_bytes;
         report.phases.merge = t.elapsed().as_secs_f64();
@@ -337,6 +448,166 @@ pub async fn merge_step(
     .map_err(|e| Error::task_failed("merging the build", e))??;
     let t = Instant::now();
     let published = target.publish(&files, &expected, job.keep_versions).await?;
+    if let Err(e) = store.delete_prefix(&format!("{dir}/")).await {
+        tracing::warn!(error = %e, build_id, "could not remove the build's files");
+    }
+    Ok(BuildReport { build: report, published: Some(published), publish_seconds: t.elapsed().as_secs_f64() })
+}
+
+/// The file `name` of the build under `dir`: an error naming it when it is missing.
+async fn fetch(store: &crate::s3::S3Store, dir: &str, name: &str) -> Result<Vec<u8>> {
+    let key = format!("{dir}/{name}");
+    let object = store.get(&key).await?;
+    object.map(|o| o.bytes).ok_or_else(|| Error::Storage {
+        location: format!("s3://{}/{key}", store.bucket()),
+        reason: "missing: the build's step that writes it did not finish".into(),
+    })
+}
+
+/// What the encode invocations of tasks `numbers` took, from the reports they left beside
+/// their files (a missing one counts nothing).
+async fn encode_reports(store: &crate::s3::S3Store, dir: &str, numbers: &[u32]) -> Result<Vec<EncodeOutput>> {
+    let mut reports = Vec::with_capacity(numbers.len());
+    for &k in numbers {
+        let key = format!("{dir}/{}", encode_report_file(k));
+        if let Some(o) = store.get(&key).await? {
+            reports.push(serde_json::from_slice(&o.bytes).map_err(|e| Error::IndexCorrupted {
+                file: format!("s3://{}/{key}", store.bucket()),
+                expected: "an encode step's report".into(),
+                found: e.to_string(),
+            })?);
+        }
+    }
+    Ok(reports)
+}
+
+/// A JSON file of the build, decoded; an error naming it when it is missing or not `T`.
+async fn fetch_json<T: serde::de::DeserializeOwned>(store: &crate::s3::S3Store, dir: &str, name: &str) -> Result<T> {
+    let bytes = fetch(store, dir, name).await?;
+    serde_json::from_slice(&bytes).map_err(|e| Error::IndexCorrupted {
+        file: format!("s3://{}/{dir}/{name}", store.bucket()),
+        expected: "what the build's plan step writes".into(),
+        found: e.to_string(),
+    })
+}
+
+/// The `merge_shard` step: index shard `shard` of a sharded build, from its part of the
+/// plan and the vectors it picks out of the build's sources (read one file at a time, until
+/// every vector it needs is found), weighed with the whole plan's BM25 statistics, staged
+/// under the build's `version/` prefix with its vectors (the next build's cache) and what it
+/// made (`merged-NNN.json`). Running it again writes the same files.
+pub async fn merge_shard_step(
+    job: &BuildJob,
+    build_id: &str,
+    shard: u32,
+    config: &aws_config::SdkConfig,
+) -> Result<MergedShard> {
+    let t = Instant::now();
+    let target = VersionedIndex::new(config, &Location::parse(&job.target)?)?;
+    let dir = build_dir(&target, build_id)?;
+    let store = target.store();
+    let name = shard_plan_file(shard);
+    let part: ShardPlan = sextant_core::index::format::decode_bincode(&dir, &name, &fetch(store, &dir, &name).await?)?;
+    let stats_name = format!("{STAGED}{STATS_FILE}");
+    let stats: LexicalStats =
+        sextant_core::index::format::decode_bincode(&dir, &stats_name, &fetch(store, &dir, &stats_name).await?)?;
+    let sources: Vec<String> = fetch_json(store, &dir, SOURCES_FILE).await?;
+    let wanted: std::collections::HashSet<ChunkKey> = part.keys.iter().copied().collect();
+    let (mut cache, mut missing) = (VectorCache::new(), Vec::new());
+    for key in &sources {
+        if cache.len() == wanted.len() && cache.dim().is_some() {
+            break;
+        }
+        match store.get(key).await? {
+            Some(o) => cache.add_file_where(&o.bytes, |k| wanted.contains(k)),
+            None => missing.push(format!("s3://{}/{key}", store.bucket())),
+        }
+    }
+    if cache.len() < wanted.len() && !missing.is_empty() {
+        return Err(Error::Storage {
+            location: missing.join(", "),
+            reason: format!("missing: index shard {shard} needs vectors that only these files could hold"),
+        });
+    }
+    let (files, merged) = tokio::task::spawn_blocking(move || -> Result<(MemStore, MergedShard)> {
+        let records = part.records(&cache)?;
+        let dim = cache.dim().unwrap_or(0);
+        let mut seen = std::collections::HashSet::new();
+        let own: Vec<_> = records.iter().filter(|r| seen.insert(r.key)).map(|r| (*r).clone()).collect();
+        let (index, order) = merge_shard(part, &records, dim, &stats)?;
+        let files = MemStore::new(format!("index shard {shard}"));
+        let prefix = shard_prefix(shard as usize);
+        let within = Within::new(&files, prefix.clone());
+        let order: Vec<u8> = order.iter().flat_map(|d| d.to_le_bytes()).collect();
+        index.save_with(&within, vec![(ORDER_FILE.to_string(), order)])?;
+        let manifest_sha256 = sha256_hex(&within.read(MANIFEST)?);
+        files.insert(shard_file(shard as usize), EncodedShard::new(shard, dim, own).to_bytes()?);
+        let merged = MergedShard {
+            shard,
+            documents: index.documents.len(),
+            chunks: index.chunks.len(),
+            manifest_sha256,
+            resident_bytes: index.manifest.resident_bytes,
+            seconds: 0.0,
+        };
+        Ok((files, merged))
+    })
+    .await
+    .map_err(|e| Error::task_failed(format!("merging index shard {shard}"), e))??;
+    let mut tasks = tokio::task::JoinSet::new();
+    for (name, bytes) in files.objects() {
+        let (store, key) = (store.clone(), format!("{dir}/{STAGED}{name}"));
+        tasks.spawn(async move { store.upload(&key, bytes).await });
+    }
+    while let Some(joined) = tasks.join_next().await {
+        joined.map_err(|e| Error::task_failed(format!("staging index shard {shard}"), e))??;
+    }
+    let merged = MergedShard { seconds: t.elapsed().as_secs_f64(), ..merged };
+    store.upload(&format!("{dir}/{}", merged_file(shard)), serde_json::to_vec(&merged)?.into()).await?;
+    Ok(merged)
+}
+
+/// The `publish` step of a sharded build: reads what every index shard's merge made
+/// (one missing fails the build, naming it), writes the root manifest naming the staged
+/// shards, their vectors and BM25's statistics, publishes them as one version
+/// ([`VersionedIndex::publish_staged`]: copied server-side, the root last, `CURRENT` moved
+/// only if no other build moved it since) and removes the build's prefix.
+pub async fn publish_step(job: &BuildJob, build_id: &str, config: &aws_config::SdkConfig) -> Result<BuildReport> {
+    let target = VersionedIndex::new(config, &Location::parse(&job.target)?)?;
+    let expected = target.pointer().await?;
+    let dir = build_dir(&target, build_id)?;
+    let store = target.store();
+    let plan: ShardedPlanFile = fetch_json(store, &dir, SHARDED_PLAN_FILE).await?;
+    let mut merged = Vec::with_capacity(plan.index_shards);
+    for k in 0..plan.index_shards as u32 {
+        let shard: MergedShard = fetch_json(store, &dir, &merged_file(k)).await?;
+        merged.push(shard);
+    }
+    let stats = fetch(store, &dir, &format!("{STAGED}{STATS_FILE}")).await?;
+    let entries = merged
+        .iter()
+        .map(|m| ShardEntry {
+            prefix: shard_prefix(m.shard as usize),
+            manifest_sha256: m.manifest_sha256.clone(),
+            documents: m.documents,
+            chunks: m.chunks,
+        })
+        .collect();
+    let encoded = merged.iter().map(|m| shard_file(m.shard as usize)).collect();
+    let root = RootManifest::new(plan.index_id, entries, &stats, encoded, plan.inputs_sha256);
+    let tasks: Vec<u32> = fetch_json(store, &dir, TASKS_FILE).await?;
+    let reports = encode_reports(store, &dir, &tasks).await?;
+    let mut report = plan.report;
+    report.phases.encode = reports.iter().map(|e| e.seconds).sum();
+    report.workers = reports.len();
+    // The merges ran side by side: the phase took as long as the slowest.
+    report.phases.merge = merged.iter().map(|m| m.seconds).fold(0.0, f64::max);
+    report.resident_bytes = merged.iter().map(|m| m.resident_bytes).sum();
+    report.seconds = report.phases.total();
+    let staged = format!("{dir}/{STAGED}");
+    store.upload(&format!("{staged}{REPORT_FILE}"), serde_json::to_vec_pretty(&report)?.into()).await?;
+    let t = Instant::now();
+    let published = target.publish_staged(&staged, &root, &expected, job.keep_versions).await?;
     if let Err(e) = store.delete_prefix(&format!("{dir}/")).await {
         tracing::warn!(error = %e, build_id, "could not remove the build's files");
     }

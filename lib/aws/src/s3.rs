@@ -20,6 +20,8 @@ use crate::sdk::{endpoint_overridden, storage_error};
 pub const PART_BYTES: u64 = 8 << 20;
 /// Objects larger than this are uploaded in parts.
 pub const MULTIPART_ABOVE: u64 = 16 << 20;
+/// The largest object one `CopyObject` request copies (5 GiB).
+pub const COPY_MAX_BYTES: u64 = 5 << 30;
 /// Requests in flight at once for one transfer.
 const CONCURRENCY: usize = 16;
 
@@ -286,6 +288,28 @@ impl S3Store {
         }
         parts.sort_by_key(|p| p.part_number());
         Ok(parts)
+    }
+
+    /// Copies `from` to `to` inside the bucket, server-side (S3's `CopyObject`: no byte
+    /// passes through this process). One request copies at most 5 GiB, S3's limit for it;
+    /// a larger object is refused with the reason. Keys are expected as this crate writes
+    /// them (letters, digits, `/`, `.`, `-` and `_`: nothing to escape in the copy source).
+    pub async fn copy(&self, from: &str, to: &str, size: u64) -> Result<()> {
+        if size > COPY_MAX_BYTES {
+            return Err(Error::Storage {
+                location: self.uri(from),
+                reason: format!("{size} bytes: one copy request takes at most {COPY_MAX_BYTES}"),
+            });
+        }
+        self.client
+            .copy_object()
+            .bucket(&self.bucket)
+            .copy_source(format!("{}/{from}", self.bucket))
+            .key(to)
+            .send()
+            .await
+            .map_err(|e| storage_error(format!("{} (copied to {to})", self.uri(from)), e))?;
+        Ok(())
     }
 
     /// Every key under `prefix` with its size.

@@ -51,6 +51,21 @@ pub struct Pointer {
     pub shards: usize,
 }
 
+/// A version's head manifest (`manifest.json`, or `root.json` of a sharded index), what
+/// [`VersionedIndex::commit`] writes last.
+struct Head {
+    name: &'static str,
+    bytes: Vec<u8>,
+    version: String,
+    shards: usize,
+}
+
+/// A version's id: `YYYYMMDDTHHMMSSZ-` ([`compact_utc`]) then the first 12 hex digits of
+/// its head manifest's SHA-256, so ids sort by time and name their content.
+fn version_id(unix: u64, head: &[u8]) -> String {
+    format!("{}-{}", compact_utc(unix), &sha256_hex(head)[..12])
+}
+
 /// An index prefix in a bucket.
 #[derive(Clone)]
 pub struct VersionedIndex {
@@ -186,8 +201,7 @@ impl VersionedIndex {
             None => (MANIFEST, read_manifest(files)?.created_unix, 0),
         };
         let manifest_bytes = files.read(head)?;
-        let manifest_sha256 = sha256_hex(&manifest_bytes);
-        let version = format!("{}-{}", compact_utc(created_unix), &manifest_sha256[..12]);
+        let version = version_id(created_unix, &manifest_bytes);
         let dir = self.key(&format!("versions/{version}"));
         // Data files first (in parallel), the head manifest last: a version with one is whole.
         let mut tasks = tokio::task::JoinSet::new();
@@ -203,8 +217,72 @@ impl VersionedIndex {
         while let Some(joined) = tasks.join_next().await {
             joined.map_err(|e| Error::task_failed(format!("transfer of {}", dir.clone()), e))??;
         }
+        self.commit(Head { name: head, bytes: manifest_bytes, version, shards }, bytes, expected, keep).await
+    }
+
+    /// Publishes a sharded version whose files a build staged in this bucket: every object
+    /// under `staged` (a build's prefix, ending in `/`) is copied server-side into the new
+    /// version under the same relative name, then `root` (the root manifest, which must
+    /// name them) is written, the commit point, and `CURRENT` moves as
+    /// [`VersionedIndex::publish`] moves it. What the root names is checked first: a shard
+    /// whose manifest is not among the staged objects, or is another one, fails the
+    /// publication before anything is copied.
+    pub async fn publish_staged(
+        &self,
+        staged: &str,
+        root: &RootManifest,
+        expected: &PointerState,
+        keep: usize,
+    ) -> Result<Published> {
+        let objects = self.store.list(staged).await?;
+        let relative = |key: &str| key.strip_prefix(staged).map(str::to_string);
+        let names: Vec<(String, u64)> = objects.iter().filter_map(|(k, n)| Some((relative(k)?, *n))).collect();
+        let staged_file = |name: &str| format!("{staged}{name}");
+        for entry in &root.shards {
+            let name = format!("{}{MANIFEST}", entry.prefix);
+            let found = match self.store.get(&staged_file(&name)).await? {
+                Some(o) => sha256_hex(&o.bytes),
+                None => "no such file".into(),
+            };
+            if found != entry.manifest_sha256 {
+                return Err(Error::IndexCorrupted {
+                    file: format!("s3://{}/{}", self.store.bucket(), staged_file(&name)),
+                    expected: format!("the manifest the root names ({})", entry.manifest_sha256),
+                    found,
+                });
+            }
+        }
+        let head = serde_json::to_vec_pretty(root)?;
+        let version = version_id(sextant_keys::now_unix(), &head);
+        let dir = self.key(&format!("versions/{version}"));
+        let mut tasks = tokio::task::JoinSet::new();
+        let mut bytes = 0;
+        for (name, size) in names {
+            bytes += size;
+            let (store, from, to) = (self.store.clone(), staged_file(&name), format!("{dir}/{name}"));
+            tasks.spawn(async move { store.copy(&from, &to, size).await });
+        }
+        while let Some(joined) = tasks.join_next().await {
+            joined.map_err(|e| Error::task_failed(format!("copy into {}", dir.clone()), e))??;
+        }
+        self.commit(
+            Head { name: ROOT_MANIFEST, bytes: head, version, shards: root.shards.len() },
+            bytes,
+            expected,
+            keep,
+        )
+        .await
+    }
+
+    /// Writes the head manifest of a version whose other files are in place, then moves
+    /// `CURRENT` to it if `CURRENT` is still what `expected` read (else the version is
+    /// removed and the answer is [`Error::Conflict`]), then prunes to `keep` versions.
+    async fn commit(&self, head: Head, mut bytes: u64, expected: &PointerState, keep: usize) -> Result<Published> {
+        let Head { name, bytes: manifest_bytes, version, shards } = head;
+        let dir = self.key(&format!("versions/{version}"));
+        let manifest_sha256 = sha256_hex(&manifest_bytes);
         bytes += manifest_bytes.len() as u64;
-        self.store.put(&format!("{dir}/{head}"), manifest_bytes, &Precondition::None).await?;
+        self.store.put(&format!("{dir}/{name}"), manifest_bytes, &Precondition::None).await?;
         let previous = expected.pointer.as_ref().map(|p| p.version.clone());
         let pointer = Pointer {
             version: version.clone(),

@@ -9,7 +9,9 @@ use axum::response::Response;
 use lambda_http::{service_fn, LambdaEvent};
 use sextant_aws::build_job::{run, BuildJob};
 use sextant_aws::build_lease::{BuildLease, Debounced};
-use sextant_aws::build_steps::{clean_step, encode_step, merge_step, plan_step, StepEvent};
+use sextant_aws::build_steps::{
+    clean_step, encode_step, merge_shard_step, merge_step, plan_step, publish_step, StepEvent,
+};
 use sextant_aws::build_workflow::{BuildWorkflow, Handed, Requested};
 use sextant_aws::Refresher;
 use sextant_core::encode::{DenseEncoder, ModelSet, SparseEncoder};
@@ -195,6 +197,14 @@ async fn run_step(
         StepEvent::Merge { job, build_id, encoded } => {
             let job = BuildJob::from_event(job, defaults)?;
             serde_json::to_value(merge_step(&job, &build_id, &encoded, config).await?)?
+        }
+        StepEvent::MergeShard { job, build_id, shard } => {
+            let job = BuildJob::from_event(job, defaults)?;
+            serde_json::to_value(merge_shard_step(&job, &build_id, shard, config).await?)?
+        }
+        StepEvent::Publish { job, build_id } => {
+            let job = BuildJob::from_event(job, defaults)?;
+            serde_json::to_value(publish_step(&job, &build_id, config).await?)?
         }
         StepEvent::Clean { job, build_id } => {
             let job = BuildJob::from_event(job, defaults)?;

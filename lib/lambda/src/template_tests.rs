@@ -442,12 +442,53 @@ fn the_encode_map_is_distributed_and_reads_and_writes_s3() {
         task_count: 0,
         tasks_bucket: String::new(),
         tasks_key: String::new(),
+        index_shards: 0,
+        merges_key: String::new(),
         report: Default::default(),
     })
     .unwrap();
     assert!(plan.get("tasks_bucket").is_some() && plan.get("tasks_key").is_some() && plan.get("tasks").is_none());
+    assert!(plan.get("index_shards").is_some() && plan.get("merges_key").is_some(), "what MergeShards reads");
     let start = statement("IndexBuildWorkflow", "RunEncodeMap");
     assert!(start.contains("states:StartExecution") && start.contains("stateMachine:${AWS::StackName}-index-build"));
+}
+
+/// A sharded build merges each index shard in its own invocation, a Distributed Map that
+/// reads the shards from the plan's list in S3, then publishes once; a single index still
+/// merges in one. Every step the states name is one the function runs.
+#[test]
+fn a_sharded_build_merges_each_index_shard_in_a_distributed_map_then_publishes() {
+    let state = workflow_state;
+    assert!(state("Encode").contains("Next: Sharded"), "{}", state("Encode"));
+    let choice = state("Sharded");
+    for part in ["Variable: $.index_shards NumericGreaterThan: 0 Next: MergeShards", "Default: Merge"] {
+        assert!(choice.contains(part), "Sharded lacks {part:?}: {choice}");
+    }
+    let merges = state("MergeShards");
+    for part in [
+        "Mode: DISTRIBUTED",
+        "ItemReader: Resource: arn:aws:states:::s3:getObject",
+        "Bucket.$: $.tasks_bucket Key.$: $.merges_key",
+        "step: merge_shard",
+        "shard.$: $$.Map.Item.Value",
+        "ResultWriter: Resource: arn:aws:states:::s3:putObject",
+        "MaxConcurrency: ${Concurrency}",
+        "Next: ReportFailure",
+        "Next: Publish",
+    ] {
+        assert!(merges.contains(part), "MergeShards lacks {part:?}: {merges}");
+    }
+    assert!(!merges.contains("ItemsPath"), "{merges}");
+    let publish = state("Publish");
+    for part in ["step: publish", "job.$: $.job", "build_id.$: $.build_id", "Next: Finish", "Next: ReportFailure"] {
+        assert!(publish.contains(part), "Publish lacks {part:?}: {publish}");
+    }
+    for step in [
+        serde_json::json!({"step": "merge_shard", "job": {}, "build_id": "b", "shard": 2}),
+        serde_json::json!({"step": "publish", "job": {}, "build_id": "b"}),
+    ] {
+        assert!(serde_json::from_value::<sextant_aws::build_steps::StepEvent>(step).is_ok());
+    }
 }
 
 #[test]

@@ -101,17 +101,33 @@ pub fn save_sharded(storage: &dyn Storage, shards: &Shards, encoded: &[String]) 
     }
     let bytes = bincode::serialize(stats)?;
     storage.write(STATS_FILE, &bytes)?;
-    let root = RootManifest {
-        format: ROOT_FORMAT.into(),
-        version: ROOT_VERSION,
-        index_id: indexes.first().map(|i| i.manifest.index_id.clone()).unwrap_or_default(),
-        shards: entries,
-        stats: FileEntry { name: STATS_FILE.into(), bytes: bytes.len() as u64, sha256: sha256_hex(&bytes) },
-        encoded: encoded.to_vec(),
-        inputs_sha256: inputs_sha256.clone(),
-    };
+    let index_id = indexes.first().map(|i| i.manifest.index_id.clone()).unwrap_or_default();
+    let root = RootManifest::new(index_id, entries, &bytes, encoded.to_vec(), inputs_sha256.clone());
     storage.write(ROOT_MANIFEST, &serde_json::to_vec_pretty(&root)?)?;
     Ok(root)
+}
+
+impl RootManifest {
+    /// The root manifest of index `index_id` made of `shards`, with `stats` the bytes of
+    /// its [`STATS_FILE`] (checksummed here), naming the vector cache files `encoded`
+    /// and the build's `inputs_sha256`.
+    pub fn new(
+        index_id: String,
+        shards: Vec<ShardEntry>,
+        stats: &[u8],
+        encoded: Vec<String>,
+        inputs_sha256: String,
+    ) -> Self {
+        RootManifest {
+            format: ROOT_FORMAT.into(),
+            version: ROOT_VERSION,
+            index_id,
+            shards,
+            stats: FileEntry { name: STATS_FILE.into(), bytes: stats.len() as u64, sha256: sha256_hex(stats) },
+            encoded,
+            inputs_sha256,
+        }
+    }
 }
 
 /// Loads a sharded index: `None` when `storage` holds no root manifest (a single index);
