@@ -184,6 +184,27 @@ pub struct MergedShard {
     pub seconds: f64,
 }
 
+/// The files (S3 keys) a sharded build's vectors are in (`sources.json`).
+#[derive(Serialize, Deserialize)]
+struct Sources {
+    /// What this build's encode tasks wrote.
+    encoded: Vec<String>,
+    /// The current version's vector cache.
+    cache: Vec<String>,
+}
+
+impl Sources {
+    /// The order in which index shard `shard`'s merge reads them: this build's encoded
+    /// files, then the cache file of the same index shard (a version the Map of merges
+    /// published keeps each index shard's vectors in a file of its number, so a rebuild
+    /// at the same shard count usually needs no other), then the rest.
+    fn for_shard(self, shard: u32) -> Vec<String> {
+        let own = format!("/{}", shard_file(shard as usize));
+        let (mine, rest): (Vec<String>, Vec<String>) = self.cache.into_iter().partition(|k| k.ends_with(&own));
+        self.encoded.into_iter().chain(mine).chain(rest).collect()
+    }
+}
+
 /// What a sharded build's plan leaves for the `publish` step (`sharded-plan.json`).
 #[derive(Serialize, Deserialize)]
 struct ShardedPlanFile {
@@ -246,8 +267,7 @@ pub const TASKS_FILE: &str = "tasks.json";
 /// The list of a sharded build's index shards, the Map of merges' items
 /// ([`PlanOutput::merges_key`]).
 pub const MERGES_FILE: &str = "merges.json";
-/// The files (S3 keys) a sharded build's vectors are in: the encode tasks' outputs, then
-/// the current version's vector cache.
+/// The files (S3 keys) a sharded build's vectors are in ([`Sources`]).
 const SOURCES_FILE: &str = "sources.json";
 /// What a sharded build's plan leaves for `publish`.
 const SHARDED_PLAN_FILE: &str = "sharded-plan.json";
@@ -324,10 +344,13 @@ pub async fn plan_step(
     if let Some(count) = job.sharded() {
         // Each index shard's merge reads its part of the plan and the files its vectors
         // may be in: this build's encoded tasks, then the current version's cache.
-        let mut sources: Vec<String> = shards.iter().map(|&k| format!("{dir}/{}", shard_file(k as usize))).collect();
+        let mut sources = Sources {
+            encoded: shards.iter().map(|&k| format!("{dir}/{}", shard_file(k as usize))).collect(),
+            cache: Vec::new(),
+        };
         if let Some(pointer) = &state.pointer {
             let version = target.key(&format!("versions/{}", pointer.version));
-            sources.extend(previous_encoded.iter().map(|name| format!("{version}/{name}")));
+            sources.cache = previous_encoded.iter().map(|name| format!("{version}/{name}")).collect();
         }
         let sharded = ShardedPlanFile {
             report: report.clone(),
@@ -486,14 +509,14 @@ async fn fetch_json<T: serde::de::DeserializeOwned>(store: &crate::s3::S3Store, 
     let bytes = fetch(store, dir, name).await?;
     serde_json::from_slice(&bytes).map_err(|e| Error::IndexCorrupted {
         file: format!("s3://{}/{dir}/{name}", store.bucket()),
-        expected: "what the build's plan step writes".into(),
+        expected: "what the build's earlier steps write".into(),
         found: e.to_string(),
     })
 }
 
 /// The `merge_shard` step: index shard `shard` of a sharded build, from its part of the
-/// plan and the vectors it picks out of the build's sources (read one file at a time, until
-/// every vector it needs is found), weighed with the whole plan's BM25 statistics, staged
+/// plan and the vectors it picks out of the build's sources (read one file at a time in
+/// [`Sources::for_shard`]'s order, until every vector it needs is found), weighed with the whole plan's BM25 statistics, staged
 /// under the build's `version/` prefix with its vectors (the next build's cache) and what it
 /// made (`merged-NNN.json`). Running it again writes the same files.
 pub async fn merge_shard_step(
@@ -511,7 +534,7 @@ pub async fn merge_shard_step(
     let stats_name = format!("{STAGED}{STATS_FILE}");
     let stats: LexicalStats =
         sextant_core::index::format::decode_bincode(&dir, &stats_name, &fetch(store, &dir, &stats_name).await?)?;
-    let sources: Vec<String> = fetch_json(store, &dir, SOURCES_FILE).await?;
+    let sources = fetch_json::<Sources>(store, &dir, SOURCES_FILE).await?.for_shard(shard);
     let wanted: std::collections::HashSet<ChunkKey> = part.keys.iter().copied().collect();
     let (mut cache, mut missing) = (VectorCache::new(), Vec::new());
     for key in &sources {
@@ -612,4 +635,27 @@ pub async fn publish_step(job: &BuildJob, build_id: &str, config: &aws_config::S
         tracing::warn!(error = %e, build_id, "could not remove the build's files");
     }
     Ok(BuildReport { build: report, published: Some(published), publish_seconds: t.elapsed().as_secs_f64() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shard_reads_this_builds_vectors_then_its_own_cache_file_first() {
+        let sources = Sources {
+            encoded: vec!["b/encoded-00004.bin".into(), "b/encoded-00001.bin".into()],
+            cache: (0..3).map(|k| format!("v/{}", shard_file(k))).collect(),
+        };
+        assert_eq!(
+            sources.for_shard(1),
+            [
+                "b/encoded-00004.bin",
+                "b/encoded-00001.bin",
+                "v/encoded-00001.bin",
+                "v/encoded-00000.bin",
+                "v/encoded-00002.bin"
+            ]
+        );
+    }
 }
