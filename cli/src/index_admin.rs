@@ -213,15 +213,51 @@ impl IndexAdmin for LocalIndexAdmin {
             }
             return Ok(false);
         }
-        self.state.remove_index(id);
-        // Renamed first, so that a crash while removing leaves no index to serve again.
-        let gone = self.root.join(format!(".deleted-{id}-{}", std::process::id()));
+        // Renamed first, so that a crash while removing leaves no index to serve again; and
+        // only then no longer served, so that a rename that fails leaves it as it was.
+        let gone = trash_name(&self.root, id);
         std::fs::rename(&dir, &gone)
             .map_err(|e| AdminError::Unavailable(format!("deleting {}: {e}", dir.display())))?;
+        self.state.remove_index(id);
         if let Err(e) = std::fs::remove_dir_all(&gone) {
             tracing::warn!("{}: not removed: {e}", gone.display());
         }
         tracing::info!("deleted index {id}");
         Ok(true)
+    }
+}
+
+/// Where index `id`'s directory goes while it is removed: `.deleted-{id}-{pid}-{n}` under
+/// `root`, the first `n` that names nothing, so that what an earlier removal failed to
+/// delete (removed at the next start) never stops a delete.
+fn trash_name(root: &Path, id: &str) -> PathBuf {
+    let pid = std::process::id();
+    (0u64..)
+        .map(|n| root.join(format!(".deleted-{id}-{pid}-{n}")))
+        .find(|p| std::fs::symlink_metadata(p).is_err())
+        .expect("a free name")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_delete_never_renames_onto_what_an_earlier_removal_left() {
+        let root = tempfile::tempdir().unwrap();
+        let first = trash_name(root.path(), "docs");
+        // An earlier delete of the same id whose removal failed half-way.
+        std::fs::create_dir_all(first.join("base")).unwrap();
+        std::fs::write(first.join("base/left.bin"), b"x").unwrap();
+        let index = root.path().join("docs");
+        std::fs::create_dir_all(&index).unwrap();
+        let second = trash_name(root.path(), "docs");
+        assert_ne!(first, second);
+        std::fs::rename(&index, &second).unwrap();
+        assert!(first.join("base/left.bin").exists() && !index.exists());
+        assert!(
+            second.file_name().unwrap().to_string_lossy().starts_with(".deleted-docs-"),
+            "removed at the next start"
+        );
     }
 }
