@@ -515,10 +515,11 @@ async fn fetch_json<T: serde::de::DeserializeOwned>(store: &crate::s3::S3Store, 
 }
 
 /// The `merge_shard` step: index shard `shard` of a sharded build, from its part of the
-/// plan and the vectors it picks out of the build's sources (read one file at a time in
-/// [`Sources::for_shard`]'s order, until every vector it needs is found), weighed with the whole plan's BM25 statistics, staged
-/// under the build's `version/` prefix with its vectors (the next build's cache) and what it
-/// made (`merged-NNN.json`). Running it again writes the same files.
+/// plan and the vectors it picks out of the build's sources (read one file at a time, this
+/// build's encoded files first, then the cache file of its own number, until every vector
+/// it needs is found), weighed with the whole plan's BM25 statistics, staged under the
+/// build's `version/` prefix with its vectors (the next build's cache) and what it made
+/// (`merged-NNN.json`). Running it again writes the same files.
 pub async fn merge_shard_step(
     job: &BuildJob,
     build_id: &str,
