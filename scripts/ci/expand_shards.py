@@ -26,8 +26,12 @@ def main(path):
     counts = template["Parameters"]["ShardCount"]["AllowedValues"]
     for count in counts:
         resources = expand(template, count)
-        functions = sorted(k for k in resources if k.startswith("ShardFunction"))
-        alarms = sorted(k for k in resources if k.startswith("ShardErrorsAlarm"))
+        def numbered(prefix):
+            names = [k for k in resources if k.startswith(prefix)]
+            return sorted(names, key=lambda k: int(k[len(prefix):]))
+
+        functions = numbered("ShardFunction")
+        alarms = numbered("ShardErrorsAlarm")
         want = [str(k) for k in range(max(int(count), 1))]
         assert functions == [f"ShardFunction{k}" for k in want], (count, functions)
         assert alarms == [f"ShardErrorsAlarm{k}" for k in want], (count, alarms)

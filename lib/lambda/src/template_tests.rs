@@ -789,3 +789,22 @@ fn the_largest_shard_deadline_fits_twice_in_api_gateways_wait() {
     assert!(2 * max + 3_000 <= 29_000, "ShardDeadlineMs may be {max} ms: twice that leaves no time within 29 s");
     assert!(2.0 * default_number("ShardDeadlineMs") + 3_000.0 <= 29_000.0);
 }
+
+/// Every shard count the template takes has its shard numbers, and the largest is the most
+/// index shards the builder makes: a stack can serve what its builds write, and no more.
+#[test]
+fn every_shard_count_has_its_shard_numbers_up_to_the_builders_most() {
+    let allowed = parameter("ShardCount").into_iter().find_map(|l| l.trim().strip_prefix("AllowedValues: ["));
+    let counts: Vec<usize> = allowed
+        .expect("ShardCount's AllowedValues")
+        .trim_end_matches(']')
+        .split(", ")
+        .map(|c| c.parse().unwrap())
+        .collect();
+    assert_eq!(counts.iter().max(), Some(&sextant_aws::build_job::MAX_INDEX_SHARDS), "{counts:?}");
+    for count in counts {
+        let numbers: Vec<String> = (0..count.max(1)).map(|k| format!("'{k}'")).collect();
+        let line = format!("    '{count}':\n      Numbers: [{}]\n", numbers.join(", "));
+        assert!(TEMPLATE.contains(&line), "ShardNumbers lacks {line}");
+    }
+}
