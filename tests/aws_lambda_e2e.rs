@@ -861,6 +861,23 @@ fn a_sharded_index_in_s3_is_served_by_a_router_function_over_shard_functions() {
                 assert_eq!(pointer["current"]["version"], json!(version), "{pointer}");
             }
         }
+        // A staged shard that is not the one its merge made (here: its manifest changed
+        // afterwards) fails the publication, naming it, and moves nothing.
+        let raw = s3_client(&s.config(&s.seaweed).await);
+        let staged = format!(
+            "{}/builds/reshard/version/shards/001/manifest.json",
+            three_at.split_once(&format!("{bucket}/")).unwrap().1
+        );
+        let good = raw.get_object().bucket(&bucket).key(&staged).send().await.unwrap();
+        let good = good.body.collect().await.unwrap().into_bytes().to_vec();
+        let mut bad = good.clone();
+        bad.push(b' ');
+        raw.put_object().bucket(&bucket).key(&staged).body(ByteStream::from(bad)).send().await.unwrap();
+        let err = builder.invoke(step("publish")).await.unwrap_err();
+        assert!(err["errorMessage"].as_str().unwrap().contains("the manifest the root names"), "{err}");
+        let pointer: Value = serde_json::from_str(&cli(&s, &s.moto, &["versions", &three_at])).unwrap();
+        assert_eq!(pointer["current"]["version"], json!(version), "{pointer}");
+        raw.put_object().bucket(&bucket).key(&staged).body(ByteStream::from(good)).send().await.unwrap();
         let merged = builder.invoke(step("publish")).await.unwrap_or_else(|e| panic!("{e}\n{}", builder.log()));
         assert_eq!(
             (merged["chunks_encoded"].as_u64(), merged["chunks_reused"].as_u64()),
