@@ -43,10 +43,9 @@ use sextant_core::build::{
 };
 use sextant_core::encode::{DenseEncoder, ModelSet, SparseEncoder, TextTokenizer};
 use sextant_core::error::{Error, Result};
-use sextant_core::index::format::{sha256_hex, MANIFEST};
 use sextant_core::index::LexicalStats;
-use sextant_core::shards::{shard_prefix, RootManifest, ShardEntry, ORDER_FILE, STATS_FILE};
-use sextant_core::storage::{Location, MemStore, Storage, Within};
+use sextant_core::shards::{save_shard, shard_prefix, RootManifest, ShardEntry, STATS_FILE};
+use sextant_core::storage::{Location, MemStore};
 use sextant_finance::Financials;
 
 use super::build_job::{build_options, previous_version, read_inputs, BuildJob, BuildReport};
@@ -560,17 +559,13 @@ pub async fn merge_shard_step(
         let own: Vec<_> = records.iter().filter(|r| seen.insert(r.key)).map(|r| (*r).clone()).collect();
         let (index, order) = merge_shard(part, &records, dim, &stats)?;
         let files = MemStore::new(format!("index shard {shard}"));
-        let prefix = shard_prefix(shard as usize);
-        let within = Within::new(&files, prefix.clone());
-        let order: Vec<u8> = order.iter().flat_map(|d| d.to_le_bytes()).collect();
-        index.save_with(&within, vec![(ORDER_FILE.to_string(), order)])?;
-        let manifest_sha256 = sha256_hex(&within.read(MANIFEST)?);
+        let entry = save_shard(&files, shard as usize, &index, &order)?;
         files.insert(shard_file(shard as usize), EncodedShard::new(shard, dim, own).to_bytes()?);
         let merged = MergedShard {
             shard,
-            documents: index.documents.len(),
-            chunks: index.chunks.len(),
-            manifest_sha256,
+            documents: entry.documents,
+            chunks: entry.chunks,
+            manifest_sha256: entry.manifest_sha256,
             resident_bytes: index.manifest.resident_bytes,
             seconds: 0.0,
         };

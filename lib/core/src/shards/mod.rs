@@ -29,8 +29,8 @@ pub use assign::shard_of;
 pub use fetch::{Fetched, ResultsView};
 pub use protocol::{FetchQuery, FetchedChunk, Shard, ShardRequest, ShardResponse};
 pub use root::{
-    load_shard, load_shard_store, load_sharded, read_root, remove_sharded, save_sharded, shard_prefix, RootManifest,
-    ShardEntry, Shards, ORDER_FILE, ROOT_MANIFEST, STATS_FILE,
+    load_shard, load_shard_store, load_sharded, read_root, remove_sharded, save_shard, save_sharded, shard_prefix,
+    RootManifest, ShardEntry, Shards, ORDER_FILE, ROOT_MANIFEST, STATS_FILE,
 };
 pub use router::{Searcher, ShardSet, ShardedOutcome};
 

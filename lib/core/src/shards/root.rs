@@ -87,17 +87,7 @@ pub fn save_sharded(storage: &dyn Storage, shards: &Shards, encoded: &[String]) 
     }
     let mut entries = Vec::with_capacity(indexes.len());
     for (k, (index, order)) in indexes.iter().zip(order).enumerate() {
-        let prefix = shard_prefix(k);
-        let within = Within::new(storage, prefix.clone());
-        let order_bytes: Vec<u8> = order.iter().flat_map(|d| d.to_le_bytes()).collect();
-        index.save_with(&within, vec![(ORDER_FILE.to_string(), order_bytes)])?;
-        let manifest_sha256 = sha256_hex(&within.read(MANIFEST)?);
-        entries.push(ShardEntry {
-            prefix,
-            manifest_sha256,
-            documents: index.documents.len(),
-            chunks: index.chunks.len(),
-        });
+        entries.push(save_shard(storage, k, index, order)?);
     }
     let bytes = bincode::serialize(stats)?;
     storage.write(STATS_FILE, &bytes)?;
@@ -128,6 +118,18 @@ impl RootManifest {
             inputs_sha256,
         }
     }
+}
+
+/// Writes shard `k` (`index`, with its documents' `order`) under [`shard_prefix`]`(k)` and
+/// returns the root manifest's entry for it: what [`save_sharded`] writes for each shard,
+/// and what a build that merges its shards apart writes for one.
+pub fn save_shard(storage: &dyn Storage, k: usize, index: &Index, order: &[u32]) -> Result<ShardEntry> {
+    let prefix = shard_prefix(k);
+    let within = Within::new(storage, prefix.clone());
+    let order_bytes: Vec<u8> = order.iter().flat_map(|d| d.to_le_bytes()).collect();
+    index.save_with(&within, vec![(ORDER_FILE.to_string(), order_bytes)])?;
+    let manifest_sha256 = sha256_hex(&within.read(MANIFEST)?);
+    Ok(ShardEntry { prefix, manifest_sha256, documents: index.documents.len(), chunks: index.chunks.len() })
 }
 
 /// Loads a sharded index: `None` when `storage` holds no root manifest (a single index);
