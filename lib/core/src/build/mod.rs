@@ -16,6 +16,7 @@
 mod encode;
 mod encoded;
 mod merge;
+mod parts;
 mod plan;
 mod report;
 
@@ -24,9 +25,10 @@ use std::time::Instant;
 pub use encode::{encode_inputs, encode_task, EncodeTask, ENCODE_STEP};
 pub use encoded::{ChunkKey, EncodedChunk, EncodedShard, VectorCache};
 pub use merge::{lexical_only, merge, merge_shard, merge_shards, ShardPlan};
+pub use parts::{gather_parts, plan_part, task_number, Gathered, PartOffsets, PartSummary, PlannedPart, MAX_PARTS};
 pub use plan::{
-    dense_windows, encoder_input, inputs_sha256, plan, shard_ranges, BuildOptions, Plan, DEFAULT_DENSE_WINDOW,
-    DEFAULT_SHARD_CHUNKS, MEASURED_DENSE_WINDOW, TITLE_TOKENS, WINDOW,
+    dense_windows, document_sha256, encoder_input, fingerprint, inputs_sha256, plan, shard_ranges, BuildOptions, Plan,
+    DEFAULT_DENSE_WINDOW, DEFAULT_SHARD_CHUNKS, MEASURED_DENSE_WINDOW, TITLE_TOKENS, WINDOW,
 };
 pub use report::{BuildReport, Phases, REPORT_FILE};
 
@@ -211,7 +213,7 @@ impl BuildReport {
 
     /// The report of a plan whose encode tasks are `tasks`: every chunk they do not encode
     /// is reused (from the cache, or as a repeat of a chunk encoded in this build).
-    fn planned(plan: &Plan, tasks: &[EncodeTask], previous: &Previous) -> Self {
+    fn planned(plan: &Plan, tasks: &[EncodeTask], cache_rejected: usize) -> Self {
         let chunks_encoded = tasks.iter().map(|t| t.keys.len()).sum();
         BuildReport {
             index_id: plan.options.index_id.clone(),
@@ -219,7 +221,7 @@ impl BuildReport {
             chunks: plan.chunks.len(),
             chunks_encoded,
             chunks_reused: plan.chunks.len() - chunks_encoded,
-            cache_rejected: previous.cache.rejected,
+            cache_rejected,
             tokens_beyond_window: plan.tokens_beyond_window,
             shards: plan.shards.len(),
             ..Default::default()
@@ -250,7 +252,7 @@ pub fn plan_build(
     }
     let plan = plan(documents, options, fingerprint, tokenizers.0, tokenizers.1)?;
     let tasks = plan.tasks(&previous.cache);
-    let mut report = BuildReport::planned(&plan, &tasks, previous);
+    let mut report = BuildReport::planned(&plan, &tasks, previous.cache.rejected);
     report.phases.plan = t.elapsed().as_secs_f64();
     Ok(Planned::Ready { plan: Box::new(plan), tasks, report })
 }
@@ -405,7 +407,7 @@ pub fn dry_run(
     let fingerprint = inputs_sha256(&documents, options, attachments)?;
     let unchanged = previous.inputs_sha256() == Some(fingerprint.as_str());
     let plan = plan(documents, options, fingerprint, tokenizers.0, tokenizers.1)?;
-    let mut report = BuildReport::planned(&plan, &plan.tasks(&previous.cache), previous);
+    let mut report = BuildReport::planned(&plan, &plan.tasks(&previous.cache), previous.cache.rejected);
     report.unchanged = unchanged;
     report.phases.plan = t.elapsed().as_secs_f64();
     report.seconds = report.phases.total();

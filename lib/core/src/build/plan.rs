@@ -190,13 +190,32 @@ pub fn shard_ranges(n: usize, step: usize) -> Vec<Range<u32>> {
     (0..n.div_ceil(step)).map(|k| (k * step) as u32..((k + 1) * step).min(n) as u32).collect()
 }
 
-/// The fingerprint of everything a build reads: `SHA-256` over the format version, the
-/// options (as JSON), every attachment (name and bytes) and the documents (bincode). Two
-/// builds with equal fingerprints make equal indexes.
+/// SHA-256 of one document as a build reads it (its bincode): what the fingerprint
+/// ([`fingerprint`]) takes of it.
+pub fn document_sha256(document: &Document) -> Result<[u8; 32]> {
+    Ok(Sha256::digest(bincode::serialize(document)?).into())
+}
+
+/// The fingerprint of everything a build reads: [`fingerprint`] of each document's
+/// [`document_sha256`], in order. Two builds with equal fingerprints make equal indexes.
 pub fn inputs_sha256(
     documents: &[Document],
     options: &BuildOptions,
     attachments: &[(String, Vec<u8>)],
+) -> Result<String> {
+    let hashes = documents.par_iter().map(document_sha256).collect::<Result<Vec<_>>>()?;
+    fingerprint(options, attachments, &hashes)
+}
+
+/// `SHA-256` over the format version, the options (as JSON), every attachment (name and
+/// bytes), then the documents' hashes `documents` ([`document_sha256`], in order), each part
+/// preceded by its length. It is computed from hashes so that a build planned in corpus
+/// parts ([`plan_part`](super::plan_part)) gets the fingerprint one process computes from the
+/// same documents.
+pub fn fingerprint(
+    options: &BuildOptions,
+    attachments: &[(String, Vec<u8>)],
+    documents: &[[u8; 32]],
 ) -> Result<String> {
     let mut h = Sha256::new();
     let mut part = |bytes: &[u8]| {
@@ -209,7 +228,10 @@ pub fn inputs_sha256(
         part(name.as_bytes());
         part(bytes);
     }
-    part(&bincode::serialize(documents)?);
+    part(&(documents.len() as u64).to_le_bytes());
+    for d in documents {
+        part(d);
+    }
     Ok(hex::encode(h.finalize()))
 }
 

@@ -468,3 +468,68 @@ fn an_index_shard_merged_alone_from_its_part_of_the_plan_is_the_one_a_whole_merg
         assert_eq!(saved(&mut alone, &order), saved(&mut whole.indexes[k], &whole.order[k]), "shard {k}");
     }
 }
+
+#[test]
+fn a_corpus_planned_in_parts_makes_the_shard_plans_one_process_makes() {
+    let (dense, sparse) = encoders();
+    let tokenizers = (dense.tokenizer(), sparse.tokenizer());
+    let documents: Vec<Document> = corpus(7);
+    let Planned::Ready { plan, .. } =
+        plan_build(documents.clone(), &[], &options(5), tokenizers, &Previous::none(), Some(3)).unwrap()
+    else {
+        panic!("a first build is planned")
+    };
+    // A previous version held the vectors of every third chunk: only the rest is encoded.
+    let mut cache = VectorCache::new();
+    let fake = |key| EncodedChunk::new(key, vec![1.0], crate::encode::SparseVector { ids: vec![], weights: vec![] });
+    cache.insert(plan.keys.iter().step_by(3).map(|&k| fake(k)));
+
+    // Parts of 3, 1 and 3 documents, planned apart, then gathered.
+    let planned: Vec<PlannedPart> = [0..3, 3..4, 4..7]
+        .into_iter()
+        .enumerate()
+        .map(|(p, r)| plan_part(p as u32, documents[r].to_vec(), &options(5), tokenizers, &cache, 3).unwrap())
+        .collect();
+    let summaries: Vec<PartSummary> = planned.iter().map(|p| p.summary.clone()).collect();
+    let gathered = gather_parts(&options(5), &[], &summaries).unwrap();
+    assert_eq!(gathered.inputs_sha256, plan.inputs_sha256, "the fingerprint one process computes");
+    assert_eq!(gathered.stats, plan.lexical_stats(), "BM25's statistics over the whole corpus");
+    assert_eq!((gathered.report.documents, gathered.report.chunks), (7, plan.chunks.len()));
+    assert_eq!(
+        gathered.offsets,
+        [(0, 0), (3, summaries[0].chunks), (4, summaries[0].chunks + summaries[1].chunks)]
+            .map(|(documents, chunks)| PartOffsets { documents, chunks })
+    );
+    // Every chunk the cache lacks is encoded by one task, and the task numbers are unique.
+    let encoded: Vec<ChunkKey> = planned.iter().flat_map(|p| &p.tasks).flat_map(|t| t.keys.clone()).collect();
+    let lacking: Vec<ChunkKey> = plan.keys.iter().copied().filter(|k| cache.get(k).is_none()).collect();
+    assert_eq!(encoded, lacking);
+    let numbers: std::collections::HashSet<u32> = gathered.tasks.iter().copied().collect();
+    assert_eq!(numbers.len(), gathered.tasks.len());
+    assert!(gathered.tasks.iter().any(|&n| n >= task_number(2, 0).unwrap()), "{:?}", gathered.tasks);
+    assert_eq!(gathered.report.chunks_encoded, lacking.len());
+
+    // Each index shard's pieces, joined, are its part of the whole plan, byte for byte.
+    let mut pieces: Vec<Vec<(ShardPlan, PartOffsets)>> = vec![Vec::new(); 3];
+    for (p, part) in planned.into_iter().enumerate() {
+        for piece in part.pieces {
+            pieces[piece.shard].push((piece, gathered.offsets[p]));
+        }
+    }
+    let twice = pieces.clone();
+    for (k, want) in (*plan).clone().split(3).into_iter().enumerate() {
+        assert!(!want.documents.is_empty(), "shard {k} holds documents");
+        let got = ShardPlan::gather(k, std::mem::take(&mut pieces[k]), gathered.inputs_sha256.clone()).unwrap();
+        assert_eq!(bincode::serialize(&got).unwrap(), bincode::serialize(&want).unwrap(), "index shard {k}");
+    }
+
+    // A document id in two parts is refused, naming it; so is a part missing.
+    let home = crate::shards::shard_of("d0", 3);
+    let mut again = twice[home].clone();
+    let d0 = plan_part(3, documents[0..1].to_vec(), &options(5), tokenizers, &cache, 3).unwrap();
+    again.push((d0.pieces[home].clone(), PartOffsets { documents: 7, chunks: plan.chunks.len() as u32 }));
+    let err = ShardPlan::gather(home, again, gathered.inputs_sha256.clone()).unwrap_err().to_string();
+    assert!(err.contains("\"d0\"") && err.contains("two parts"), "{err}");
+    let err = gather_parts(&options(5), &[], &summaries[1..]).unwrap_err().to_string();
+    assert!(err.contains("part 1"), "{err}");
+}
