@@ -513,3 +513,105 @@ async fn executions_input(sfn: &aws_sdk_sfn::Client, arn: &str, name: &str) -> V
     let described = sfn.describe_execution().execution_arn(e.execution_arn()).send().await.unwrap();
     serde_json::from_str(described.input().unwrap()).unwrap()
 }
+
+/// A sharded build in the workflow's steps, planned in corpus parts (JSONL files, and
+/// per-document objects that replace a JSONL line or each other), is the build one process
+/// makes of the same prefix: the gather finds the version the one-process build published
+/// unchanged, and after a write the version the steps publish is unchanged for one process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sharded_build_planned_in_corpus_parts_is_the_one_process_build() {
+    use sextant_aws::build_steps::{
+        encode_step, gather_step, merge_shard_step, plan_part_step, plan_step, publish_step, PlanOutput,
+    };
+    let s = servers();
+    let config = s.config(&s.seaweed).await;
+    let bucket = unique("parts");
+    create_bucket(&config, &bucket).await;
+    let s3 = s3_client(&config);
+    let put = |key: String, body: String| {
+        let s3 = s3.clone();
+        let bucket = bucket.clone();
+        async move {
+            s3.put_object().bucket(bucket).key(key).body(ByteStream::from(body.into_bytes())).send().await.unwrap()
+        }
+    };
+    let line = |id: &str, text: &str| {
+        let d = Document {
+            document_id: id.into(),
+            title: id.into(),
+            document_type: "article".into(),
+            segments: vec![text.into()],
+            ..Default::default()
+        };
+        serde_json::to_string(&d).unwrap()
+    };
+    put(
+        "corpora/kb/a.jsonl".into(),
+        [line("seed-1", "Quarterly revenue grew on card volumes."), line("memo", "The offsite is in Porto.")]
+            .join("\n"),
+    )
+    .await;
+    put("corpora/kb/b.jsonl".into(), line("seed-2", "The refinery outage lowered production.")).await;
+    // `memo` replaces the JSONL line; of the two `notes` objects the later is kept.
+    put("corpora/kb/memo.json".into(), line("memo", "The offsite moves to Lisbon.")).await;
+    put("corpora/kb/notes.md".into(), "# Notes\n\nDraft notes on travel.".into()).await;
+    put("corpora/kb/notes.txt".into(), "Final notes on travel budgets.".into()).await;
+    put("corpora/kb/travel.md".into(), HANDBOOK.into()).await;
+
+    let models = ModelSet::under(&default_model_dir());
+    let target = format!("s3://{bucket}/indexes/kb");
+    let job = |part_bytes: u64| {
+        let event = json!({"index_id": "kb", "corpus": format!("s3://{bucket}/corpora/kb/"), "target": target,
+            "index_shards": 2, "part_bytes": part_bytes});
+        BuildJob::from_event(event, &Default::default()).unwrap()
+    };
+    let one = build_job::run(&job(1), &models, &config).await.unwrap();
+    // seed-1, memo (the object's), seed-2, notes (the .txt), travel.
+    assert!(one.published.is_some() && one.build.documents == 5, "{one:?}");
+
+    // The steps, as the workflow runs them: parts of one object each.
+    let parts = |id: &'static str, count: usize| {
+        let (job, models, config) = (job(1), models.clone(), config.clone());
+        async move {
+            let listed = plan_step(&job, id, &models, &config).await.unwrap();
+            assert_eq!((listed.part_count, listed.index_shards), (count, 2), "{listed:?}");
+            for part in 0..listed.part_count as u32 {
+                plan_part_step(&job, id, part, &models, &config).await.unwrap();
+            }
+            gather_step(&job, id, &models, &config).await.unwrap()
+        }
+    };
+    // a.jsonl, b.jsonl, memo, notes (both objects in one part), travel.
+    let gathered: PlanOutput = parts("same", 5).await;
+    assert!(gathered.unchanged, "planned in parts, the same documents in the same order: {gathered:?}");
+    assert_eq!(gathered.report.documents, 5);
+
+    // A new document: the steps encode it alone, merge each index shard and publish.
+    put("corpora/kb/faq.md".into(), "Expenses are filed within 30 days.".into()).await;
+    let plan = parts("write", 6).await;
+    assert!(!plan.unchanged && plan.task_count == 1, "{plan:?}");
+    assert_eq!((plan.report.chunks_encoded, plan.report.documents), (1, 6), "{plan:?}");
+    let encoders = (
+        sextant_core::encode::DenseEncoder::load(&models.dense).unwrap(),
+        sextant_core::encode::SparseEncoder::load(&models.sparse).unwrap(),
+    );
+    let (job, id) = (job(1), "write");
+    let tasks: Vec<u32> = {
+        let key = plan.tasks_key.clone();
+        let o = s3.get_object().bucket(&bucket).key(key).send().await.unwrap();
+        serde_json::from_slice(&o.body.collect().await.unwrap().into_bytes()).unwrap()
+    };
+    for task in tasks {
+        encode_step(&job, id, task, &encoders, &config).await.unwrap();
+    }
+    for shard in 0..2 {
+        merge_shard_step(&job, id, shard, &config).await.unwrap();
+    }
+    let published = publish_step(&job, id, &config).await.unwrap();
+    assert_eq!((published.build.documents, published.build.chunks_encoded), (6, 1), "{published:?}");
+    assert!(published.published.is_some());
+    let again = build_job::run(&job, &models, &config).await.unwrap();
+    assert!(again.build.unchanged, "one process finds the parts' version its own: {again:?}");
+    let pointer = VersionedIndex::new(&config, &Location::parse(&target).unwrap()).unwrap().current().await.unwrap();
+    assert_eq!(pointer.shards, 2);
+}

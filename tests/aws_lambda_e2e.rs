@@ -808,15 +808,19 @@ fn a_sharded_index_in_s3_is_served_by_a_router_function_over_shard_functions() {
         // 2 shards from the published version's vectors (nothing encoded). The router swaps
         // to that version warm and asks its 2 shards about it; shard functions 0 and 1 load
         // it at their first question, and the answers are the single index's.
-        let docs = std::fs::read(built.path().join("docs.jsonl")).unwrap();
-        s3_client(&s.config(&s.seaweed).await)
-            .put_object()
-            .bucket(&bucket)
-            .key("corpora/apple/docs.jsonl")
-            .body(ByteStream::from(docs))
-            .send()
-            .await
-            .unwrap();
+        // The corpus in S3 is the same documents in the same order, in three JSONL files.
+        let docs = std::fs::read_to_string(built.path().join("docs.jsonl")).unwrap();
+        let lines: Vec<&str> = docs.lines().collect();
+        for (i, part) in lines.chunks(lines.len().div_ceil(3)).enumerate() {
+            s3_client(&s.config(&s.seaweed).await)
+                .put_object()
+                .bucket(&bucket)
+                .key(format!("corpora/apple/docs-{i}.jsonl"))
+                .body(ByteStream::from(format!("{}\n", part.join("\n")).into_bytes()))
+                .send()
+                .await
+                .unwrap();
+        }
         let builder = Function::start("sextant-index-build", &env, logs.path()).await;
         let job = json!({"index_id": "apple", "corpus": format!("s3://{bucket}/corpora/apple/"), "target": three_at});
         let mut three = job.clone();
@@ -825,10 +829,40 @@ fn a_sharded_index_in_s3_is_served_by_a_router_function_over_shard_functions() {
         assert_eq!(same["unchanged"], json!(true), "{same}");
         let mut two = job.clone();
         two["index_shards"] = json!(2);
-        let plan = builder
-            .invoke(json!({"step": "plan", "job": two, "build_id": "reshard"}))
-            .await
-            .unwrap_or_else(|e| panic!("{e}\n{}", builder.log()));
+        // Parts of one file each (the smallest part_bytes): the Map of plans, then the gather.
+        two["part_bytes"] = json!(1);
+        let invoke = |event: Value| {
+            let builder = &builder;
+            async move { builder.invoke(event).await.unwrap_or_else(|e| panic!("{e}\n{}", builder.log())) }
+        };
+        let plan_in_parts = |build_id: &'static str| {
+            let (invoke, two, raw) = (&invoke, two.clone(), &s);
+            async move {
+                let listed = invoke(json!({"step": "plan", "job": two, "build_id": build_id})).await;
+                assert_eq!((listed["part_count"].as_u64(), listed["index_shards"].as_u64()), (Some(3), Some(2)));
+                let parts = s3_client(&raw.config(&raw.seaweed).await)
+                    .get_object()
+                    .bucket(listed["tasks_bucket"].as_str().unwrap())
+                    .key(listed["parts_key"].as_str().unwrap_or_else(|| panic!("{listed}")))
+                    .send()
+                    .await
+                    .unwrap();
+                let parts: Vec<u32> =
+                    serde_json::from_slice(&parts.body.collect().await.unwrap().into_bytes()).unwrap();
+                assert_eq!(parts, [0, 1, 2]);
+                let mut documents = 0;
+                for part in parts {
+                    let event = json!({"step": "plan_part", "job": listed["job"], "build_id": build_id, "part": part});
+                    let out = invoke(event).await;
+                    assert_eq!((out["part"].as_u64(), out["tasks"].as_u64()), (Some(part as u64), Some(0)), "{out}");
+                    documents += out["documents"].as_u64().unwrap();
+                }
+                let plan = invoke(json!({"step": "gather", "job": listed["job"], "build_id": build_id})).await;
+                assert_eq!(plan["report"]["documents"].as_u64(), Some(documents), "{plan}");
+                plan
+            }
+        };
+        let plan = plan_in_parts("reshard").await;
         assert_eq!((plan["unchanged"].as_bool(), plan["task_count"].as_u64()), (Some(false), Some(0)), "{plan}");
         // The Map of merges: one merge_shard invocation per index shard listed in S3, then
         // publish. A whole-index merge of a sharded build is refused, naming the steps.
@@ -913,6 +947,20 @@ fn a_sharded_index_in_s3_is_served_by_a_router_function_over_shard_functions() {
         for (k, shard) in shards.iter().enumerate().take(2) {
             assert!(shard.log().contains(&v2), "shard {k} loaded {v2}:\n{}", shard.log());
         }
+        // Planned in parts again, the build is the version just published: unchanged, and
+        // the build's files are gone.
+        let again = plan_in_parts("again").await;
+        assert_eq!((again["unchanged"].as_bool(), again["task_count"].as_u64()), (Some(true), Some(0)), "{again}");
+        let pointer: Value = serde_json::from_str(&cli(&s, &s.moto, &["versions", &three_at])).unwrap();
+        assert_eq!(pointer["current"]["version"], json!(v2), "{pointer}");
+        let left = s3_client(&s.config(&s.seaweed).await)
+            .list_objects_v2()
+            .bucket(&bucket)
+            .prefix(format!("{}/builds/again/", three_at.trim_start_matches(&format!("s3://{bucket}/"))))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(left.key_count(), Some(0), "an unchanged build leaves no files");
 
         // A shard function that died is left out at the deadline.
         let mut shards = shards;

@@ -72,6 +72,12 @@ pub struct BuildJob {
     /// root manifest, docs/shards.md). The template sets it to `ShardCount`.
     #[serde(default)]
     pub index_shards: usize,
+    /// Corpus bytes a part of a sharded build's plan reads at most (default 256 MiB; at
+    /// least 1): the build workflow plans each part in its own invocation
+    /// ([`crate::build_steps`]), so no invocation holds the whole corpus's plan. An object
+    /// larger than a part is a part of its own.
+    #[serde(default = "default_part_bytes")]
+    pub part_bytes: u64,
     /// The build lease this run holds, when a corpus write or the schedule started it
     /// through [`BuildWorkflow::request`](crate::build_workflow::BuildWorkflow::request);
     /// its last step hands the lease on ([`BuildWorkflow::finish`](crate::build_workflow::BuildWorkflow::finish)).
@@ -92,6 +98,11 @@ fn default_dense_window() -> usize {
 fn default_shard_chunks() -> usize {
     DEFAULT_SHARD_CHUNKS
 }
+fn default_part_bytes() -> u64 {
+    DEFAULT_PART_BYTES
+}
+/// Corpus bytes a part of a sharded build's plan reads at most, by default.
+pub const DEFAULT_PART_BYTES: u64 = 256 << 20;
 fn default_bm25() -> Bm25Params {
     Bm25Params::default()
 }
@@ -147,6 +158,9 @@ impl BuildJob {
         }
         if !(16..=1_000_000).contains(&job.shard_chunks) {
             return Err(Error::invalid("shard_chunks", "must be between 16 and 1000000"));
+        }
+        if job.part_bytes == 0 {
+            return Err(Error::invalid("part_bytes", "must be at least 1"));
         }
         if job.index_shards > MAX_INDEX_SHARDS {
             return Err(Error::invalid(
@@ -418,34 +432,145 @@ pub async fn read_corpus(corpus: &str, config: &aws_config::SdkConfig) -> Result
                     }
                     (keys, documents)
                 };
-            let scratch = scratch_dir()?;
-            let scratch = scratch.path();
-            let mut docs = Vec::new();
-            for (key, size, fetched) in keys {
-                let bytes = match fetched {
-                    Some(b) => b,
-                    None => store.get_ranged(&key, size).await?,
-                };
-                let name = key.rsplit('/').next().unwrap_or("corpus.jsonl").to_string();
-                let path = scratch.join(&name);
-                std::fs::write(&path, &bytes).map_err(|e| Error::io(&path, e))?;
-                let loaded = load_documents(&path).map_err(|e| match e {
-                    Error::Corpus { line, reason, .. } => {
-                        Error::Corpus { source_name: format!("s3://{bucket}/{key}"), line, reason }
-                    }
-                    e => e,
-                });
-                let _ = std::fs::remove_file(&path);
-                docs.extend(loaded?);
-            }
+            let mut docs = read_jsonl_objects(&store, keys).await?;
             docs.extend(per_document);
             Ok(unique_ids(docs))
         }
     }
 }
 
-/// Reads the per-document objects `keys`, 16 at a time, ordered so that of two objects
-/// holding one document id the newer (by last modification, then key) comes last.
+/// Reads the JSONL objects `keys` of `store`, in order (a line that is not a document fails,
+/// naming the object and the line).
+async fn read_jsonl_objects(store: &S3Store, keys: Vec<Fetched>) -> Result<Vec<Document>> {
+    let scratch = scratch_dir()?;
+    let scratch = scratch.path();
+    let mut docs = Vec::new();
+    for (key, size, fetched) in keys {
+        let bytes = match fetched {
+            Some(b) => b,
+            None => store.get_ranged(&key, size).await?,
+        };
+        let name = key.rsplit('/').next().unwrap_or("corpus.jsonl").to_string();
+        let path = scratch.join(&name);
+        std::fs::write(&path, &bytes).map_err(|e| Error::io(&path, e))?;
+        let loaded = load_documents(&path).map_err(|e| match e {
+            Error::Corpus { line, reason, .. } => {
+                Error::Corpus { source_name: format!("s3://{}/{key}", store.bucket()), line, reason }
+            }
+            e => e,
+        });
+        let _ = std::fs::remove_file(&path);
+        docs.extend(loaded?);
+    }
+    Ok(docs)
+}
+
+/// One part of a corpus, as a sharded build's workflow plans it ([`corpus_parts`]): the
+/// parts, read one after the other ([`read_corpus_part`]), hold the documents
+/// [`read_corpus`] reads, in its order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum CorpusPart {
+    /// The whole corpus (a corpus manifest, or a local file or directory).
+    Whole,
+    /// JSONL objects of the corpus prefix, in listing order, with their sizes.
+    Files {
+        /// Keys and sizes.
+        objects: Vec<(String, u64)>,
+    },
+    /// Per-document objects of the corpus prefix: every object of an id in one part.
+    Documents {
+        /// Keys.
+        objects: Vec<String>,
+    },
+}
+
+/// The parts of `corpus`, each of at most `part_bytes` (an object larger is a part of its
+/// own), in corpus order: the JSONL objects in listing order, then the per-document
+/// objects by id. Also the ids the per-document objects hold, which replace a JSONL
+/// line of the same id. A corpus manifest or a local path is one part.
+pub async fn corpus_parts(
+    corpus: &str,
+    part_bytes: u64,
+    config: &aws_config::SdkConfig,
+) -> Result<(Vec<CorpusPart>, Vec<String>)> {
+    let (bucket, prefix) = match Location::parse(corpus)? {
+        // Not a corpus manifest (`s3://bucket/key.json`).
+        Location::S3 { bucket, prefix } if !prefix.ends_with(".json") || corpus.ends_with('/') => (bucket, prefix),
+        _ => return Ok((vec![CorpusPart::Whole], Vec::new())),
+    };
+    let store = S3Store::new(config, &bucket);
+    let dir = if prefix.is_empty() { String::new() } else { format!("{prefix}/") };
+    let listed = store.list(&dir).await?;
+    let mut documents: Vec<(String, String, u64)> = listed
+        .iter()
+        .filter_map(|(k, size)| document_object(k).map(|(id, _)| (id.to_string(), k.clone(), *size)))
+        .collect();
+    documents.sort();
+    let files: Vec<(String, u64)> = listed.into_iter().filter(|(k, _)| is_jsonl(k)).collect();
+    if files.is_empty() && documents.is_empty() {
+        return Err(Error::invalid("corpus", format!("{corpus}: {NO_DOCUMENTS}")));
+    }
+    let mut parts = Vec::new();
+    for group in cut_by_bytes(&files, |f| f.1, part_bytes, |_, _| true) {
+        parts.push(CorpusPart::Files { objects: group.to_vec() });
+    }
+    // Never between two objects of one id: the newer replaces the older within the part.
+    for group in cut_by_bytes(&documents, |d| d.2, part_bytes, |a, b| a.0 != b.0) {
+        parts.push(CorpusPart::Documents { objects: group.iter().map(|(_, k, _)| k.clone()).collect() });
+    }
+    let mut ids: Vec<String> = documents.into_iter().map(|(id, _, _)| id).collect();
+    ids.dedup();
+    Ok((parts, ids))
+}
+
+/// `items` cut into runs of at most `limit` bytes by `size` (an item larger is a run of its
+/// own), cutting only between two items `may_cut` allows.
+fn cut_by_bytes<T>(items: &[T], size: impl Fn(&T) -> u64, limit: u64, may_cut: impl Fn(&T, &T) -> bool) -> Vec<&[T]> {
+    let (mut runs, mut start, mut bytes) = (Vec::new(), 0, 0u64);
+    for i in 0..items.len() {
+        if i > start && bytes + size(&items[i]) > limit && may_cut(&items[i - 1], &items[i]) {
+            runs.push(&items[start..i]);
+            (start, bytes) = (i, 0);
+        }
+        bytes += size(&items[i]);
+    }
+    if start < items.len() {
+        runs.push(&items[start..]);
+    }
+    runs
+}
+
+/// The documents of one part of `corpus` ([`corpus_parts`]): a JSONL line whose id a
+/// per-document object holds (`replaced`) is left out, and of two entries of one id in
+/// the part the later is kept, as [`read_corpus`] does.
+pub async fn read_corpus_part(
+    corpus: &str,
+    part: &CorpusPart,
+    replaced: &std::collections::HashSet<String>,
+    config: &aws_config::SdkConfig,
+) -> Result<Vec<Document>> {
+    let bucket = match (part, Location::parse(corpus)?) {
+        (CorpusPart::Whole, _) => return read_corpus(corpus, config).await,
+        (_, Location::S3 { bucket, .. }) => bucket,
+        (_, Location::Local(_)) => return Err(Error::invalid("corpus", "a local corpus is read whole")),
+    };
+    let store = S3Store::new(config, &bucket);
+    let documents = match part {
+        CorpusPart::Files { objects } => {
+            let keys = objects.iter().map(|(k, size)| (k.clone(), *size, None)).collect();
+            let mut docs = read_jsonl_objects(&store, keys).await?;
+            docs.retain(|d| !replaced.contains(&d.document_id));
+            docs
+        }
+        CorpusPart::Documents { objects } => read_document_objects(&store, objects.clone()).await?,
+        CorpusPart::Whole => unreachable!("read above"),
+    };
+    Ok(unique_ids(documents))
+}
+
+/// Reads the per-document objects `keys`, 16 at a time, ordered by document id, and of two
+/// objects holding one id the newer (by last modification, then key) last.
 async fn read_document_objects(store: &S3Store, keys: Vec<String>) -> Result<Vec<Document>> {
     let permits = std::sync::Arc::new(tokio::sync::Semaphore::new(DOCUMENT_FETCHES));
     let mut tasks = tokio::task::JoinSet::new();
@@ -464,7 +589,7 @@ async fn read_document_objects(store: &S3Store, keys: Vec<String>) -> Result<Vec
     while let Some(joined) = tasks.join_next().await {
         read.extend(joined.map_err(|e| Error::task_failed("reading the corpus's documents", e))??);
     }
-    read.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+    read.sort_by(|a, b| (&a.2.document_id, a.0, &a.1).cmp(&(&b.2.document_id, b.0, &b.1)));
     Ok(read.into_iter().map(|(_, _, d)| d).collect())
 }
 
@@ -575,6 +700,18 @@ mod tests {
 
     fn defaults() -> serde_json::Map<String, serde_json::Value> {
         serde_json::json!({"target": "s3://bucket/indexes/demo", "keep_versions": 3}).as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn corpus_parts_hold_at_most_their_bytes_and_never_split_one_documents_objects() {
+        let sizes = [40u64, 50, 30, 200, 10];
+        let cut: Vec<usize> = cut_by_bytes(&sizes, |s| *s, 100, |_, _| true).iter().map(|r| r.len()).collect();
+        assert_eq!(cut, [2, 1, 1, 1], "40+50, 30, 200 alone (larger than a part), 10");
+        // Objects of one id (here: a, a) stay in one part, even past the limit.
+        let ids = [("a", 60u64), ("a", 60), ("b", 10), ("c", 95)];
+        let cut: Vec<usize> = cut_by_bytes(&ids, |d| d.1, 100, |x, y| x.0 != y.0).iter().map(|r| r.len()).collect();
+        assert_eq!(cut, [2, 1, 1]);
+        assert!(cut_by_bytes(&[] as &[u64], |s| *s, 1, |_, _| true).is_empty());
     }
 
     #[test]

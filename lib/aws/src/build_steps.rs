@@ -2,29 +2,40 @@
 //! `encode` invocation per encode task (a Map state, run in parallel and retried), then
 //! either one `merge` invocation that publishes a single index, or, for an index of `K`
 //! index shards, one `merge_shard` invocation per index shard (a second Map: the Map of
-//! merges) and one `publish` invocation. Each step reads and writes S3 under the build's
-//! prefix, `{target}/builds/{build_id}/`:
+//! merges) and one `publish` invocation. A sharded build is also planned in corpus parts:
+//! `plan` cuts the corpus, one `plan_part` invocation per part plans it (the Map of plans)
+//! and `gather` gathers them, so no invocation holds the whole plan. Each step reads and
+//! writes S3 under the build's prefix, `{target}/builds/{build_id}/`:
 //!
-//! - `plan` reads the corpus and the current version's manifest and vector cache, and
-//!   writes `plan.bin` (the plan and what it needs), one `task-NNNNN.bin` per encode task
-//!   and `tasks.json`, their numbers; it answers with where that list is (the workflow's
-//!   Distributed Map reads its items there), or `unchanged: true`. Of a sharded build it
-//!   writes instead of `plan.bin` each index shard's part of the plan
-//!   (`shard-plan-NNN.bin`, [`ShardPlan`]), `merges.json` (the index shards, the Map of
-//!   merges' items), `sources.json` (every file a shard's vectors may be in: the encode
-//!   tasks' and the current version's cache) and BM25's statistics over the whole plan,
-//!   staged for the version (`version/lexical_stats.bin`);
+//! - `plan`, of a single index, reads the corpus and the current version's manifest and
+//!   vector cache, and writes `plan.bin` (the plan and what it needs), one
+//!   `task-NNNNN.bin` per encode task and `tasks.json`, their numbers; it answers with
+//!   where that list is (the workflow's Distributed Map reads its items there), or
+//!   `unchanged: true`. Of a sharded build it lists the corpus and cuts it into parts of
+//!   at most `part_bytes` ([`corpus_parts`]): `part-PPPP.json` each, `parts.json` (the
+//!   Map of plans' items) and `replaced.json` (the ids per-document objects hold);
+//! - `plan_part` reads its part of the corpus and the current version's vectors of its
+//!   chunks (one cache file at a time, keeping only those), and writes its encode tasks,
+//!   its piece of each index shard's plan (`part-PPPP-shard-KKK.bin`) and its summary
+//!   ([`PartSummary`]);
+//! - `gather` reads the summaries: the build's fingerprint (from every document's hash),
+//!   BM25's statistics over the whole corpus (staged for the version,
+//!   `version/lexical_stats.bin`), where each part starts (`offsets.json`). It answers
+//!   `unchanged: true` when the current version has that fingerprint and shard count;
+//!   otherwise it writes `tasks.json`, `merges.json` (the index shards, the Map of
+//!   merges' items) and `sources.json` (every file a shard's vectors may be in: the encode
+//!   tasks' and the current version's cache), and answers as `plan` does;
 //! - `encode` reads `task-K.bin` and writes `encoded-K.bin` and `encode-K.json`, what it
 //!   took (idempotent, so a retry is safe);
 //! - `merge` reads the plan, every encoded file (checked: a missing or damaged one fails the
 //!   build, naming it) and the cache, builds the single index and publishes the version:
 //!   `CURRENT` moves only after every file is uploaded, and not at all if anything failed.
 //!   On success it removes the build's prefix;
-//! - `merge_shard` builds one index shard from its part of the plan and the vectors it
-//!   picks out of the sources, one file at a time (it never holds another shard's
-//!   vectors), and stages it under `version/shards/NNN/` with its vectors as
-//!   `version/encoded-NNNNN.bin` (the next build's cache) and `merged-NNN.json`, what it
-//!   made (idempotent);
+//! - `merge_shard` joins its index shard's pieces of every part ([`ShardPlan::gather`]),
+//!   builds the shard from them and the vectors it picks out of the sources, one file at a
+//!   time (it never holds another shard's vectors), and stages it under
+//!   `version/shards/NNN/` with its vectors as `version/encoded-NNNNN.bin` (the next
+//!   build's cache) and `merged-NNN.json`, what it made (idempotent);
 //! - `publish` writes the root manifest of the staged shards, copies them server-side into
 //!   a new version and moves `CURRENT`, as `merge` does; then removes the build's prefix;
 //! - `clean` removes the build's prefix after a step failed: the workflow runs it on its
@@ -32,14 +43,16 @@
 //!   expires what a crash of the workflow itself could leave).
 //!
 //! The same [`sextant_core::build`] functions run in one process (`sextant build`), so a
-//! distributed build and a local one make the same index from the same plan.
+//! distributed build and a local one make the same index from the same documents: a unit
+//! test holds the parts' shard plans to the whole plan's, byte for byte.
 
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use sextant_core::build::{
-    encode_task, merge, merge_shard, plan_build, shard_file, BuildReport as CoreReport, Built, ChunkKey, EncodeTask,
-    EncodedShard, Plan, Planned, Previous, ShardPlan, VectorCache, REPORT_FILE,
+    encode_task, gather_parts, merge, merge_shard, plan_build, plan_part, shard_file, BuildReport as CoreReport, Built,
+    ChunkKey, EncodeTask, EncodedShard, Gathered, PartOffsets, PartSummary, Plan, Planned, Previous, ShardPlan,
+    VectorCache, MAX_PARTS, REPORT_FILE,
 };
 use sextant_core::encode::{DenseEncoder, ModelSet, SparseEncoder, TextTokenizer};
 use sextant_core::error::{Error, Result};
@@ -48,7 +61,9 @@ use sextant_core::shards::{save_shard, shard_prefix, RootManifest, ShardEntry, S
 use sextant_core::storage::{Location, MemStore};
 use sextant_finance::Financials;
 
-use super::build_job::{build_options, previous_version, read_inputs, BuildJob, BuildReport};
+use super::build_job::{
+    build_options, corpus_parts, previous_version, read_corpus_part, read_inputs, BuildJob, BuildReport, CorpusPart,
+};
 use super::versions::VersionedIndex;
 
 /// One invocation of the workflow's function: which step, for which build.
@@ -60,6 +75,23 @@ pub enum StepEvent {
         /// The build job (as the one-shot function takes it).
         job: serde_json::Value,
         /// The build's id: the Step Functions execution name.
+        build_id: String,
+    },
+    /// Plan one part of a sharded build's corpus.
+    PlanPart {
+        /// The job, as the plan step returned it.
+        job: serde_json::Value,
+        /// The build's id.
+        build_id: String,
+        /// The part.
+        part: u32,
+    },
+    /// Gather a sharded build's planned parts: its encode tasks, index shards and BM25's
+    /// statistics, or that nothing changed.
+    Gather {
+        /// The job, as the plan step returned it.
+        job: serde_json::Value,
+        /// The build's id.
         build_id: String,
     },
     /// Encode one shard.
@@ -161,8 +193,31 @@ pub struct PlanOutput {
     /// for a single index or when unchanged.
     #[serde(default)]
     pub merges_key: String,
+    /// How many corpus parts a sharded build plans, one `plan_part` invocation each, then
+    /// `gather`, which answers as the plan step does for a single index. 0 otherwise.
+    #[serde(default)]
+    pub part_count: usize,
+    /// Where those parts are listed (`{build}/parts.json`, a JSON array of their
+    /// numbers): the workflow's Map of plans reads its items there. Empty otherwise.
+    #[serde(default)]
+    pub parts_key: String,
     /// The plan's figures.
     pub report: CoreReport,
+}
+
+/// What a `plan_part` invocation answers (the gather reads the summary it leaves).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlannedPartOutput {
+    /// The part.
+    pub part: u32,
+    /// Its documents.
+    pub documents: usize,
+    /// Its chunks.
+    pub chunks: usize,
+    /// Its encode tasks.
+    pub tasks: usize,
+    /// Seconds spent reading, planning and writing it.
+    pub seconds: f64,
 }
 
 /// What a `merge_shard` invocation answers, and leaves beside the staged shard
@@ -273,9 +328,34 @@ const SHARDED_PLAN_FILE: &str = "sharded-plan.json";
 /// Under the build's prefix, the new version's files as the Map of merges stages them.
 const STAGED: &str = "version/";
 
-/// Index shard `k`'s part of the plan.
-fn shard_plan_file(k: u32) -> String {
-    format!("shard-plan-{k:03}.bin")
+/// The list of a sharded build's corpus parts, the Map of plans' items
+/// ([`PlanOutput::parts_key`]).
+pub const PARTS_FILE: &str = "parts.json";
+/// The ids that per-document objects hold, which replace JSONL lines of the same id.
+const REPLACED_FILE: &str = "replaced.json";
+/// Where each part starts, and the build's fingerprint ([`Gathered`]'s), for the merges.
+const OFFSETS_FILE: &str = "offsets.json";
+
+/// Part `p` of the corpus ([`CorpusPart`]).
+fn part_file(p: u32) -> String {
+    format!("part-{p:04}.json")
+}
+
+/// What planning part `p` hands the gather ([`PartSummary`]).
+fn part_summary_file(p: u32) -> String {
+    format!("part-{p:04}-summary.bin")
+}
+
+/// Part `p`'s piece of index shard `k`'s plan.
+fn part_piece_file(p: u32, k: u32) -> String {
+    format!("part-{p:04}-shard-{k:03}.bin")
+}
+
+/// What the merges need of the gather: the build's fingerprint and where each part starts.
+#[derive(Serialize, Deserialize)]
+struct Offsets {
+    inputs_sha256: String,
+    parts: Vec<PartOffsets>,
 }
 
 /// What merging index shard `k` made ([`MergedShard`]).
@@ -283,7 +363,9 @@ fn merged_file(k: u32) -> String {
     format!("merged-{k:03}.json")
 }
 
-/// The plan step.
+/// The plan step. Of a single index it plans the whole build; of a sharded one it only
+/// cuts the corpus into parts ([`corpus_parts`]), which `plan_part` plans and `gather`
+/// gathers, so that no invocation holds the whole corpus's plan.
 pub async fn plan_step(
     job: &BuildJob,
     build_id: &str,
@@ -293,93 +375,239 @@ pub async fn plan_step(
     let t = Instant::now();
     let target = VersionedIndex::new(config, &Location::parse(&job.target)?)?;
     let dir = build_dir(&target, build_id)?;
+    let store = target.store();
+    let output = PlanOutput {
+        build_id: build_id.into(),
+        job: serde_json::to_value(job)?,
+        unchanged: true,
+        task_count: 0,
+        tasks_bucket: store.bucket().to_string(),
+        tasks_key: String::new(),
+        index_shards: 0,
+        merges_key: String::new(),
+        part_count: 0,
+        parts_key: String::new(),
+        report: CoreReport::default(),
+    };
+    if let Some(count) = job.sharded() {
+        super::build_job::warn_facts_left_out(job);
+        let (parts, replaced) = corpus_parts(&job.corpus, job.part_bytes, config).await?;
+        if parts.len() > MAX_PARTS {
+            return Err(Error::invalid(
+                "part_bytes",
+                format!(
+                    "{} parts of at most {} bytes: at most {MAX_PARTS}; use larger parts",
+                    parts.len(),
+                    job.part_bytes
+                ),
+            ));
+        }
+        for (p, part) in parts.iter().enumerate() {
+            store.upload(&format!("{dir}/{}", part_file(p as u32)), serde_json::to_vec(part)?.into()).await?;
+        }
+        store.upload(&format!("{dir}/{REPLACED_FILE}"), serde_json::to_vec(&replaced)?.into()).await?;
+        let numbers: Vec<u32> = (0..parts.len() as u32).collect();
+        let parts_key = format!("{dir}/{PARTS_FILE}");
+        store.upload(&parts_key, serde_json::to_vec(&numbers)?.into()).await?;
+        let mut report = CoreReport { index_id: job.index_id.clone(), ..Default::default() };
+        report.phases.plan = t.elapsed().as_secs_f64();
+        return Ok(PlanOutput {
+            unchanged: false,
+            index_shards: count,
+            part_count: parts.len(),
+            parts_key,
+            report,
+            ..output
+        });
+    }
     let state = target.pointer().await?;
     let previous = previous_version(&target, &state).await;
     let (documents, facts) = read_inputs(job, config).await?;
     let read = t.elapsed().as_secs_f64();
     let (job2, models2) = (job.clone(), models.clone());
-    let previous_encoded = previous.encoded.clone();
     let planned = tokio::task::spawn_blocking(move || -> Result<(Planned, Attachments)> {
         let attachments: Attachments = Financials::attachment(&facts)?.into_iter().collect();
         let options = build_options(&models2, &job2)?;
         let (dense, sparse) = (TextTokenizer::of_model(&models2.dense)?, TextTokenizer::of_model(&models2.sparse)?);
-        // A sharded index keeps no facts (its fingerprint is of the documents alone).
-        let attachments = if job2.sharded().is_some() {
-            super::build_job::warn_facts_left_out(&job2);
-            Attachments::new()
-        } else {
-            attachments
-        };
-        let planned = plan_build(documents, &attachments, &options, (&dense, &sparse), &previous, job2.sharded())?;
+        let planned = plan_build(documents, &attachments, &options, (&dense, &sparse), &previous, None)?;
         Ok((planned, attachments))
     })
     .await
     .map_err(|e| Error::task_failed("planning the build", e))??;
-    let job_value = serde_json::to_value(job)?;
-    let bucket = target.store().bucket().to_string();
-    let mut output = PlanOutput {
-        build_id: build_id.into(),
-        job: job_value,
-        unchanged: true,
-        task_count: 0,
-        tasks_bucket: bucket,
-        tasks_key: String::new(),
-        index_shards: 0,
-        merges_key: String::new(),
-        report: CoreReport::default(),
-    };
     let (plan, tasks, mut report, attachments) = match planned {
         (Planned::Unchanged(report), _) => return Ok(PlanOutput { report, ..output }),
         (Planned::Ready { plan, tasks, report }, attachments) => (plan, tasks, report, attachments),
     };
     report.phases.read = read;
-    let store = target.store();
     for task in &tasks {
         store.upload(&format!("{dir}/{}", task_file(task.shard)), bincode::serialize(task)?.into()).await?;
     }
     let shards: Vec<u32> = tasks.iter().map(|t| t.shard).collect();
-    output.tasks_key = format!("{dir}/{TASKS_FILE}");
-    store.upload(&output.tasks_key, serde_json::to_vec(&shards)?.into()).await?;
-    if let Some(count) = job.sharded() {
-        // Each index shard's merge reads its part of the plan and the files its vectors
-        // may be in: this build's encoded tasks, then the current version's cache.
-        let mut sources = Sources {
-            encoded: shards.iter().map(|&k| format!("{dir}/{}", shard_file(k as usize))).collect(),
-            cache: Vec::new(),
-        };
-        if let Some(pointer) = &state.pointer {
-            let version = target.key(&format!("versions/{}", pointer.version));
-            sources.cache = previous_encoded.iter().map(|name| format!("{version}/{name}")).collect();
+    let tasks_key = format!("{dir}/{TASKS_FILE}");
+    store.upload(&tasks_key, serde_json::to_vec(&shards)?.into()).await?;
+    let file = PlanFile { plan: *plan, attachments, report: report.clone() };
+    store.upload(&format!("{dir}/plan.bin"), bincode::serialize(&file)?.into()).await?;
+    Ok(PlanOutput { unchanged: false, task_count: shards.len(), tasks_key, report, ..output })
+}
+
+/// The `plan_part` step: part `part` of a sharded build's corpus, read
+/// ([`read_corpus_part`]) and planned ([`plan_part`]) against the previous version's
+/// vectors of its chunks (each cache file read in turn, keeping only those). It writes the
+/// part's encode tasks, its piece of each index shard's plan and its summary for the
+/// gather. Running it again writes the same files.
+pub async fn plan_part_step(
+    job: &BuildJob,
+    build_id: &str,
+    part: u32,
+    models: &ModelSet,
+    config: &aws_config::SdkConfig,
+) -> Result<PlannedPartOutput> {
+    let t = Instant::now();
+    let count = sharded_count(job)?;
+    let target = VersionedIndex::new(config, &Location::parse(&job.target)?)?;
+    let dir = build_dir(&target, build_id)?;
+    let store = target.store();
+    let corpus_part: CorpusPart = fetch_json(store, &dir, &part_file(part)).await?;
+    let replaced: std::collections::HashSet<String> = fetch_json(store, &dir, REPLACED_FILE).await?;
+    let documents = read_corpus_part(&job.corpus, &corpus_part, &replaced, config).await?;
+    let read = t.elapsed().as_secs_f64();
+    let options = build_options(models, job)?;
+    let (dense, sparse) = (TextTokenizer::of_model(&models.dense)?, TextTokenizer::of_model(&models.sparse)?);
+    let planned = tokio::task::block_in_place(|| plan_part(part, documents, &options, (&dense, &sparse)))?;
+    let wanted: std::collections::HashSet<ChunkKey> = planned.keys().iter().copied().collect();
+    let mut cache = VectorCache::new();
+    if let Some(pointer) = target.pointer().await?.pointer {
+        match target.cache_files(&pointer).await {
+            Ok(files) => {
+                for key in files {
+                    if let Some(o) = store.get(&key).await? {
+                        cache.add_file_where(&o.bytes, |k| wanted.contains(k));
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "the current version's vector cache could not be read: encoding the part")
+            }
         }
-        let sharded = ShardedPlanFile {
-            report: report.clone(),
-            index_shards: count,
-            index_id: plan.options.index_id.clone(),
-            inputs_sha256: plan.inputs_sha256.clone(),
-        };
-        let (stats, parts) = tokio::task::block_in_place(|| {
-            let stats = plan.lexical_stats();
-            (stats, (*plan).split(count))
-        });
-        let upload = |name: String, bytes: Vec<u8>| {
-            let key = format!("{dir}/{name}");
-            async move { store.upload(&key, bytes.into()).await }
-        };
-        upload(format!("{STAGED}{STATS_FILE}"), bincode::serialize(&stats)?).await?;
-        for part in &parts {
-            upload(shard_plan_file(part.shard as u32), bincode::serialize(part)?).await?;
-        }
-        upload(SOURCES_FILE.into(), serde_json::to_vec(&sources)?).await?;
-        upload(SHARDED_PLAN_FILE.into(), serde_json::to_vec(&sharded)?).await?;
-        let merges: Vec<u32> = (0..parts.len() as u32).collect();
-        output.merges_key = format!("{dir}/{MERGES_FILE}");
-        upload(MERGES_FILE.into(), serde_json::to_vec(&merges)?).await?;
-        output.index_shards = parts.len();
-    } else {
-        let file = PlanFile { plan: *plan, attachments, report: report.clone() };
-        store.upload(&format!("{dir}/plan.bin"), bincode::serialize(&file)?.into()).await?;
     }
-    Ok(PlanOutput { unchanged: false, task_count: shards.len(), report, ..output })
+    let mut planned = tokio::task::block_in_place(|| planned.finish(&cache, count))?;
+    planned.summary.report.phases.read = read;
+    for task in &planned.tasks {
+        store.upload(&format!("{dir}/{}", task_file(task.shard)), bincode::serialize(task)?.into()).await?;
+    }
+    for piece in &planned.pieces {
+        let name = part_piece_file(part, piece.shard as u32);
+        store.upload(&format!("{dir}/{name}"), bincode::serialize(piece)?.into()).await?;
+    }
+    let summary = &planned.summary;
+    store.upload(&format!("{dir}/{}", part_summary_file(part)), bincode::serialize(summary)?.into()).await?;
+    Ok(PlannedPartOutput {
+        part,
+        documents: summary.documents.len(),
+        chunks: summary.chunks as usize,
+        tasks: planned.tasks.len(),
+        seconds: t.elapsed().as_secs_f64(),
+    })
+}
+
+/// The index shards of a sharded job; an error naming the field for a single index.
+fn sharded_count(job: &BuildJob) -> Result<usize> {
+    job.sharded()
+        .ok_or_else(|| Error::invalid("index_shards", "this step is a sharded build's (index_shards 2 or more)"))
+}
+
+/// The `gather` step: reads every part's summary (one missing fails the build, naming it)
+/// and gathers them ([`gather_parts`]). When the fingerprint and the shard count are the
+/// current version's, nothing changed: it removes the build's files and answers
+/// `unchanged`. Otherwise it writes what the plan step writes for a single index (the
+/// encode Map's items) and what the Map of merges and `publish` read: the index shards,
+/// the files their vectors may be in, BM25's statistics over the whole corpus, where each
+/// part starts, and the plan's report.
+pub async fn gather_step(
+    job: &BuildJob,
+    build_id: &str,
+    models: &ModelSet,
+    config: &aws_config::SdkConfig,
+) -> Result<PlanOutput> {
+    let t = Instant::now();
+    let count = sharded_count(job)?;
+    let target = VersionedIndex::new(config, &Location::parse(&job.target)?)?;
+    let dir = build_dir(&target, build_id)?;
+    let store = target.store();
+    let parts: Vec<u32> = fetch_json(store, &dir, PARTS_FILE).await?;
+    let mut summaries = Vec::with_capacity(parts.len());
+    for p in parts {
+        let name = part_summary_file(p);
+        let summary: PartSummary =
+            sextant_core::index::format::decode_bincode(&dir, &name, &fetch(store, &dir, &name).await?)?;
+        summaries.push(summary);
+    }
+    let options = build_options(models, job)?;
+    let gathered = tokio::task::block_in_place(|| gather_parts(&options, &[], &summaries))?;
+    drop(summaries);
+    let Gathered { inputs_sha256, offsets, stats, tasks, mut report } = gathered;
+    report.phases.plan += t.elapsed().as_secs_f64();
+    let mut output = PlanOutput {
+        build_id: build_id.into(),
+        job: serde_json::to_value(job)?,
+        unchanged: false,
+        task_count: tasks.len(),
+        tasks_bucket: store.bucket().to_string(),
+        tasks_key: format!("{dir}/{TASKS_FILE}"),
+        index_shards: count,
+        merges_key: format!("{dir}/{MERGES_FILE}"),
+        part_count: offsets.len(),
+        parts_key: format!("{dir}/{PARTS_FILE}"),
+        report: CoreReport::default(),
+    };
+    let pointer = target.pointer().await?.pointer;
+    if let Some(pointer) = pointer.as_ref().filter(|p| p.shards == count) {
+        if target.root(pointer).await.is_ok_and(|(root, _)| root.inputs_sha256 == inputs_sha256) {
+            if let Err(e) = store.delete_prefix(&format!("{dir}/")).await {
+                tracing::warn!(error = %e, build_id, "could not remove the build's files");
+            }
+            let chunks = report.chunks;
+            report = CoreReport { chunks_encoded: 0, chunks_reused: chunks, unchanged: true, ..report };
+            report.seconds = report.phases.total();
+            return Ok(PlanOutput {
+                unchanged: true,
+                task_count: 0,
+                tasks_key: String::new(),
+                merges_key: String::new(),
+                report,
+                ..output
+            });
+        }
+    }
+    let mut sources = Sources {
+        encoded: tasks.iter().map(|&k| format!("{dir}/{}", shard_file(k as usize))).collect(),
+        cache: Vec::new(),
+    };
+    if let Some(pointer) = &pointer {
+        match target.cache_files(pointer).await {
+            Ok(files) => sources.cache = files,
+            Err(e) => tracing::warn!(error = %e, "the current version's vector cache could not be listed"),
+        }
+    }
+    let upload = |name: String, bytes: Vec<u8>| {
+        let key = format!("{dir}/{name}");
+        async move { store.upload(&key, bytes.into()).await }
+    };
+    upload(TASKS_FILE.into(), serde_json::to_vec(&tasks)?).await?;
+    upload(format!("{STAGED}{STATS_FILE}"), bincode::serialize(&stats)?).await?;
+    upload(SOURCES_FILE.into(), serde_json::to_vec(&sources)?).await?;
+    let sharded = ShardedPlanFile {
+        report: report.clone(),
+        index_shards: count,
+        index_id: options.index_id.clone(),
+        inputs_sha256: inputs_sha256.clone(),
+    };
+    upload(SHARDED_PLAN_FILE.into(), serde_json::to_vec(&sharded)?).await?;
+    upload(OFFSETS_FILE.into(), serde_json::to_vec(&Offsets { inputs_sha256, parts: offsets })?).await?;
+    let merges: Vec<u32> = (0..count as u32).collect();
+    upload(MERGES_FILE.into(), serde_json::to_vec(&merges)?).await?;
+    output.report = report;
+    Ok(output)
 }
 
 /// The encode step: shard `shard` of build `build_id`.
@@ -529,8 +757,15 @@ pub async fn merge_shard_step(
     let target = VersionedIndex::new(config, &Location::parse(&job.target)?)?;
     let dir = build_dir(&target, build_id)?;
     let store = target.store();
-    let name = shard_plan_file(shard);
-    let part: ShardPlan = sextant_core::index::format::decode_bincode(&dir, &name, &fetch(store, &dir, &name).await?)?;
+    let offsets: Offsets = fetch_json(store, &dir, OFFSETS_FILE).await?;
+    let mut pieces = Vec::with_capacity(offsets.parts.len());
+    for (p, at) in offsets.parts.iter().enumerate() {
+        let name = part_piece_file(p as u32, shard);
+        let piece: ShardPlan =
+            sextant_core::index::format::decode_bincode(&dir, &name, &fetch(store, &dir, &name).await?)?;
+        pieces.push((piece, *at));
+    }
+    let part = tokio::task::block_in_place(|| ShardPlan::gather(shard as usize, pieces, offsets.inputs_sha256))?;
     let stats_name = format!("{STAGED}{STATS_FILE}");
     let stats: LexicalStats =
         sextant_core::index::format::decode_bincode(&dir, &stats_name, &fetch(store, &dir, &stats_name).await?)?;

@@ -504,6 +504,19 @@ impl VersionedIndex {
         Ok((index, order, LoadPhases { download_ms, decode_ms: t.elapsed().as_millis() as u64, bytes }))
     }
 
+    /// The keys of the encoded files (the vector cache) of the version `pointer` names, as
+    /// its manifest or root manifest lists them, for a build that reads them one at a time.
+    pub async fn cache_files(&self, pointer: &Pointer) -> Result<Vec<String>> {
+        let dir = self.key(&format!("versions/{}", pointer.version));
+        let names = if pointer.shards > 0 {
+            self.root(pointer).await?.0.encoded
+        } else {
+            let (_, _, manifest) = self.manifest(pointer).await?;
+            manifest.build.into_iter().flat_map(|b| b.encoded).collect()
+        };
+        Ok(names.into_iter().map(|name| format!("{dir}/{name}")).collect())
+    }
+
     /// Downloads what the next build needs of the version `pointer` names: its manifest
     /// and its encoded shards (the vector cache). A shard file that is gone is left out
     /// (its chunks are encoded again).

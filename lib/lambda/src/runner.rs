@@ -10,7 +10,8 @@ use lambda_http::{service_fn, LambdaEvent};
 use sextant_aws::build_job::{run, BuildJob};
 use sextant_aws::build_lease::{BuildLease, Debounced};
 use sextant_aws::build_steps::{
-    clean_step, encode_step, merge_shard_step, merge_step, plan_step, publish_step, StepEvent,
+    clean_step, encode_step, gather_step, merge_shard_step, merge_step, plan_part_step, plan_step, publish_step,
+    StepEvent,
 };
 use sextant_aws::build_workflow::{BuildWorkflow, Handed, Requested};
 use sextant_aws::Refresher;
@@ -179,6 +180,14 @@ async fn run_step(
         StepEvent::Plan { job, build_id } => {
             let job = BuildJob::from_event(job, defaults)?;
             serde_json::to_value(plan_step(&job, &build_id, models, config).await?)?
+        }
+        StepEvent::PlanPart { job, build_id, part } => {
+            let job = BuildJob::from_event(job, defaults)?;
+            serde_json::to_value(plan_part_step(&job, &build_id, part, models, config).await?)?
+        }
+        StepEvent::Gather { job, build_id } => {
+            let job = BuildJob::from_event(job, defaults)?;
+            serde_json::to_value(gather_step(&job, &build_id, models, config).await?)?
         }
         StepEvent::Encode { job, build_id, shard } => {
             let job = BuildJob::from_event(job, defaults)?;

@@ -444,11 +444,14 @@ fn the_encode_map_is_distributed_and_reads_and_writes_s3() {
         tasks_key: String::new(),
         index_shards: 0,
         merges_key: String::new(),
+        part_count: 0,
+        parts_key: String::new(),
         report: Default::default(),
     })
     .unwrap();
     assert!(plan.get("tasks_bucket").is_some() && plan.get("tasks_key").is_some() && plan.get("tasks").is_none());
     assert!(plan.get("index_shards").is_some() && plan.get("merges_key").is_some(), "what MergeShards reads");
+    assert!(plan.get("part_count").is_some() && plan.get("parts_key").is_some(), "what InParts and PlanParts read");
     let start = statement("IndexBuildWorkflow", "RunEncodeMap");
     assert!(start.contains("states:StartExecution") && start.contains("stateMachine:${AWS::StackName}-index-build"));
 }
@@ -486,6 +489,45 @@ fn a_sharded_build_merges_each_index_shard_in_a_distributed_map_then_publishes()
     for step in [
         serde_json::json!({"step": "merge_shard", "job": {}, "build_id": "b", "shard": 2}),
         serde_json::json!({"step": "publish", "job": {}, "build_id": "b"}),
+    ] {
+        assert!(serde_json::from_value::<sextant_aws::build_steps::StepEvent>(step).is_ok());
+    }
+}
+
+/// A sharded build plans each corpus part in its own invocation, a Distributed Map that
+/// reads the parts from the plan step's list in S3, then gathers them into what the encode
+/// Map and the Map of merges read.
+#[test]
+fn a_sharded_build_plans_each_corpus_part_in_a_distributed_map_then_gathers() {
+    let state = workflow_state;
+    assert!(state("Plan").contains("Next: InParts"), "{}", state("Plan"));
+    let choice = state("InParts");
+    for part in ["Variable: $.part_count NumericGreaterThan: 0 Next: PlanParts", "Default: Changed"] {
+        assert!(choice.contains(part), "InParts lacks {part:?}: {choice}");
+    }
+    let plans = state("PlanParts");
+    for part in [
+        "Mode: DISTRIBUTED",
+        "ItemReader: Resource: arn:aws:states:::s3:getObject",
+        "Bucket.$: $.tasks_bucket Key.$: $.parts_key",
+        "step: plan_part",
+        "part.$: $$.Map.Item.Value",
+        "ResultWriter: Resource: arn:aws:states:::s3:putObject",
+        "MaxConcurrency: ${Concurrency}",
+        "Next: ReportFailure",
+        "Next: Gather",
+    ] {
+        assert!(plans.contains(part), "PlanParts lacks {part:?}: {plans}");
+    }
+    assert!(!plans.contains("ItemsPath"), "{plans}");
+    // The gather answers as the plan of a single index does: Changed reads its answer.
+    let gather = state("Gather");
+    for part in ["step: gather", "job.$: $.job", "build_id.$: $.build_id", "OutputPath: $.plan", "Next: Changed"] {
+        assert!(gather.contains(part), "Gather lacks {part:?}: {gather}");
+    }
+    for step in [
+        serde_json::json!({"step": "plan_part", "job": {}, "build_id": "b", "part": 3}),
+        serde_json::json!({"step": "gather", "job": {}, "build_id": "b"}),
     ] {
         assert!(serde_json::from_value::<sextant_aws::build_steps::StepEvent>(step).is_ok());
     }

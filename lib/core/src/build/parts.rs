@@ -1,7 +1,7 @@
 //! A sharded build planned in corpus parts, so that no process holds the whole plan:
 //!
 //! 1. each part of the corpus (a run of its documents, in corpus order) is planned alone
-//!    ([`plan_part`]): its chunks, content keys and encode tasks, its BM25 statistics, its
+//!    ([`plan_part`], then [`PartPlan::finish`] with the previous vectors of its chunks): its chunks, content keys and encode tasks, its BM25 statistics, its
 //!    documents' hashes, and its piece of every index shard ([`Plan::split`] of the part);
 //! 2. the parts' summaries are gathered ([`gather_parts`]): the build's fingerprint from
 //!    every document's hash, BM25's statistics summed, and where each part's documents and
@@ -73,35 +73,56 @@ pub struct PlannedPart {
     pub summary: PartSummary,
 }
 
-/// Plans part `part` of a corpus, its `documents` (in corpus order), for `count` index
-/// shards, encoding what `cache` (the previous version's vectors, at least those of these
-/// chunks) lacks.
+/// Part `part` of a corpus, chunked and keyed ([`plan_part`]), before its encode tasks are
+/// known: [`PartPlan::keys`] are what to look for in the previous version's vectors.
+pub struct PartPlan {
+    part: u32,
+    plan: super::Plan,
+    hashes: Vec<[u8; 32]>,
+    started: std::time::Instant,
+}
+
+/// Plans part `part` of a corpus, its `documents` (in corpus order): chunks, encoder inputs
+/// and content keys, as [`plan`] does for a whole corpus.
 pub fn plan_part(
     part: u32,
     documents: Vec<Document>,
     options: &BuildOptions,
     tokenizers: (&TextTokenizer, &TextTokenizer),
-    cache: &VectorCache,
-    count: usize,
-) -> Result<PlannedPart> {
-    let t = std::time::Instant::now();
+) -> Result<PartPlan> {
+    let started = std::time::Instant::now();
     task_number(part, 0)?;
     let hashes = documents.par_iter().map(document_sha256).collect::<Result<Vec<_>>>()?;
     // The part's own fingerprint: the gather gives each shard the whole build's.
     let own = fingerprint(options, &[], &hashes)?;
     let plan = plan(documents, options, own, tokenizers.0, tokenizers.1)?;
-    let mut tasks = plan.tasks(cache);
-    for task in &mut tasks {
-        task.shard = task_number(part, task.shard)?;
+    Ok(PartPlan { part, plan, hashes, started })
+}
+
+impl PartPlan {
+    /// The content key of each of the part's chunks.
+    pub fn keys(&self) -> &[super::ChunkKey] {
+        &self.plan.keys
     }
-    let mut report = BuildReport::planned(&plan, &tasks, cache.rejected);
-    let stats = plan.lexical_stats();
-    let chunks = u32::try_from(plan.chunks.len()).map_err(|_| Error::invalid("part_bytes", "a part of 2^32 chunks"))?;
-    let pieces = plan.split(count);
-    report.phases.plan = t.elapsed().as_secs_f64();
-    let summary =
-        PartSummary { part, documents: hashes, chunks, stats, tasks: tasks.iter().map(|t| t.shard).collect(), report };
-    Ok(PlannedPart { pieces, tasks, summary })
+
+    /// The part's encode tasks (what `cache`, the previous version's vectors of at least
+    /// these chunks, lacks), its summary and its piece of each of `count` index shards.
+    pub fn finish(self, cache: &VectorCache, count: usize) -> Result<PlannedPart> {
+        let PartPlan { part, plan, hashes, started } = self;
+        let mut tasks = plan.tasks(cache);
+        for task in &mut tasks {
+            task.shard = task_number(part, task.shard)?;
+        }
+        let mut report = BuildReport::planned(&plan, &tasks, cache.rejected);
+        let stats = plan.lexical_stats();
+        let chunks =
+            u32::try_from(plan.chunks.len()).map_err(|_| Error::invalid("part_bytes", "a part of 2^32 chunks"))?;
+        let pieces = plan.split(count);
+        report.phases.plan = started.elapsed().as_secs_f64();
+        let numbers = tasks.iter().map(|t| t.shard).collect();
+        let summary = PartSummary { part, documents: hashes, chunks, stats, tasks: numbers, report };
+        Ok(PlannedPart { pieces, tasks, summary })
+    }
 }
 
 /// Where a part's documents and chunks start in the whole corpus.

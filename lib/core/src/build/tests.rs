@@ -488,7 +488,8 @@ fn a_corpus_planned_in_parts_makes_the_shard_plans_one_process_makes() {
     let planned: Vec<PlannedPart> = [0..3, 3..4, 4..7]
         .into_iter()
         .enumerate()
-        .map(|(p, r)| plan_part(p as u32, documents[r].to_vec(), &options(5), tokenizers, &cache, 3).unwrap())
+        .map(|(p, r)| plan_part(p as u32, documents[r].to_vec(), &options(5), tokenizers).unwrap())
+        .map(|part| part.finish(&cache, 3).unwrap())
         .collect();
     let summaries: Vec<PartSummary> = planned.iter().map(|p| p.summary.clone()).collect();
     let gathered = gather_parts(&options(5), &[], &summaries).unwrap();
@@ -526,7 +527,7 @@ fn a_corpus_planned_in_parts_makes_the_shard_plans_one_process_makes() {
     // A document id in two parts is refused, naming it; so is a part missing.
     let home = crate::shards::shard_of("d0", 3);
     let mut again = twice[home].clone();
-    let d0 = plan_part(3, documents[0..1].to_vec(), &options(5), tokenizers, &cache, 3).unwrap();
+    let d0 = plan_part(3, documents[0..1].to_vec(), &options(5), tokenizers).unwrap().finish(&cache, 3).unwrap();
     again.push((d0.pieces[home].clone(), PartOffsets { documents: 7, chunks: plan.chunks.len() as u32 }));
     let err = ShardPlan::gather(home, again, gathered.inputs_sha256.clone()).unwrap_err().to_string();
     assert!(err.contains("\"d0\"") && err.contains("two parts"), "{err}");
