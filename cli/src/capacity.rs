@@ -19,7 +19,7 @@ use crate::bench::{synthetic_parts, SyntheticParts};
 use crate::indexes::downloaded_files;
 
 /// A field of `/proc/self/status` (`VmRSS`, `VmHWM`) in MiB.
-fn status_mib(field: &str) -> Result<f64> {
+pub(crate) fn status_mib(field: &str) -> Result<f64> {
     let status = std::fs::read_to_string("/proc/self/status")?;
     let line =
         status.lines().find(|l| l.starts_with(field)).with_context(|| format!("no {field} in /proc/self/status"))?;
@@ -29,7 +29,7 @@ fn status_mib(field: &str) -> Result<f64> {
 
 /// Resets the peak resident size (`VmHWM`) to the current one (Linux: `5` to
 /// `/proc/self/clear_refs`).
-fn reset_peak() -> Result<()> {
+pub(crate) fn reset_peak() -> Result<()> {
     std::fs::write("/proc/self/clear_refs", "5").context("resetting the peak resident size")
 }
 

@@ -229,6 +229,26 @@ pub enum Command {
         #[command(flatten)]
         build: BuildArgs,
     },
+    /// A sharded build's plan at a synthetic size, planned in corpus parts as the build
+    /// workflow plans it (one part after another), then gathered: each part's seconds and
+    /// peak memory, the gather's, and one index shard's plan joined from its pieces.
+    BenchPlan {
+        /// A JSONL corpus whose documents are repeated (each copy with an id and a first
+        /// line of its own) up to `--chunks`.
+        #[arg(long)]
+        docs: PathBuf,
+        /// Chunks to plan, at least.
+        #[arg(long)]
+        chunks: usize,
+        /// Index shards.
+        #[arg(long, default_value_t = 40)]
+        shards: usize,
+        /// JSON bytes of a part, at most (the build job's `part_bytes`).
+        #[arg(long, default_value_t = sextant_aws::build_job::DEFAULT_PART_BYTES)]
+        part_bytes: u64,
+        #[command(flatten)]
+        build: BuildArgs,
+    },
     /// Load an index as a function does, once and twice, and print the peak resident sizes
     /// (run by `bench-capacity` in a fresh process).
     #[command(hide = true)]

@@ -167,6 +167,9 @@ pub fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::BenchLoad { index } => crate::capacity::load(&index),
+        Command::BenchPlan { docs, chunks, shards, part_bytes, build } => {
+            crate::plan_bench::run(&models, &docs, chunks, shards, part_bytes, &build)
+        }
         Command::BenchShards { beir, scale, shards, queries, workers, build } => {
             let set = load_beir(&beir, "test")?;
             let engine = open_engine(Arc::new(beir_index(&beir, &set, &models, &build)?), &models)?;

@@ -50,8 +50,8 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use sextant_core::build::{
-    encode_task, gather_parts, merge, merge_shard, plan_build, plan_part, shard_file, BuildReport as CoreReport, Built,
-    ChunkKey, EncodeTask, EncodedShard, Gathered, PartOffsets, PartSummary, Plan, Planned, Previous, ShardPlan,
+    encode_task, merge, merge_shard, plan_build, plan_part, shard_file, BuildReport as CoreReport, Built, ChunkKey,
+    EncodeTask, EncodedShard, Gather, Gathered, PartOffsets, PartSummary, Plan, Planned, Previous, ShardPlan,
     VectorCache, MAX_PARTS, REPORT_FILE,
 };
 use sextant_core::encode::{DenseEncoder, ModelSet, SparseEncoder, TextTokenizer};
@@ -517,7 +517,7 @@ fn sharded_count(job: &BuildJob) -> Result<usize> {
 }
 
 /// The `gather` step: reads every part's summary (one missing fails the build, naming it)
-/// and gathers them ([`gather_parts`]). When the fingerprint and the shard count are the
+/// and gathers them ([`Gather`]). When the fingerprint and the shard count are the
 /// current version's, nothing changed: it removes the build's files and answers
 /// `unchanged`. Otherwise it writes what the plan step writes for a single index (the
 /// encode Map's items) and what the Map of merges and `publish` read: the index shards,
@@ -535,16 +535,16 @@ pub async fn gather_step(
     let dir = build_dir(&target, build_id)?;
     let store = target.store();
     let parts: Vec<u32> = fetch_json(store, &dir, PARTS_FILE).await?;
-    let mut summaries = Vec::with_capacity(parts.len());
+    let options = build_options(models, job)?;
+    // One part's summary at a time beside the sums.
+    let mut gather = Gather::new(&options);
     for p in parts {
         let name = part_summary_file(p);
-        let summary: PartSummary =
-            sextant_core::index::format::decode_bincode(&dir, &name, &fetch(store, &dir, &name).await?)?;
-        summaries.push(summary);
+        let bytes = fetch(store, &dir, &name).await?;
+        let summary: PartSummary = sextant_core::index::format::decode_bincode(&dir, &name, &bytes)?;
+        tokio::task::block_in_place(|| gather.add(summary))?;
     }
-    let options = build_options(models, job)?;
-    let gathered = tokio::task::block_in_place(|| gather_parts(&options, &[], &summaries))?;
-    drop(summaries);
+    let gathered = gather.finish(&[])?;
     let Gathered { inputs_sha256, offsets, stats, tasks, mut report } = gathered;
     report.phases.plan += t.elapsed().as_secs_f64();
     let mut output = PlanOutput {

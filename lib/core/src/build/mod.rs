@@ -26,7 +26,7 @@ pub use encode::{encode_inputs, encode_task, EncodeTask, ENCODE_STEP};
 pub use encoded::{ChunkKey, EncodedChunk, EncodedShard, VectorCache};
 pub use merge::{lexical_only, merge, merge_shard, merge_shards, ShardPlan};
 pub use parts::{
-    gather_parts, plan_part, task_number, Gathered, PartOffsets, PartPlan, PartSummary, PlannedPart, MAX_PARTS,
+    gather_parts, plan_part, task_number, Gather, Gathered, PartOffsets, PartPlan, PartSummary, PlannedPart, MAX_PARTS,
 };
 pub use plan::{
     dense_windows, document_sha256, encoder_input, fingerprint, inputs_sha256, plan, shard_ranges, BuildOptions, Plan,

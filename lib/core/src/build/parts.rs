@@ -150,29 +150,50 @@ pub struct Gathered {
     pub report: BuildReport,
 }
 
-/// Gathers the summaries of every part (`summaries`, one per part number from 0, in order)
-/// of a build with `options` and `attachments`. A part missing or given twice is refused.
-pub fn gather_parts(
-    options: &BuildOptions,
-    attachments: &[(String, Vec<u8>)],
-    summaries: &[PartSummary],
-) -> Result<Gathered> {
-    if let Some((i, s)) = summaries.iter().enumerate().find(|(i, s)| s.part as usize != *i) {
-        return Err(Error::invalid(
-            "parts",
-            format!("summary {i} is of part {}: one summary per part, in order", s.part),
-        ));
+/// The parts' summaries, added one at a time in part order ([`Gather::add`]), so that
+/// only one part's BM25 statistics are held beside the sum.
+pub struct Gather {
+    options: BuildOptions,
+    at: PartOffsets,
+    offsets: Vec<PartOffsets>,
+    stats: LexicalStats,
+    hashes: Vec<[u8; 32]>,
+    tasks: Vec<u32>,
+    report: BuildReport,
+}
+
+impl Gather {
+    /// No part yet, of a build with `options`.
+    pub fn new(options: &BuildOptions) -> Self {
+        Gather {
+            options: options.clone(),
+            at: PartOffsets::default(),
+            offsets: Vec::new(),
+            stats: LexicalStats::default(),
+            hashes: Vec::new(),
+            tasks: Vec::new(),
+            report: BuildReport { index_id: options.index_id.clone(), ..Default::default() },
+        }
     }
-    let (mut offsets, mut at) = (Vec::with_capacity(summaries.len()), PartOffsets::default());
-    let mut stats = LexicalStats::default();
-    let mut report = BuildReport { index_id: options.index_id.clone(), ..Default::default() };
-    for s in summaries {
-        offsets.push(at);
+
+    /// Adds the next part's summary: it must be of the part after the last one added.
+    pub fn add(&mut self, summary: PartSummary) -> Result<()> {
+        let next = self.offsets.len();
+        if summary.part as usize != next {
+            return Err(Error::invalid(
+                "parts",
+                format!(
+                    "the summary of part {} came where part {next}'s was due: one per part, in order",
+                    summary.part
+                ),
+            ));
+        }
+        self.offsets.push(self.at);
         let too_many = || Error::invalid("corpus", "more than 2^32 documents or chunks in one index");
-        at.documents = at.documents.checked_add(s.documents.len() as u32).ok_or_else(too_many)?;
-        at.chunks = at.chunks.checked_add(s.chunks).ok_or_else(too_many)?;
-        stats.add(&s.stats);
-        let r = &s.report;
+        self.at.documents = self.at.documents.checked_add(summary.documents.len() as u32).ok_or_else(too_many)?;
+        self.at.chunks = self.at.chunks.checked_add(summary.chunks).ok_or_else(too_many)?;
+        self.stats.add(&summary.stats);
+        let (r, report) = (&summary.report, &mut self.report);
         report.documents += r.documents;
         report.chunks += r.chunks;
         report.chunks_encoded += r.chunks_encoded;
@@ -180,17 +201,39 @@ pub fn gather_parts(
         report.cache_rejected += r.cache_rejected;
         report.tokens_beyond_window += r.tokens_beyond_window;
         report.shards += r.shards;
+        // The parts are planned side by side: a phase takes as long as its slowest part.
         report.phases.plan = report.phases.plan.max(r.phases.plan);
         report.phases.read = report.phases.read.max(r.phases.read);
+        self.hashes.extend(summary.documents);
+        self.tasks.extend(summary.tasks);
+        Ok(())
     }
-    let hashes: Vec<[u8; 32]> = summaries.iter().flat_map(|s| s.documents.iter().copied()).collect();
-    Ok(Gathered {
-        inputs_sha256: fingerprint(options, attachments, &hashes)?,
-        offsets,
-        stats,
-        tasks: summaries.iter().flat_map(|s| s.tasks.iter().copied()).collect(),
-        report,
-    })
+
+    /// What the parts added make, with the build's `attachments` in its fingerprint.
+    pub fn finish(self, attachments: &[(String, Vec<u8>)]) -> Result<Gathered> {
+        Ok(Gathered {
+            inputs_sha256: fingerprint(&self.options, attachments, &self.hashes)?,
+            offsets: self.offsets,
+            stats: self.stats,
+            tasks: self.tasks,
+            report: self.report,
+        })
+    }
+}
+
+/// Gathers the summaries of every part (`summaries`, one per part number from 0, in order)
+/// of a build with `options` and `attachments` ([`Gather`]). A part missing or given
+/// twice is refused.
+pub fn gather_parts(
+    options: &BuildOptions,
+    attachments: &[(String, Vec<u8>)],
+    summaries: impl IntoIterator<Item = PartSummary>,
+) -> Result<Gathered> {
+    let mut gather = Gather::new(options);
+    for summary in summaries {
+        gather.add(summary)?;
+    }
+    gather.finish(attachments)
 }
 
 impl ShardPlan {

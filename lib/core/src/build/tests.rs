@@ -492,7 +492,7 @@ fn a_corpus_planned_in_parts_makes_the_shard_plans_one_process_makes() {
         .map(|part| part.finish(&cache, 3).unwrap())
         .collect();
     let summaries: Vec<PartSummary> = planned.iter().map(|p| p.summary.clone()).collect();
-    let gathered = gather_parts(&options(5), &[], &summaries).unwrap();
+    let gathered = gather_parts(&options(5), &[], summaries.clone()).unwrap();
     assert_eq!(gathered.inputs_sha256, plan.inputs_sha256, "the fingerprint one process computes");
     assert_eq!(gathered.stats, plan.lexical_stats(), "BM25's statistics over the whole corpus");
     assert_eq!((gathered.report.documents, gathered.report.chunks), (7, plan.chunks.len()));
@@ -531,6 +531,6 @@ fn a_corpus_planned_in_parts_makes_the_shard_plans_one_process_makes() {
     again.push((d0.pieces[home].clone(), PartOffsets { documents: 7, chunks: plan.chunks.len() as u32 }));
     let err = ShardPlan::gather(home, again, gathered.inputs_sha256.clone()).unwrap_err().to_string();
     assert!(err.contains("\"d0\"") && err.contains("two parts"), "{err}");
-    let err = gather_parts(&options(5), &[], &summaries[1..]).unwrap_err().to_string();
+    let err = gather_parts(&options(5), &[], summaries[1..].to_vec()).unwrap_err().to_string();
     assert!(err.contains("part 1"), "{err}");
 }
