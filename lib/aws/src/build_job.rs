@@ -72,7 +72,7 @@ pub struct BuildJob {
     /// root manifest, docs/shards.md). The template sets it to `ShardCount`.
     #[serde(default)]
     pub index_shards: usize,
-    /// Corpus bytes a part of a sharded build's plan reads at most (default 256 MiB; at
+    /// Corpus bytes a part of a sharded build's plan reads at most (default 64 MiB; at
     /// least 1): the build workflow plans each part in its own invocation
     /// ([`crate::build_steps`]), so no invocation holds the whole corpus's plan. An object
     /// larger than a part is a part of its own.
@@ -101,8 +101,10 @@ fn default_shard_chunks() -> usize {
 fn default_part_bytes() -> u64 {
     DEFAULT_PART_BYTES
 }
-/// Corpus bytes a part of a sharded build's plan reads at most, by default.
-pub const DEFAULT_PART_BYTES: u64 = 256 << 20;
+/// Corpus bytes a part of a sharded build's plan reads at most, by default: about 90,000
+/// chunks of filing text, which 2 cores plan in about 2 minutes (tokenizing is most of it;
+/// docs/shards.md, "A plan in corpus parts"), well inside one invocation's 900 s.
+pub const DEFAULT_PART_BYTES: u64 = 64 << 20;
 fn default_bm25() -> Bm25Params {
     Bm25Params::default()
 }
