@@ -80,22 +80,30 @@ impl BuildOptions {
 }
 
 /// Measures text with both encoders' tokenizers, taking the larger count, so a chunk fits
-/// both windows.
+/// both windows; with one of them when they cut text alike
+/// ([`TextTokenizer::splits_like`]), since the other would give the same.
 struct BothTokenizers<'a> {
     dense: &'a TextTokenizer,
-    sparse: &'a TextTokenizer,
+    /// `None` when it splits like `dense`.
+    sparse: Option<&'a TextTokenizer>,
+}
+
+impl<'a> BothTokenizers<'a> {
+    fn new(dense: &'a TextTokenizer, sparse: &'a TextTokenizer) -> Self {
+        BothTokenizers { dense, sparse: (!sparse.splits_like(dense)).then_some(sparse) }
+    }
 }
 
 impl TokenMeasure for BothTokenizers<'_> {
     fn count(&self, text: &str) -> usize {
-        self.dense.count_tokens(text).max(self.sparse.count_tokens(text))
+        let d = self.dense.count_tokens(text);
+        self.sparse.map_or(d, |s| d.max(s.count_tokens(text)))
     }
     fn token_ranges(&self, text: &str) -> Vec<Range<usize>> {
-        let (d, s) = (self.dense.token_ranges(text), self.sparse.token_ranges(text));
-        if s.len() > d.len() {
-            s
-        } else {
-            d
+        let d = self.dense.token_ranges(text);
+        match self.sparse.map(|s| s.token_ranges(text)) {
+            Some(s) if s.len() > d.len() => s,
+            _ => d,
         }
     }
 }
@@ -257,7 +265,7 @@ pub fn plan(
             return Err(Error::invalid("documentId", format!("duplicate document id {:?}", d.document_id)));
         }
     }
-    let measure = BothTokenizers { dense, sparse };
+    let measure = BothTokenizers::new(dense, sparse);
     let room = WINDOW - SPECIAL_TOKENS;
     #[allow(clippy::type_complexity)]
     let per_doc: Vec<(Vec<Chunk>, Vec<String>, Vec<Vec<String>>, u64)> = documents

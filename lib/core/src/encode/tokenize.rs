@@ -6,6 +6,7 @@
 
 use std::path::Path;
 
+use sha2::Digest;
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
 use crate::error::{Error, Result};
@@ -41,6 +42,9 @@ pub struct TextTokenizer {
     pair: Tokenizer,
     /// No truncation and no padding: for measuring and cutting text.
     plain: Tokenizer,
+    /// SHA-256 of `plain` serialized: its normalizer, pre-tokenizer, vocabulary, added and
+    /// special tokens ([`TextTokenizer::splits_like`]), worked out when first asked.
+    splits: std::sync::OnceLock<Option<[u8; 32]>>,
 }
 
 impl TextTokenizer {
@@ -66,6 +70,7 @@ impl TextTokenizer {
         plain.with_truncation(None).map_err(|e| Error::Tokenizer(e.to_string()))?;
         Ok(TextTokenizer {
             plain,
+            splits: std::sync::OnceLock::new(),
             single: with(TruncationStrategy::LongestFirst)?,
             pair: with(TruncationStrategy::OnlySecond)?,
         })
@@ -104,6 +109,19 @@ impl TextTokenizer {
         self.plain.encode(text, false).map(|e| e.get_offsets().iter().map(|&(a, b)| a..b).collect()).unwrap_or_default()
     }
 
+    /// Whether `other` cuts every text into the same tokens as this one: their files differ
+    /// at most in truncation and padding, which measuring and cutting leave out (the
+    /// default dense and sparse models' tokenizers do). A plan then measures text once.
+    pub fn splits_like(&self, other: &TextTokenizer) -> bool {
+        matches!((self.splits(), other.splits()), (Some(a), Some(b)) if a == b)
+    }
+
+    /// The hash of how this tokenizer splits text (`None` if it cannot be serialized, which
+    /// a loaded one always can: it then splits like no other).
+    fn splits(&self) -> Option<[u8; 32]> {
+        *self.splits.get_or_init(|| self.plain.to_string(false).ok().map(|json| sha2::Sha256::digest(json).into()))
+    }
+
     /// The vocabulary string of an id, if any.
     pub fn id_to_token(&self, id: u32) -> Option<String> {
         self.single.id_to_token(id)
@@ -112,5 +130,28 @@ impl TextTokenizer {
     /// The vocabulary size (special tokens included).
     pub fn vocab_size(&self) -> usize {
         self.single.get_vocab_size(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::model_dir;
+
+    #[test]
+    fn the_default_encoders_tokenizers_split_alike_and_mpnets_does_not() {
+        let load = |name: &str| TextTokenizer::of_model(&model_dir().join(name)).unwrap();
+        let (dense, sparse, mpnet) = (load("minilm-l6-v2"), load("splade-tiny"), load("mpnet-base-v2"));
+        // Their files differ (truncation, padding), not how they cut text.
+        assert!(dense.splits_like(&sparse) && sparse.splits_like(&dense));
+        assert!(!dense.splits_like(&mpnet), "another vocabulary");
+        for text in [
+            "Net revenue rose 12% to $4.1bn in Q3 FY2024 (see Note 7).",
+            "Café Müller’s naïve résumé — “quoted” … 東京 ﬁnancials\tand\u{00a0}spaces",
+            "",
+        ] {
+            assert_eq!(dense.count_tokens(text), sparse.count_tokens(text), "{text}");
+            assert_eq!(dense.token_ranges(text), sparse.token_ranges(text), "{text}");
+        }
     }
 }
