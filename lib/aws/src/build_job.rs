@@ -102,7 +102,7 @@ fn default_part_bytes() -> u64 {
     DEFAULT_PART_BYTES
 }
 /// Corpus bytes a part of a sharded build's plan reads at most, by default: about 90,000
-/// chunks of filing text, which 2 cores plan in about 2 minutes (tokenizing is most of it;
+/// chunks of filing text, which 2 cores plan in about a minute (tokenizing is most of it;
 /// docs/shards.md, "A plan in corpus parts"), well inside one invocation's 900 s.
 pub const DEFAULT_PART_BYTES: u64 = 64 << 20;
 fn default_bm25() -> Bm25Params {
