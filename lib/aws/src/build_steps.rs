@@ -583,11 +583,10 @@ pub async fn gather_step(
         encoded: tasks.iter().map(|&k| format!("{dir}/{}", shard_file(k as usize))).collect(),
         cache: Vec::new(),
     };
+    // The parts left to the cache what it holds: a merge must find it there, so a cache
+    // that cannot be listed now fails the step (the workflow retries it).
     if let Some(pointer) = &pointer {
-        match target.cache_files(pointer).await {
-            Ok(files) => sources.cache = files,
-            Err(e) => tracing::warn!(error = %e, "the current version's vector cache could not be listed"),
-        }
+        sources.cache = target.cache_files(pointer).await?;
     }
     let upload = |name: String, bytes: Vec<u8>| {
         let key = format!("{dir}/{name}");

@@ -100,18 +100,7 @@ impl Plan {
     /// go to shard [`shard_of`]`(d's id, count)`, each in plan order.
     pub fn split(self, count: usize) -> Vec<ShardPlan> {
         let count = count.max(1);
-        let part = |shard| ShardPlan {
-            shard,
-            options: self.options.clone(),
-            documents: Vec::new(),
-            order: Vec::new(),
-            chunks: Vec::new(),
-            plan_chunks: Vec::new(),
-            inputs: Vec::new(),
-            keys: Vec::new(),
-            sparse_vocab: self.sparse_vocab,
-            inputs_sha256: self.inputs_sha256.clone(),
-        };
+        let part = |shard| ShardPlan::empty(shard, &self.options, self.sparse_vocab, self.inputs_sha256.clone());
         let mut parts: Vec<ShardPlan> = (0..count).map(part).collect();
         let home: Vec<usize> = self.documents.iter().map(|d| shard_of(&d.document_id, count)).collect();
         let mut ordinal = vec![0u32; self.documents.len()];
@@ -135,6 +124,22 @@ impl Plan {
 }
 
 impl ShardPlan {
+    /// Index shard `shard`'s plan with no document yet.
+    pub(super) fn empty(shard: usize, options: &BuildOptions, sparse_vocab: usize, inputs_sha256: String) -> Self {
+        ShardPlan {
+            shard,
+            options: options.clone(),
+            documents: Vec::new(),
+            order: Vec::new(),
+            chunks: Vec::new(),
+            plan_chunks: Vec::new(),
+            inputs: Vec::new(),
+            keys: Vec::new(),
+            sparse_vocab,
+            inputs_sha256,
+        }
+    }
+
     /// The vectors of each of the shard's chunks, in chunk order, from `cache` (which
     /// holds the build's fresh vectors and the previous version's): a chunk it lacks is an
     /// error naming the shard and the chunk.

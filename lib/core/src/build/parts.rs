@@ -247,18 +247,7 @@ impl ShardPlan {
         let Some((first, at)) = pieces.next() else {
             return Err(Error::invalid("parts", format!("index shard {shard} has no piece of any part")));
         };
-        let mut joined = ShardPlan {
-            shard,
-            options: first.options.clone(),
-            documents: Vec::new(),
-            order: Vec::new(),
-            chunks: Vec::new(),
-            plan_chunks: Vec::new(),
-            inputs: Vec::new(),
-            keys: Vec::new(),
-            sparse_vocab: first.sparse_vocab,
-            inputs_sha256,
-        };
+        let mut joined = ShardPlan::empty(shard, &first.options, first.sparse_vocab, inputs_sha256);
         let mut ids = HashSet::new();
         for (piece, at) in std::iter::once((first, at)).chain(pieces) {
             if piece.shard != shard || piece.options != joined.options || piece.sparse_vocab != joined.sparse_vocab {
