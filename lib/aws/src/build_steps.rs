@@ -205,6 +205,26 @@ pub struct PlanOutput {
     pub report: CoreReport,
 }
 
+impl PlanOutput {
+    /// The answer of a build of `job` whose inputs are unchanged: nothing to encode or
+    /// merge, no list written (in `bucket`), an empty report. The steps fill in the rest.
+    fn unchanged(build_id: &str, job: &BuildJob, bucket: &str) -> Result<Self> {
+        Ok(PlanOutput {
+            build_id: build_id.into(),
+            job: serde_json::to_value(job)?,
+            unchanged: true,
+            task_count: 0,
+            tasks_bucket: bucket.to_string(),
+            tasks_key: String::new(),
+            index_shards: 0,
+            merges_key: String::new(),
+            part_count: 0,
+            parts_key: String::new(),
+            report: CoreReport::default(),
+        })
+    }
+}
+
 /// What a `plan_part` invocation answers (the gather reads the summary it leaves).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlannedPartOutput {
@@ -376,19 +396,7 @@ pub async fn plan_step(
     let target = VersionedIndex::new(config, &Location::parse(&job.target)?)?;
     let dir = build_dir(&target, build_id)?;
     let store = target.store();
-    let output = PlanOutput {
-        build_id: build_id.into(),
-        job: serde_json::to_value(job)?,
-        unchanged: true,
-        task_count: 0,
-        tasks_bucket: store.bucket().to_string(),
-        tasks_key: String::new(),
-        index_shards: 0,
-        merges_key: String::new(),
-        part_count: 0,
-        parts_key: String::new(),
-        report: CoreReport::default(),
-    };
+    let output = PlanOutput::unchanged(build_id, job, store.bucket())?;
     if let Some(count) = job.sharded() {
         super::build_job::warn_facts_left_out(job);
         let (parts, replaced) = corpus_parts(&job.corpus, job.part_bytes, config).await?;
@@ -539,26 +547,17 @@ pub async fn gather_step(
     // One part's summary at a time beside the sums.
     let mut gather = Gather::new(&options);
     for p in parts {
-        let name = part_summary_file(p);
-        let bytes = fetch(store, &dir, &name).await?;
-        let summary: PartSummary = sextant_core::index::format::decode_bincode(&dir, &name, &bytes)?;
+        let summary: PartSummary = fetch_bincode(store, &dir, &part_summary_file(p)).await?;
         tokio::task::block_in_place(|| gather.add(summary))?;
     }
     let gathered = gather.finish(&[])?;
     let Gathered { inputs_sha256, offsets, stats, tasks, mut report } = gathered;
     report.phases.plan += t.elapsed().as_secs_f64();
-    let mut output = PlanOutput {
-        build_id: build_id.into(),
-        job: serde_json::to_value(job)?,
-        unchanged: false,
-        task_count: tasks.len(),
-        tasks_bucket: store.bucket().to_string(),
-        tasks_key: format!("{dir}/{TASKS_FILE}"),
+    let output = PlanOutput {
         index_shards: count,
-        merges_key: format!("{dir}/{MERGES_FILE}"),
         part_count: offsets.len(),
         parts_key: format!("{dir}/{PARTS_FILE}"),
-        report: CoreReport::default(),
+        ..PlanOutput::unchanged(build_id, job, store.bucket())?
     };
     let pointer = target.pointer().await?.pointer;
     if let Some(pointer) = pointer.as_ref().filter(|p| p.shards == count) {
@@ -569,14 +568,7 @@ pub async fn gather_step(
             let chunks = report.chunks;
             report = CoreReport { chunks_encoded: 0, chunks_reused: chunks, unchanged: true, ..report };
             report.seconds = report.phases.total();
-            return Ok(PlanOutput {
-                unchanged: true,
-                task_count: 0,
-                tasks_key: String::new(),
-                merges_key: String::new(),
-                report,
-                ..output
-            });
+            return Ok(PlanOutput { report, ..output });
         }
     }
     let mut sources = Sources {
@@ -605,8 +597,14 @@ pub async fn gather_step(
     upload(OFFSETS_FILE.into(), serde_json::to_vec(&Offsets { inputs_sha256, parts: offsets })?).await?;
     let merges: Vec<u32> = (0..count as u32).collect();
     upload(MERGES_FILE.into(), serde_json::to_vec(&merges)?).await?;
-    output.report = report;
-    Ok(output)
+    Ok(PlanOutput {
+        unchanged: false,
+        task_count: tasks.len(),
+        tasks_key: format!("{dir}/{TASKS_FILE}"),
+        merges_key: format!("{dir}/{MERGES_FILE}"),
+        report,
+        ..output
+    })
 }
 
 /// The encode step: shard `shard` of build `build_id`.
@@ -654,8 +652,7 @@ pub async fn merge_step(
     let previous = previous_version(&target, &expected).await;
     let dir = build_dir(&target, build_id)?;
     let store = target.store();
-    let file: PlanFile =
-        sextant_core::index::format::decode_bincode(&dir, "plan.bin", &fetch(store, &dir, "plan.bin").await?)?;
+    let file: PlanFile = fetch_bincode(store, &dir, "plan.bin").await?;
     let tasks = file.plan.tasks(&previous.cache);
     let mut shards = Vec::with_capacity(tasks.len());
     for task in &tasks {
@@ -730,6 +727,11 @@ async fn encode_reports(store: &crate::s3::S3Store, dir: &str, numbers: &[u32]) 
     Ok(reports)
 }
 
+/// A bincode file of the build, decoded; an error naming it when it is missing or damaged.
+async fn fetch_bincode<T: serde::de::DeserializeOwned>(store: &crate::s3::S3Store, dir: &str, name: &str) -> Result<T> {
+    sextant_core::index::format::decode_bincode(dir, name, &fetch(store, dir, name).await?)
+}
+
 /// A JSON file of the build, decoded; an error naming it when it is missing or not `T`.
 async fn fetch_json<T: serde::de::DeserializeOwned>(store: &crate::s3::S3Store, dir: &str, name: &str) -> Result<T> {
     let bytes = fetch(store, dir, name).await?;
@@ -760,14 +762,12 @@ pub async fn merge_shard_step(
     let mut pieces = Vec::with_capacity(offsets.parts.len());
     for (p, at) in offsets.parts.iter().enumerate() {
         let name = part_piece_file(p as u32, shard);
-        let piece: ShardPlan =
-            sextant_core::index::format::decode_bincode(&dir, &name, &fetch(store, &dir, &name).await?)?;
+        let piece: ShardPlan = fetch_bincode(store, &dir, &name).await?;
         pieces.push((piece, *at));
     }
     let part = tokio::task::block_in_place(|| ShardPlan::gather(shard as usize, pieces, offsets.inputs_sha256))?;
     let stats_name = format!("{STAGED}{STATS_FILE}");
-    let stats: LexicalStats =
-        sextant_core::index::format::decode_bincode(&dir, &stats_name, &fetch(store, &dir, &stats_name).await?)?;
+    let stats: LexicalStats = fetch_bincode(store, &dir, &stats_name).await?;
     let sources = fetch_json::<Sources>(store, &dir, SOURCES_FILE).await?.for_shard(shard);
     let wanted: std::collections::HashSet<ChunkKey> = part.keys.iter().copied().collect();
     let (mut cache, mut missing) = (VectorCache::new(), Vec::new());
