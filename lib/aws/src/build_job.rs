@@ -18,6 +18,7 @@ use sextant_core::storage::{Location, MemStore};
 use sextant_finance::{FactStore, Financials};
 
 use super::build_lease::LeaseHold;
+use super::catalog::{Catalog, CreatedIndex};
 use super::s3::S3Store;
 use super::versions::{PointerState, Published, VersionedIndex};
 
@@ -78,6 +79,12 @@ pub struct BuildJob {
     /// larger than a part is a part of its own.
     #[serde(default = "default_part_bytes")]
     pub part_bytes: u64,
+    /// Whether a corpus without documents builds an empty index (default `false`: it is
+    /// refused, an emptied corpus prefix being more often a mistake than a wish). Set for
+    /// the indexes created through the API ([`BuildJob::of_created`]), which are emptied by
+    /// deleting their documents.
+    #[serde(default)]
+    pub allow_empty: bool,
     /// The build lease this run holds, when a corpus write or the schedule started it
     /// through [`BuildWorkflow::request`](crate::build_workflow::BuildWorkflow::request);
     /// its last step hands the lease on ([`BuildWorkflow::finish`](crate::build_workflow::BuildWorkflow::finish)).
@@ -173,6 +180,29 @@ impl BuildJob {
         Ok(job)
     }
 
+    /// The job of index `id`, created through the API with `created` ([`Catalog`]): its
+    /// corpus and versions in the catalog's bucket, cut as it was created, a single index
+    /// without facts; the rest (versions kept) from `defaults`.
+    pub fn of_created(
+        catalog: &Catalog,
+        id: &str,
+        created: &CreatedIndex,
+        defaults: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<Self> {
+        let job = serde_json::json!({
+            "index_id": id,
+            "corpus": format!("{}/", catalog.corpus_location(id)),
+            "target": catalog.index_location(id).to_string(),
+            "chunk_tokens": created.chunk_tokens,
+            "chunk_overlap": created.chunk_overlap,
+            "facts": null,
+            "index_shards": 0,
+            "allow_empty": true,
+        });
+        let keep = defaults.get("keep_versions").map(|k| ("keep_versions".to_string(), k.clone()));
+        BuildJob::from_event(job, &keep.into_iter().collect())
+    }
+
     /// The index shards the job builds: `None` for a single index (`index_shards` 0 or 1).
     pub fn sharded(&self) -> Option<usize> {
         (self.index_shards > 1).then_some(self.index_shards)
@@ -257,6 +287,22 @@ pub async fn run(job: &BuildJob, models: &ModelSet, config: &aws_config::SdkConf
     Ok(BuildReport { build: report, published: Some(published), publish_seconds: t.elapsed().as_secs_f64() })
 }
 
+/// The index of no documents that `job` builds, cut as it says: what a created index
+/// serves until its first version is published (its writes are built by the workflow).
+pub fn empty_index(models: &ModelSet, job: &BuildJob) -> Result<sextant_core::index::Index> {
+    use sextant_core::build::{lexical_only, plan_build, Planned};
+    use sextant_core::encode::{ModelInfo, TextTokenizer};
+    let options = build_options(models, job)?;
+    let tokenizers = (TextTokenizer::of_model(&models.dense)?, TextTokenizer::of_model(&models.sparse)?);
+    let dim = ModelInfo::read(&models.dense)?.hidden_size;
+    match plan_build(Vec::new(), &[], &options, (&tokenizers.0, &tokenizers.1), &Previous::none(), None)? {
+        Planned::Ready { plan, .. } => lexical_only(*plan, dim),
+        Planned::Unchanged(_) => {
+            Err(Error::invalid("corpus", "an empty plan is never unchanged without a previous build"))
+        }
+    }
+}
+
 /// The build options of `job` with these models' checksums.
 pub fn build_options(models: &ModelSet, job: &BuildJob) -> Result<BuildOptions> {
     Ok(BuildOptions {
@@ -271,11 +317,20 @@ pub fn build_options(models: &ModelSet, job: &BuildJob) -> Result<BuildOptions> 
     })
 }
 
-/// Reads a job's documents (refusing a corpus without any) and its facts (none when the
+/// Reads a job's documents (refusing a corpus without any, unless the job allows it) and its facts (none when the
 /// job names none; a bad location is reported as the `facts` field).
 pub async fn read_inputs(job: &BuildJob, config: &aws_config::SdkConfig) -> Result<(Vec<Document>, FactStore)> {
-    let documents = read_corpus(&job.corpus, config).await?;
-    if documents.is_empty() {
+    let documents = match read_corpus(&job.corpus, config).await {
+        // An emptied prefix: an index that allows it (created through the API, its last
+        // document deleted) is built empty.
+        Err(Error::InvalidArgument { field, reason })
+            if job.allow_empty && field == "corpus" && reason.ends_with(NO_DOCUMENTS) =>
+        {
+            Vec::new()
+        }
+        read => read?,
+    };
+    if documents.is_empty() && !job.allow_empty {
         return Err(Error::invalid("corpus", format!("{} holds no documents", job.corpus)));
     }
     let facts = match &job.facts {

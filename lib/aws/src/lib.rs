@@ -14,6 +14,7 @@ pub mod build_job;
 pub mod build_lease;
 pub mod build_steps;
 pub mod build_workflow;
+pub mod catalog;
 mod dynamo;
 mod key_store_spec;
 pub mod memory;
@@ -24,6 +25,7 @@ mod secrets;
 pub mod shard_function;
 pub mod versions;
 
+pub use catalog::{Catalog, CreatedIndex};
 pub use dynamo::DynamoKeyStore;
 pub use key_store_spec::KeyStoreSpec;
 pub use memory::{Fit, MemoryBudget};

@@ -256,6 +256,17 @@ impl Refresher {
         self.sources.lock().expect("sources lock").insert(id.to_string(), source);
     }
 
+    /// The ids of the indexes watched that serve no version yet (they failed to load).
+    pub fn watched_without_version(&self) -> Vec<String> {
+        let sources = self.sources.lock().expect("sources lock");
+        sources.iter().filter(|(_, s)| s.version.is_empty()).map(|(id, _)| id.clone()).collect()
+    }
+
+    /// Stops watching index `id` (it was deleted): a check no longer loads its versions.
+    pub fn unwatch(&self, id: &str) {
+        self.sources.lock().expect("sources lock").remove(id);
+    }
+
     /// A permit to check now, when a check is due and none is running (or the running one is
     /// older than [`STALE_CHECK`]); `None` otherwise.
     pub fn begin(&self) -> Option<CheckPermit> {
@@ -348,6 +359,10 @@ impl Refresher {
             let t = Instant::now();
             match self.open(&id, &index, &pointer).await {
                 Ok(loaded) => {
+                    if !self.sources.lock().expect("sources lock").contains_key(&id) {
+                        // Deleted while it loaded ([`Refresher::unwatch`]): not served again.
+                        continue;
+                    }
                     let resident = loaded.resident_bytes();
                     swap_in(&id, loaded);
                     tracing::info!(

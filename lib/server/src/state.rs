@@ -185,6 +185,7 @@ impl AppState {
     pub fn remove_index(&self, id: &str) {
         self.stores.write().expect("stores lock").remove(id);
         self.versions.write().expect("versions lock").remove(id);
+        self.reloading.write().expect("reloading lock").remove(id);
         self.stop_serving(id);
     }
 
