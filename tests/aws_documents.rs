@@ -366,7 +366,7 @@ async fn s3_events_start_one_build_at_a_time_that_serves_an_uploaded_file() {
     let (dynamo, table) = lease_table().await;
     let lease = BuildLease::new(&dynamo, &table, 60);
     // No workflow: the function builds itself, debounced by the lease.
-    let starts = Builds { lease: Some(lease), workflow: None };
+    let starts = Builds { lease: Some(lease), ..Default::default() };
     s3_client(&f.config)
         .put_object()
         .bucket(&f.bucket)
@@ -435,6 +435,7 @@ async fn corpus_events_and_the_schedule_start_the_workflow_one_execution_at_a_ti
     let builds = Builds {
         lease: Some(BuildLease::new(&config, &table, 3600)),
         workflow: Some(BuildWorkflow::new(&config, &arn)),
+        catalog: None,
     };
     let defaults =
         json!({"index_id": "kb", "corpus": "s3://sextant-kb/corpora/kb/", "target": "s3://sextant-kb/indexes/kb"});
@@ -614,4 +615,202 @@ async fn a_sharded_build_planned_in_corpus_parts_is_the_one_process_build() {
     assert!(again.build.unchanged, "one process finds the parts' version its own: {again:?}");
     let pointer = VersionedIndex::new(&config, &Location::parse(&target).unwrap()).unwrap().current().await.unwrap();
     assert_eq!(pointer.shards, 2);
+}
+
+/// The keys under `prefix` of `bucket`, sorted.
+async fn keys_under(s3: &aws_sdk_s3::Client, bucket: &str, prefix: &str) -> Vec<String> {
+    let out = s3.list_objects_v2().bucket(bucket).prefix(prefix).send().await.unwrap();
+    let mut keys: Vec<String> = out.contents().iter().filter_map(|o| o.key().map(str::to_string)).collect();
+    keys.sort();
+    keys
+}
+
+/// A warm function's refresh: every new version `refresher` finds, swapped into `state`.
+async fn refresh_into(refresher: &sextant_aws::Refresher, state: &Arc<AppState>) {
+    refresher
+        .check_now(
+            refresher.begin().expect("due"),
+            |id, loaded| {
+                let version = loaded.pointer.version.clone();
+                state.replace_index(id, ServedIndex::of(loaded.searcher, loaded.financials), Some(version));
+            },
+            |id| state.unload_index(id),
+        )
+        .await;
+}
+
+/// The S3 event of a write to `key`, as EventBridge delivers it.
+fn object_created(key: &str) -> Value {
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../events/index-build/s3-object-created.json");
+    let mut event: Value = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
+    event["detail"]["object"]["key"] = json!(key);
+    event
+}
+
+/// Indexes managed through the API on AWS (`SEXTANT_CATALOG`): a creation writes only its
+/// marker, into prefixes that hold nothing, and serves the index at once, empty; a write's
+/// S3 event builds that index, cut as it was created; a function started later serves it
+/// at its published version; a deletion removes its versions, documents and marker, and
+/// the other functions let it go at their next refresh. The deployment's own index is
+/// neither created nor deleted, and bad input is refused naming the field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn indexes_created_through_the_api_take_documents_are_built_served_everywhere_and_deleted() {
+    use sextant_aws::{Catalog, Refresher};
+    use sextant_lambda::index_admin::S3IndexAdmin;
+
+    let f = fixture().await;
+    let s3 = s3_client(&f.config);
+    let catalog = Catalog::new(&f.config, &Location::parse(&format!("s3://{}/", f.bucket)).unwrap()).unwrap();
+    // A refresh is due at every call, as after `SEXTANT_REFRESH_SECS`.
+    let refresher = Refresher::new(std::time::Duration::ZERO, f.models.clone());
+    let admin = S3IndexAdmin::new(catalog.clone(), f.config.clone(), f.models.clone(), &f.state, refresher.clone());
+    f.state.set_index_admin(admin.clone());
+    let put = |path: &str, key: &'static str, body: &'static str| {
+        let (app, path) = (f.app.clone(), path.to_string());
+        async move { call(&app, "PUT", &path, key, "application/json", body.as_bytes()).await }
+    };
+
+    // Refused, naming the field, and nothing written.
+    let s3_before = keys_under(&s3, &f.bucket, "").await;
+    for (path, key, body, status, field) in [
+        ("/v1/indexes/Notes", ADMIN, "{}", 400, Some("index")),
+        ("/v1/indexes/kb-facts", ADMIN, "{}", 400, Some("index")),
+        ("/v1/indexes/notes", ADMIN, r#"{"chunkTokens": 8}"#, 400, Some("chunkTokens")),
+        ("/v1/indexes/notes", ADMIN, r#"{"chunkTokens": 64, "chunkOverlap": 40}"#, 400, Some("chunkOverlap")),
+        ("/v1/indexes/notes", ADMIN, r#"{"chunk_tokens": 64}"#, 400, None),
+        ("/v1/indexes/notes", WRITER, "{}", 403, None),
+        ("/v1/indexes/kb", ADMIN, "{}", 409, None),
+    ] {
+        let (got, body) = put(path, key, body).await;
+        assert_eq!(got, status, "{path} {body}");
+        if let Some(field) = field {
+            assert_eq!(body["error"]["field"], field, "{path} {body}");
+        }
+    }
+    assert_eq!(keys_under(&s3, &f.bucket, "").await, s3_before);
+    // A prefix holding objects no creation wrote is not taken over.
+    s3.put_object()
+        .bucket(&f.bucket)
+        .key("corpora/stale/left.md")
+        .body(ByteStream::from(b"left over".to_vec()))
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = put("/v1/indexes/stale", ADMIN, "{}").await;
+    assert_eq!((status, body["error"]["code"].as_str()), (409, Some("conflict")), "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("corpora/stale/"), "{body}");
+
+    // Created: served at once, empty, writable; the same call again is a 200, other options a 409.
+    let (status, body) = put("/v1/indexes/notes", ADMIN, r#"{"chunkTokens": 64}"#).await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!((body["documents"].as_u64(), body["writable"].as_bool()), (Some(0), Some(true)), "{body}");
+    assert_eq!(body["settings"]["chunkTokens"], 64, "{body}");
+    assert_eq!(keys_under(&s3, &f.bucket, "indexes/.created/").await, ["indexes/.created/notes.json"]);
+    assert_eq!(put("/v1/indexes/notes", ADMIN, r#"{"chunkTokens": 64}"#).await.0, 200);
+    assert_eq!(put("/v1/indexes/notes", ADMIN, r#"{"chunkTokens": 128}"#).await.0, 409);
+    let (status, body) = call(&f.app, "GET", "/v1/indexes", ADMIN, "text/plain", b"").await;
+    let ids: Vec<&str> = body["indexes"].as_array().unwrap().iter().map(|i| i["index"].as_str().unwrap()).collect();
+    assert_eq!((status, ids), (200, vec!["kb", "notes"]), "{body}");
+
+    // A write lands in its corpus prefix; its S3 event builds the index, cut as created.
+    let memo = "Quarterly planning memo. The wind turbine programme moves to the northern site in May, \
+        after the grid connection is approved by the regional operator. Blade deliveries are rescheduled \
+        to June, and the crane contract is extended by eight weeks at the same daily rate. The finance \
+        team expects the capital expenditure to land within the approved budget, with a contingency of \
+        four percent kept for weather delays during installation of the nacelles.";
+    let (status, body) =
+        call(&f.app, "PUT", "/v1/indexes/notes/documents/memo", ADMIN, "text/plain", memo.as_bytes()).await;
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(keys_under(&s3, &f.bucket, "corpora/notes/").await, ["corpora/notes/memo.json"]);
+    let builds = Builds { catalog: Some(catalog.clone()), ..Default::default() };
+    // The deployment's own job, as the function's environment gives it.
+    let own = f.job();
+    let defaults = json!({"index_id": own.index_id, "corpus": own.corpus, "target": own.target, "keep_versions": 2});
+    let defaults = defaults.as_object().unwrap();
+    let out =
+        handle_build_event(object_created("corpora/notes/memo.json"), f.models.set(), &f.config, defaults, &builds)
+            .await
+            .unwrap();
+    assert_eq!(out["index_id"], "notes", "{out}");
+    assert!(out["builds"][0]["version"].is_string(), "{out}");
+    // The own corpus still builds the own index; the facts' prefix and unknown ones build nothing.
+    let out = handle_build_event(object_created("corpora/kb/seed.jsonl"), f.models.set(), &f.config, defaults, &builds)
+        .await
+        .unwrap();
+    assert_eq!(out["index_id"], "kb", "{out}");
+    for key in ["corpora/kb-facts/facts.jsonl", "corpora/stale/left.md", "elsewhere/x.md"] {
+        let out = handle_build_event(object_created(key), f.models.set(), &f.config, defaults, &builds).await.unwrap();
+        assert_eq!(out, json!({"ignored": key}));
+    }
+
+    // The refresh swaps the built version in.
+    refresh_into(&refresher, &f.state).await;
+    let (status, body) = call(&f.app, "GET", "/v1/indexes/notes", ADMIN, "text/plain", b"").await;
+    assert_eq!((status, body["documents"].as_u64()), (200, Some(1)), "{body}");
+    assert!(body["chunks"].as_u64().unwrap() >= 2, "cut at 64 tokens: {body}");
+    let version = body["version"].as_str().expect("a published version").to_string();
+    let query = json!({"query": "when do blade deliveries arrive", "index": "notes", "top_k": 3}).to_string();
+    let (status, body) = call(&f.app, "POST", "/v1/retrieve", ADMIN, "application/json", query.as_bytes()).await;
+    assert_eq!((status, body["chunks"][0]["source"]["documentId"].as_str()), (200, Some("memo")), "{body}");
+    let (status, body) = call(&f.app, "GET", "/v1/indexes/notes/documents/memo", ADMIN, "text/plain", b"").await;
+    assert_eq!((status, body["status"].as_str()), (200, Some("live")), "{body}");
+
+    // Another function, started now, serves it at that version.
+    let keys = LocalKeyStore::in_memory();
+    keys.add(ADMIN, "tests", "enterprise", vec!["*:admin".into()]).unwrap();
+    let other = AppState::new(Arc::new(keys), ApiConfig { default_index: "kb".into(), ..Default::default() });
+    other.set_indexes(Indexes::new());
+    let other_refresher = Refresher::new(std::time::Duration::ZERO, f.models.clone());
+    let other_admin = S3IndexAdmin::new(catalog.clone(), f.config.clone(), f.models.clone(), &other, other_refresher);
+    other_admin.sync().await;
+    assert_eq!(other.version("notes").as_deref(), Some(version.as_str()));
+    let (status, body) =
+        call(&router(other.clone()), "POST", "/v1/retrieve", ADMIN, "application/json", query.as_bytes()).await;
+    assert_eq!((status, body["chunks"][0]["source"]["documentId"].as_str()), (200, Some("memo")), "{body}");
+
+    // Its last document deleted, the next build empties it (a created index may be empty).
+    let (status, body) = call(&f.app, "DELETE", "/v1/indexes/notes/documents/memo", ADMIN, "text/plain", b"").await;
+    assert_eq!(status, 202, "{body}");
+    let out =
+        handle_build_event(object_created("corpora/notes/memo.json"), f.models.set(), &f.config, defaults, &builds)
+            .await
+            .unwrap();
+    assert!(out["builds"][0]["version"].is_string(), "{out}");
+    refresh_into(&refresher, &f.state).await;
+    let (status, body) = call(&f.app, "GET", "/v1/indexes/notes", ADMIN, "text/plain", b"").await;
+    assert_eq!((status, body["documents"].as_u64(), body["chunks"].as_u64()), (200, Some(0), Some(0)), "{body}");
+    assert_ne!(body["version"].as_str(), Some(version.as_str()), "{body}");
+    let (status, body) = call(&f.app, "POST", "/v1/retrieve", ADMIN, "application/json", query.as_bytes()).await;
+    assert_eq!((status, body["chunks"].as_array().map(Vec::len)), (200, Some(0)), "{body}");
+
+    // Deleted: versions, documents and marker gone; a 404 after; the own index is not deleted.
+    let delete = |path: &'static str, key: &'static str| {
+        let app = f.app.clone();
+        async move { call(&app, "DELETE", path, key, "text/plain", b"").await }
+    };
+    assert_eq!(delete("/v1/indexes/notes", WRITER).await.0, 403);
+    assert_eq!(delete("/v1/indexes/kb", ADMIN).await.0, 409);
+    let (status, body) = delete("/v1/indexes/notes", ADMIN).await;
+    assert_eq!((status, body["deleted"].as_bool()), (200, Some(true)), "{body}");
+    for prefix in ["indexes/notes/", "corpora/notes/", "indexes/.created/"] {
+        assert_eq!(keys_under(&s3, &f.bucket, prefix).await, Vec::<String>::new(), "{prefix}");
+    }
+    assert_eq!(call(&f.app, "GET", "/v1/indexes/notes", ADMIN, "text/plain", b"").await.0, 404);
+    assert_eq!(delete("/v1/indexes/notes", ADMIN).await.0, 404);
+    assert!(f.state.loaded_index("kb").is_some(), "the own index is still served");
+    // The other function lets it go at its next refresh; its writes' events build nothing.
+    other_admin.sync().await;
+    assert!(other.loaded_index("notes").is_none());
+    let out =
+        handle_build_event(object_created("corpora/notes/memo.json"), f.models.set(), &f.config, defaults, &builds)
+            .await
+            .unwrap();
+    assert_eq!(out, json!({"ignored": "corpora/notes/memo.json"}));
+    // Created again under the same id: a new, empty index.
+    let (status, body) = put("/v1/indexes/notes", ADMIN, "{}").await;
+    assert_eq!(
+        (status, body["documents"].as_u64(), body["settings"]["chunkTokens"].as_u64()),
+        (201, Some(0), Some(200)),
+        "{body}"
+    );
 }

@@ -14,11 +14,13 @@ use sextant_aws::build_steps::{
     StepEvent,
 };
 use sextant_aws::build_workflow::{BuildWorkflow, Handed, Requested};
-use sextant_aws::Refresher;
+use sextant_aws::{Catalog, Refresher};
 use sextant_core::encode::{DenseEncoder, ModelSet, SparseEncoder};
+use sextant_core::storage::Location;
 use sextant_core::Error;
 use sextant_server::{AppState, ServedIndex, UpstreamRequestId};
 
+use crate::index_admin::S3IndexAdmin;
 use crate::startup::{from_env, models_from_env};
 
 /// Loads the context once (cold start, see [`from_env`]) and serves API Gateway events
@@ -36,8 +38,9 @@ pub fn serve() -> Result<(), lambda_http::Error> {
     tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(async {
         let context = from_env().await?;
         let mut app = sextant_server::router(context.state.clone());
-        if let Some(r) = context.refresher {
-            app = app.layer(axum::middleware::from_fn_with_state((r, context.state), refresh));
+        if let Some(refresher) = context.refresher {
+            let watch = Watch { refresher, state: context.state, admin: context.admin };
+            app = app.layer(axum::middleware::from_fn_with_state(watch, refresh));
         }
         lambda_http::run(app.layer(axum::middleware::from_fn(gateway_request_id))).await
     })
@@ -57,7 +60,8 @@ pub fn serve_index_build() -> Result<(), lambda_http::Error> {
         let encoders = tokio::sync::OnceCell::new();
         let lease = BuildLease::from_env(&config)?;
         let workflow = BuildWorkflow::from_env(&config);
-        let builds = Builds { lease, workflow };
+        let catalog = crate::startup::catalog_from_env().await?;
+        let builds = Builds { lease, workflow, catalog };
         let (models, config, defaults, encoders, builds) = (&models, &config, &defaults, &encoders, &builds);
         lambda_http::lambda_runtime::run(service_fn(move |event: LambdaEvent<serde_json::Value>| async move {
             let diagnose = |e: Error| {
@@ -80,14 +84,17 @@ pub fn serve_index_build() -> Result<(), lambda_http::Error> {
 }
 
 /// How the `index-build` function starts builds: the build lease of its indexes
-/// (`SEXTANT_BUILD_LEASE_TABLE`) and the build workflow (`SEXTANT_BUILD_WORKFLOW`), each
-/// when the environment names one.
+/// (`SEXTANT_BUILD_LEASE_TABLE`), the build workflow (`SEXTANT_BUILD_WORKFLOW`) and the
+/// indexes created through the API (`SEXTANT_CATALOG`), each when the environment names
+/// one.
 #[derive(Clone, Default)]
 pub struct Builds {
     /// The build leases.
     pub lease: Option<BuildLease>,
     /// The build workflow.
     pub workflow: Option<BuildWorkflow>,
+    /// The created indexes, whose corpus events build them.
+    pub catalog: Option<Catalog>,
 }
 
 /// The `source` of an event that asks for a build of the function's index through the
@@ -106,6 +113,11 @@ pub const BUILD_REQUEST_SOURCE: &str = "sextant.build";
 /// `{"builds": [reports]}` once no write arrived during the last build; without a lease
 /// every event builds.
 ///
+/// With a catalog ([`Builds::catalog`]), an S3 event under `corpora/<id>/` of an index
+/// created through the API builds that index instead, cut as it was created
+/// ([`BuildJob::of_created`]); an event under neither corpus (the facts' prefix, an index
+/// deleted meanwhile) is answered `{"ignored": key}`.
+///
 /// Any other event is a [`BuildJob`] (a direct invoke): one whole build here, answered with
 /// its [`BuildReport`](sextant_aws::build_job::BuildReport).
 pub async fn handle_build_event(
@@ -117,8 +129,11 @@ pub async fn handle_build_event(
 ) -> Result<serde_json::Value, Error> {
     let source = event.get("source").and_then(|s| s.as_str());
     if source == Some("aws.s3") || source == Some(BUILD_REQUEST_SOURCE) {
-        let job = BuildJob::from_event(serde_json::Value::Null, defaults)?;
         let key = event.pointer("/detail/object/key").and_then(|k| k.as_str()).unwrap_or_default();
+        let Some(job) = job_of_key(key, defaults, builds.catalog.as_ref()).await? else {
+            tracing::info!(key, "an object of no index's corpus changed: nothing to build");
+            return Ok(serde_json::json!({"ignored": key}));
+        };
         let change = event.get("detail-type").and_then(|k| k.as_str()).unwrap_or("build requested");
         tracing::info!(index = %job.index_id, key, change, "corpus changed");
         if let (Some(workflow), Some(lease)) = (&builds.workflow, &builds.lease) {
@@ -144,6 +159,28 @@ pub async fn handle_build_event(
     }
     let job = BuildJob::from_event(event, defaults)?;
     build_once(&job, models, config).await
+}
+
+/// The build an S3 event for object `key` asks for (a build request has no key): the
+/// function's own index (`defaults`), when the key is under its corpus or no catalog is
+/// set (EventBridge's rule then filters the keys); else the created index whose corpus
+/// holds it; else none.
+async fn job_of_key(
+    key: &str,
+    defaults: &serde_json::Map<String, serde_json::Value>,
+    catalog: Option<&Catalog>,
+) -> Result<Option<BuildJob>, Error> {
+    let own = BuildJob::from_event(serde_json::Value::Null, defaults)?;
+    let Some(catalog) = catalog.filter(|_| !key.is_empty()) else { return Ok(Some(own)) };
+    if let Location::S3 { prefix, .. } = Location::parse(&own.corpus)? {
+        if prefix.is_empty() || key.starts_with(&format!("{prefix}/")) {
+            return Ok(Some(own));
+        }
+    }
+    match catalog.of_corpus_key(key).await? {
+        Some((id, created)) => Ok(Some(BuildJob::of_created(catalog, &id, &created, defaults)?)),
+        None => Ok(None),
+    }
 }
 
 /// Runs `job` once, logging its start and report.
@@ -261,16 +298,27 @@ pub async fn gateway_request_id(mut req: Request, next: Next) -> Response {
     next.run(req).await
 }
 
-/// The refresh middleware: starts a background check of the S3 indexes' pointers when one
-/// is due, swaps each newly loaded version into the router's state, then serves the request
-/// (which never waits for the check).
-pub async fn refresh(
-    State((refresher, state)): State<(Arc<Refresher>, Arc<AppState>)>,
-    req: Request,
-    next: Next,
-) -> Response {
+/// What the refresh middleware watches: the S3 indexes' pointers, the router's state they
+/// are swapped into, and the created indexes, when the API creates them.
+#[derive(Clone)]
+pub struct Watch {
+    /// Checks the pointers.
+    pub refresher: Arc<Refresher>,
+    /// The router's state.
+    pub state: Arc<AppState>,
+    /// Serves the indexes created since and lets go of those deleted ([`S3IndexAdmin::sync`]).
+    pub admin: Option<Arc<S3IndexAdmin>>,
+}
+
+/// The refresh middleware: when a check is due, starts one in the background (the created
+/// indexes first, then the S3 indexes' pointers), swaps each newly loaded version into the
+/// router's state, then serves the request (which never waits for the check).
+pub async fn refresh(State(Watch { refresher, state, admin }): State<Watch>, req: Request, next: Next) -> Response {
     if let Some(permit) = refresher.begin() {
         tokio::spawn(async move {
+            if let Some(admin) = admin {
+                admin.sync().await;
+            }
             refresher
                 .check_now(
                     permit,

@@ -37,6 +37,10 @@
 //!   long a search waits for them, in each round trip (the candidates, then the results'
 //!   text), before answering from those that did.
 //! - `SEXTANT_SHARD`: in a shard function, the shard it serves ([`crate::shard`]).
+//! - `SEXTANT_CATALOG`: the bucket (`s3://bucket/`) where `PUT /v1/indexes/{index}` creates
+//!   indexes and `DELETE` deletes them ([`crate::index_admin`]); every function serves
+//!   the indexes created there, and the index-build function builds them. Unset: indexes
+//!   are not created through the API (`501`).
 //!
 //! An index that fails to load at cold start does not stop the function: the others are
 //! served, `/health` and the endpoints answer 503 for it, and (from S3) it is tried again
@@ -46,7 +50,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use sextant_aws::{Fit, KeyStoreSpec, MemoryBudget, Refresher, ShardFunctions, VersionedIndex};
+use sextant_aws::{Catalog, Fit, KeyStoreSpec, MemoryBudget, Refresher, ShardFunctions, VersionedIndex};
 use sextant_core::encode::{default_model_dir, ModelSet};
 use sextant_core::error::{Error, Result};
 use sextant_core::index::Index;
@@ -58,6 +62,7 @@ use sextant_rerank::HostedConfig;
 use sextant_server::{ApiConfig, AppState, Indexes, ServedIndex};
 
 use crate::documents::S3DocumentStore;
+use crate::index_admin::S3IndexAdmin;
 
 /// What cold start produces: the router's state, and the watcher of S3 indexes.
 pub struct Context {
@@ -65,6 +70,16 @@ pub struct Context {
     pub state: Arc<AppState>,
     /// Checks S3 indexes for new versions (none when every index is local).
     pub refresher: Option<Arc<Refresher>>,
+    /// Creates and deletes indexes, and serves those created (with `SEXTANT_CATALOG`).
+    pub admin: Option<Arc<S3IndexAdmin>>,
+}
+
+/// The bucket of indexes created through the API, from `SEXTANT_CATALOG`.
+pub async fn catalog_from_env() -> Result<Option<Catalog>> {
+    let Some(uri) = var("SEXTANT_CATALOG") else { return Ok(None) };
+    let root = Location::parse(&uri)
+        .map_err(|_| Error::invalid("SEXTANT_CATALOG", format!("{uri:?}: name a bucket, as s3://bucket/")))?;
+    Ok(Some(Catalog::new(&sextant_aws::sdk_config().await, &root)?))
 }
 
 fn var(k: &str) -> Option<String> {
@@ -281,7 +296,8 @@ pub async fn from_env() -> Result<Context> {
         tracing::info!(index = %id, corpus = %corpus, "documents written to the corpus in S3");
         state.set_document_store(&id, Arc::new(store));
     }
-    let refresher = if watched.is_empty() {
+    let catalog = catalog_from_env().await?;
+    let refresher = if watched.is_empty() && catalog.is_none() {
         None
     } else {
         let r = Refresher::within(secs("SEXTANT_REFRESH_SECS", 60)?, models.clone(), budget, shard_functions);
@@ -290,8 +306,22 @@ pub async fn from_env() -> Result<Context> {
         }
         Some(r)
     };
+    let admin = match (catalog, &refresher) {
+        (Some(catalog), Some(refresher)) => {
+            let config = sextant_aws::sdk_config().await;
+            let admin = S3IndexAdmin::new(catalog, config, models.clone(), &state, refresher.clone());
+            // An own index that failed to load stays a 503, beside the created ones served.
+            for w in refresher.watched_without_version() {
+                state.mark_loading(&w);
+            }
+            admin.sync().await;
+            state.set_index_admin(admin.clone());
+            Some(admin)
+        }
+        _ => None,
+    };
     tracing::info!(total_ms = t0.elapsed().as_millis() as u64, "cold start: done");
-    Ok(Context { state, refresher })
+    Ok(Context { state, refresher, admin })
 }
 
 /// An S3 index the refresher watches: the version served (empty: none), its estimated

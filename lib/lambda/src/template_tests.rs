@@ -596,7 +596,7 @@ fn rate_table_writers_reach_only_their_own_items() {
         );
     }
     let lease = statement("IndexBuildFunction", "BuildLease");
-    assert!(lease.contains("ForAllValues:StringEquals: dynamodb:LeadingKeys: - !Sub build#${IndexId}"), "{lease}");
+    assert!(lease.contains("ForAllValues:StringLike: dynamodb:LeadingKeys: - 'build#*'"), "{lease}");
     // And no statement on the rate table goes without a condition on the keys.
     for (f, _) in functions() {
         for sid in sids(f) {
@@ -607,12 +607,20 @@ fn rate_table_writers_reach_only_their_own_items() {
 }
 
 #[test]
-fn index_build_reads_only_the_corpus_and_facts_the_stack_names() {
+fn index_build_reads_every_corpus_of_the_bucket_and_nothing_else() {
     let read = statement("IndexBuildFunction", "ReadCorporaIndexes");
-    assert!(!read.contains("/corpora/*"), "index-build may read every corpus: {read}");
-    // Yet every corpus or facts prefix the template hands the builder stays readable: its
-    // environment's defaults (the schedule asks for the job they name), and any corpus a
-    // job in the template names.
+    // The stack's corpus and facts, and those of the indexes created through the API.
+    assert!(read.contains("!Sub ${IndexBucket.Arn}/corpora/*"), "{read}");
+    for line in read.split(" - ").skip(1) {
+        let line = line.trim();
+        assert!(
+            line.starts_with("!Sub ${IndexBucket.Arn}/corpora/")
+                || line.starts_with("!Sub ${IndexBucket.Arn}/indexes/"),
+            "index-build reads {line:?}: {read}"
+        );
+    }
+    // Every corpus or facts prefix the template hands the builder is in the bucket's
+    // `corpora/`: its environment's defaults, and any corpus a job in the template names.
     let mut named: Vec<&str> = resource("IndexBuildFunction")
         .into_iter()
         .filter_map(|l| {
@@ -623,12 +631,37 @@ fn index_build_reads_only_the_corpus_and_facts_the_stack_names() {
     named.extend(TEMPLATE.split("\"corpus\": \"").skip(1).filter_map(|rest| rest.split('"').next()));
     assert!(named.len() >= 2, "{named:?}");
     for location in named {
-        let path = location.strip_prefix("s3://${IndexBucket}/").unwrap_or_else(|| panic!("{location}"));
-        assert!(path.ends_with('/'), "{location} is not a prefix");
-        assert!(
-            read.contains(&format!("!Sub ${{IndexBucket.Arn}}/{path}*")),
-            "index-build cannot read {location}: {read}"
-        );
+        assert!(location.starts_with("s3://${IndexBucket}/corpora/") && location.ends_with('/'), "{location}");
+    }
+}
+
+/// `PUT /v1/indexes/{index}` on AWS: the retrieve function (which the route reaches) writes
+/// the index's marker and deletes a created index; both API functions serve the created
+/// indexes; a write under any corpus prefix reaches the index-build function, which builds
+/// the index it belongs to.
+#[test]
+fn indexes_created_through_the_api_are_served_by_the_api_functions_and_built_by_index_build() {
+    for f in ["RetrieveFunction", "SearchFunction", "IndexBuildFunction"] {
+        let env = property(f, "Environment");
+        assert!(env.contains("SEXTANT_CATALOG: !Sub s3://${IndexBucket}/"), "{f}: {env}");
+    }
+    let manage = statement("RetrieveFunction", "ManageCreatedIndexes");
+    for part in ["s3:PutObject", "s3:DeleteObject", "Resource: !Sub ${IndexBucket.Arn}/indexes/*"] {
+        assert!(manage.contains(part), "{part}: {manage}");
+    }
+    let write = statement("RetrieveFunction", "WriteDocuments");
+    assert!(write.contains("Resource: !Sub ${IndexBucket.Arn}/corpora/*"), "{write}");
+    for route in ["CreateIndex", "DeleteIndex"] {
+        assert!(property("RetrieveFunction", "Events").contains(&format!("{route}: Type: Api")), "{route}");
+    }
+    let events = property("IndexBuildFunction", "Events");
+    assert!(events.contains("key: [{prefix: 'corpora/'}]"), "{events}");
+    // The prefixes the catalog writes are those the grants and the rule name.
+    let catalog = include_str!("../../aws/src/catalog.rs");
+    for layout in
+        [r#"format!("indexes/{id}")"#, r#"format!("corpora/{id}")"#, r#"const MARKERS: &str = "indexes/.created/";"#]
+    {
+        assert!(catalog.contains(layout), "{layout}");
     }
 }
 

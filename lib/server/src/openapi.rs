@@ -190,8 +190,9 @@ pub fn document() -> Value {
             id: "createIndex",
             tag: "indexes",
             summary: "Create an empty index that takes documents (admin scope; an empty body takes the server's \
-                      options): 201 when created, 200 when it exists with these options, 409 with others; 501 \
-                      where the deployment builds its indexes itself",
+                      options): 201 when created, 200 when it exists with these options, 409 with others or when the \
+                      id is the deployment's own index; 501 where the deployment creates no index (on AWS: \
+                      without SEXTANT_CATALOG)",
             request: Some((schema(of::<IndexOptions>), json!({"chunkTokens": 200, "chunkOverlap": 0}))),
             ok: (201, schema(of::<IndexResponse>)),
             error: error.clone(),
