@@ -157,19 +157,8 @@ fn write_marker(dir: &Path, created: &Created) -> Result<()> {
 impl IndexAdmin for LocalIndexAdmin {
     fn create(&self, id: &str, options: IndexOptions) -> Result<bool, AdminError> {
         let _one = self.lock.lock().expect("admin lock");
-        let wanted = Created {
-            chunk_tokens: options.chunk_tokens.unwrap_or(self.build.chunk_tokens),
-            chunk_overlap: options.chunk_overlap.unwrap_or(self.build.chunk_overlap),
-        };
-        if wanted.chunk_overlap > wanted.chunk_tokens / 2 {
-            return Err(AdminError::Invalid {
-                field: "chunkOverlap".into(),
-                reason: format!(
-                    "must be at most half of chunkTokens ({}), got {}",
-                    wanted.chunk_tokens, wanted.chunk_overlap
-                ),
-            });
-        }
+        let (chunk_tokens, chunk_overlap) = options.resolve((self.build.chunk_tokens, self.build.chunk_overlap))?;
+        let wanted = Created { chunk_tokens, chunk_overlap };
         let dir = self.dir(id);
         match read_marker(&dir) {
             Some(existing) if existing == wanted => return Ok(false),

@@ -157,19 +157,8 @@ impl S3IndexAdmin {
     }
 
     async fn create_async(&self, id: &str, options: IndexOptions) -> std::result::Result<bool, AdminError> {
-        let wanted = CreatedIndex {
-            chunk_tokens: options.chunk_tokens.unwrap_or(DEFAULT_CHUNK_TOKENS),
-            chunk_overlap: options.chunk_overlap.unwrap_or(0),
-        };
-        if wanted.chunk_overlap > wanted.chunk_tokens / 2 {
-            return Err(AdminError::Invalid {
-                field: "chunkOverlap".into(),
-                reason: format!(
-                    "must be at most half of chunkTokens ({}), got {}",
-                    wanted.chunk_tokens, wanted.chunk_overlap
-                ),
-            });
-        }
+        let (chunk_tokens, chunk_overlap) = options.resolve((DEFAULT_CHUNK_TOKENS, 0))?;
+        let wanted = CreatedIndex { chunk_tokens, chunk_overlap };
         if id.ends_with("-facts") {
             return Err(AdminError::Invalid {
                 field: "index".into(),

@@ -66,6 +66,22 @@ impl IndexOptions {
     }
 }
 
+impl IndexOptions {
+    /// The chunk tokens and overlap an index is created with: the request's, `defaults`
+    /// (tokens, overlap) for what it leaves out, checked together (the overlap at most half
+    /// the tokens), the error naming the field.
+    pub fn resolve(&self, defaults: (usize, usize)) -> Result<(usize, usize), AdminError> {
+        let (tokens, overlap) = (self.chunk_tokens.unwrap_or(defaults.0), self.chunk_overlap.unwrap_or(defaults.1));
+        if overlap > tokens / 2 {
+            return Err(AdminError::Invalid {
+                field: "chunkOverlap".into(),
+                reason: format!("must be at most half of chunkTokens ({tokens}), got {overlap}"),
+            });
+        }
+        Ok((tokens, overlap))
+    }
+}
+
 /// What an index is cut with, as built.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
