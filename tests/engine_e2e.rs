@@ -390,7 +390,7 @@ fn an_eval_with_other_bm25_settings_reuses_the_cached_vectors() {
 
     // Damage every vector file of the cache: a third setting encodes again, and still scores
     // as a build from nothing.
-    for dir in std::fs::read_dir(cache.join("indexes")).unwrap().flatten() {
+    for dir in std::fs::read_dir(cache.join("indexes")).unwrap().flatten().filter(|e| e.path().is_dir()) {
         for file in std::fs::read_dir(dir.path()).unwrap().flatten() {
             if file.file_name().to_str().unwrap().starts_with("encoded-") {
                 let mut bytes = std::fs::read(file.path()).unwrap();
@@ -406,4 +406,62 @@ fn an_eval_with_other_bm25_settings_reuses_the_cached_vectors() {
     assert!(report["cache_rejected"].as_u64().unwrap() > 0, "{report}");
     let (built, _) = eval_cached(&beir, &tmp.path().join("fresh-again"), &third, "k1.2-b0.4");
     assert_eq!(damaged, built);
+}
+
+/// Two evaluations of one set started together build its index once: the second waits
+/// for the first's lock (`<index dir>.lock`), then loads what the first saved instead of
+/// encoding every chunk again beside it. Here the test holds the lock as the first build
+/// would, puts a finished index in place and lets go: the waiting evaluation scores with
+/// that index and saves nothing of its own.
+#[test]
+fn an_eval_waits_for_the_build_of_the_same_index_instead_of_building_it_twice() {
+    use std::sync::mpsc;
+    let tmp = tempfile::tempdir().unwrap();
+    let beir = tmp.path().join("small-scifact");
+    write_small_scifact(&beir, 40);
+    let (built, waiting) = (tmp.path().join("built"), tmp.path().join("waiting"));
+    let (first, report) = eval_cached(&beir, &built, &[], "k0.9-b0.4");
+    let name =
+        std::fs::read_dir(built.join("indexes")).unwrap().flatten().find(|e| e.path().is_dir()).unwrap().file_name();
+
+    std::fs::create_dir_all(waiting.join("indexes")).unwrap();
+    let mut lock_name = name.clone();
+    lock_name.push(".lock");
+    let lock = std::fs::File::create(waiting.join("indexes").join(lock_name)).unwrap();
+    lock.lock().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sextant"))
+        .args(["eval", "--beir", beir.to_str().unwrap(), "--split", "train", "--json"])
+        .env("SEXTANT_CACHE_DIR", &waiting)
+        .env("SEXTANT_MODEL_DIR", sextant_core::encode::default_model_dir())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line.clone());
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    let said_waiting = rx.iter().any(|line| line.contains("another process is building"));
+    assert!(said_waiting, "the evaluation never said it waits for the other build");
+    assert!(child.try_wait().unwrap().is_none(), "the evaluation ended while the lock was held");
+
+    copy_dir(&built.join("indexes").join(&name), &waiting.join("indexes").join(&name));
+    drop(lock);
+    let out = child.wait_with_output().unwrap();
+    let log = reader.join().unwrap();
+    assert!(out.status.success(), "{log}");
+    assert!(!log.contains("chunks encoded"), "the waiting evaluation built the index again: {log}");
+    let v: Value = serde_json::from_slice(out.stdout.split(|&b| b == b'\n').rfind(|l| !l.is_empty()).unwrap()).unwrap();
+    assert_eq!(v, first, "the waiting evaluation scored otherwise than the build it waited for");
+    let kept: Value =
+        serde_json::from_slice(&std::fs::read(waiting.join("indexes").join(&name).join("build_report.json")).unwrap())
+            .unwrap();
+    assert_eq!(kept, report, "the index in place was replaced");
 }

@@ -88,7 +88,9 @@ pub(crate) fn cached_vectors(root: &FsPath, prefix: &str) -> Previous {
     let Ok(entries) = std::fs::read_dir(root) else {
         return previous;
     };
-    for entry in entries.flatten().filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with(prefix))) {
+    for entry in
+        entries.flatten().filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with(prefix)) && e.path().is_dir())
+    {
         let local = LocalDir::new(entry.path());
         let Ok(manifest) = read_manifest(&local) else { continue };
         if let Some(build) = &manifest.build {
@@ -101,11 +103,48 @@ pub(crate) fn cached_vectors(root: &FsPath, prefix: &str) -> Previous {
 /// The index cached in `dir` when one loads from there; else the one `build` makes and
 /// saves in `dir` (with whatever else it keeps there) for the next run. Tells whether the
 /// cached one was reused.
+///
+/// One process builds a directory at a time: a build holds an exclusive lock on the file
+/// `<dir>.lock` beside it, and another process that finds no index waits for that lock,
+/// then loads what the first one saved instead of encoding the same corpus again beside
+/// it (two evaluations started together on one set, as the tests run them, used to build
+/// it twice, each at half the speed).
 pub fn cached_index(dir: &FsPath, build: impl FnOnce(&FsPath) -> Result<Index>) -> Result<(Index, bool)> {
     if let Ok(index) = Index::load(&LocalDir::new(dir)) {
         return Ok((index, true));
     }
+    let _lock = build_lock(dir)?;
+    if let Ok(index) = Index::load(&LocalDir::new(dir)) {
+        return Ok((index, true));
+    }
     Ok((build(dir)?, false))
+}
+
+/// The exclusive lock on `<dir>.lock`, waited for (with one log line) while another
+/// process holds it. The operating system lets it go when the file is closed or the
+/// process ends, so a build that crashes leaves no stale lock.
+fn build_lock(dir: &FsPath) -> Result<std::fs::File> {
+    let mut name = dir.as_os_str().to_owned();
+    name.push(".lock");
+    if let Some(parent) = dir.parent() {
+        std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    }
+    let path = PathBuf::from(name);
+    let file = std::fs::File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            tracing::info!("another process is building {}: waiting for it", dir.display());
+            file.lock().with_context(|| format!("locking {}", path.display()))?;
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(e).with_context(|| format!("locking {}", path.display())),
+    }
+    Ok(file)
 }
 
 /// The manifest of the index in `dir` and, in memory, the manifest and every file it
