@@ -519,11 +519,14 @@ async fn executions_input(sfn: &aws_sdk_sfn::Client, arn: &str, name: &str) -> V
 /// per-document objects that replace a JSONL line or each other), is the build one process
 /// makes of the same prefix: the gather finds the version the one-process build published
 /// unchanged, and after a write the version the steps publish is unchanged for one process.
+/// The parts learn what the previous version holds from its keys files alone, and a
+/// vector a keys file lists that its cache file lost is encoded again by the merge.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sharded_build_planned_in_corpus_parts_is_the_one_process_build() {
     use sextant_aws::build_steps::{
         encode_step, gather_step, merge_shard_step, plan_part_step, plan_step, publish_step, PlanOutput,
     };
+    use sextant_core::build::EncodedShard;
     let s = servers();
     let config = s.config(&s.seaweed).await;
     let bucket = unique("parts");
@@ -570,51 +573,124 @@ async fn a_sharded_build_planned_in_corpus_parts_is_the_one_process_build() {
     // seed-1, memo (the object's), seed-2, notes (the .txt), travel.
     assert!(one.published.is_some() && one.build.documents == 5, "{one:?}");
 
-    // The steps, as the workflow runs them: parts of one object each.
+    // The steps, as the workflow runs them: parts of one object each. Each part reads the
+    // current version's keys files only, 32 bytes a chunk, never its cache files.
     let parts = |id: &'static str, count: usize| {
         let (job, models, config) = (job(1), models.clone(), config.clone());
         async move {
             let listed = plan_step(&job, id, &models, &config).await.unwrap();
             assert_eq!((listed.part_count, listed.index_shards), (count, 2), "{listed:?}");
+            let mut read = Vec::new();
             for part in 0..listed.part_count as u32 {
-                plan_part_step(&job, id, part, &models, &config).await.unwrap();
+                read.push(plan_part_step(&job, id, part, &models, &config).await.unwrap().cache_bytes_read);
             }
-            gather_step(&job, id, &models, &config).await.unwrap()
+            (gather_step(&job, id, &models, &config).await.unwrap(), read)
         }
     };
     // a.jsonl, b.jsonl, memo, notes (both objects in one part), travel.
-    let gathered: PlanOutput = parts("same", 5).await;
+    let (gathered, read): (PlanOutput, _) = parts("same", 5).await;
     assert!(gathered.unchanged, "planned in parts, the same documents in the same order: {gathered:?}");
     assert_eq!(gathered.report.documents, 5);
 
+    // Each part read the keys file beside each of the version's cache files, and no cache
+    // file: 32 bytes a chunk instead of the vectors.
+    let keys_read = || async {
+        let listed = version_objects(&config, &target, ".keys").await;
+        let cache_files = version_objects(&config, &target, ".bin").await;
+        assert_eq!(listed.len(), cache_files.iter().filter(|(k, _)| k.contains("/encoded-")).count(), "{listed:?}");
+        assert!(!listed.is_empty());
+        listed.iter().map(|(_, n)| n).sum::<u64>()
+    };
+    let one_process_keys = keys_read().await;
+    assert!(read.iter().all(|&r| r == one_process_keys), "{read:?} against {one_process_keys} bytes of keys");
+
     // A new document: the steps encode it alone, merge each index shard and publish.
     put("corpora/kb/faq.md".into(), "Expenses are filed within 30 days.".into()).await;
-    let plan = parts("write", 6).await;
+    let (plan, read) = parts("write", 6).await;
+    assert!(read.iter().all(|&r| r == one_process_keys), "{read:?}");
     assert!(!plan.unchanged && plan.task_count == 1, "{plan:?}");
     assert_eq!((plan.report.chunks_encoded, plan.report.documents), (1, 6), "{plan:?}");
     let encoders = (
         sextant_core::encode::DenseEncoder::load(&models.dense).unwrap(),
         sextant_core::encode::SparseEncoder::load(&models.sparse).unwrap(),
     );
-    let (job, id) = (job(1), "write");
-    let tasks: Vec<u32> = {
-        let key = plan.tasks_key.clone();
-        let o = s3.get_object().bucket(&bucket).key(key).send().await.unwrap();
-        serde_json::from_slice(&o.body.collect().await.unwrap().into_bytes()).unwrap()
+    let job = job(1);
+    let steps = |id: &'static str, plan: PlanOutput| {
+        let (job, models, config, s3, bucket, encoders) = (&job, &models, &config, &s3, &bucket, &encoders);
+        async move {
+            let o = s3.get_object().bucket(bucket).key(&plan.tasks_key).send().await.unwrap();
+            let tasks: Vec<u32> = serde_json::from_slice(&o.body.collect().await.unwrap().into_bytes()).unwrap();
+            for task in tasks {
+                encode_step(job, id, task, encoders, config).await.unwrap();
+            }
+            let mut merged = Vec::new();
+            for shard in 0..2 {
+                merged.push(merge_shard_step(job, id, shard, models, config).await.unwrap().reencoded);
+            }
+            (merged, publish_step(job, id, config).await.unwrap())
+        }
     };
-    for task in tasks {
-        encode_step(&job, id, task, &encoders, &config).await.unwrap();
-    }
-    for shard in 0..2 {
-        merge_shard_step(&job, id, shard, &config).await.unwrap();
-    }
-    let published = publish_step(&job, id, &config).await.unwrap();
+    let (reencoded, published) = steps("write", plan).await;
+    assert_eq!(reencoded, [0, 0]);
     assert_eq!((published.build.documents, published.build.chunks_encoded), (6, 1), "{published:?}");
     assert!(published.published.is_some());
     let again = build_job::run(&job, &models, &config).await.unwrap();
     assert!(again.build.unchanged, "one process finds the parts' version its own: {again:?}");
     let pointer = VersionedIndex::new(&config, &Location::parse(&target).unwrap()).unwrap().current().await.unwrap();
     assert_eq!(pointer.shards, 2);
+
+    // One record of index shard 0's cache file damaged after its keys file was written: the
+    // plan, reading the keys, takes it as cached; the merge finds it damaged and encodes
+    // it again, to the vectors it had.
+    let steps_keys = keys_read().await;
+    let (cache_file, _) = version_objects(&config, &target, "/encoded-00000.bin").await.remove(0);
+    let get = |key: String| {
+        let (s3, bucket) = (s3.clone(), bucket.clone());
+        async move {
+            let o = s3.get_object().bucket(bucket).key(key).send().await.unwrap();
+            o.body.collect().await.unwrap().into_bytes().to_vec()
+        }
+    };
+    let mut bytes = get(cache_file.clone()).await;
+    let before = EncodedShard::from_bytes("shard 0", &bytes).unwrap().records[0].clone();
+    let at = bytes.windows(4).position(|w| w == before.dense[0].to_le_bytes()).unwrap();
+    bytes[at] ^= 0x40;
+    s3.put_object().bucket(&bucket).key(&cache_file).body(ByteStream::from(bytes)).send().await.unwrap();
+    put("corpora/kb/mileage.md".into(), "Mileage is paid at the federal rate.".into()).await;
+    let (plan, read) = parts("heal", 7).await;
+    assert!(read.iter().all(|&r| r == steps_keys), "{read:?} against {steps_keys} bytes of keys");
+    assert_eq!((plan.task_count, plan.report.chunks_encoded), (1, 1), "the plan saw the keys only: {plan:?}");
+    let (reencoded, published) = steps("heal", plan).await;
+    assert_eq!(reencoded, [1, 0], "the damaged record is encoded again by its shard's merge");
+    assert_eq!((published.build.documents, published.build.chunks_encoded), (7, 2), "{published:?}");
+    let (cache_file, _) = version_objects(&config, &target, "/encoded-00000.bin").await.remove(0);
+    let healed = EncodedShard::from_bytes("shard 0", &get(cache_file).await).unwrap();
+    let after = healed.records.iter().find(|r| r.key == before.key).expect("the chunk's vectors are kept");
+    let windows = before.dense.len() as f32 / healed.dim as f32;
+    let dot: f32 = after.dense.iter().zip(&before.dense).map(|(a, b)| a * b).sum();
+    assert!(dot / windows > 0.9999, "the vectors the first build made: {dot} over {windows} windows");
+}
+
+/// The objects of the current version of the index at `target` (in `bucket`) whose names
+/// end with `suffix`, with their sizes, sorted.
+async fn version_objects(config: &aws_config::SdkConfig, target: &str, suffix: &str) -> Vec<(String, u64)> {
+    let pointer = VersionedIndex::new(config, &Location::parse(target).unwrap()).unwrap().current().await.unwrap();
+    let (bucket, prefix) = target.strip_prefix("s3://").unwrap().split_once('/').unwrap();
+    let out = s3_client(config)
+        .list_objects_v2()
+        .bucket(bucket)
+        .prefix(format!("{prefix}/versions/{}/", pointer.version))
+        .send()
+        .await
+        .unwrap();
+    let mut found: Vec<(String, u64)> = out
+        .contents()
+        .iter()
+        .filter_map(|o| Some((o.key()?.to_string(), o.size()? as u64)))
+        .filter(|(k, _)| k.ends_with(suffix))
+        .collect();
+    found.sort();
+    found
 }
 
 /// The keys under `prefix` of `bucket`, sorted.

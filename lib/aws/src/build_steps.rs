@@ -14,8 +14,9 @@
 //!   `unchanged: true`. Of a sharded build it lists the corpus and cuts it into parts of
 //!   at most `part_bytes` ([`corpus_parts`]): `part-PPPP.json` each, `parts.json` (the
 //!   Map of plans' items) and `replaced.json` (the ids per-document objects hold);
-//! - `plan_part` reads its part of the corpus and the current version's vectors of its
-//!   chunks (one cache file at a time, keeping only those), and writes its encode tasks,
+//! - `plan_part` reads its part of the corpus and which of its chunks the current
+//!   version's cache holds (the keys file beside each cache file, 32 bytes a chunk; the
+//!   cache file itself where no keys file is whole), and writes its encode tasks,
 //!   its piece of each index shard's plan (`part-PPPP-shard-KKK.bin`) and its summary
 //!   ([`PartSummary`]);
 //! - `gather` reads the summaries: the build's fingerprint (from every document's hash),
@@ -33,9 +34,11 @@
 //!   On success it removes the build's prefix;
 //! - `merge_shard` joins its index shard's pieces of every part ([`ShardPlan::gather`]),
 //!   builds the shard from them and the vectors it picks out of the sources, one file at a
-//!   time (it never holds another shard's vectors), and stages it under
-//!   `version/shards/NNN/` with its vectors as `version/encoded-NNNNN.bin` (the next
-//!   build's cache) and `merged-NNN.json`, what it made (idempotent);
+//!   time (it never holds another shard's vectors; a vector a keys file listed that its
+//!   cache file no longer holds whole is encoded again), and stages it under
+//!   `version/shards/NNN/` with its vectors as `version/encoded-NNNNN.bin` and their keys
+//!   as `version/encoded-NNNNN.keys` (the next build's cache) and `merged-NNN.json`, what
+//!   it made (idempotent);
 //! - `publish` writes the root manifest of the staged shards, copies them server-side into
 //!   a new version and moves `CURRENT`, as `merge` does; then removes the build's prefix;
 //! - `clean` removes the build's prefix after a step failed: the workflow runs it on its
@@ -50,9 +53,9 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use sextant_core::build::{
-    encode_task, merge, merge_shard, plan_build, plan_part, shard_file, BuildReport as CoreReport, Built, ChunkKey,
-    EncodeTask, EncodedShard, Gather, Gathered, PartOffsets, PartSummary, Plan, Planned, Previous, ShardPlan,
-    VectorCache, MAX_PARTS, REPORT_FILE,
+    encode_task, keys_file, merge, merge_shard, plan_build, plan_part, shard_file, BuildReport as CoreReport, Built,
+    CachedKeys, ChunkKey, EncodeTask, EncodedKeys, EncodedShard, Gather, Gathered, PartOffsets, PartSummary, Plan,
+    Planned, Previous, ShardPlan, VectorCache, MAX_PARTS, REPORT_FILE,
 };
 use sextant_core::encode::{DenseEncoder, ModelSet, SparseEncoder, TextTokenizer};
 use sextant_core::error::{Error, Result};
@@ -236,6 +239,9 @@ pub struct PlannedPartOutput {
     pub chunks: usize,
     /// Its encode tasks.
     pub tasks: usize,
+    /// Bytes read of the current version's vector cache to learn which chunks it holds:
+    /// its keys files (32 bytes a chunk), and the cache files where no keys file is whole.
+    pub cache_bytes_read: u64,
     /// Seconds spent reading, planning and writing it.
     pub seconds: f64,
 }
@@ -254,6 +260,10 @@ pub struct MergedShard {
     pub manifest_sha256: String,
     /// Its estimated resident size ([`sextant_core::index::Index::resident_bytes`]).
     pub resident_bytes: u64,
+    /// Chunks encoded by the merge: those the plan took as cached (their keys file listed
+    /// them) whose records its cache file no longer held whole.
+    #[serde(default)]
+    pub reencoded: usize,
     /// Seconds spent reading its vectors, merging and staging it.
     pub seconds: f64,
 }
@@ -483,12 +493,20 @@ pub async fn plan_part_step(
     let (dense, sparse) = (TextTokenizer::of_model(&models.dense)?, TextTokenizer::of_model(&models.sparse)?);
     let planned = tokio::task::block_in_place(|| plan_part(part, documents, &options, (&dense, &sparse)))?;
     let wanted: std::collections::HashSet<ChunkKey> = planned.keys().iter().copied().collect();
-    let mut cache = VectorCache::new();
+    let (mut cache, mut cache_bytes_read) = (CachedKeys::new(), 0);
     if let Some(pointer) = target.pointer().await?.pointer {
         match target.cache_files(&pointer).await {
             Ok(files) => {
                 for key in files {
+                    if let Some(o) = store.get(&keys_file(&key)).await? {
+                        cache_bytes_read += o.bytes.len() as u64;
+                        if cache.add_keys_file_where(&o.bytes, |k| wanted.contains(k)) {
+                            continue;
+                        }
+                        tracing::warn!(file = %keys_file(&key), "a keys file is damaged: reading its cache file");
+                    }
                     if let Some(o) = store.get(&key).await? {
+                        cache_bytes_read += o.bytes.len() as u64;
                         cache.add_file_where(&o.bytes, |k| wanted.contains(k));
                     }
                 }
@@ -514,6 +532,7 @@ pub async fn plan_part_step(
         documents: summary.documents.len(),
         chunks: summary.chunks as usize,
         tasks: planned.tasks.len(),
+        cache_bytes_read,
         seconds: t.elapsed().as_secs_f64(),
     })
 }
@@ -746,12 +765,17 @@ async fn fetch_json<T: serde::de::DeserializeOwned>(store: &crate::s3::S3Store, 
 /// plan and the vectors it picks out of the build's sources (read one file at a time, this
 /// build's encoded files first, then the cache file of its own number, until every vector
 /// it needs is found), weighed with the whole plan's BM25 statistics, staged under the
-/// build's `version/` prefix with its vectors (the next build's cache) and what it made
-/// (`merged-NNN.json`). Running it again writes the same files.
+/// build's `version/` prefix with its vectors and their keys file (the next build's cache)
+/// and what it made (`merged-NNN.json`). Running it again writes the same files.
+///
+/// The plan took as cached what the keys files list. A vector they list that no source
+/// holds whole any more (its cache file damaged since) is encoded here with `models`
+/// ([`ShardPlan::lacking`]), so a damaged cache costs encoding, never a failed build.
 pub async fn merge_shard_step(
     job: &BuildJob,
     build_id: &str,
     shard: u32,
+    models: &ModelSet,
     config: &aws_config::SdkConfig,
 ) -> Result<MergedShard> {
     let t = Instant::now();
@@ -786,7 +810,9 @@ pub async fn merge_shard_step(
             reason: format!("missing: index shard {shard} needs vectors that only these files could hold"),
         });
     }
+    let models = models.clone();
     let (files, merged) = tokio::task::spawn_blocking(move || -> Result<(MemStore, MergedShard)> {
+        let reencoded = encode_lacking(&part, &mut cache, &models)?;
         let records = part.records(&cache)?;
         let dim = cache.dim().unwrap_or(0);
         let mut seen = std::collections::HashSet::new();
@@ -794,13 +820,16 @@ pub async fn merge_shard_step(
         let (index, order) = merge_shard(part, &records, dim, &stats)?;
         let files = MemStore::new(format!("index shard {shard}"));
         let entry = save_shard(&files, shard as usize, &index, &order)?;
-        files.insert(shard_file(shard as usize), EncodedShard::new(shard, dim, own).to_bytes()?);
+        let encoded = EncodedShard::new(shard, dim, own);
+        files.insert(keys_file(&shard_file(shard as usize)), EncodedKeys::of(&encoded).to_bytes()?);
+        files.insert(shard_file(shard as usize), encoded.to_bytes()?);
         let merged = MergedShard {
             shard,
             documents: entry.documents,
             chunks: entry.chunks,
             manifest_sha256: entry.manifest_sha256,
             resident_bytes: index.manifest.resident_bytes,
+            reencoded,
             seconds: 0.0,
         };
         Ok((files, merged))
@@ -818,6 +847,26 @@ pub async fn merge_shard_step(
     let merged = MergedShard { seconds: t.elapsed().as_secs_f64(), ..merged };
     store.upload(&format!("{dir}/{}", merged_file(shard)), serde_json::to_vec(&merged)?.into()).await?;
     Ok(merged)
+}
+
+/// Encodes into `cache` the vectors of `part`'s chunks that it lacks (none: nothing is
+/// loaded), with the encoders of `models`, and answers how many chunks that was.
+fn encode_lacking(part: &ShardPlan, cache: &mut VectorCache, models: &ModelSet) -> Result<usize> {
+    if part.keys.iter().all(|k| cache.get(k).is_some()) {
+        return Ok(0);
+    }
+    let tokenizers = (TextTokenizer::of_model(&models.dense)?, TextTokenizer::of_model(&models.sparse)?);
+    let Some(task) = part.lacking(cache, (&tokenizers.0, &tokenizers.1)) else {
+        return Ok(0);
+    };
+    tracing::warn!(
+        shard = part.shard,
+        chunks = task.keys.len(),
+        "vectors the keys files listed are damaged or gone: encoding them again"
+    );
+    let (dense, sparse) = (DenseEncoder::load(&models.dense)?, SparseEncoder::load(&models.sparse)?);
+    cache.insert_encoded(encode_task(&task, &dense, &sparse, &|_| {})?);
+    Ok(task.keys.len())
 }
 
 /// The `publish` step of a sharded build: reads what every index shard's merge made
@@ -851,6 +900,10 @@ pub async fn publish_step(job: &BuildJob, build_id: &str, config: &aws_config::S
     let tasks: Vec<u32> = fetch_json(store, &dir, TASKS_FILE).await?;
     let reports = encode_reports(store, &dir, &tasks).await?;
     let mut report = plan.report;
+    // What the merges encoded again was planned as reused.
+    let reencoded: usize = merged.iter().map(|m| m.reencoded).sum();
+    report.chunks_encoded += reencoded;
+    report.chunks_reused = report.chunks_reused.saturating_sub(reencoded);
     report.phases.encode = reports.iter().map(|e| e.seconds).sum();
     report.workers = reports.len();
     // The merges ran side by side: the phase took as long as the slowest.

@@ -246,7 +246,7 @@ async fn run_step(
         }
         StepEvent::MergeShard { job, build_id, shard } => {
             let job = BuildJob::from_event(job, defaults)?;
-            serde_json::to_value(merge_shard_step(&job, &build_id, shard, config).await?)?
+            serde_json::to_value(merge_shard_step(&job, &build_id, shard, models, config).await?)?
         }
         StepEvent::Publish { job, build_id } => {
             let job = BuildJob::from_event(job, defaults)?;

@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::encoded::{ChunkKey, EncodedChunk, EncodedShard, VectorCache};
+use super::encoded::{Cached, ChunkKey, EncodedChunk, EncodedShard, VectorCache};
 use super::plan::Plan;
 use crate::encode::{join_encoders, DenseEncoder, SparseEncoder, SparseVector};
 use crate::error::{Error, Result};
@@ -34,14 +34,14 @@ pub struct EncodeTask {
 impl Plan {
     /// The encode tasks of the build: per shard, the keys `cache` lacks that no earlier
     /// shard encodes already. Shards with nothing to encode get no task.
-    pub fn tasks(&self, cache: &VectorCache) -> Vec<EncodeTask> {
+    pub fn tasks(&self, cache: &dyn Cached) -> Vec<EncodeTask> {
         let mut claimed = HashSet::new();
         let mut tasks = Vec::new();
         for (k, range) in self.shards.iter().enumerate() {
             let mut task = EncodeTask { shard: k as u32, keys: Vec::new(), inputs: Vec::new(), windows: Vec::new() };
             for i in range.clone() {
                 let key = self.keys[i as usize];
-                if cache.get(&key).is_none() && claimed.insert(key) {
+                if !cache.has(&key) && claimed.insert(key) {
                     task.keys.push(key);
                     task.inputs.push(self.inputs[i as usize].clone());
                     task.windows.push(self.windows.get(i as usize).cloned().unwrap_or_default());

@@ -16,6 +16,9 @@ use crate::error::{Error, Result};
 /// What a shard file says it is.
 const SHARD_FORMAT: &str = "sextant-encoded-1";
 
+/// What a keys file says it is.
+const KEYS_FORMAT: &str = "sextant-encoded-keys-1";
+
 /// The content key of a chunk's vectors:
 /// `SHA-256("sextant-chunk-v2" ‖ dense weights SHA-256 ‖ sparse weights SHA-256 ‖ chunk
 /// tokens ‖ window ‖ dense window ‖ encoder input)`, so equal keys mean the same models read
@@ -136,6 +139,131 @@ impl EncodedShard {
     }
 }
 
+/// The name of the keys file beside the shard file `encoded` (`encoded-00003.bin` →
+/// `encoded-00003.keys`, in the same directory).
+pub fn keys_file(encoded: &str) -> String {
+    format!("{}.keys", encoded.strip_suffix(".bin").unwrap_or(encoded))
+}
+
+/// The keys of a shard file, in its record order: what a plan needs of an earlier
+/// build's vectors (whether a chunk's are there) in 32 bytes a chunk instead of the
+/// record's some 4 KB. Written beside every shard file of a version ([`keys_file`]).
+///
+/// A keys file can say a record is there that its shard file no longer holds whole (the
+/// shard file damaged after both were written): the merge that finds the record missing
+/// encodes that chunk again ([`ShardPlan::lacking`](super::ShardPlan::lacking)).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EncodedKeys {
+    /// Always `sextant-encoded-keys-1`.
+    pub format: String,
+    /// The shard file's keys, in its record order.
+    pub keys: Vec<ChunkKey>,
+    /// The first 8 bytes of `SHA-256(keys)`.
+    pub check: [u8; 8],
+}
+
+impl EncodedKeys {
+    /// The keys of `shard`.
+    pub fn of(shard: &EncodedShard) -> Self {
+        let keys: Vec<ChunkKey> = shard.records.iter().map(|r| r.key).collect();
+        let check = Self::checksum(&keys);
+        EncodedKeys { format: KEYS_FORMAT.into(), keys, check }
+    }
+
+    fn checksum(keys: &[ChunkKey]) -> [u8; 8] {
+        let mut h = Sha256::new();
+        keys.iter().for_each(|k| h.update(k.0));
+        h.finalize()[..8].try_into().expect("8 bytes")
+    }
+
+    /// The file's bytes.
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        Ok(bincode::serialize(self)?)
+    }
+
+    /// The keys a keys file lists; `None` when it does not decode, is of another format or
+    /// fails its checksum (then its shard file is read instead).
+    pub fn read(bytes: &[u8]) -> Option<Vec<ChunkKey>> {
+        let file: EncodedKeys = bincode::deserialize(bytes).ok()?;
+        (file.format == KEYS_FORMAT && file.check == Self::checksum(&file.keys)).then_some(file.keys)
+    }
+}
+
+/// What planning asks of the vectors earlier builds left: whether a chunk's are there
+/// (then it is not encoded), and how many damaged records were dropped.
+pub trait Cached {
+    /// Whether the vectors of `key` are there.
+    fn has(&self, key: &ChunkKey) -> bool;
+    /// Records dropped as damaged (and files that could not be read at all, one each).
+    fn rejected(&self) -> usize;
+}
+
+impl Cached for VectorCache {
+    fn has(&self, key: &ChunkKey) -> bool {
+        self.entries.contains_key(key)
+    }
+    fn rejected(&self) -> usize {
+        self.rejected
+    }
+}
+
+/// The keys of earlier builds' vectors without the vectors: what a plan in corpus parts
+/// reads of the previous version ([`EncodedKeys`] files, or a shard file's intact records
+/// where no keys file is whole).
+#[derive(Debug, Default)]
+pub struct CachedKeys {
+    keys: std::collections::HashSet<ChunkKey>,
+    /// Records dropped because they were damaged, and files that could not be read.
+    pub rejected: usize,
+}
+
+impl CachedKeys {
+    /// None yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds the keys `wanted` accepts of a keys file; `false` (and nothing added) when the
+    /// file is not whole, so that the caller reads the shard file instead.
+    pub fn add_keys_file_where(&mut self, bytes: &[u8], wanted: impl Fn(&ChunkKey) -> bool) -> bool {
+        match EncodedKeys::read(bytes) {
+            Some(keys) => {
+                self.keys.extend(keys.into_iter().filter(|k| wanted(k)));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Adds the keys `wanted` accepts of a shard file's intact records
+    /// ([`VectorCache::add_file_where`]).
+    pub fn add_file_where(&mut self, bytes: &[u8], wanted: impl Fn(&ChunkKey) -> bool) {
+        let mut cache = VectorCache::new();
+        cache.add_file_where(bytes, wanted);
+        self.rejected += cache.rejected;
+        self.keys.extend(cache.entries.into_keys());
+    }
+
+    /// Distinct keys held.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// Whether none is held.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+}
+
+impl Cached for CachedKeys {
+    fn has(&self, key: &ChunkKey) -> bool {
+        self.keys.contains(key)
+    }
+    fn rejected(&self) -> usize {
+        self.rejected
+    }
+}
+
 /// Vectors by content key, gathered from earlier builds' shard files.
 #[derive(Debug, Default)]
 pub struct VectorCache {
@@ -189,6 +317,13 @@ impl VectorCache {
         for r in records {
             self.entries.entry(r.key).or_insert(r);
         }
+    }
+
+    /// Adds the records of a shard just encoded, taking its dimension when no file gave
+    /// one.
+    pub fn insert_encoded(&mut self, shard: EncodedShard) {
+        self.dim.get_or_insert(shard.dim as usize);
+        self.insert(shard.records);
     }
 
     /// The cached vectors of `key`.
@@ -258,5 +393,28 @@ mod tests {
         // A file that is not a shard at all adds nothing.
         cache.add_file(b"not a shard");
         assert_eq!((cache.len(), cache.rejected), (2, 2));
+    }
+
+    #[test]
+    fn a_keys_file_lists_its_shard_files_records_and_a_damaged_one_is_not_read() {
+        assert_eq!(keys_file("versions/v1/encoded-00003.bin"), "versions/v1/encoded-00003.keys");
+        let shard = EncodedShard::new(0, 2, (0..3).map(record).collect());
+        let bytes = EncodedKeys::of(&shard).to_bytes().unwrap();
+        assert_eq!(bytes.len(), 8 + 22 + 8 + 3 * 32 + 8, "32 bytes a chunk beside a header");
+        let keys = EncodedKeys::read(&bytes).unwrap();
+        assert!(shard.holds(&keys));
+        let mut listed = CachedKeys::new();
+        assert!(listed.add_keys_file_where(&bytes, |k| *k != record(1).key));
+        assert!(listed.has(&record(0).key) && !listed.has(&record(1).key) && listed.has(&record(2).key));
+        let mut damaged = bytes.clone();
+        let last = damaged.len() - 9;
+        damaged[last] ^= 1;
+        assert_eq!(EncodedKeys::read(&damaged), None);
+        assert!(!CachedKeys::new().add_keys_file_where(&damaged, |_| true));
+        assert_eq!(EncodedKeys::read(b"not a keys file"), None);
+        // Without a whole keys file, the shard file's intact records are listed.
+        let mut from_shard = CachedKeys::new();
+        from_shard.add_file_where(&shard.to_bytes().unwrap(), |_| true);
+        assert_eq!((from_shard.len(), from_shard.rejected()), (3, 0));
     }
 }

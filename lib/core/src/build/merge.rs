@@ -2,11 +2,12 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::encode::EncodeTask;
 use super::encoded::{ChunkKey, EncodedChunk, EncodedShard, VectorCache};
-use super::plan::{BuildOptions, Plan};
+use super::plan::{chunk_windows, BuildOptions, Plan};
 use super::Progress;
 use crate::corpus::{Chunk, Document};
-use crate::encode::SparseVector;
+use crate::encode::{SparseVector, TextTokenizer};
 use crate::error::{Error, Result};
 use crate::index::format::{BuildRecord, Manifest, FORMAT_NAME, FORMAT_VERSION};
 use crate::index::{Bm25Index, DenseIndex, Index, LexicalStats, SpladeIndex, EXACT_ONLY_BELOW};
@@ -154,6 +155,27 @@ impl ShardPlan {
                 })
             })
             .collect()
+    }
+
+    /// The encode task of the shard's chunks whose vectors `cache` lacks, each once, read
+    /// as the plan read them (input and dense windows, with the models' `tokenizers`);
+    /// `None` when it lacks none. What a merge runs when a record its plan was told is
+    /// cached (by a keys file, [`EncodedKeys`](super::EncodedKeys)) turns out damaged or
+    /// gone: the chunk is encoded again instead of failing every build from then on.
+    pub fn lacking(&self, cache: &VectorCache, tokenizers: (&TextTokenizer, &TextTokenizer)) -> Option<EncodeTask> {
+        let mut seen = std::collections::HashSet::new();
+        let mut task =
+            EncodeTask { shard: self.shard as u32, keys: Vec::new(), inputs: Vec::new(), windows: Vec::new() };
+        for (i, (chunk, key)) in self.chunks.iter().zip(&self.keys).enumerate() {
+            if cache.get(key).is_some() || !seen.insert(*key) {
+                continue;
+            }
+            let title = &self.documents[chunk.doc as usize].title;
+            task.keys.push(*key);
+            task.inputs.push(self.inputs[i].clone());
+            task.windows.push(chunk_windows(title, chunk, self.options.dense_window, tokenizers));
+        }
+        (!task.keys.is_empty()).then_some(task)
     }
 }
 

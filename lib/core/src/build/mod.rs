@@ -23,7 +23,7 @@ mod report;
 use std::time::Instant;
 
 pub use encode::{encode_inputs, encode_task, EncodeTask, ENCODE_STEP};
-pub use encoded::{ChunkKey, EncodedChunk, EncodedShard, VectorCache};
+pub use encoded::{keys_file, Cached, CachedKeys, ChunkKey, EncodedChunk, EncodedKeys, EncodedShard, VectorCache};
 pub use merge::{lexical_only, merge, merge_shard, merge_shards, ShardPlan};
 pub use parts::{
     gather_parts, plan_part, task_number, Gather, Gathered, PartOffsets, PartPlan, PartSummary, PlannedPart, MAX_PARTS,
@@ -138,9 +138,13 @@ impl Previous {
         }
     }
 
-    /// Removes the encoded files the previous version had and `kept` does not name.
+    /// Removes the encoded files the previous version had and `kept` does not name, and
+    /// their keys files.
     fn remove_stale(&self, storage: &dyn Storage, kept: &[String]) -> Result<()> {
-        self.encoded.iter().filter(|n| !kept.contains(n)).try_for_each(|n| storage.remove(n))
+        self.encoded
+            .iter()
+            .filter(|n| !kept.contains(n))
+            .try_for_each(|n| storage.remove(n).and_then(|()| storage.remove(&keys_file(n))))
     }
 
     /// Whether a build of the inputs `fingerprint` as `shards` (`None`: a single index;
@@ -366,12 +370,16 @@ impl BuiltShards {
     }
 }
 
-/// Writes `encoded` to `storage` as [`shard_file`]`(0..)`, in parallel, and returns their
-/// names.
+/// Writes `encoded` to `storage` as [`shard_file`]`(0..)`, each with its keys file
+/// beside it ([`EncodedKeys`], what the next build's plan in corpus parts reads), in
+/// parallel, and returns the shard files' names.
 fn write_encoded(storage: &dyn Storage, encoded: &[EncodedShard]) -> Result<Vec<String>> {
     use rayon::prelude::*;
     let names: Vec<String> = (0..encoded.len()).map(shard_file).collect();
-    encoded.par_iter().zip(&names).try_for_each(|(shard, name)| storage.write(name, &shard.to_bytes()?))?;
+    encoded.par_iter().zip(&names).try_for_each(|(shard, name)| {
+        storage.write(name, &shard.to_bytes()?)?;
+        storage.write(&keys_file(name), &EncodedKeys::of(shard).to_bytes()?)
+    })?;
     Ok(names)
 }
 

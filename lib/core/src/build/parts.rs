@@ -19,7 +19,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::encode::EncodeTask;
-use super::encoded::VectorCache;
+use super::encoded::Cached;
 use super::merge::ShardPlan;
 use super::plan::{document_sha256, fingerprint, plan, BuildOptions};
 use super::report::BuildReport;
@@ -107,13 +107,13 @@ impl PartPlan {
 
     /// The part's encode tasks (what `cache`, the previous version's vectors of at least
     /// these chunks, lacks), its summary and its piece of each of `count` index shards.
-    pub fn finish(self, cache: &VectorCache, count: usize) -> Result<PlannedPart> {
+    pub fn finish(self, cache: &dyn Cached, count: usize) -> Result<PlannedPart> {
         let PartPlan { part, plan, hashes, started } = self;
         let mut tasks = plan.tasks(cache);
         for task in &mut tasks {
             task.shard = task_number(part, task.shard)?;
         }
-        let mut report = BuildReport::planned(&plan, &tasks, cache.rejected);
+        let mut report = BuildReport::planned(&plan, &tasks, cache.rejected());
         let stats = plan.lexical_stats();
         let chunks =
             u32::try_from(plan.chunks.len()).map_err(|_| Error::invalid("part_bytes", "a part of 2^32 chunks"))?;

@@ -157,6 +157,20 @@ fn encoder_title(title: &str, measure: &dyn TokenMeasure) -> String {
     }
 }
 
+/// The dense windows of `chunk` of a document titled `title`, as [`plan`] makes them
+/// ([`dense_windows`] under the encoder title; empty when the dense encoder reads the
+/// chunk's input whole).
+pub(super) fn chunk_windows(
+    title: &str,
+    chunk: &Chunk,
+    dense_window: usize,
+    tokenizers: (&TextTokenizer, &TextTokenizer),
+) -> Vec<String> {
+    let (dense, sparse) = tokenizers;
+    let title = encoder_title(title, &BothTokenizers::new(dense, sparse));
+    dense_windows(&title, chunk, dense_window, dense)
+}
+
 /// The text the encoders see for a chunk: the (encoder) title, a newline, then the chunk.
 pub fn encoder_input(title: &str, chunk: &Chunk) -> String {
     if title.is_empty() {

@@ -174,8 +174,12 @@ fn shard_files_of_a_larger_previous_build_are_removed() {
     run(corpus(2), 1024, &previous).save(&store, &previous).unwrap();
     let manifest = read_manifest(&store).unwrap();
     assert_eq!(manifest.build.unwrap().encoded, vec![shard_file(0)]);
-    assert!(many[1..].iter().all(|n| !store.exists(n).unwrap()));
+    assert!(many[1..].iter().all(|n| !store.exists(n).unwrap() && !store.exists(&keys_file(n)).unwrap()));
     assert!(store.exists("facts.bin").unwrap());
+    // The shard file kept has its keys file beside it, listing its records in order.
+    let keys = EncodedKeys::read(&store.read(&keys_file(&shard_file(0))).unwrap()).unwrap();
+    let shard = EncodedShard::from_bytes("0", &store.read(&shard_file(0)).unwrap()).unwrap();
+    assert!(shard.holds(&keys) && !keys.is_empty());
 }
 
 #[test]
@@ -533,4 +537,53 @@ fn a_corpus_planned_in_parts_makes_the_shard_plans_one_process_makes() {
     assert!(err.contains("\"d0\"") && err.contains("two parts"), "{err}");
     let err = gather_parts(&options(5), &[], summaries[1..].to_vec()).unwrap_err().to_string();
     assert!(err.contains("part 1"), "{err}");
+}
+
+/// A plan in corpus parts trusts the previous version's keys files; when a record they list
+/// is damaged in its shard file, the merge encodes that chunk again, read as the plan read
+/// it (its input and its dense windows), instead of failing every build from then on.
+#[test]
+fn a_merge_encodes_again_what_a_keys_file_listed_but_its_shard_file_lost() {
+    let (dense, sparse) = encoders();
+    let tokenizers = (dense.tokenizer(), sparse.tokenizer());
+    let Planned::Ready { plan, tasks, .. } =
+        plan_build(corpus(7), &[], &options(5), tokenizers, &Previous::none(), Some(3)).unwrap()
+    else {
+        panic!("a first build is planned")
+    };
+    let runner = InProcess { dense, sparse };
+    let encoded = plan.assemble(&VectorCache::new(), runner.run(tasks, &|_, _, _| {}).unwrap()).unwrap();
+    let files: Vec<Vec<u8>> = encoded.iter().map(|e| e.to_bytes().unwrap()).collect();
+    let mut listed = CachedKeys::new();
+    for e in &encoded {
+        assert!(listed.add_keys_file_where(&EncodedKeys::of(e).to_bytes().unwrap(), |_| true));
+    }
+    assert_eq!(listed.len(), plan.keys.iter().collect::<std::collections::HashSet<_>>().len());
+    // Planned against the keys files, nothing is encoded.
+    assert!(plan.tasks(&listed).is_empty());
+
+    let whole = plan.tasks(&VectorCache::new());
+    let read_as_planned = |key: &ChunkKey| {
+        let task = whole.iter().find(|t| t.keys.contains(key)).expect("every chunk is in a task of a first build");
+        let i = task.keys.iter().position(|k| k == key).unwrap();
+        (task.inputs[i].clone(), task.windows[i].clone())
+    };
+    for part in plan.split(3) {
+        // The shard's vectors, but for one chunk's read in windows (its record lost).
+        let lost = *part.keys.iter().find(|k| !read_as_planned(k).1.is_empty()).expect("a long chunk");
+        let mut cache = VectorCache::new();
+        files.iter().for_each(|bytes| cache.add_file_where(bytes, |k| part.keys.contains(k) && *k != lost));
+        assert!(part.records(&cache).is_err(), "shard {} cannot merge as it is", part.shard);
+        let task = part.lacking(&cache, tokenizers).expect("one chunk lacking");
+        assert_eq!(task.keys, [lost], "shard {}", part.shard);
+        assert_eq!((task.inputs[0].clone(), task.windows[0].clone()), read_as_planned(&lost));
+        let again = encode_task(&task, dense, sparse, &|_| {}).unwrap();
+        let before = encoded.iter().flat_map(|e| &e.records).find(|r| r.key == lost).unwrap();
+        let dot: f32 = again.records[0].dense.iter().zip(&before.dense).map(|(a, b)| a * b).sum();
+        let windows = before.dense.len() as f32 / encoded[0].dim as f32;
+        assert!(dot / windows > 0.9999, "the vectors the first build made: {dot} over {windows} windows");
+        cache.insert_encoded(again);
+        assert!(part.lacking(&cache, tokenizers).is_none());
+        assert!(part.records(&cache).is_ok());
+    }
 }
