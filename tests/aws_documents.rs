@@ -859,6 +859,10 @@ async fn indexes_created_through_the_api_take_documents_are_built_served_everywh
     let (status, body) = call(&f.app, "POST", "/v1/retrieve", ADMIN, "application/json", query.as_bytes()).await;
     assert_eq!((status, body["chunks"].as_array().map(Vec::len)), (200, Some(0)), "{body}");
 
+    // A build of it that was already running when it is deleted (its job made before).
+    let created = sextant_aws::CreatedIndex { chunk_tokens: 64, chunk_overlap: 0 };
+    let running = BuildJob::of_created(&catalog, "notes", &created, defaults).unwrap();
+
     // Deleted: versions, documents and marker gone; a 404 after; the own index is not deleted.
     let delete = |path: &'static str, key: &'static str| {
         let app = f.app.clone();
@@ -882,6 +886,12 @@ async fn indexes_created_through_the_api_take_documents_are_built_served_everywh
             .await
             .unwrap();
     assert_eq!(out, json!({"ignored": "corpora/notes/memo.json"}));
+    // The build that was running publishes after the deletion, finds the index gone and
+    // removes what it published: no version of a deleted index stays behind.
+    let late = build_job::run(&running, f.models.set(), &f.config).await.unwrap();
+    assert!(late.published.is_none(), "{late:?}");
+    assert!(late.discarded.as_deref().is_some_and(|why| why.contains("deleted")), "{late:?}");
+    assert_eq!(keys_under(&s3, &f.bucket, "indexes/notes/").await, Vec::<String>::new());
     // Created again under the same id: a new, empty index.
     let (status, body) = put("/v1/indexes/notes", ADMIN, "{}").await;
     assert_eq!(

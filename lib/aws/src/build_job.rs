@@ -91,6 +91,11 @@ pub struct BuildJob {
     /// `None` for a run started by hand.
     #[serde(default)]
     pub lease: Option<LeaseHold>,
+    /// The bucket (`s3://bucket/`) whose catalog created the index through the API, for
+    /// the jobs [`BuildJob::of_created`] makes: a build that publishes after its index was
+    /// deleted removes what it published ([`answer_published`]).
+    #[serde(default)]
+    pub catalog: Option<String>,
 }
 
 fn default_keep() -> usize {
@@ -198,6 +203,7 @@ impl BuildJob {
             "facts": null,
             "index_shards": 0,
             "allow_empty": true,
+            "catalog": format!("s3://{}/", catalog.bucket()),
         });
         let keep = defaults.get("keep_versions").map(|k| ("keep_versions".to_string(), k.clone()));
         BuildJob::from_event(job, &keep.into_iter().collect())
@@ -241,11 +247,54 @@ pub struct BuildReport {
     /// The build.
     #[serde(flatten)]
     pub build: sextant_core::build::BuildReport,
-    /// The version published; `None` when nothing changed.
+    /// The version published; `None` when nothing changed, or when what was published is
+    /// removed again (`discarded`).
     #[serde(flatten)]
     pub published: Option<Published>,
     /// Seconds spent publishing.
     pub publish_seconds: f64,
+    /// Why what the build published was removed again: its index was deleted through the
+    /// API while it ran ([`answer_published`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub discarded: Option<String>,
+}
+
+/// The answer of a build of `job` that published `published` to `target` after building
+/// what `build` reports, `publish_seconds` spent publishing: that report, unless `job`
+/// builds an index created through the API ([`BuildJob::catalog`]) whose marker is gone.
+///
+/// A deletion removes the index's prefix, then its marker, then the prefix again
+/// ([`Catalog::delete`]). A build that published after the first removal and looked at
+/// the marker before it went is removed by the second; one that looks after finds no
+/// marker and removes the index's prefix itself, answering `published: None` with why.
+/// Either way no version of a deleted index stays behind, served by no function and
+/// keeping the id from being created again.
+pub async fn answer_published(
+    job: &BuildJob,
+    target: &VersionedIndex,
+    config: &aws_config::SdkConfig,
+    build: sextant_core::build::BuildReport,
+    published: Published,
+    publish_seconds: f64,
+) -> Result<BuildReport> {
+    let mut report = BuildReport { build, published: Some(published), publish_seconds, discarded: None };
+    let Some(root) = &job.catalog else { return Ok(report) };
+    let catalog = Catalog::new(config, &Location::parse(root)?)?;
+    if catalog.get(&job.index_id).await?.is_some() {
+        return Ok(report);
+    }
+    let prefix = target.key("");
+    if prefix.is_empty() {
+        return Ok(report);
+    }
+    let removed = target.store().delete_prefix(&prefix).await?;
+    tracing::warn!(index = %job.index_id, removed, "the index was deleted while it was built: its version is removed");
+    report.published = None;
+    report.discarded = Some(format!(
+        "index {} was deleted while it was built: the version this build published is removed",
+        job.index_id
+    ));
+    Ok(report)
 }
 
 /// Runs `job`: reads the corpus and the current version's vector cache, builds (encoding
@@ -280,11 +329,11 @@ pub async fn run(job: &BuildJob, models: &ModelSet, config: &aws_config::SdkConf
     .map_err(|e| Error::task_failed(format!("building index {}", job.index_id), e))??;
     report.seconds = report.phases.total();
     if report.unchanged {
-        return Ok(BuildReport { build: report, published: None, publish_seconds: 0.0 });
+        return Ok(BuildReport { build: report, published: None, publish_seconds: 0.0, discarded: None });
     }
     let t = Instant::now();
     let published = target.publish(&files, &expected, job.keep_versions).await?;
-    Ok(BuildReport { build: report, published: Some(published), publish_seconds: t.elapsed().as_secs_f64() })
+    answer_published(job, &target, config, report, published, t.elapsed().as_secs_f64()).await
 }
 
 /// The index of no documents that `job` builds, cut as it says: what a created index

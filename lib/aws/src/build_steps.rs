@@ -65,7 +65,8 @@ use sextant_core::storage::{Location, MemStore};
 use sextant_finance::Financials;
 
 use super::build_job::{
-    build_options, corpus_parts, previous_version, read_corpus_part, read_inputs, BuildJob, BuildReport, CorpusPart,
+    answer_published, build_options, corpus_parts, previous_version, read_corpus_part, read_inputs, BuildJob,
+    BuildReport, CorpusPart,
 };
 use super::versions::VersionedIndex;
 
@@ -716,7 +717,7 @@ pub async fn merge_step(
     if let Err(e) = store.delete_prefix(&format!("{dir}/")).await {
         tracing::warn!(error = %e, build_id, "could not remove the build's files");
     }
-    Ok(BuildReport { build: report, published: Some(published), publish_seconds: t.elapsed().as_secs_f64() })
+    answer_published(job, &target, config, report, published, t.elapsed().as_secs_f64()).await
 }
 
 /// The file `name` of the build under `dir`: an error naming it when it is missing.
@@ -917,7 +918,7 @@ pub async fn publish_step(job: &BuildJob, build_id: &str, config: &aws_config::S
     if let Err(e) = store.delete_prefix(&format!("{dir}/")).await {
         tracing::warn!(error = %e, build_id, "could not remove the build's files");
     }
-    Ok(BuildReport { build: report, published: Some(published), publish_seconds: t.elapsed().as_secs_f64() })
+    answer_published(job, &target, config, report, published, t.elapsed().as_secs_f64()).await
 }
 
 #[cfg(test)]

@@ -8,7 +8,8 @@
 //!
 //! An index is created when its marker is written (once: `If-None-Match`), and only into
 //! prefixes that hold nothing, so a creation touches nothing else; it is deleted by removing
-//! its two prefixes, then its marker. The API functions read the markers to serve every
+//! its two prefixes, then its marker, then its versions' prefix again (what a build running
+//! meanwhile published). The API functions read the markers to serve every
 //! created index, and the index-build function to build the one an S3 event's key names.
 //! The markers live under `indexes/.created/`, one listing away, in no index's prefix (an
 //! index id starts with a letter or a digit).
@@ -134,13 +135,17 @@ impl Catalog {
     }
 
     /// Deletes index `id`: its versions and documents, then its marker (so that a deletion
-    /// that fails half-way leaves an index that can be deleted again); the objects removed.
+    /// that fails half-way leaves an index that can be deleted again), then its versions
+    /// again: a build that was running published after the first removal and found the
+    /// marker still there (one that finds it gone removes its version itself,
+    /// [`crate::build_job::answer_published`]). Answers the objects removed.
     pub async fn delete(&self, id: &str) -> Result<usize> {
         let mut removed = 0;
         for prefix in [format!("indexes/{id}/"), format!("corpora/{id}/")] {
             removed += self.store.delete_prefix(&prefix).await?;
         }
         self.store.delete(&Self::marker(id)).await?;
+        removed += self.store.delete_prefix(&format!("indexes/{id}/")).await?;
         Ok(removed + 1)
     }
 }
