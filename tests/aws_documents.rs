@@ -526,7 +526,7 @@ async fn a_sharded_build_planned_in_corpus_parts_is_the_one_process_build() {
     use sextant_aws::build_steps::{
         encode_step, gather_step, merge_shard_step, plan_part_step, plan_step, publish_step, PlanOutput,
     };
-    use sextant_core::build::EncodedShard;
+    use sextant_core::build::{EncodedKeys, EncodedShard};
     let s = servers();
     let config = s.config(&s.seaweed).await;
     let bucket = unique("parts");
@@ -669,6 +669,20 @@ async fn a_sharded_build_planned_in_corpus_parts_is_the_one_process_build() {
     let windows = before.dense.len() as f32 / healed.dim as f32;
     let dot: f32 = after.dense.iter().zip(&before.dense).map(|(a, b)| a * b).sum();
     assert!(dot / windows > 0.9999, "the vectors the first build made: {dot} over {windows} windows");
+
+    // Index shard 1's cache file gone, its keys file left: its merge encodes every chunk
+    // the file held, and the build does not fail.
+    let (gone, _) = version_objects(&config, &target, "/encoded-00001.bin").await.remove(0);
+    let listed = EncodedKeys::read(&get(gone.replace(".bin", ".keys")).await).unwrap().len();
+    s3.delete_object().bucket(&bucket).key(&gone).send().await.unwrap();
+    put("corpora/kb/parking.md".into(), "Parking at the airport is reimbursed for trips of two days.".into()).await;
+    let (plan, _) = parts("gone", 8).await;
+    assert_eq!(plan.report.chunks_encoded, 1, "{plan:?}");
+    let (reencoded, published) = steps("gone", plan).await;
+    assert_eq!(reencoded, [0, listed], "shard 1's vectors, all encoded again");
+    assert_eq!(published.build.chunks_encoded, 1 + listed, "{published:?}");
+    let (cache_file, _) = version_objects(&config, &target, "/encoded-00001.bin").await.remove(0);
+    EncodedShard::from_bytes("shard 1", &get(cache_file).await).expect("a whole cache file again");
 }
 
 /// The objects of the current version of the index at `target` (in `bucket`) whose names
