@@ -499,12 +499,13 @@ pub async fn plan_part_step(
         match target.cache_files(&pointer).await {
             Ok(files) => {
                 for key in files {
-                    if let Some(o) = store.get(&keys_file(&key)).await? {
+                    let keys = keys_file(&key);
+                    if let Some(o) = store.get(&keys).await? {
                         cache_bytes_read += o.bytes.len() as u64;
                         if cache.add_keys_file_where(&o.bytes, |k| wanted.contains(k)) {
                             continue;
                         }
-                        tracing::warn!(file = %keys_file(&key), "a keys file is damaged: reading its cache file");
+                        tracing::warn!(file = %keys, "a keys file is damaged: reading its cache file");
                     }
                     if let Some(o) = store.get(&key).await? {
                         cache_bytes_read += o.bytes.len() as u64;

@@ -140,12 +140,13 @@ impl Catalog {
     /// marker still there (one that finds it gone removes its version itself,
     /// [`crate::build_job::answer_published`]). Answers the objects removed.
     pub async fn delete(&self, id: &str) -> Result<usize> {
+        let (versions, documents) = (format!("indexes/{id}/"), format!("corpora/{id}/"));
         let mut removed = 0;
-        for prefix in [format!("indexes/{id}/"), format!("corpora/{id}/")] {
-            removed += self.store.delete_prefix(&prefix).await?;
+        for prefix in [&versions, &documents] {
+            removed += self.store.delete_prefix(prefix).await?;
         }
         self.store.delete(&Self::marker(id)).await?;
-        removed += self.store.delete_prefix(&format!("indexes/{id}/")).await?;
+        removed += self.store.delete_prefix(&versions).await?;
         Ok(removed + 1)
     }
 }
