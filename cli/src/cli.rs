@@ -357,8 +357,8 @@ pub struct ServeArgs {
     pub shard_deadline_ms: Option<u64>,
     /// On a sharded index, run each shard as a worker process on loopback
     /// (`sextant shard-worker`), asked over the shard protocol as the Lambda shard
-    /// functions are; this process keeps only the shards' documents and chunks, without
-    /// their text.
+    /// functions are; this process keeps only the shards' documents, without their text,
+    /// and where each one's chunks start.
     #[arg(long)]
     pub shard_workers: bool,
     /// Fault injection for tests: with `--shard-workers`, this shard's worker answers

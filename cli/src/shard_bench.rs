@@ -156,7 +156,7 @@ pub fn run(
     }
     let whole_bytes = whole.index().resident_bytes() as f64;
     let shard_bytes: Vec<f64> = set.stores().iter().map(|i| i.resident_bytes() as f64).collect();
-    let chunks: Vec<usize> = set.stores().iter().map(|i| i.chunks.len()).collect();
+    let chunks: Vec<usize> = set.stores().iter().map(|i| i.chunk_count()).collect();
     let mib = |b: f64| b / (1 << 20) as f64;
     println!("| {target} chunks, {count} queries | p50 (ms) | p99 (ms) | p99.9 (ms) |");
     println!("|---|---:|---:|---:|");

@@ -174,8 +174,8 @@ pub fn start_workers(index: &Path, count: usize, timeout: Duration, failing: Opt
 /// The sharded index in `dir` (its root `root` and BM25 statistics `stats`, as
 /// [`read_root`] reads them) served by one worker process per shard ([`start_workers`],
 /// each request timing out after `timeout`, shard `failing` failing on purpose), routed
-/// from this process over the shards' stores (their documents and chunks alone,
-/// [`load_shard_store`]) with the engine `engine` makes of the first store.
+/// from this process over the shards' stores (their documents alone, [`load_shard_store`])
+/// with the engine `engine` makes of the first store's empty index ([`sextant_core::index::ShardStore::router_index`]).
 pub fn router_over_workers(
     dir: &Path,
     (root, stats): (&RootManifest, LexicalStats),
@@ -192,7 +192,7 @@ pub fn router_over_workers(
         stores.push(Arc::new(store));
         order.push(o);
     }
-    let router = Arc::new(engine(stores[0].clone())?);
+    let router = Arc::new(engine(Arc::new(stores[0].router_index()))?);
     let workers = workers.into_iter().map(|w| Arc::new(w) as Arc<dyn Shard>).collect();
     Ok(ShardSet::with_shards(router, stores, workers, Some(order), stats)?)
 }

@@ -64,7 +64,7 @@ pub struct LoadedIndex {
 /// same cores as the transfer): 2.1–2.3 s instead of 1.6 s for a 100k-chunk index.
 ///
 /// A sharded version ([`Pointer::shards`]) is opened as its router: each shard's store
-/// (documents and chunks, [`VersionedIndex::load_shard`]), BM25's statistics from the root,
+/// (its documents, [`VersionedIndex::load_shard_store`]), BM25's statistics from the root,
 /// and a client of each shard
 /// function that `shards` names, asked about this version only.
 pub async fn open_from_s3(
@@ -147,13 +147,13 @@ async fn open_router(
     let (mut stores, mut order) = (Vec::new(), Vec::new());
     let (mut download_ms, mut decode_ms, mut bytes) = (0, 0, 0);
     for k in 0..root.shards.len() {
-        let (store, o, phases) = source.load_shard(pointer, &root, k, true).await?;
+        let (store, o, phases) = source.load_shard_store(pointer, &root, k).await?;
         (download_ms, decode_ms, bytes) =
             (download_ms + phases.download_ms, decode_ms + phases.decode_ms, bytes + phases.bytes);
         stores.push(Arc::new(store));
         order.push(o);
     }
-    let (engine, took) = open_engine(models, stores[0].clone()).await?;
+    let (engine, took) = open_engine(models, Arc::new(stores[0].router_index())).await?;
     let clients = functions.shards(&root.index_id, pointer);
     let router = ShardSet::with_shards(Arc::new(engine), stores, clients, Some(order), stats)?
         .with_deadline(functions.deadline());

@@ -22,12 +22,15 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use sextant_core::error::{Error, Result};
 use sextant_core::index::format::{read_manifest, sha256_hex, Manifest, MANIFEST};
-use sextant_core::index::{Index, LexicalStats};
+use sextant_core::index::{Index, LexicalStats, ShardStore};
 use sextant_core::shards::{load_shard_store, read_root, RootManifest, ORDER_FILE, ROOT_MANIFEST, STATS_FILE};
 use sextant_core::storage::{Location, MemStore, Storage};
 use sextant_finance::Financials;
 
 use super::s3::{Precondition, S3Store};
+
+/// Opens shard `k` of a root from the files in a storage: the shard and its documents' order.
+type OpenShard<T> = fn(&dyn Storage, &RootManifest, usize) -> Result<(T, Vec<u32>)>;
 
 /// The pointer object's name under an index prefix.
 pub const CURRENT: &str = "CURRENT";
@@ -459,24 +462,44 @@ impl VersionedIndex {
     }
 
     /// Downloads shard `k` of the sharded version `pointer` names (`root`, from
-    /// [`VersionedIndex::root`]), verifies it against the root and decodes it: the whole
-    /// shard (what a shard function searches), or with `store` only what a router keeps
-    /// of it ([`sextant_core::shards::load_shard_store`]: documents and chunks, so no
-    /// postings or vector is downloaded). Returns the index, its documents' order and the
-    /// timings.
+    /// [`VersionedIndex::root`]), verifies it against the root and decodes it whole (what a
+    /// shard function searches). Returns the index, its documents' order and the timings.
     pub async fn load_shard(
         &self,
         pointer: &Pointer,
         root: &RootManifest,
         k: usize,
-        store: bool,
     ) -> Result<(Index, Vec<u32>, LoadPhases)> {
+        self.open_shard(pointer, root, k, |_| true, sextant_core::shards::load_shard).await
+    }
+
+    /// [`VersionedIndex::load_shard`] of only what a router keeps of the shard
+    /// ([`sextant_core::shards::load_shard_store`]: its documents and where their chunks
+    /// start, so no postings or vector is downloaded).
+    pub async fn load_shard_store(
+        &self,
+        pointer: &Pointer,
+        root: &RootManifest,
+        k: usize,
+    ) -> Result<(ShardStore, Vec<u32>, LoadPhases)> {
+        let wanted = |name: &str| ShardStore::FILES.contains(&name) || name == ORDER_FILE;
+        self.open_shard(pointer, root, k, wanted, load_shard_store).await
+    }
+
+    /// Downloads the files of shard `k` that `wanted` names and opens them with `open`.
+    async fn open_shard<T: Send + 'static>(
+        &self,
+        pointer: &Pointer,
+        root: &RootManifest,
+        k: usize,
+        wanted: fn(&str) -> bool,
+        open: OpenShard<T>,
+    ) -> Result<(T, Vec<u32>, LoadPhases)> {
         let t = Instant::now();
         let (prefix, manifest_bytes, manifest) = self.shard_manifest(pointer, root, k).await?;
         let dir = self.key(&format!("versions/{}", pointer.version));
         let files = MemStore::new(format!("s3://{}/{dir}", self.store.bucket()));
         files.insert(format!("{prefix}{MANIFEST}"), manifest_bytes);
-        let wanted = |name: &str| !store || Index::STORE_FILES.contains(&name) || name == ORDER_FILE;
         let mut tasks = tokio::task::JoinSet::new();
         for f in manifest.files.into_iter().filter(|f| wanted(&f.name)) {
             let name = format!("{prefix}{}", f.name);
@@ -492,16 +515,10 @@ impl VersionedIndex {
         let bytes = files.total_bytes();
         let t = Instant::now();
         let (root, location) = (root.clone(), files.location());
-        let (index, order) = tokio::task::spawn_blocking(move || {
-            if store {
-                load_shard_store(&files, &root, k)
-            } else {
-                sextant_core::shards::load_shard(&files, &root, k)
-            }
-        })
-        .await
-        .map_err(|e| Error::task_failed(format!("decoding shard {k} of {location}"), e))??;
-        Ok((index, order, LoadPhases { download_ms, decode_ms: t.elapsed().as_millis() as u64, bytes }))
+        let (opened, order) = tokio::task::spawn_blocking(move || open(&files, &root, k))
+            .await
+            .map_err(|e| Error::task_failed(format!("decoding shard {k} of {location}"), e))??;
+        Ok((opened, order, LoadPhases { download_ms, decode_ms: t.elapsed().as_millis() as u64, bytes }))
     }
 
     /// The keys of the encoded files (the vector cache) of the version `pointer` names, as

@@ -76,7 +76,7 @@ impl ShardServer {
             tracing::info!(shard = self.shard, version = %gone, "an older version of the shard let go");
         }
         self.make_room(&mut held, pointer, &root).await?;
-        let (index, _, phases) = self.source.load_shard(pointer, &root, self.shard, false).await?;
+        let (index, _, phases) = self.source.load_shard(pointer, &root, self.shard).await?;
         let engine = Engine::without_encoders(Arc::new(index));
         tracing::info!(
             index = %self.source.location(),

@@ -13,6 +13,7 @@ mod le_bytes;
 mod provenance;
 mod rows;
 mod splade;
+mod store;
 mod topk;
 mod vector_store;
 
@@ -30,6 +31,7 @@ pub use inverted::InvertedIndex;
 pub use provenance::Provenance;
 pub use rows::Rows;
 pub use splade::SpladeIndex;
+pub use store::ShardStore;
 pub use topk::top_k;
 pub use vector_store::VectorStore;
 
@@ -179,6 +181,17 @@ fn chunk_ranges(chunks: &[Chunk], docs: usize, first_doc: usize, first_chunk: us
     Ok(ranges)
 }
 
+/// The bytes document `d` holds in memory, estimated ([`Index::resident_bytes`]):
+///
+/// ```text
+/// document_bytes = 160 + |id| + |title| + |metadata as JSON| + Σ_segments (|s| + 24)
+/// ```
+fn document_bytes(d: &Document) -> u64 {
+    160 + (d.document_id.len() + d.title.len()) as u64
+        + d.metadata.to_json().to_string().len() as u64
+        + d.segments.iter().map(|s| s.len() as u64 + 24).sum::<u64>()
+}
+
 /// Decodes a raw file of little-endian values ([`crate::storage::read_le`]; `what` names
 /// their type in the error), such as the `u32` window offsets.
 fn decode_le<T: bytemuck::Pod>(location: &str, name: &str, what: &str, bytes: &[u8]) -> Result<Vec<T>> {
@@ -204,20 +217,6 @@ impl Index {
         bm25: Bm25Index,
         splade: SpladeIndex,
     ) -> Result<Self> {
-        Self::from_checked_parts(manifest, documents, chunks, dense, bm25, splade, true)
-    }
-
-    /// [`Index::from_parts`]; with `searchable` false, a store ([`Index::into_store`]) whose
-    /// search parts are empty, so none is checked against the chunks.
-    fn from_checked_parts(
-        manifest: Manifest,
-        documents: Vec<Document>,
-        chunks: Vec<Chunk>,
-        dense: DenseIndex,
-        bm25: Bm25Index,
-        splade: SpladeIndex,
-        searchable: bool,
-    ) -> Result<Self> {
         let n = chunks.len();
         let check = |what: &str, got: usize| {
             if got != n {
@@ -230,11 +229,9 @@ impl Index {
                 Ok(())
             }
         };
-        if searchable {
-            check(BM25, bm25.inverted.num_chunks as usize)?;
-            check(DENSE_VECTORS, dense.len())?;
-            check(SPLADE, splade.inverted.num_chunks as usize)?;
-        }
+        check(BM25, bm25.inverted.num_chunks as usize)?;
+        check(DENSE_VECTORS, dense.len())?;
+        check(SPLADE, splade.inverted.num_chunks as usize)?;
         for (file, inverted) in [(BM25, &bm25.inverted), (SPLADE, &splade.inverted)] {
             inverted.validate().map_err(|found| Error::IndexCorrupted {
                 file: file.into(),
@@ -319,16 +316,7 @@ impl Index {
     ///
     /// A delta's own documents and vectors are not counted: compaction folds them in.
     pub fn resident_bytes(&self) -> u64 {
-        let documents: u64 = self
-            .documents
-            .base()
-            .iter()
-            .map(|d| {
-                160 + (d.document_id.len() + d.title.len()) as u64
-                    + d.metadata.to_json().to_string().len() as u64
-                    + d.segments.iter().map(|s| s.len() as u64 + 24).sum::<u64>()
-            })
-            .sum();
+        let documents: u64 = self.documents.base().iter().map(document_bytes).sum();
         let chunks: u64 = self.chunks.base().iter().map(|c| 48 + c.text.len() as u64).sum();
         documents + chunks + self.dense.resident_bytes() + self.bm25.resident_bytes() + self.splade.resident_bytes()
     }
@@ -507,56 +495,29 @@ impl Index {
         format::write_files(storage, files, self.manifest.clone())
     }
 
-    /// A store's search parts ([`Index::load_store`]): a dense index of `dim` dimensions
-    /// with no rows, a BM25 index read with `params` with no postings, an empty SPLADE one.
-    fn no_search_parts(dim: usize, params: Bm25Params) -> (DenseIndex, Bm25Index, SpladeIndex) {
-        (DenseIndex::build(dim, Vec::new()), Bm25Index::build(std::iter::empty(), params), SpladeIndex::default())
-    }
-
     /// Loads and verifies an index from `storage`.
     ///
     /// Each file is verified and decoded in its own task, largest first, so checksums and
     /// decoding of different files overlap on all cores. Local files are memory-mapped.
     pub fn load(storage: &dyn Storage) -> Result<Self> {
-        Self::load_files(storage, true)
-    }
-
-    /// Loads from `storage` what a router keeps of one shard, its store: its documents
-    /// without their segments and its chunks without their text (where each chunk sits,
-    /// its document's metadata for filters and citations), each file verified as
-    /// [`Index::load`] verifies it. The router fetches the text of a search's results from
-    /// the shard ([`crate::shards::ShardRequest::Fetch`]). The postings and vector files are
-    /// neither read nor needed (a router on S3 downloads only [`Index::STORE_FILES`]), and
-    /// the BM25 statistics a router reads come from the root manifest. A search of the
-    /// store finds nothing.
-    pub fn load_store(storage: &dyn Storage) -> Result<Self> {
-        Self::load_files(storage, false)
-    }
-
-    /// [`Index::load`] of every own file (`searchable`), or of a store's three.
-    fn load_files(storage: &dyn Storage, searchable: bool) -> Result<Self> {
         use rayon::prelude::*;
         let manifest = format::read_manifest(storage)?;
         let loc = storage.location();
         Self::check_manifest(&manifest, &loc)?;
-        let wanted = |name: &str| if searchable { Self::owns(name) } else { Self::STORE_FILES.contains(&name) };
-        let mut files: Vec<&format::FileEntry> = manifest.files.iter().filter(|f| wanted(&f.name)).collect();
+        let mut files: Vec<&format::FileEntry> = manifest.files.iter().filter(|f| Self::owns(&f.name)).collect();
         files.sort_by_key(|f| std::cmp::Reverse(f.bytes));
         let parts: Vec<DecodedFile> = files
             .par_iter()
             .with_max_len(1)
             .map(|f| Self::decode_file(&manifest, &loc, f, storage.read_blob(&f.name)?))
             .collect::<Result<_>>()?;
-        Self::assemble_parts(manifest, parts, &loc, searchable)
+        Self::assemble(manifest, parts, &loc)
     }
 
     /// The files a loaded index reads in place from a local file when it can, instead of
     /// copying them into memory: the exact `f32` dense vectors ([`VectorRows`]) and the
     /// SPLADE postings ([`InvertedIndex`]). A download puts them on local disk.
     pub const IN_PLACE_FILES: [&'static str; 2] = [DENSE_VECTORS, SPLADE];
-
-    /// The files [`Index::load_store`] reads: documents and chunks.
-    pub const STORE_FILES: [&'static str; 2] = [DOCUMENTS, CHUNKS];
 
     /// Whether `name` is one of the index's own files (others are attachments, which
     /// [`Index::load`] leaves to their own readers).
@@ -670,12 +631,6 @@ impl Index {
 
     /// Puts decoded files together into an index, checking that they agree.
     pub fn assemble(manifest: Manifest, parts: Vec<DecodedFile>, location: &str) -> Result<Self> {
-        Self::assemble_parts(manifest, parts, location, true)
-    }
-
-    /// [`Index::assemble`]; with `searchable` false, a store ([`Index::load_store`]): its
-    /// dense and SPLADE parts empty, neither read nor required.
-    fn assemble_parts(manifest: Manifest, parts: Vec<DecodedFile>, location: &str, searchable: bool) -> Result<Self> {
         let loc = location;
         let missing = |name: &str| Error::IndexCorrupted {
             file: format!("{loc}/{}", format::MANIFEST),
@@ -706,13 +661,6 @@ impl Index {
             (None, Some(old)) => old.into_iter().map(|c| c.upgrade(&documents)).collect(),
             (None, None) => return Err(missing(CHUNKS)),
         };
-        if !searchable {
-            // A router reads the text of the results only, in its search's fetch phase.
-            let documents = documents.into_iter().map(|d| Document { segments: Vec::new(), ..d }).collect();
-            let chunks = chunks.into_iter().map(|c| Chunk { text: String::new(), ..c }).collect();
-            let (dense, bm25, splade) = Self::no_search_parts(manifest.dense_dim, manifest.bm25);
-            return Self::from_checked_parts(manifest, documents, chunks, dense, bm25, splade, false);
-        }
         let bm25: Bm25Index = bm25.ok_or_else(|| missing(BM25))?;
         let mut dense: DenseIndex = graph.ok_or_else(|| missing(DENSE_GRAPH))?;
         let splade: SpladeIndex = splade.ok_or_else(|| missing(SPLADE))?;
@@ -832,52 +780,6 @@ mod tests {
         // An attachment may not replace a file of the index.
         let err = index.save_with(&MemStore::new("mem://clash"), vec![(BM25.into(), Vec::new())]).unwrap_err();
         assert!(err.to_string().contains("bm25.bin"), "{err}");
-    }
-
-    /// A router's store loads from the documents and chunks alone, verified, and holds
-    /// where every chunk sits and every document's metadata, with no text.
-    #[test]
-    fn a_store_loads_from_its_two_files_alone() {
-        let index = small_engine().index();
-        // (A memory store hands its files over as they load: each load gets its own.)
-        let whole = || {
-            let store = MemStore::new("mem://whole");
-            index.save(&store).unwrap();
-            store
-        };
-        let two = |damaged: Option<&str>| {
-            let (from, store) = (whole(), MemStore::new("mem://two"));
-            for name in Index::STORE_FILES.iter().chain([&format::MANIFEST]) {
-                let mut bytes = from.read(name).unwrap();
-                if damaged == Some(*name) {
-                    bytes[10] ^= 1;
-                }
-                store.insert(*name, bytes);
-            }
-            store
-        };
-        assert!(Index::load(&two(None)).is_err(), "a whole index needs its postings and vectors");
-        let store = Index::load_store(&two(None)).unwrap();
-        let whole = Index::load(&whole()).unwrap();
-        assert_eq!(store.documents.len(), whole.documents.len());
-        let spans = |i: &Index| i.chunks.iter().map(|c| (c.doc, c.span)).collect::<Vec<_>>();
-        assert_eq!(spans(&store), spans(&whole));
-        assert!(store.chunks.iter().all(|c| c.text.is_empty()) && whole.chunks.iter().any(|c| !c.text.is_empty()));
-        for (s, w) in store.documents.iter().zip(whole.documents.iter()) {
-            assert!(s.segments.is_empty() && !w.segments.is_empty());
-            assert_eq!(&Document { segments: w.segments.clone(), ..s.clone() }, w, "everything but the text");
-        }
-        let texts: u64 = whole.chunks.iter().map(|c| c.text.len() as u64).sum::<u64>()
-            + whole.documents.iter().flat_map(|d| &d.segments).map(|s| s.len() as u64).sum::<u64>();
-        assert!(store.resident_bytes() + texts < whole.resident_bytes(), "the estimate leaves the text out");
-        assert_eq!((store.bm25.inverted.num_chunks, store.bm25.params), (0, index.bm25.params));
-        assert_eq!((store.dense.len(), store.dense.dim), (0, whole.dense.dim));
-        assert_eq!(store.provenance(3).chunk_id(), index.chunk_id(3));
-        // Each of the two is verified as a whole load verifies it.
-        for name in Index::STORE_FILES {
-            let err = Index::load_store(&two(Some(name))).err().expect("a damaged file is refused").to_string();
-            assert!(err.contains(name), "{name}: {err}");
-        }
     }
 
     /// Replaces file `name` of the index in `store`, and its size and checksum in the

@@ -8,7 +8,7 @@ use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 
-use crate::corpus::{Chunk, Document, MetadataSchema};
+use crate::corpus::{Document, MetadataSchema};
 use crate::error::Result;
 use crate::index::{Analyzer, Index, Manifest, Provenance};
 
@@ -78,17 +78,12 @@ pub trait IndexView: ChunkSource + Send {
     fn is_withdrawn(&self, d: u32) -> bool;
     /// The chunks of document `d`.
     fn chunks_of(&self, d: u32) -> Range<u32>;
-    /// Chunk `c` (its `doc` is its own index's or shard's: read its document with
-    /// [`ChunkSource::document`]). A sharded index's router holds no text: its chunks' text
-    /// is empty, and the results' come from the search's fetch phase
-    /// ([`crate::shards::ShardedOutcome::fetched`], read through [`crate::shards::Searcher::results`]).
-    fn chunk(&self, c: u32) -> &Chunk;
-    /// Chunk `c`'s text (see [`IndexView::chunk`]).
-    fn text(&self, c: u32) -> &str {
-        &self.chunk(c).text
-    }
+    /// Chunk `c`'s text. A sharded index's router holds no text (empty here): the
+    /// results' comes from the search's fetch phase ([`crate::shards::ShardedOutcome::fetched`],
+    /// read through [`crate::shards::Searcher::results`]).
+    fn text(&self, c: u32) -> &str;
     /// The document segments chunk `c` overlaps, in order, each whole with its place in
-    /// the document's text (see [`IndexView::chunk`]).
+    /// the document's text (a router's: see [`IndexView::provenance`]).
     fn segments_of(&self, c: u32) -> Vec<ChunkSegment> {
         let p = self.provenance(c);
         let spans = p.document.segment_spans();
@@ -104,7 +99,9 @@ pub trait IndexView: ChunkSource + Send {
             })
             .collect()
     }
-    /// Where chunk `c` comes from, `chunk` being `c`.
+    /// Where chunk `c` comes from, `chunk` being `c`. A sharded index's router knows a
+    /// chunk's document and ordinal there, not its segments and characters (empty here):
+    /// the results' come from the fetch phase, as their text does (see [`IndexView::text`]).
     fn provenance(&self, c: u32) -> Provenance<'_>;
     /// The analyzer BM25 reads text with.
     fn analyzer(&self) -> Analyzer;
@@ -135,8 +132,8 @@ impl IndexView for Index {
     fn chunks_of(&self, d: u32) -> Range<u32> {
         Index::chunks_of(self, d)
     }
-    fn chunk(&self, c: u32) -> &Chunk {
-        &self.chunks[c as usize]
+    fn text(&self, c: u32) -> &str {
+        &self.chunks[c as usize].text
     }
     fn provenance(&self, c: u32) -> Provenance<'_> {
         Index::provenance(self, c)

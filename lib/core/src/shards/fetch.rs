@@ -1,6 +1,6 @@
-//! The fetch phase of a sharded search: a router holds no text (its stores are the shards'
-//! documents and chunks without it, [`Index::load_store`](crate::index::Index::load_store)),
-//! so it asks the shards for the text of the chunks a search returns, and of the
+//! The fetch phase of a sharded search: a router holds no text and nothing per chunk (its
+//! stores are the shards' documents, [`ShardStore`](crate::index::ShardStore)), so it asks
+//! the shards for the text and place of the chunks a search returns, and of the
 //! reranker's candidates, only ([`ShardRequest::Fetch`](super::ShardRequest::Fetch)).
 //! [`Fetched`] holds what came back, and [`ResultsView`] reads the results through it.
 
@@ -9,29 +9,31 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Mutex;
 
+use super::protocol::FetchedChunk;
 use super::router::ShardSet;
-use crate::corpus::{Chunk, Document, MetadataSchema};
+use crate::corpus::{Document, MetadataSchema};
 use crate::error::Result;
 use crate::index::{Analyzer, Manifest, Provenance};
 use crate::pipeline::{ChunkSegment, ChunkSource, IndexView};
 
-/// What a search's fetch phase brought of its results, by global chunk id: each chunk
-/// whole (its record with its text) and, when asked for, the segments it overlaps. Empty
+/// What a search's fetch phase brought of its results, by global chunk id: each chunk's
+/// text and place in its document and, when asked for, the segments it overlaps. Empty
 /// for a search of one index, whose results are read from the index itself.
 #[derive(Debug, Clone, Default)]
 pub struct Fetched {
-    chunks: HashMap<u32, (Chunk, Option<Vec<ChunkSegment>>)>,
+    /// Each chunk as its shard gave it, and whether its segments were asked for.
+    chunks: HashMap<u32, (FetchedChunk, bool)>,
 }
 
 impl Fetched {
-    /// Keeps `chunk` whole (`record` with `text`), with its `segments` when fetched.
-    pub(super) fn insert(&mut self, chunk: u32, record: &Chunk, text: String, segments: Option<Vec<ChunkSegment>>) {
-        self.chunks.insert(chunk, (Chunk { text, ..record.clone() }, segments));
+    /// Keeps `chunk` as its shard gave it (`with_segments`: its segments were asked for).
+    pub(super) fn insert(&mut self, chunk: u32, fetched: FetchedChunk, with_segments: bool) {
+        self.chunks.insert(chunk, (fetched, with_segments));
     }
 
     /// Whether chunk `chunk` was fetched (with its segments, when `segments`).
     pub fn has(&self, chunk: u32, segments: bool) -> bool {
-        self.chunks.get(&chunk).is_some_and(|(_, s)| !segments || s.is_some())
+        self.chunks.get(&chunk).is_some_and(|(_, s)| !segments || *s)
     }
 
     /// How many chunks were fetched.
@@ -97,17 +99,25 @@ impl IndexView for ResultsView<'_> {
     fn chunks_of(&self, d: u32) -> Range<u32> {
         self.base.chunks_of(d)
     }
-    fn chunk(&self, c: u32) -> &Chunk {
-        self.fetched.chunks.get(&c).map_or_else(|| self.base.chunk(c), |(chunk, _)| chunk)
+    fn text(&self, c: u32) -> &str {
+        self.fetched.chunks.get(&c).map_or_else(|| self.base.text(c), |(f, _)| f.text.as_str())
     }
     fn segments_of(&self, c: u32) -> Vec<ChunkSegment> {
         match self.fetched.chunks.get(&c) {
-            Some((_, Some(segments))) => segments.clone(),
+            Some((f, true)) => f.segments.clone(),
             _ => self.base.segments_of(c),
         }
     }
     fn provenance(&self, c: u32) -> Provenance<'_> {
-        self.base.provenance(c)
+        let p = self.base.provenance(c);
+        match self.fetched.chunks.get(&c) {
+            Some((f, _)) => Provenance {
+                segments: f.span.seg_start..f.span.seg_end,
+                chars: f.span.char_start as usize..f.span.char_end as usize,
+                ..p
+            },
+            None => p,
+        }
     }
     fn analyzer(&self) -> Analyzer {
         self.base.analyzer()
@@ -124,21 +134,21 @@ impl IndexView for ResultsView<'_> {
 }
 
 /// The shards as one search's later stages read them ([`Engine::finish`](crate::pipeline::Engine::finish)):
-/// the texts the reranker reads are fetched once and kept, so the results among them
+/// the chunks the reranker reads are fetched once and kept, so the results among them
 /// need no second fetch.
 pub(super) struct SearchScope<'a> {
     set: &'a ShardSet,
-    texts: Mutex<HashMap<u32, String>>,
+    fetched: Mutex<HashMap<u32, FetchedChunk>>,
 }
 
 impl<'a> SearchScope<'a> {
     pub(super) fn new(set: &'a ShardSet) -> Self {
-        SearchScope { set, texts: Mutex::new(HashMap::new()) }
+        SearchScope { set, fetched: Mutex::new(HashMap::new()) }
     }
 
-    /// The texts fetched while the search ran, by global chunk id.
-    pub(super) fn into_texts(self) -> HashMap<u32, String> {
-        self.texts.into_inner().unwrap_or_else(|e| e.into_inner())
+    /// The chunks fetched while the search ran, by global chunk id.
+    pub(super) fn into_fetched(self) -> HashMap<u32, FetchedChunk> {
+        self.fetched.into_inner().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -149,11 +159,10 @@ impl ChunkSource for SearchScope<'_> {
     /// Fetched from the shards that hold them, those not fetched before; fails when a
     /// shard does not answer.
     fn texts(&self, chunks: &[u32]) -> Result<Vec<Cow<'_, str>>> {
-        let mut held = self.texts.lock().unwrap_or_else(|e| e.into_inner());
+        let mut held = self.fetched.lock().unwrap_or_else(|e| e.into_inner());
         let missing: Vec<u32> = chunks.iter().copied().filter(|c| !held.contains_key(c)).collect();
-        let fetched = self.set.texts(&missing)?;
-        held.extend(missing.into_iter().zip(fetched.into_iter().map(Cow::into_owned)));
-        Ok(chunks.iter().map(|c| Cow::Owned(held[c].clone())).collect())
+        held.extend(self.set.fetch_all(&missing)?);
+        Ok(chunks.iter().map(|c| Cow::Owned(held[c].text.clone())).collect())
     }
     fn document(&self, chunk: u32) -> &Document {
         self.set.document(chunk)

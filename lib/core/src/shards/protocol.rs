@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::corpus::ChunkSpan;
 use crate::encode::SparseVector;
 use crate::error::{Error, Result};
 use crate::index::{Bitset, Filter, Index};
@@ -82,11 +83,13 @@ pub struct FetchQuery {
     pub segments: bool,
 }
 
-/// One chunk's text, fetched ([`ShardResponse::Fetch`]).
+/// One chunk's text and place in its document, fetched ([`ShardResponse::Fetch`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FetchedChunk {
     /// The chunk's text.
     pub text: String,
+    /// Where it sits in its document (the router keeps nothing per chunk).
+    pub span: ChunkSpan,
     /// The segments it overlaps, when asked for ([`FetchQuery::segments`]).
     #[serde(default)]
     pub segments: Vec<ChunkSegment>,
@@ -203,6 +206,7 @@ pub fn answer(engine: &Engine, request: &ShardRequest) -> Result<ShardResponse> 
                 .iter()
                 .map(|&c| FetchedChunk {
                     text: index.chunks[c as usize].text.clone(),
+                    span: index.chunks[c as usize].span,
                     segments: if f.segments { index.segments_of(c) } else { Vec::new() },
                 })
                 .collect();
@@ -288,10 +292,15 @@ mod tests {
         assert_eq!(serde_json::from_str::<ShardRequest>(&m).unwrap(), f);
         let segment =
             ChunkSegment { sequence: 2, content: "Net sales rose — 8 %.".into(), char_start: 40, char_end: 61 };
+        let span = ChunkSpan { seg_start: 2, seg_end: 3, char_start: 40, char_end: 54 };
         let a = ShardResponse::Fetch {
             chunks: vec![
-                FetchedChunk { text: "Net sales rose".into(), segments: vec![segment] },
-                FetchedChunk { text: String::new(), segments: vec![] },
+                FetchedChunk { text: "Net sales rose".into(), span, segments: vec![segment] },
+                FetchedChunk {
+                    text: String::new(),
+                    span: ChunkSpan { seg_start: 3, seg_end: 3, char_start: 61, char_end: 61 },
+                    segments: vec![],
+                },
             ],
         };
         let m = serde_json::to_string(&a).unwrap();

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::index::format::{remove_index, sha256_hex, FileEntry, MANIFEST};
-use crate::index::{Index, LexicalStats};
+use crate::index::{Index, LexicalStats, Manifest, ShardStore};
 use crate::storage::{Storage, Within};
 
 /// The root manifest's object key. It is written last: an index whose root exists is
@@ -186,22 +186,25 @@ pub fn read_root(storage: &dyn Storage) -> Result<Option<(RootManifest, LexicalS
 /// [`Index::load`] does, and refused unless its manifest is the one the root names (what a
 /// shard worker loads).
 pub fn load_shard(storage: &dyn Storage, root: &RootManifest, k: usize) -> Result<(Index, Vec<u32>)> {
-    open_shard(storage, root, k, Index::load)
+    open_shard(storage, root, k, Index::load, |i| (&i.manifest, i.documents.len()))
 }
 
-/// What a router keeps of shard `k` ([`Index::load_store`]: documents and chunks, no
-/// postings or vectors), and its documents' order, verified as [`load_shard`] verifies the whole
-/// shard; only those files need be in `storage`.
-pub fn load_shard_store(storage: &dyn Storage, root: &RootManifest, k: usize) -> Result<(Index, Vec<u32>)> {
-    open_shard(storage, root, k, Index::load_store)
+/// What a router keeps of shard `k` ([`ShardStore::load`]: its documents and where their
+/// chunks start, no postings, vectors or chunk records), and its documents' order, verified
+/// as [`load_shard`] verifies the whole shard; only those files need be in `storage`.
+pub fn load_shard_store(storage: &dyn Storage, root: &RootManifest, k: usize) -> Result<(ShardStore, Vec<u32>)> {
+    open_shard(storage, root, k, ShardStore::load, |s| (&s.manifest, s.documents.len()))
 }
 
-fn open_shard(
+/// Shard `k` of `root` loaded by `load`, with its documents' order; `facts` reads what was
+/// loaded's manifest and document count.
+fn open_shard<T>(
     storage: &dyn Storage,
     root: &RootManifest,
     k: usize,
-    load: fn(&dyn Storage) -> Result<Index>,
-) -> Result<(Index, Vec<u32>)> {
+    load: fn(&dyn Storage) -> Result<T>,
+    facts: fn(&T) -> (&Manifest, usize),
+) -> Result<(T, Vec<u32>)> {
     let Some(entry) = root.shards.get(k) else {
         return Err(Error::invalid("shard", format!("shard {k} of an index of {} shards", root.shards.len())));
     };
@@ -213,11 +216,12 @@ fn open_shard(
         return Err(corrupted(storage, &file, &expected, found));
     }
     let index = load(&within)?;
+    let (manifest, documents) = facts(&index);
     let file = format!("{}{ORDER_FILE}", entry.prefix);
-    let listed = index.manifest.files.iter().find(|f| f.name == ORDER_FILE);
+    let listed = manifest.files.iter().find(|f| f.name == ORDER_FILE);
     let bytes = within.read(ORDER_FILE)?;
-    if listed.is_none_or(|f| f.sha256 != sha256_hex(&bytes)) || bytes.len() != 4 * index.documents.len() {
-        let expected = format!("{} documents' order, as the manifest lists it", index.documents.len());
+    if listed.is_none_or(|f| f.sha256 != sha256_hex(&bytes)) || bytes.len() != 4 * documents {
+        let expected = format!("{documents} documents' order, as the manifest lists it");
         return Err(corrupted(storage, &file, &expected, format!("{} bytes", bytes.len())));
     }
     let order = bytes.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();

@@ -11,19 +11,19 @@ use rayon::prelude::*;
 use super::fetch::{Fetched, ResultsView, SearchScope};
 use super::protocol::{DenseQuery, FetchQuery, FetchedChunk, Shard, ShardQuery, ShardRequest, ShardResponse};
 use super::root::Shards;
-use crate::corpus::{Chunk, Document, MetadataSchema};
+use crate::corpus::{Document, MetadataSchema};
 use crate::error::{Error, Result};
-use crate::index::{Analyzer, Bitset, Index, LexicalStats, Manifest, Provenance};
+use crate::index::{Analyzer, Bitset, Index, LexicalStats, Manifest, Provenance, ShardStore};
 use crate::pipeline::{
     ChunkSource, Engine, IndexView, Path, PathHit, Retrieved, SearchOutcome, SearchRequest, StageTimings,
 };
 
 /// The shards of one index searched as one index: a router. It asks each shard through
 /// the shard protocol ([`Shard`]: an engine in this process, or a worker behind it) for
-/// candidates, dense scores and the text of the results (the fetch phase), reads the
-/// documents' metadata and where each chunk sits from each shard's store (without text,
-/// when loaded as a router's: [`Index::load_store`]), and the whole index's BM25
-/// statistics from the root's. Chunk and document ids in its outcomes are those of the
+/// candidates, dense scores and the text and place of the results (the fetch phase), reads
+/// the documents' metadata and where each document's chunks start from each shard's store
+/// ([`ShardStore`]: nothing per chunk, no text), and the whole index's BM25 statistics from
+/// the root's. Chunk and document ids in its outcomes are those of the
 /// single index built from the same documents (documents in the order [`Shards::order`]
 /// gives, each document's chunks in order), so every tie between equal scores breaks as it
 /// would there ([`ShardSet::locate`] finds a chunk's shard).
@@ -32,8 +32,8 @@ pub struct ShardSet {
     router: Arc<Engine>,
     /// The shards, asked through the protocol.
     shards: Vec<Arc<dyn Shard>>,
-    /// Each shard's documents and chunks (a router's: without their text).
-    stores: Vec<Arc<Index>>,
+    /// Each shard's documents and where their chunks start ([`ShardStore`]).
+    stores: Vec<Arc<ShardStore>>,
     /// BM25's statistics over every shard (the root's): the whole index's `N` and `df`.
     stats: LexicalStats,
     /// How long a search waits for a shard before leaving it out (`None`: for every one).
@@ -98,7 +98,7 @@ impl ShardSet {
         let Some(router) = engines.first().cloned() else {
             return Err(Error::invalid("shards", "a sharded index needs at least one shard"));
         };
-        let stores = engines.iter().map(|e| e.index().clone()).collect();
+        let stores = engines.iter().map(|e| Arc::new(ShardStore::of(e.index()))).collect();
         let shards = engines.into_iter().map(|e| e as Arc<dyn Shard>).collect();
         Self::with_shards(router, stores, shards, order, stats)
     }
@@ -114,12 +114,12 @@ impl ShardSet {
     }
 
     /// A router over `shards` (asked through the protocol, in shard order), whose
-    /// documents and chunks are in `stores` (one per shard, the same order) and whose
+    /// documents are in `stores` (one per shard, the same order) and whose
     /// searches run with `router`'s models and settings; `order` and `stats` as for
     /// [`ShardSet::new`].
     pub fn with_shards(
         router: Arc<Engine>,
-        stores: Vec<Arc<Index>>,
+        stores: Vec<Arc<ShardStore>>,
         shards: Vec<Arc<dyn Shard>>,
         order: Option<Vec<Vec<u32>>>,
         stats: LexicalStats,
@@ -149,7 +149,7 @@ impl ShardSet {
         if global_doc.len() != stores.len() || global_doc.iter().zip(&sizes).any(|(o, &n)| o.len() != n) {
             return Err(wrong("one document order per shard, one entry per document".into()));
         }
-        let chunks: u64 = stores.iter().map(|i| i.chunks.len() as u64).sum();
+        let chunks: u64 = stores.iter().map(|i| i.chunk_count() as u64).sum();
         if chunks > u32::MAX as u64 {
             return Err(wrong(format!("{chunks} chunks: at most {} across the shards", u32::MAX)));
         }
@@ -207,8 +207,8 @@ impl ShardSet {
         &self.shards
     }
 
-    /// Each shard's store (its documents and chunks), in shard order.
-    pub fn stores(&self) -> &[Arc<Index>] {
+    /// Each shard's store (its documents and where their chunks start), in shard order.
+    pub fn stores(&self) -> &[Arc<ShardStore>] {
         &self.stores
     }
 
@@ -222,7 +222,7 @@ impl ShardSet {
     /// The global id of shard `s`'s chunk `c`.
     pub fn global(&self, s: usize, c: u32) -> u32 {
         let index = &self.stores[s];
-        let d = index.chunks[c as usize].doc;
+        let d = index.doc_of(c);
         self.first_chunk[self.global_doc[s][d as usize] as usize] + (c - index.chunks_of(d).start)
     }
 
@@ -289,7 +289,7 @@ impl ShardSet {
         let mut outcome = first.finish(&scope, self.newest_day, req, merged)?;
         let merge_ms = t.elapsed().as_secs_f64() * 1e3;
         let t = Instant::now();
-        let fetched = self.fetch_results(&mut outcome, scope.into_texts(), req.fetch_segments, &mut failed_shards)?;
+        let fetched = self.fetch_results(&mut outcome, scope.into_fetched(), req.fetch_segments, &mut failed_shards)?;
         let fetch_ms = t.elapsed().as_secs_f64() * 1e3;
         let timings = StageTimings { total_ms: start.elapsed().as_secs_f64() * 1e3, ..outcome.timings.clone() };
         let answered = of - failed_shards.len();
@@ -314,7 +314,7 @@ impl ShardSet {
     fn fetch_results(
         &self,
         outcome: &mut SearchOutcome,
-        mut texts: HashMap<u32, String>,
+        mut texts: HashMap<u32, FetchedChunk>,
         segments: bool,
         failed_shards: &mut Vec<(usize, String)>,
     ) -> Result<Fetched> {
@@ -323,12 +323,11 @@ impl ShardSet {
         let (mut got, failed) = self.fetch(&wanted, segments);
         let mut fetched = Fetched::default();
         for h in &outcome.hits {
-            let record = IndexView::chunk(self, h.chunk);
             match got.remove(&h.chunk) {
-                Some(f) => fetched.insert(h.chunk, record, f.text, segments.then_some(f.segments)),
+                Some(f) => fetched.insert(h.chunk, f, segments),
                 None if !segments => {
-                    if let Some(text) = texts.remove(&h.chunk) {
-                        fetched.insert(h.chunk, record, text, None);
+                    if let Some(f) = texts.remove(&h.chunk) {
+                        fetched.insert(h.chunk, f, false);
                     }
                 }
                 None => {}
@@ -370,14 +369,12 @@ impl ShardSet {
         let (mut got, mut failed) = (HashMap::with_capacity(chunks.len()), Vec::new());
         for (s, answer) in self.ask(requests) {
             let global = &by_shard[&s].0;
-            let spans = |c: u32| IndexView::chunk(self, c).span;
             match answer {
                 Ok(ShardResponse::Fetch { chunks })
                     if chunks.len() == global.len()
                         && (!segments
-                            || chunks.iter().zip(global).all(|(f, &c)| {
-                                let span = spans(c);
-                                f.segments.len() == (span.seg_end - span.seg_start) as usize
+                            || chunks.iter().all(|f| {
+                                f.segments.len() == f.span.seg_end.saturating_sub(f.span.seg_start) as usize
                             })) =>
                 {
                     got.extend(global.iter().copied().zip(chunks));
@@ -388,6 +385,16 @@ impl ShardSet {
             }
         }
         (got, failed)
+    }
+
+    /// [`ShardSet::fetch`] of `chunks` without their segments, failing when a shard does not
+    /// answer.
+    pub(super) fn fetch_all(&self, chunks: &[u32]) -> Result<HashMap<u32, FetchedChunk>> {
+        let (got, failed) = self.fetch(chunks, false);
+        match failed.into_iter().next() {
+            Some((s, why)) => Err(Error::Component { component: format!("index shard {s}"), reason: why }),
+            None => Ok(got),
+        }
     }
 
     /// Every shard's candidates for `req` encoded as `prepared`, restricted to the
@@ -551,11 +558,6 @@ impl ShardSet {
         out.failed_paths.retain(|(p, _)| !out.used_paths.contains(p));
         out
     }
-
-    fn index_of(&self, chunk: u32) -> (&Index, u32) {
-        let (s, c) = self.locate(chunk);
-        (&self.stores[s], c)
-    }
 }
 
 /// A shard that answered a question with another's answer.
@@ -574,16 +576,12 @@ impl ChunkSource for ShardSet {
     }
     /// Fetched from the shards that hold them; fails when one does not answer.
     fn texts(&self, chunks: &[u32]) -> Result<Vec<Cow<'_, str>>> {
-        let (got, failed) = self.fetch(chunks, false);
-        if let Some((s, why)) = failed.into_iter().next() {
-            return Err(Error::Component { component: format!("index shard {s}"), reason: why });
-        }
+        let mut got = self.fetch_all(chunks)?;
         // Every chunk asked is in `got`: `fetch` counts a short answer as a failure.
-        Ok(chunks.iter().map(|c| Cow::Owned(got[c].text.clone())).collect())
+        Ok(chunks.iter().map(|c| Cow::Owned(got.remove(c).map(|f| f.text).unwrap_or_default())).collect())
     }
     fn document(&self, chunk: u32) -> &Document {
-        let (index, c) = self.index_of(chunk);
-        index.document_of(c)
+        self.document_at(self.doc(chunk))
     }
     fn dense_scores(&self, chunks: &[u32], queries: &[&[f32]]) -> Result<Vec<Vec<f32>>> {
         self.dense_rows(chunks, queries, false)
@@ -613,13 +611,22 @@ impl IndexView for ShardSet {
         let first = self.first_chunk[d as usize];
         first..first + self.stores[s as usize].chunks_of(local).len() as u32
     }
-    fn chunk(&self, c: u32) -> &Chunk {
-        let (index, local) = self.index_of(c);
-        &index.chunks[local as usize]
+    /// Empty: the router holds no text (read the results through [`Searcher::results`]).
+    fn text(&self, _c: u32) -> &str {
+        ""
     }
+    /// The chunk's document and ordinal in it; its segments and characters are empty, since
+    /// the router keeps nothing per chunk (read the results through [`Searcher::results`],
+    /// which has them from the fetch phase).
     fn provenance(&self, c: u32) -> Provenance<'_> {
-        let (index, local) = self.index_of(c);
-        Provenance { chunk: c, ..index.provenance(local) }
+        let d = self.doc(c);
+        Provenance {
+            chunk: c,
+            ordinal_in_document: c - self.first_chunk[d as usize],
+            document: self.document_at(d),
+            segments: 0..0,
+            chars: 0..0,
+        }
     }
     fn analyzer(&self) -> Analyzer {
         Analyzer::new(self.manifest.bm25.stemming)

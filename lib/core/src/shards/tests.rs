@@ -9,7 +9,7 @@ use crate::corpus::{load_beir, Document};
 use crate::encode::{DenseEncoder, ModelSet, SparseEncoder};
 use crate::error::Error;
 use crate::index::format::ModelRef;
-use crate::index::{Bitset, Bm25Params, Index};
+use crate::index::{Bitset, Bm25Params, Index, ShardStore};
 use crate::pipeline::{ChunkSource, IndexView};
 use crate::pipeline::{Engine, Path, PathHit, PathRetriever, PreparedQuery, SearchOutcome, SearchRequest};
 use crate::storage::LocalDir;
@@ -75,19 +75,24 @@ fn engines(indexes: Vec<Index>) -> Vec<Engine> {
     indexes.into_iter().map(|i| Engine::new(Arc::new(i), f.dense.clone(), f.sparse.clone(), None)).collect()
 }
 
-/// What a router loads of `index` as one shard's store: no text.
-fn store_of(index: &Index) -> Index {
+/// What a router loads of `index` as one shard's store: its documents, no text.
+fn store_of(index: &Index) -> ShardStore {
     let storage = crate::storage::MemStore::new("mem://store");
     index.save(&storage).unwrap();
-    Index::load_store(&storage).unwrap()
+    ShardStore::load(&storage).unwrap()
+}
+
+/// The engine a router searches with: the models, over the first store's empty index.
+fn router_engine(stores: &[Arc<ShardStore>], reranker: Option<Arc<dyn crate::pipeline::Reranker>>) -> Arc<Engine> {
+    let f = fixture();
+    Arc::new(Engine::new(Arc::new(stores[0].router_index()), f.dense.clone(), f.sparse.clone(), reranker))
 }
 
 /// The shards searched as one, in the single index's order, by a router that holds their
 /// stores (no text) and asks the shards, in this process, through the protocol.
 fn shard_set(shards: Shards) -> ShardSet {
-    let f = fixture();
-    let stores: Vec<Arc<Index>> = shards.indexes.iter().map(|i| Arc::new(store_of(i))).collect();
-    let router = Arc::new(Engine::new(stores[0].clone(), f.dense.clone(), f.sparse.clone(), None));
+    let stores: Vec<Arc<ShardStore>> = shards.indexes.iter().map(|i| Arc::new(store_of(i))).collect();
+    let router = router_engine(&stores, None);
     let asked = engines(shards.indexes).into_iter().map(|e| Arc::new(e) as Arc<dyn Shard>).collect();
     ShardSet::with_shards(router, stores, asked, Some(shards.order), shards.stats).unwrap()
 }
@@ -126,9 +131,10 @@ fn every_query_answers_the_same_at_any_shard_count() {
     for k in [1, 2, 3, 7] {
         let set = shard_set(shard_indexes(k));
         if k > 1 {
-            assert!(set.stores().iter().all(|i| !i.chunks.is_empty()), "every shard holds documents");
+            assert!(set.stores().iter().all(|i| i.chunk_count() > 0), "every shard holds documents");
         }
-        assert!(set.stores().iter().all(|i| i.chunks.iter().all(|c| c.text.is_empty())), "the router holds no text");
+        let texts = set.stores().iter().flat_map(|i| i.documents.iter()).all(|d| d.segments.is_empty());
+        assert!(texts, "the router holds no text");
         for (q, want) in f.queries.iter().zip(&single) {
             let out = set.search(&request(q)).unwrap();
             assert_eq!((out.answered, out.of, out.degraded()), (k, k, false));
@@ -378,9 +384,9 @@ fn a_shard_that_fails_to_give_its_results_text_is_left_out() {
     let f = fixture();
     let built = shard_indexes(3);
     let (order, stats) = (built.order.clone(), built.stats.clone());
-    let stores: Vec<Arc<Index>> = built.indexes.iter().map(|i| Arc::new(store_of(i))).collect();
+    let stores: Vec<Arc<ShardStore>> = built.indexes.iter().map(|i| Arc::new(store_of(i))).collect();
     let lost: std::collections::HashSet<String> = stores[1].documents.iter().map(|d| d.document_id.clone()).collect();
-    let router = Arc::new(Engine::new(stores[0].clone(), f.dense.clone(), f.sparse.clone(), None));
+    let router = router_engine(&stores, None);
     let mut searching = engines(built.indexes);
     let middle = searching.remove(1);
     let mut asked: Vec<Arc<dyn Shard>> = searching.into_iter().map(|e| Arc::new(e) as Arc<dyn Shard>).collect();
@@ -442,8 +448,8 @@ fn a_reranker_reads_the_text_the_router_fetches_for_it() {
     let f = fixture();
     let single = Engine::new(f.single.index().clone(), f.dense.clone(), f.sparse.clone(), Some(Arc::new(ByLength)));
     let built = shard_indexes(3);
-    let stores: Vec<Arc<Index>> = built.indexes.iter().map(|i| Arc::new(store_of(i))).collect();
-    let router = Arc::new(Engine::new(stores[0].clone(), f.dense.clone(), f.sparse.clone(), Some(Arc::new(ByLength))));
+    let stores: Vec<Arc<ShardStore>> = built.indexes.iter().map(|i| Arc::new(store_of(i))).collect();
+    let router = router_engine(&stores, Some(Arc::new(ByLength)));
     let asked = engines(built.indexes).into_iter().map(|e| Arc::new(e) as Arc<dyn Shard>).collect();
     let set = ShardSet::with_shards(router, stores, asked, Some(built.order), built.stats).unwrap();
     for q in f.queries.iter().take(10) {

@@ -282,7 +282,7 @@ pub(crate) fn respond(
         .iter()
         .enumerate()
         .map(|(i, h)| {
-            let chunk = index.chunk(h.chunk);
+            let chunk_text = index.text(h.chunk);
             let p = index.provenance(h.chunk);
             // Without fusion the dense path's cosine, which is a relevance too once below 0 is 0.
             let score = if raw_dense {
@@ -290,14 +290,9 @@ pub(crate) fn respond(
             } else {
                 h.score
             };
-            let evidence = sextant_core::pipeline::evidence::best_span(
-                &chunk.text,
-                &search.query,
-                &analyzer,
-                &idf,
-                EVIDENCE_WORDS,
-            )
-            .map(|e| e.text);
+            let evidence =
+                sextant_core::pipeline::evidence::best_span(chunk_text, &search.query, &analyzer, &idf, EVIDENCE_WORDS)
+                    .map(|e| e.text);
             let segments = with_segments.then(|| {
                 index
                     .segments_of(h.chunk)
@@ -313,7 +308,7 @@ pub(crate) fn respond(
             });
             ChunkOut {
                 id: format!("chunk_{:02}", i + 1),
-                text: chunk.text.clone(),
+                text: chunk_text.to_string(),
                 score,
                 evidence_text: evidence,
                 source: SourceOut { segments, ..SourceOut::from(&p) },

@@ -325,11 +325,11 @@ pub(crate) async fn handle(
         .hits
         .iter()
         .map(|h| {
-            let chunk = index.chunk(h.chunk);
-            let p = index.provenance(h.chunk);
-            let ev = sextant_core::pipeline::evidence::best_span(&chunk.text, &query, &analyzer, &idf, UNIT_WORDS);
-            let (text, c0, c1) =
-                ev.map_or((chunk.text.clone(), 0, chunk.text.chars().count()), |e| (e.text, e.char_start, e.char_end));
+            let (chunk_text, p) = (index.text(h.chunk), index.provenance(h.chunk));
+            let ev = sextant_core::pipeline::evidence::best_span(chunk_text, &query, &analyzer, &idf, UNIT_WORDS);
+            let (text, c0, c1) = ev.map_or((chunk_text.to_string(), 0, chunk_text.chars().count()), |e| {
+                (e.text, e.char_start, e.char_end)
+            });
             // The chunk's text is its range of the document's text, so offsets shift by
             // where that range starts.
             let base = p.chars.start;
@@ -340,9 +340,9 @@ pub(crate) async fn handle(
                 score: h.score,
                 document: DocumentRef::from(&p),
                 position: Position {
-                    chunk_text: chunk.text.clone(),
-                    segment_start: chunk.span.seg_start,
-                    segment_end: chunk.span.seg_end,
+                    chunk_text: chunk_text.to_string(),
+                    segment_start: p.segments.start,
+                    segment_end: p.segments.end,
                     char_start: base + c0,
                     char_end: base + c1,
                     page: p.pages().map(|(first, last)| PageSpan { first, last }),
