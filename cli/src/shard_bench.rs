@@ -33,9 +33,10 @@ use crate::capacity::synthetic_plan;
 use crate::shard_workers::router_over_workers;
 
 /// The synthetic index of `target` chunks made from `engine`'s index, whole and as `k`
-/// shards, under `dir` (built once, then reused), each searched with `engine`'s models; and
-/// the sharded index's directory.
-fn indexes(engine: &Engine, target: usize, k: usize, dir: &Path) -> Result<(Engine, ShardSet, PathBuf)> {
+/// shards, under `dir` (built once, then reused), each searched with `engine`'s models;
+/// each shard's estimated resident bytes ([`Index::resident_bytes`]); and the sharded
+/// index's directory.
+fn indexes(engine: &Engine, target: usize, k: usize, dir: &Path) -> Result<(Engine, ShardSet, Vec<f64>, PathBuf)> {
     let (whole_dir, shards_dir) = (dir.join(format!("whole-{target}")), dir.join(format!("shards-{target}-{k}")));
     let (whole_store, shards_store) = (LocalDir::new(&whole_dir), LocalDir::new(&shards_dir));
     if Index::load(&whole_store).is_err() || !matches!(load_sharded(&shards_store), Ok(Some(_))) {
@@ -53,8 +54,9 @@ fn indexes(engine: &Engine, target: usize, k: usize, dir: &Path) -> Result<(Engi
     let with_models = |index: Arc<Index>| Ok::<_, anyhow::Error>(engine.sharing_encoders(index, None));
     let whole = with_models(Arc::new(Index::load(&whole_store)?))?;
     let (_, shards) = load_sharded(&shards_store)?.context("the sharded index was just saved")?;
+    let shard_bytes = shards.indexes.iter().map(|i| i.resident_bytes() as f64).collect();
     let set = ShardSet::of_shards(shards, with_models)?;
-    Ok((whole, set, shards_dir))
+    Ok((whole, set, shard_bytes, shards_dir))
 }
 
 /// The sharded index in `dir` served by one worker process per shard, routed from this
@@ -83,7 +85,7 @@ pub fn run(
     workers: bool,
 ) -> Result<()> {
     anyhow::ensure!(!queries.is_empty() && k > 1, "bench-shards needs queries and at least 2 shards");
-    let (whole, set, shards_dir) = indexes(engine, target, k, dir)?;
+    let (whole, set, shard_bytes, shards_dir) = indexes(engine, target, k, dir)?;
     let remote = workers.then(|| over_workers(engine, &shards_dir)).transpose()?;
     let mut rows: [Vec<f64>; 8] = Default::default();
     let [whole_ms, sharded_ms, alone_ms, merge_ms, distributed_ms, encode_ms, remote_ms, remote_merge_ms] = &mut rows;
@@ -155,7 +157,6 @@ pub fn run(
         encode_ms.push(encode);
     }
     let whole_bytes = whole.index().resident_bytes() as f64;
-    let shard_bytes: Vec<f64> = set.stores().iter().map(|i| i.resident_bytes() as f64).collect();
     let chunks: Vec<usize> = set.stores().iter().map(|i| i.chunk_count()).collect();
     let mib = |b: f64| b / (1 << 20) as f64;
     println!("| {target} chunks, {count} queries | p50 (ms) | p99 (ms) | p99.9 (ms) |");
