@@ -306,27 +306,27 @@ impl ShardSet {
         })
     }
 
-    /// The fetch phase: the text of `outcome`'s results (and with `segments` the segments
-    /// each overlaps), asked of the shards that hold them, except the texts the search
-    /// fetched already (`texts`, for the reranker). A shard that does not answer is left
+    /// The fetch phase: the text and place of `outcome`'s results (and with `segments` the
+    /// segments each overlaps), asked of the shards that hold them, except the chunks the
+    /// search fetched already (`prefetched`, for the reranker). A shard that does not answer is left
     /// out as one that failed to search is: its results are dropped and it joins
     /// `failed_shards`; when the search had results and none is left, it fails.
     fn fetch_results(
         &self,
         outcome: &mut SearchOutcome,
-        mut texts: HashMap<u32, FetchedChunk>,
+        mut prefetched: HashMap<u32, FetchedChunk>,
         segments: bool,
         failed_shards: &mut Vec<(usize, String)>,
     ) -> Result<Fetched> {
         let wanted: Vec<u32> =
-            outcome.hits.iter().map(|h| h.chunk).filter(|c| segments || !texts.contains_key(c)).collect();
+            outcome.hits.iter().map(|h| h.chunk).filter(|c| segments || !prefetched.contains_key(c)).collect();
         let (mut got, failed) = self.fetch(&wanted, segments);
         let mut fetched = Fetched::default();
         for h in &outcome.hits {
             match got.remove(&h.chunk) {
                 Some(f) => fetched.insert(h.chunk, f, segments),
                 None if !segments => {
-                    if let Some(f) = texts.remove(&h.chunk) {
+                    if let Some(f) = prefetched.remove(&h.chunk) {
                         fetched.insert(h.chunk, f, false);
                     }
                 }
@@ -351,7 +351,7 @@ impl ShardSet {
         Ok(fetched)
     }
 
-    /// The texts of global chunks `chunks` (with `segments`, and the segments each
+    /// The text and place of global chunks `chunks` (with `segments`, and the segments each
     /// overlaps), asked of the shards that hold them, one request each, all at once: what
     /// the shards gave, by global chunk id, and each shard that did not, with why.
     pub(super) fn fetch(&self, chunks: &[u32], segments: bool) -> (HashMap<u32, FetchedChunk>, Vec<(usize, String)>) {
