@@ -288,15 +288,15 @@ impl PathRetriever for Down {
     }
 }
 
-/// Answers after `.1`, as a shard on a slow or overloaded machine would.
-struct Slow(Path, std::time::Duration);
-impl PathRetriever for Slow {
-    fn path(&self) -> Path {
-        self.0
-    }
-    fn retrieve(&self, _: &PreparedQuery, _: Option<&Bitset>, _: usize) -> crate::error::Result<Vec<PathHit>> {
+/// Answers as its engine does after `.1`, as a shard on a slow or overloaded machine
+/// would. It waits in the thread the router asks it from, so it holds none of the threads
+/// the other shards search on (a path that slept would hold one of a two-core machine's
+/// two, and leave every other test of the process, and the other shards, the second).
+struct Slow(Engine, std::time::Duration);
+impl Shard for Slow {
+    fn ask(&self, request: &ShardRequest) -> crate::error::Result<ShardResponse> {
         std::thread::sleep(self.1);
-        Ok(Vec::new())
+        self.0.ask(request)
     }
 }
 
@@ -304,16 +304,17 @@ impl PathRetriever for Slow {
 fn a_shard_that_misses_the_deadline_is_left_out() {
     let f = fixture();
     let built = shard_indexes(3);
-    let order = built.order.clone();
-    let mut shards = engines(built.indexes);
-    // Slow in its dense path only: in one process a slow path holds a thread of the shared
-    // pool (every path slow would hold both of a two-core machine's), and the other shards
-    // search on the rest.
-    let slow = shards.remove(0).with_retriever(Box::new(Slow(Path::Dense, std::time::Duration::from_secs(20))));
-    shards.insert(0, slow);
+    let (order, stats) = (built.order.clone(), built.stats.clone());
+    let stores: Vec<Arc<ShardStore>> = built.indexes.iter().map(|i| Arc::new(store_of(i))).collect();
+    let mut searching = engines(built.indexes);
+    let first = searching.remove(0);
+    let mut asked: Vec<Arc<dyn Shard>> = searching.into_iter().map(|e| Arc::new(e) as Arc<dyn Shard>).collect();
+    asked.insert(0, Arc::new(Slow(first, std::time::Duration::from_secs(20))));
     // Generous for the shards that answer (a search of one takes well under a second, in
     // a debug build beside other tests), far short of the slow one.
-    let set = ShardSet::new(shards, Some(order), built.stats).unwrap().with_deadline(std::time::Duration::from_secs(8));
+    let set = ShardSet::with_shards(router_engine(&stores, None), stores, asked, Some(order), stats)
+        .unwrap()
+        .with_deadline(std::time::Duration::from_secs(8));
     let out = set.search(&request(&f.queries[0])).unwrap();
     assert_eq!((out.answered, out.of, out.degraded()), (2, 3, true));
     assert_eq!(out.failed_shards[0].0, 0);
