@@ -470,29 +470,31 @@ impl VersionedIndex {
         root: &RootManifest,
         k: usize,
     ) -> Result<(Index, Vec<u32>, LoadPhases)> {
-        self.open_shard(pointer, root, k, |_| true, sextant_core::shards::load_shard).await
+        self.open_shard(pointer, root, k, |_, _| true, sextant_core::shards::load_shard).await
     }
 
     /// [`VersionedIndex::load_shard`] of only what a router keeps of the shard
     /// ([`sextant_core::shards::load_shard_store`]: its documents and where their chunks
-    /// start, so no postings or vector is downloaded).
+    /// start: its [`sextant_core::index::STORE_FILE`], or of a shard written before it, its
+    /// documents and chunks; no postings or vector is downloaded).
     pub async fn load_shard_store(
         &self,
         pointer: &Pointer,
         root: &RootManifest,
         k: usize,
     ) -> Result<(ShardStore, Vec<u32>, LoadPhases)> {
-        let wanted = |name: &str| ShardStore::FILES.contains(&name) || name == ORDER_FILE;
+        let wanted = |manifest: &Manifest, name: &str| ShardStore::reads(manifest, name) || name == ORDER_FILE;
         self.open_shard(pointer, root, k, wanted, load_shard_store).await
     }
 
-    /// Downloads the files of shard `k` that `wanted` names and opens them with `open`.
+    /// Downloads the files of shard `k` that `wanted` names (given the shard's manifest) and
+    /// opens them with `open`.
     async fn open_shard<T: Send + 'static>(
         &self,
         pointer: &Pointer,
         root: &RootManifest,
         k: usize,
-        wanted: fn(&str) -> bool,
+        wanted: fn(&Manifest, &str) -> bool,
         open: OpenShard<T>,
     ) -> Result<(T, Vec<u32>, LoadPhases)> {
         let t = Instant::now();
@@ -501,7 +503,7 @@ impl VersionedIndex {
         let files = MemStore::new(format!("s3://{}/{dir}", self.store.bucket()));
         files.insert(format!("{prefix}{MANIFEST}"), manifest_bytes);
         let mut tasks = tokio::task::JoinSet::new();
-        for f in manifest.files.into_iter().filter(|f| wanted(&f.name)) {
+        for f in manifest.files.iter().filter(|f| wanted(&manifest, &f.name)).cloned() {
             let name = format!("{prefix}{}", f.name);
             let (s3, key) = (self.store.clone(), format!("{dir}/{name}"));
             tasks.spawn(async move { s3.get_ranged(&key, f.bytes).await.map(|b| (name, b)) });

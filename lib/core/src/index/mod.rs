@@ -31,7 +31,7 @@ pub use inverted::InvertedIndex;
 pub use provenance::Provenance;
 pub use rows::Rows;
 pub use splade::SpladeIndex;
-pub use store::ShardStore;
+pub use store::{ShardStore, STORE_FILE};
 pub use topk::top_k;
 pub use vector_store::VectorStore;
 

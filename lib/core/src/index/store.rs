@@ -1,10 +1,10 @@
 //! What a router keeps of one index shard ([`ShardStore`]): its documents and where each
-//! one's chunks start, nothing per chunk.
+//! one's chunks start, nothing per chunk; and the file a shard carries it in ([`STORE_FILE`]).
 
 use std::ops::Range;
 use std::sync::Arc;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{
     format, Bitset, Bm25Index, ChunkV2, DenseIndex, Index, Manifest, Part, Rows, SpladeIndex, CHUNKS, DOCUMENTS,
@@ -31,6 +31,20 @@ pub struct ShardStore {
     withdrawn: Option<Arc<Bitset>>,
 }
 
+/// The file each index shard carries for its router (written by
+/// [`crate::shards::save_shard`] beside the shard's own files): its [`ShardStore`], so that a
+/// router reads neither the documents' text (`documents.bin`) nor the chunk records
+/// (`chunks.bin`), and downloads bytes per document only.
+pub const STORE_FILE: &str = "store.bin";
+
+/// What [`STORE_FILE`] holds: the documents without their segments, and each one's chunk
+/// end.
+#[derive(Serialize, Deserialize)]
+struct StoreFile {
+    documents: Vec<Document>,
+    ends: Vec<u32>,
+}
+
 /// A chunk record as `chunks.bin` holds it (formats 3 on), its text borrowed from the file
 /// and dropped: only `doc` is kept.
 #[derive(Deserialize)]
@@ -43,8 +57,34 @@ struct ChunkRecord<'a> {
 }
 
 impl ShardStore {
-    /// The files [`ShardStore::load`] reads: documents and chunks.
+    /// The files [`ShardStore::load`] reads of a shard without a [`STORE_FILE`]: documents
+    /// and chunks.
     pub const FILES: [&'static str; 2] = [DOCUMENTS, CHUNKS];
+
+    /// The bytes of [`STORE_FILE`] for the index shard `index`: its documents without their
+    /// segments and where each one's chunks end.
+    pub fn file_of(index: &Index) -> Result<Vec<u8>> {
+        let store = Self::of(index);
+        let documents = store.documents.iter().map(|d| Document { segments: Vec::new(), ..d.clone() }).collect();
+        Ok(bincode::serialize(&StoreFile { documents, ends: store.ends })?)
+    }
+
+    /// Whether [`ShardStore::load`] reads file `name` of the shard whose manifest is
+    /// `manifest`: [`STORE_FILE`] alone when the shard has one in the current format, else
+    /// [`ShardStore::FILES`].
+    pub fn reads(manifest: &Manifest, name: &str) -> bool {
+        if Self::has_file(manifest) {
+            name == STORE_FILE
+        } else {
+            Self::FILES.contains(&name)
+        }
+    }
+
+    /// Whether the shard whose manifest is `manifest` carries a [`STORE_FILE`] this build
+    /// reads (one written in another format is not read: its documents' layout may differ).
+    fn has_file(manifest: &Manifest) -> bool {
+        manifest.version == format::FORMAT_VERSION && manifest.files.iter().any(|f| f.name == STORE_FILE)
+    }
 
     /// The store of `index` (an index shard loaded whole, in this process): its documents
     /// shared, not copied.
@@ -65,8 +105,9 @@ impl ShardStore {
         }
     }
 
-    /// Loads the store of the index in `storage`: [`ShardStore::FILES`], each verified as
-    /// [`Index::load`] verifies it. Its documents are kept without their segments and its
+    /// Loads the store of the index in `storage`, verified as [`Index::load`] verifies its
+    /// files: its [`STORE_FILE`] when it has one ([`ShardStore::reads`]), else
+    /// [`ShardStore::FILES`], whose documents are kept without their segments and whose
     /// chunk records are read for their documents only (their text is never copied). The
     /// postings and vector files are neither read nor needed, and the BM25 statistics a
     /// router reads come from the root manifest.
@@ -81,6 +122,21 @@ impl ShardStore {
                 found: "none".into(),
             })
         };
+        if Self::has_file(&manifest) {
+            let blob = storage.read_blob(STORE_FILE)?;
+            format::verify(&loc, entry(STORE_FILE)?, &blob)?;
+            let StoreFile { documents, ends } = format::decode_bincode(&loc, STORE_FILE, &blob)?;
+            let ordered = ends.len() == documents.len() && ends.windows(2).all(|w| w[0] <= w[1]);
+            let chunks = ends.last().copied().unwrap_or(0) as usize;
+            if !ordered || chunks != manifest.chunks {
+                return Err(Error::IndexCorrupted {
+                    file: format!("{loc}/{STORE_FILE}"),
+                    expected: format!("{} chunk ends in order, the last {}", documents.len(), manifest.chunks),
+                    found: format!("{} ends, the last {chunks}", ends.len()),
+                });
+            }
+            return Ok(ShardStore { manifest, documents: Rows::new(documents), ends, withdrawn: None });
+        }
         let documents = match Index::decode_file(&manifest, &loc, entry(DOCUMENTS)?, storage.read_blob(DOCUMENTS)?)?.0 {
             Part::Documents(d) => d,
             _ => unreachable!("documents.bin decodes to documents"),
@@ -232,6 +288,44 @@ mod tests {
             let err = ShardStore::load(&two(Some(name))).err().expect("a damaged file is refused").to_string();
             assert!(err.contains(name), "{name}: {err}");
         }
+    }
+
+    /// A shard with its store file gives its router the same store from that file alone as
+    /// from its documents and chunks; a damaged or inconsistent one is refused, naming it.
+    #[test]
+    fn a_store_file_alone_gives_the_router_its_store() {
+        let index = small_engine().index();
+        let file = ShardStore::file_of(index).unwrap();
+        let whole = MemStore::new("mem://whole");
+        let manifest = index.save_with(&whole, vec![(STORE_FILE.into(), file.clone())]).unwrap();
+        assert!(!Index::owns(STORE_FILE) && Index::load(&whole).is_ok(), "an attachment the index leaves alone");
+        assert!(ShardStore::reads(&manifest, STORE_FILE) && !ShardStore::reads(&manifest, CHUNKS));
+        let only = |bytes: Vec<u8>| {
+            let store = MemStore::new("mem://router");
+            store.insert(format::MANIFEST, whole.read(format::MANIFEST).unwrap());
+            store.insert(STORE_FILE, bytes);
+            store
+        };
+        let (from_file, from_records) = (ShardStore::load(&only(file.clone())).unwrap(), ShardStore::of(index));
+        assert_eq!(from_file.ends, from_records.ends);
+        assert_eq!(from_file.chunk_count(), index.chunks.len());
+        for (f, d) in from_file.documents.iter().zip(index.documents.iter()) {
+            assert_eq!(f, &Document { segments: Vec::new(), ..d.clone() });
+        }
+        let mut damaged = file.clone();
+        damaged[12] ^= 1;
+        let err = ShardStore::load(&only(damaged)).err().expect("a damaged store file is refused").to_string();
+        assert!(err.contains(STORE_FILE), "{err}");
+        // A store file that does not add up to the manifest's chunks, listed with its own
+        // checksum, is refused too.
+        let mut short = from_records.clone();
+        short.ends.pop();
+        let documents = short.documents.iter().map(|d| Document { segments: Vec::new(), ..d.clone() }).collect();
+        let bytes = bincode::serialize(&StoreFile { documents, ends: short.ends }).unwrap();
+        let inconsistent = MemStore::new("mem://inconsistent");
+        index.save_with(&inconsistent, vec![(STORE_FILE.into(), bytes)]).unwrap();
+        let err = ShardStore::load(&inconsistent).err().expect("an inconsistent store file is refused").to_string();
+        assert!(err.contains(STORE_FILE) && err.contains("chunk ends"), "{err}");
     }
 
     /// Documents without chunks, first, between and last, keep every chunk's document and

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::index::format::{remove_index, sha256_hex, FileEntry, MANIFEST};
-use crate::index::{Index, LexicalStats, Manifest, ShardStore};
+use crate::index::{Index, LexicalStats, Manifest, ShardStore, STORE_FILE};
 use crate::storage::{Storage, Within};
 
 /// The root manifest's object key. It is written last: an index whose root exists is
@@ -120,14 +120,16 @@ impl RootManifest {
     }
 }
 
-/// Writes shard `k` (`index`, with its documents' `order`) under [`shard_prefix`]`(k)` and
+/// Writes shard `k` (`index`, with its documents' `order` and its router's store,
+/// [`STORE_FILE`]) under [`shard_prefix`]`(k)` and
 /// returns the root manifest's entry for it: what [`save_sharded`] writes for each shard,
 /// and what a build that merges its shards apart writes for one.
 pub fn save_shard(storage: &dyn Storage, k: usize, index: &Index, order: &[u32]) -> Result<ShardEntry> {
     let prefix = shard_prefix(k);
     let within = Within::new(storage, prefix.clone());
     let order_bytes: Vec<u8> = order.iter().flat_map(|d| d.to_le_bytes()).collect();
-    index.save_with(&within, vec![(ORDER_FILE.to_string(), order_bytes)])?;
+    let store = ShardStore::file_of(index)?;
+    index.save_with(&within, vec![(ORDER_FILE.to_string(), order_bytes), (STORE_FILE.to_string(), store)])?;
     let manifest_sha256 = sha256_hex(&within.read(MANIFEST)?);
     Ok(ShardEntry { prefix, manifest_sha256, documents: index.documents.len(), chunks: index.chunks.len() })
 }
