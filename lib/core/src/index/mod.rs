@@ -192,6 +192,20 @@ fn document_bytes(d: &Document) -> u64 {
         + d.segments.iter().map(|s| s.len() as u64 + 24).sum::<u64>()
 }
 
+/// The newest publication day of `documents` (days since the Unix epoch), if any has a date.
+fn newest_day<'a>(documents: impl Iterator<Item = &'a Document>) -> Option<i64> {
+    documents.filter_map(|d| d.published_at.map(crate::corpus::Date::days_since_epoch)).max()
+}
+
+/// The error for a manifest of the index at `location` that lists no file `name`.
+fn missing_entry(location: &str, name: &str) -> Error {
+    Error::IndexCorrupted {
+        file: format!("{location}/{}", format::MANIFEST),
+        expected: format!("an entry for {name}"),
+        found: "none".into(),
+    }
+}
+
 /// Decodes a raw file of little-endian values ([`crate::storage::read_le`]; `what` names
 /// their type in the error), such as the `u32` window offsets.
 fn decode_le<T: bytemuck::Pod>(location: &str, name: &str, what: &str, bytes: &[u8]) -> Result<Vec<T>> {
@@ -329,7 +343,7 @@ impl Index {
     /// The newest document's publication day (days since the Unix epoch), if any document
     /// has a date: what a recency boost counts from when the request names no day.
     pub fn newest_day(&self) -> Option<i64> {
-        self.documents.iter().filter_map(|d| d.published_at.map(crate::corpus::Date::days_since_epoch)).max()
+        newest_day(self.documents.iter())
     }
 
     /// Whether document `doc` is withdrawn (deleted, or replaced by a newer version).
@@ -632,11 +646,7 @@ impl Index {
     /// Puts decoded files together into an index, checking that they agree.
     pub fn assemble(manifest: Manifest, parts: Vec<DecodedFile>, location: &str) -> Result<Self> {
         let loc = location;
-        let missing = |name: &str| Error::IndexCorrupted {
-            file: format!("{loc}/{}", format::MANIFEST),
-            expected: format!("an entry for {name}"),
-            found: "none".into(),
-        };
+        let missing = |name: &str| missing_entry(loc, name);
         let parts: Vec<Part> = parts.into_iter().map(|d| d.0).collect();
         let (mut documents, mut chunks, mut vectors, mut graph, mut bm25, mut splade) =
             (None, None, None, None, None, None);

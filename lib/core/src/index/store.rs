@@ -7,7 +7,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    format, Bitset, Bm25Index, ChunkV2, DenseIndex, Index, Manifest, Part, Rows, SpladeIndex, CHUNKS, DOCUMENTS,
+    format, missing_entry, newest_day, Bitset, Bm25Index, ChunkV2, DenseIndex, Index, Manifest, Part, Rows,
+    SpladeIndex, CHUNKS, DOCUMENTS,
 };
 use crate::corpus::{ChunkSpan, Document};
 use crate::error::{Error, Result};
@@ -115,13 +116,8 @@ impl ShardStore {
         let manifest = format::read_manifest(storage)?;
         let loc = storage.location();
         Index::check_manifest(&manifest, &loc)?;
-        let entry = |name: &str| {
-            manifest.files.iter().find(|f| f.name == name).ok_or_else(|| Error::IndexCorrupted {
-                file: format!("{loc}/{}", format::MANIFEST),
-                expected: format!("an entry for {name}"),
-                found: "none".into(),
-            })
-        };
+        let entry =
+            |name: &str| manifest.files.iter().find(|f| f.name == name).ok_or_else(|| missing_entry(&loc, name));
         if Self::has_file(&manifest) {
             let blob = storage.read_blob(STORE_FILE)?;
             format::verify(&loc, entry(STORE_FILE)?, &blob)?;
@@ -218,7 +214,7 @@ impl ShardStore {
 
     /// The newest document's publication day (days since the Unix epoch), if any has a date.
     pub fn newest_day(&self) -> Option<i64> {
-        self.documents.iter().filter_map(|d| d.published_at.map(crate::corpus::Date::days_since_epoch)).max()
+        newest_day(self.documents.iter())
     }
 
     /// The bytes the store holds in memory, estimated as [`Index::resident_bytes`] counts
