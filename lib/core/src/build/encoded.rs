@@ -22,7 +22,9 @@ const KEYS_FORMAT: &str = "sextant-encoded-keys-1";
 /// The content key of a chunk's vectors:
 /// `SHA-256("sextant-chunk-v2" ‖ dense weights SHA-256 ‖ sparse weights SHA-256 ‖ chunk
 /// tokens ‖ window ‖ dense window ‖ encoder input)`, so equal keys mean the same models read
-/// the same text under the same chunking and dense windows.
+/// the same text under the same chunking and dense windows. The dense window is the one the
+/// plan names for the chunk ([`key_window`](super::key_window)): the build's own for a chunk
+/// read in windows, and one name for a chunk read whole under any window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct ChunkKey(pub [u8; 32]);
 

@@ -29,8 +29,8 @@ pub use parts::{
     gather_parts, plan_part, task_number, Gather, Gathered, PartOffsets, PartPlan, PartSummary, PlannedPart, MAX_PARTS,
 };
 pub use plan::{
-    dense_windows, document_sha256, encoder_input, fingerprint, inputs_sha256, plan, shard_ranges, BuildOptions, Plan,
-    DEFAULT_DENSE_WINDOW, DEFAULT_SHARD_CHUNKS, MEASURED_DENSE_WINDOW, TITLE_TOKENS, WINDOW,
+    dense_windows, document_sha256, encoder_input, fingerprint, inputs_sha256, key_window, plan, shard_ranges,
+    BuildOptions, Plan, DEFAULT_DENSE_WINDOW, DEFAULT_SHARD_CHUNKS, MEASURED_DENSE_WINDOW, TITLE_TOKENS, WINDOW,
 };
 pub use report::{BuildReport, Phases, REPORT_FILE};
 
@@ -504,16 +504,16 @@ pub fn encode_documents(
 /// (dense vectors as stored, SPLADE vectors by transposing its postings) and keyed as a
 /// build with `options` keys them: a build over these documents reuses them all, even
 /// when the index was saved without its encoded shards. Chunks whose plan differs from
-/// the index's (other options) are left out, and so is every chunk when the index's dense
-/// window is not `options`' (its vectors are of other windows).
+/// the index's (other options) are left out. When the index's dense window is not
+/// `options'`, only the chunks that both read whole are kept: a chunk read whole is one
+/// vector of its input under any window ([`key_window`]), the others' vectors are of other
+/// windows.
 pub fn index_vectors(
     index: &Index,
     options: &BuildOptions,
     tokenizers: (&TextTokenizer, &TextTokenizer),
 ) -> Result<Vec<EncodedChunk>> {
-    if index.manifest.dense_window != options.dense_window {
-        return Ok(Vec::new());
-    }
+    let same_windows = index.manifest.dense_window == options.dense_window;
     let documents = index.documents.base().to_vec();
     let plan = plan(documents, options, String::new(), tokenizers.0, tokenizers.1)?;
     let base = index.chunks.base();
@@ -537,7 +537,13 @@ pub fn index_vectors(
         .zip(plan.keys)
         .zip(sparse)
         .enumerate()
-        .filter(|(_, (((planned, stored), _), _))| planned.text == stored.text)
+        .filter(|(i, (((planned, stored), _), _))| {
+            let read_whole = || {
+                plan.windows.get(*i).is_none_or(|w| w.is_empty())
+                    && index.dense.chunk_vectors(*i).len() == index.dense.dim
+            };
+            planned.text == stored.text && (same_windows || read_whole())
+        })
         .map(|(i, ((_, key), s))| EncodedChunk::new(key, index.dense.chunk_vectors(i).to_vec(), s))
         .collect())
 }

@@ -188,7 +188,12 @@ pub fn dense_windows(title: &str, chunk: &Chunk, budget: usize, measure: &dyn To
     if budget == 0 {
         return Vec::new();
     }
-    let tokens = measure.token_ranges(&chunk.text);
+    windows_of(title, chunk, &measure.token_ranges(&chunk.text), budget)
+}
+
+/// [`dense_windows`] of a chunk whose dense tokens are `tokens` (their byte ranges in its
+/// text), for a `budget` above 0.
+fn windows_of(title: &str, chunk: &Chunk, tokens: &[Range<usize>], budget: usize) -> Vec<String> {
     let len = tokens.len();
     let n = len.div_ceil(budget);
     if n < 2 {
@@ -205,6 +210,31 @@ pub fn dense_windows(title: &str, chunk: &Chunk, budget: usize, measure: &dyn To
             }
         })
         .collect()
+}
+
+/// The dense window that the content key ([`ChunkKey`]) of a chunk of `tokens` dense tokens
+/// names in a build whose dense window is `dense_window`:
+///
+/// ```text
+/// key_window(W, n) = W                       when W > 0 and n > W (read in windows of W)
+///                  = DEFAULT_DENSE_WINDOW    when n ≤ DEFAULT_DENSE_WINDOW (read whole)
+///                  = 0                       otherwise (read whole)
+/// ```
+///
+/// A chunk read whole is one vector of its input, whatever the build's window, so every
+/// build that reads it whole keys it alike and reuses its record: a build with one vector
+/// a chunk reuses the vectors of a windowed build's short chunks, and the other way round.
+/// Its name is the default build's where that build reads it whole too, so the keys the
+/// default build always had stay valid; a longer chunk read whole is named as a build with
+/// one vector a chunk names it, since under the default window its name is its windows'.
+pub fn key_window(dense_window: usize, tokens: usize) -> usize {
+    if dense_window > 0 && tokens > dense_window {
+        dense_window
+    } else if tokens <= DEFAULT_DENSE_WINDOW {
+        DEFAULT_DENSE_WINDOW
+    } else {
+        0
+    }
 }
 
 /// `n` chunks cut into contiguous shards of `step` (the last one shorter).
@@ -282,7 +312,7 @@ pub fn plan(
     let measure = BothTokenizers::new(dense, sparse);
     let room = WINDOW - SPECIAL_TOKENS;
     #[allow(clippy::type_complexity)]
-    let per_doc: Vec<(Vec<Chunk>, Vec<String>, Vec<Vec<String>>, u64)> = documents
+    let per_doc: Vec<(Vec<Chunk>, Vec<String>, Vec<Vec<String>>, Vec<usize>, u64)> = documents
         .par_iter()
         .enumerate()
         .map(|(i, doc)| {
@@ -294,21 +324,37 @@ pub fn plan(
                 .map(|s| Chunk::new(i as u32, doc, s))
                 .collect();
             let inputs: Vec<String> = chunks.iter().map(|c| encoder_input(&title, c)).collect();
-            let windows = chunks.iter().map(|c| dense_windows(&title, c, options.dense_window, dense)).collect();
+            let (windows, key_windows) = chunks
+                .iter()
+                .map(|c| {
+                    let tokens = dense.token_ranges(&c.text);
+                    let windows = match options.dense_window {
+                        0 => Vec::new(),
+                        budget => windows_of(&title, c, &tokens, budget),
+                    };
+                    (windows, key_window(options.dense_window, tokens.len()))
+                })
+                .unzip();
             let beyond = inputs.iter().map(|s| (measure.count(s) + SPECIAL_TOKENS).saturating_sub(WINDOW) as u64).sum();
-            (chunks, inputs, windows, beyond)
+            (chunks, inputs, windows, key_windows, beyond)
         })
         .collect();
-    let (mut chunks, mut inputs, mut windows, mut tokens_beyond_window) = (Vec::new(), Vec::new(), Vec::new(), 0);
-    for (c, s, w, b) in per_doc {
+    let (mut chunks, mut inputs, mut windows, mut key_windows) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut tokens_beyond_window = 0;
+    for (c, s, w, k, b) in per_doc {
         chunks.extend(c);
         inputs.extend(s);
         windows.extend(w);
+        key_windows.extend(k);
         tokens_beyond_window += b;
     }
     let (d, s) = (&options.dense_model.weights_sha256, &options.sparse_model.weights_sha256);
-    let (tokens, window) = (options.chunk_tokens, options.dense_window);
-    let keys = inputs.par_iter().map(|input| ChunkKey::new(d, s, tokens, WINDOW, window, input)).collect();
+    let tokens = options.chunk_tokens;
+    let keys = inputs
+        .par_iter()
+        .zip(&key_windows)
+        .map(|(input, &window)| ChunkKey::new(d, s, tokens, WINDOW, window, input))
+        .collect();
     let shards = shard_ranges(chunks.len(), options.shard_chunks);
     Ok(Plan {
         inputs_sha256: fingerprint,

@@ -314,9 +314,61 @@ fn an_index_gives_back_its_own_vectors_for_the_next_build() {
     assert_eq!(again.dense.vectors, index.dense.vectors);
     assert_eq!(*again.splade, *index.splade);
 
-    // A build with other dense windows gets none of them: they are other windows' vectors.
+    // A build with one vector a chunk gets back those of the chunks read whole, and none of
+    // the others: those are other windows' vectors.
     let whole = BuildOptions { dense_window: 0, ..options(1024) };
-    assert!(index_vectors(&index, &whole, (dense.tokenizer(), sparse.tokenizer())).unwrap().is_empty());
+    let given = index_vectors(&index, &whole, (dense.tokenizer(), sparse.tokenizer())).unwrap();
+    let read_whole = (0..index.chunks.len()).filter(|&c| index.dense.chunk_vectors(c).len() == index.dense.dim).count();
+    assert!(
+        read_whole > 0 && read_whole < index.chunks.len(),
+        "{read_whole} of {} chunks read whole",
+        index.chunks.len()
+    );
+    assert_eq!(given.len(), read_whole);
+    assert!(given.iter().all(|v| v.dense.len() == index.dense.dim));
+}
+
+/// A chunk read whole is one vector of its input under any dense window, so builds with
+/// other windows share its vectors: a build with one vector a chunk, after a windowed
+/// build, encodes only the chunks that build read in windows, and a windowed build after
+/// it only those again; each makes the index a build from nothing makes.
+#[test]
+fn a_build_with_other_dense_windows_encodes_only_the_chunks_it_reads_otherwise() {
+    let (dense, sparse) = encoders();
+    let runner = InProcess { dense, sparse };
+    let tokenizers = (dense.tokenizer(), sparse.tokenizer());
+    let build_with = |window: usize, previous: &Previous| {
+        let options = BuildOptions { dense_window: window, ..options(4) };
+        build(corpus(3), Vec::new(), &options, tokenizers, previous, &runner, &|_, _, _| {}).unwrap()
+    };
+    let windowed = build_with(32, &Previous::none()).index.unwrap();
+    let chunks = windowed.chunks.len();
+    let in_windows = (0..chunks).filter(|&c| windowed.dense.chunk_vectors(c).len() > windowed.dense.dim).count();
+    assert!(in_windows > 0 && in_windows < chunks, "{in_windows} of {chunks} chunks read in windows");
+
+    let store = MemStore::new("mem://windows");
+    build_with(32, &Previous::none()).save(&store, &Previous::none()).unwrap();
+    let whole = build_with(0, &Previous::read(&store));
+    assert_eq!((whole.report.chunks_encoded, whole.report.chunks_reused), (in_windows, chunks - in_windows));
+    let whole = whole.index.unwrap();
+    let fresh = build_with(0, &Previous::none()).index.unwrap();
+    let dim = windowed.dense.dim;
+    for c in 0..chunks {
+        let (got, want) = (whole.dense.chunk_vectors(c), fresh.dense.chunk_vectors(c));
+        assert_eq!((got.len(), want.len()), (dim, dim), "chunk {c}: one vector");
+        let cosine: f32 = got.iter().zip(want).map(|(a, b)| a * b).sum();
+        assert!(cosine > 0.9999, "chunk {c}: cosine {cosine} with a build from nothing");
+        if windowed.dense.chunk_vectors(c).len() == dim {
+            assert_eq!(got, windowed.dense.chunk_vectors(c), "chunk {c} read whole: the windowed build's vector");
+        }
+    }
+
+    // And back: a windowed build after the one-vector build encodes the windows only.
+    let store = MemStore::new("mem://whole");
+    build_with(0, &Previous::none()).save(&store, &Previous::none()).unwrap();
+    let again = build_with(32, &Previous::read(&store));
+    assert_eq!((again.report.chunks_encoded, again.report.chunks_reused), (in_windows, chunks - in_windows));
+    assert_eq!(again.index.unwrap().dense.window_offsets(), windowed.dense.window_offsets());
 }
 
 /// A build whose vectors all come from the cache takes the width of a vector from the
