@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 use serde::{Deserialize, Serialize};
 
 use super::encoded::{Cached, ChunkKey, EncodedChunk, EncodedShard, VectorCache};
-use super::plan::Plan;
+use super::plan::{Plan, DEFAULT_DENSE_WINDOW, WINDOW};
 use crate::encode::{join_encoders, DenseEncoder, SparseEncoder, SparseVector};
 use crate::error::{Error, Result};
 
@@ -29,22 +29,41 @@ pub struct EncodeTask {
     /// ([`Plan::windows`]). Empty (or shorter than `inputs`): the input itself.
     #[serde(default)]
     pub windows: Vec<Vec<String>>,
+    /// The SPLADE vector of each, when a record of the same input under another dense
+    /// window gave it ([`Plan::tasks`]): then only the dense encoder reads it. Empty (or
+    /// shorter than `inputs`, or `None`): SPLADE encodes it.
+    #[serde(default)]
+    pub sparse: Vec<Option<SparseVector>>,
+}
+
+impl EncodeTask {
+    /// A task of shard `shard` with nothing to encode yet.
+    pub fn new(shard: u32) -> Self {
+        EncodeTask { shard, keys: Vec::new(), inputs: Vec::new(), windows: Vec::new(), sparse: Vec::new() }
+    }
 }
 
 impl Plan {
     /// The encode tasks of the build: per shard, the keys `cache` lacks that no earlier
     /// shard encodes already. Shards with nothing to encode get no task.
+    ///
+    /// SPLADE reads a chunk's input whole under any dense window, so a chunk that `cache`
+    /// lacks under its key but holds under the key of another dense reading of the same
+    /// input (window 0 or the default window, [`key_window`](super::key_window)'s two names
+    /// of a chunk read whole, or the default window's windows) takes its SPLADE vector
+    /// from that record, and only the dense encoder reads it.
     pub fn tasks(&self, cache: &dyn Cached) -> Vec<EncodeTask> {
         let mut claimed = HashSet::new();
         let mut tasks = Vec::new();
         for (k, range) in self.shards.iter().enumerate() {
-            let mut task = EncodeTask { shard: k as u32, keys: Vec::new(), inputs: Vec::new(), windows: Vec::new() };
+            let mut task = EncodeTask::new(k as u32);
             for i in range.clone() {
                 let key = self.keys[i as usize];
                 if !cache.has(&key) && claimed.insert(key) {
                     task.keys.push(key);
                     task.inputs.push(self.inputs[i as usize].clone());
                     task.windows.push(self.windows.get(i as usize).cloned().unwrap_or_default());
+                    task.sparse.push(self.sparse_elsewhere(i as usize, cache));
                 }
             }
             if !task.keys.is_empty() {
@@ -52,6 +71,19 @@ impl Plan {
             }
         }
         tasks
+    }
+
+    /// The SPLADE vector of chunk `i`'s input that `cache` holds under another dense window
+    /// than the plan's (0 or [`DEFAULT_DENSE_WINDOW`]): every record of one input has the
+    /// same SPLADE vector.
+    fn sparse_elsewhere(&self, i: usize, cache: &dyn Cached) -> Option<SparseVector> {
+        let o = &self.options;
+        let (d, s) = (&o.dense_model.weights_sha256, &o.sparse_model.weights_sha256);
+        [0, DEFAULT_DENSE_WINDOW]
+            .into_iter()
+            .map(|window| ChunkKey::new(d, s, o.chunk_tokens, WINDOW, window, &self.inputs[i]))
+            .filter(|other| *other != self.keys[i])
+            .find_map(|other| cache.sparse(&other).cloned())
     }
 
     /// Puts each shard together from the cache and the encoded tasks, in chunk order.
@@ -87,8 +119,9 @@ impl Plan {
 }
 
 /// Encodes one task with both models, [`ENCODE_STEP`] inputs at a time, calling
-/// `progress(done)` after each step. SPLADE reads each input; the dense encoder reads each
-/// of its windows, and a record's dense vector is its windows' vectors one after the other.
+/// `progress(done)` after each step. SPLADE reads each input whose vector the task does
+/// not give ([`EncodeTask::sparse`]); the dense encoder reads each of its windows, and a
+/// record's dense vector is its windows' vectors one after the other.
 pub fn encode_task(
     task: &EncodeTask,
     dense: &DenseEncoder,
@@ -105,15 +138,27 @@ pub fn encode_task(
             })
             .collect();
         let dense_inputs: Vec<&str> = windows.iter().flat_map(|w| w.iter().map(|s| s.as_str())).collect();
-        let sparse_inputs: Vec<&str> = part.iter().map(|s| s.as_str()).collect();
+        let given = |i: usize| task.sparse.get(i).and_then(Option::as_ref);
+        let sparse_inputs: Vec<&str> =
+            (first..first + part.len()).filter(|&i| given(i).is_none()).map(|i| task.inputs[i].as_str()).collect();
         let (dense_out, sparse_out) = join_encoders(
             (dense.backend(), sparse.backend()),
             || dense.embed_batch(&dense_inputs),
-            || sparse.encode_batch(&sparse_inputs),
+            || match sparse_inputs.is_empty() {
+                true => Ok(Vec::new()),
+                false => sparse.encode_batch(&sparse_inputs),
+            },
         );
-        let mut dense_out = dense_out?.into_iter();
-        for ((key, w), s) in task.keys[first..].iter().zip(&windows).zip(sparse_out?) {
+        let (mut dense_out, mut sparse_out) = (dense_out?.into_iter(), sparse_out?.into_iter());
+        for (i, (key, w)) in task.keys[first..first + part.len()].iter().zip(&windows).enumerate() {
             let vectors: Vec<f32> = dense_out.by_ref().take(w.len()).flatten().collect();
+            let s = match given(first + i) {
+                Some(s) => s.clone(),
+                None => sparse_out.next().ok_or_else(|| Error::TaskFailed {
+                    task: format!("encoding shard {}", task.shard),
+                    reason: "SPLADE gave fewer vectors than inputs".into(),
+                })?,
+            };
             records.push(EncodedChunk::new(*key, vectors, s));
         }
         progress(first + part.len());

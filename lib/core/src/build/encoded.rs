@@ -196,6 +196,11 @@ impl EncodedKeys {
 pub trait Cached {
     /// Whether the vectors of `key` are there.
     fn has(&self, key: &ChunkKey) -> bool;
+    /// The SPLADE vector of the record of `key`, when the cache holds vectors (not only
+    /// keys) and that record.
+    fn sparse(&self, _key: &ChunkKey) -> Option<&SparseVector> {
+        None
+    }
     /// Records dropped as damaged (and files that could not be read at all, one each).
     fn rejected(&self) -> usize;
 }
@@ -203,6 +208,9 @@ pub trait Cached {
 impl Cached for VectorCache {
     fn has(&self, key: &ChunkKey) -> bool {
         self.entries.contains_key(key)
+    }
+    fn sparse(&self, key: &ChunkKey) -> Option<&SparseVector> {
+        self.entries.get(key).map(|r| &r.sparse)
     }
     fn rejected(&self) -> usize {
         self.rejected

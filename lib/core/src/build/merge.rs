@@ -164,8 +164,7 @@ impl ShardPlan {
     /// gone: the chunk is encoded again instead of failing every build from then on.
     pub fn lacking(&self, cache: &VectorCache, tokenizers: (&TextTokenizer, &TextTokenizer)) -> Option<EncodeTask> {
         let mut seen = std::collections::HashSet::new();
-        let mut task =
-            EncodeTask { shard: self.shard as u32, keys: Vec::new(), inputs: Vec::new(), windows: Vec::new() };
+        let mut task = EncodeTask::new(self.shard as u32);
         for (i, (chunk, key)) in self.chunks.iter().zip(&self.keys).enumerate() {
             if cache.get(key).is_some() || !seen.insert(*key) {
                 continue;

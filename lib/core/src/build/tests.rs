@@ -331,24 +331,32 @@ fn an_index_gives_back_its_own_vectors_for_the_next_build() {
 /// A chunk read whole is one vector of its input under any dense window, so builds with
 /// other windows share its vectors: a build with one vector a chunk, after a windowed
 /// build, encodes only the chunks that build read in windows, and a windowed build after
-/// it only those again; each makes the index a build from nothing makes.
+/// it only those again; each makes the index a build from nothing makes. SPLADE reads every
+/// chunk whole, so what is encoded again is encoded by the dense model only.
 #[test]
 fn a_build_with_other_dense_windows_encodes_only_the_chunks_it_reads_otherwise() {
     let (dense, sparse) = encoders();
     let runner = InProcess { dense, sparse };
     let tokenizers = (dense.tokenizer(), sparse.tokenizer());
-    let build_with = |window: usize, previous: &Previous| {
-        let options = BuildOptions { dense_window: window, ..options(4) };
-        build(corpus(3), Vec::new(), &options, tokenizers, previous, &runner, &|_, _, _| {}).unwrap()
+    // Chunks of up to 200 tokens: the long segments' longer than the default window of 128,
+    // the short documents' shorter.
+    let with_window = |window: usize| BuildOptions { chunk_tokens: 200, dense_window: window, ..options(4) };
+    let documents = || {
+        let short =
+            (0..3).map(|i| test_document(&format!("s{i}"), "KO", "2024-02-10", &[&format!("Note {i} on dividends.")]));
+        corpus(3).into_iter().chain(short).collect::<Vec<_>>()
     };
-    let windowed = build_with(32, &Previous::none()).index.unwrap();
+    let build_with = |window: usize, previous: &Previous| {
+        build(documents(), Vec::new(), &with_window(window), tokenizers, previous, &runner, &|_, _, _| {}).unwrap()
+    };
+    let store = MemStore::new("mem://windows");
+    build_with(DEFAULT_DENSE_WINDOW, &Previous::none()).save(&store, &Previous::none()).unwrap();
+    let windowed = Index::load(&store).unwrap();
     let chunks = windowed.chunks.len();
     let in_windows = (0..chunks).filter(|&c| windowed.dense.chunk_vectors(c).len() > windowed.dense.dim).count();
     assert!(in_windows > 0 && in_windows < chunks, "{in_windows} of {chunks} chunks read in windows");
-
-    let store = MemStore::new("mem://windows");
-    build_with(32, &Previous::none()).save(&store, &Previous::none()).unwrap();
-    let whole = build_with(0, &Previous::read(&store));
+    let previous = Previous::read(&store);
+    let whole = build_with(0, &previous);
     assert_eq!((whole.report.chunks_encoded, whole.report.chunks_reused), (in_windows, chunks - in_windows));
     let whole = whole.index.unwrap();
     let fresh = build_with(0, &Previous::none()).index.unwrap();
@@ -362,13 +370,23 @@ fn a_build_with_other_dense_windows_encodes_only_the_chunks_it_reads_otherwise()
             assert_eq!(got, windowed.dense.chunk_vectors(c), "chunk {c} read whole: the windowed build's vector");
         }
     }
+    assert_eq!(*whole.splade, *windowed.splade, "every SPLADE vector is the windowed build's");
+    // What is encoded again is read by the dense encoder only: SPLADE reads every chunk's
+    // input whole under any window, so the tasks carry the windowed build's SPLADE vectors.
+    let planned = plan(documents(), &with_window(0), String::new(), tokenizers.0, tokenizers.1).unwrap();
+    let tasks = planned.tasks(&previous.cache);
+    assert_eq!(tasks.iter().map(|t| t.keys.len()).sum::<usize>(), in_windows);
+    assert!(tasks.iter().all(|t| t.sparse.len() == t.keys.len() && t.sparse.iter().all(Option::is_some)));
 
     // And back: a windowed build after the one-vector build encodes the windows only.
     let store = MemStore::new("mem://whole");
     build_with(0, &Previous::none()).save(&store, &Previous::none()).unwrap();
-    let again = build_with(32, &Previous::read(&store));
+    let one_vector = Index::load(&store).unwrap();
+    let again = build_with(DEFAULT_DENSE_WINDOW, &Previous::read(&store));
     assert_eq!((again.report.chunks_encoded, again.report.chunks_reused), (in_windows, chunks - in_windows));
-    assert_eq!(again.index.unwrap().dense.window_offsets(), windowed.dense.window_offsets());
+    let again = again.index.unwrap();
+    assert_eq!(again.dense.window_offsets(), windowed.dense.window_offsets());
+    assert_eq!(*again.splade, *one_vector.splade, "every SPLADE vector is the one-vector build's");
 }
 
 /// A build whose vectors all come from the cache takes the width of a vector from the
