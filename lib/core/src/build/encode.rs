@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 use serde::{Deserialize, Serialize};
 
 use super::encoded::{Cached, ChunkKey, EncodedChunk, EncodedShard, VectorCache};
-use super::plan::{Plan, DEFAULT_DENSE_WINDOW, WINDOW};
+use super::plan::{chunk_key, Plan, DEFAULT_DENSE_WINDOW};
 use crate::encode::{join_encoders, DenseEncoder, SparseEncoder, SparseVector};
 use crate::error::{Error, Result};
 
@@ -77,11 +77,9 @@ impl Plan {
     /// than the plan's (0 or [`DEFAULT_DENSE_WINDOW`]): every record of one input has the
     /// same SPLADE vector.
     fn sparse_elsewhere(&self, i: usize, cache: &dyn Cached) -> Option<SparseVector> {
-        let o = &self.options;
-        let (d, s) = (&o.dense_model.weights_sha256, &o.sparse_model.weights_sha256);
         [0, DEFAULT_DENSE_WINDOW]
             .into_iter()
-            .map(|window| ChunkKey::new(d, s, o.chunk_tokens, WINDOW, window, &self.inputs[i]))
+            .map(|window| chunk_key(&self.options, window, &self.inputs[i]))
             .filter(|other| *other != self.keys[i])
             .find_map(|other| cache.sparse(&other).cloned())
     }

@@ -505,7 +505,7 @@ pub fn encode_documents(
 /// build with `options` keys them: a build over these documents reuses them all, even
 /// when the index was saved without its encoded shards. Chunks whose plan differs from
 /// the index's (other options) are left out. When the index's dense window is not
-/// `options'`, only the chunks that both read whole are kept: a chunk read whole is one
+/// `options`', only the chunks that both read whole are kept: a chunk read whole is one
 /// vector of its input under any window ([`key_window`]), the others' vectors are of other
 /// windows.
 pub fn index_vectors(

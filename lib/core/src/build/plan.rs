@@ -237,6 +237,13 @@ pub fn key_window(dense_window: usize, tokens: usize) -> usize {
     }
 }
 
+/// The content key of `input` in a build with `options`, its dense window named `window`
+/// ([`key_window`]).
+pub(super) fn chunk_key(options: &BuildOptions, window: usize, input: &str) -> ChunkKey {
+    let (d, s) = (&options.dense_model.weights_sha256, &options.sparse_model.weights_sha256);
+    ChunkKey::new(d, s, options.chunk_tokens, WINDOW, window, input)
+}
+
 /// `n` chunks cut into contiguous shards of `step` (the last one shorter).
 pub fn shard_ranges(n: usize, step: usize) -> Vec<Range<u32>> {
     (0..n.div_ceil(step)).map(|k| (k * step) as u32..((k + 1) * step).min(n) as u32).collect()
@@ -348,13 +355,7 @@ pub fn plan(
         key_windows.extend(k);
         tokens_beyond_window += b;
     }
-    let (d, s) = (&options.dense_model.weights_sha256, &options.sparse_model.weights_sha256);
-    let tokens = options.chunk_tokens;
-    let keys = inputs
-        .par_iter()
-        .zip(&key_windows)
-        .map(|(input, &window)| ChunkKey::new(d, s, tokens, WINDOW, window, input))
-        .collect();
+    let keys = inputs.par_iter().zip(&key_windows).map(|(input, &window)| chunk_key(options, window, input)).collect();
     let shards = shard_ranges(chunks.len(), options.shard_chunks);
     Ok(Plan {
         inputs_sha256: fingerprint,
