@@ -1,14 +1,15 @@
 //! End-to-end: the real `sextant` binary writes plotted reports. `eval --report` on SciFact
-//! train and the fin-filings dev set, `bench --report --peer` on SciFact: the page holds each
-//! chart and each mode's name, every chart is well-formed SVG, and `report.json` holds the
-//! very numbers the same run printed with `--json`.
+//! train and the fin-filings dev set (the CI corpora of `scripts/data/build_devsets.py`:
+//! half SciFact's abstracts, the dev companies' filings), `bench --report --peer` on the same
+//! SciFact half: the page holds each chart and each mode's name, every chart is well-formed
+//! SVG, and `report.json` holds the very numbers the same run printed with `--json`.
 
 mod support;
 
 use std::path::Path;
 
 use serde_json::Value;
-use support::cli::{build_devsets, ok, shared};
+use support::cli::{build_devsets, ok};
 
 fn json_lines(stdout: &str) -> Vec<Value> {
     stdout.lines().filter(|l| l.starts_with('{')).map(|l| serde_json::from_str(l).unwrap()).collect()
@@ -64,8 +65,8 @@ fn without(v: &Value, key: &str) -> Value {
 fn eval_report_on_two_sets_matches_its_json_lines() {
     let tmp = tempfile::tempdir().unwrap();
     build_devsets(tmp.path());
-    let scifact = shared().join("data/scifact");
-    let filings = tmp.path().join("fin-filings");
+    let scifact = tmp.path().join("scifact-half");
+    let filings = tmp.path().join("fin-filings-dev");
     let dir = tmp.path().join("report");
     let stdout = ok(&[
         "eval",
@@ -88,7 +89,9 @@ fn eval_report_on_two_sets_matches_its_json_lines() {
     let report: Value = serde_json::from_str(&read(&dir.join("report.json"))).unwrap();
     let sets = report["sets"].as_array().unwrap();
     assert_eq!(sets.len(), 2);
-    for (i, (set, (name, split))) in sets.iter().zip([("scifact", "train"), ("fin-filings", "dev")]).enumerate() {
+    for (i, (set, (name, split))) in
+        sets.iter().zip([("scifact-half", "train"), ("fin-filings-dev", "dev")]).enumerate()
+    {
         assert_eq!((set["set"].as_str(), set["split"].as_str()), (Some(name), Some(split)));
         let entries = set["modes"].as_array().unwrap();
         let labels: Vec<&str> = entries.iter().map(|m| m["label"].as_str().unwrap()).collect();
@@ -138,7 +141,11 @@ fn eval_report_on_two_sets_matches_its_json_lines() {
     well_formed(&html, "index.html");
     assert!(!html.to_lowercase().contains("<script"));
     let ndcg = read(&dir.join("ndcg.svg"));
-    let svgs = [&ndcg, &read(&dir.join("winloss-scifact-train.svg")), &read(&dir.join("winloss-fin-filings-dev.svg"))];
+    let svgs = [
+        &ndcg,
+        &read(&dir.join("winloss-scifact-half-train.svg")),
+        &read(&dir.join("winloss-fin-filings-dev-dev.svg")),
+    ];
     for svg in svgs {
         let elements = well_formed(svg, "a chart");
         assert!(elements["rect"] > 10 && elements["text"] > 10);
@@ -164,7 +171,9 @@ fn eval_report_on_two_sets_matches_its_json_lines() {
 #[test]
 fn bench_report_draws_every_stage_beside_the_peers() {
     let tmp = tempfile::tempdir().unwrap();
-    let scifact = shared().join("data/scifact");
+    // The SciFact abstracts CI indexes anyway (engine_e2e's), so no other index is built.
+    build_devsets(tmp.path());
+    let scifact = tmp.path().join("scifact-half");
     // The peer file a run of scripts/bench/peer_bench.py --samples writes, with made-up samples:
     // this test is of the plumbing, not of the peer. The peer searched only the 3,000-chunk
     // index, so the real index's chart has no peer box for the search.

@@ -48,6 +48,13 @@ Splits, so that a choice made on dev says something about questions nobody tuned
   Choose on `dev`; check that a rule reading the question's wording holds on `heldout`;
   only report `test`.
 
+CI's corpora, so that CI encodes half as much (its tests assert the default's properties on
+dev splits only; docs/quality.md's figures use the full sets):
+  - fin-filings-dev, fin-calls-dev: the dev companies' passages only, with every split but
+    the test ones (a dev question's relevant passages are all its own company's).
+  - scifact-half: the SciFact abstracts whose id hashes to an even first byte, and the
+    train claims whose every cited abstract is among them (`qrels/train.tsv`).
+
     python3 scripts/data/build_devsets.py [--data ../shared/data] [--out DIR]
 
 DIR defaults to $SEXTANT_CACHE_DIR/devsets (else ~/.cache/sextant/devsets).
@@ -492,6 +499,65 @@ def add_questions(d, prefix, queries, qrels, splits):
                     f.write(f"{qid}\t{pid}\t1\n")
 
 
+def dev_corpus(out, name):
+    """Writes `NAME-dev` beside the set `NAME` in `out`: the passages of its dev companies
+    only (the half `halves` gives), with every question and qrels file but the test
+    splits'. A dev question's relevant passages are all its own company's, so its qrels are
+    unchanged; what goes is the test companies' passages, which dev questions only meet as
+    distractors. CI asserts the default's properties on these (half the encoding of the
+    full sets); the figures of docs/quality.md are measured on the full sets."""
+    src, dst = os.path.join(out, name), os.path.join(out, f"{name}-dev")
+    corpus = [json.loads(l) for l in open(os.path.join(src, "corpus.jsonl"))]
+    half = halves(d["metadata"]["ticker"] for d in corpus)
+    kept = [d for d in corpus if half[d["metadata"]["ticker"]] == "dev"]
+    ids = {d["_id"] for d in kept}
+    os.makedirs(os.path.join(dst, "qrels"), exist_ok=True)
+    with open(os.path.join(dst, "corpus.jsonl"), "w") as f:
+        for doc in kept:
+            f.write(json.dumps(doc) + "\n")
+    asked = set()
+    for qrels in sorted(os.listdir(os.path.join(src, "qrels"))):
+        if qrels.endswith("test.tsv"):
+            continue
+        lines = open(os.path.join(src, "qrels", qrels)).read().splitlines()
+        for line in lines[1:]:
+            qid, pid, _ = line.split("\t")
+            assert pid in ids, f"{name}: {qid} is relevant to {pid}, a test company's passage"
+            asked.add(qid)
+        with open(os.path.join(dst, "qrels", qrels), "w") as f:
+            f.write("\n".join(lines) + "\n")
+    with open(os.path.join(src, "queries.jsonl")) as f, open(os.path.join(dst, "queries.jsonl"), "w") as g:
+        g.writelines(l for l in f if json.loads(l)["_id"] in asked)
+    print(f"{name}-dev: {len(kept)} of {len(corpus)} passages (the dev companies'), {len(asked)} questions -> {dst}")
+
+
+def scifact_half(data, out):
+    """Writes `scifact-half` in `out`: the SciFact abstracts whose id hashes to an even
+    first byte (about half, chosen without looking at any claim), and the train claims
+    whose every cited abstract is among them, with their qrels (`qrels/train.tsv`). The
+    distractors are a random half of the corpus, as relevant abstracts are, so a claim
+    meets about as many of them per relevant abstract as in the full corpus. CI asserts
+    the default's properties here; docs/quality.md's SciFact figures use the full set."""
+    src, dst = os.path.join(data, "scifact"), os.path.join(out, "scifact-half")
+    lines = open(os.path.join(src, "corpus.jsonl")).read().splitlines()
+    kept = [l for l in lines if hashlib.sha1(json.loads(l)["_id"].encode()).digest()[0] % 2 == 0]
+    ids = {json.loads(l)["_id"] for l in kept}
+    cited = defaultdict(set)
+    qrels = open(os.path.join(src, "qrels", "train.tsv")).read().splitlines()
+    for line in qrels[1:]:
+        qid, pid, _ = line.split("\t")
+        cited[qid].add(pid)
+    claims = {q for q, pids in cited.items() if pids <= ids}
+    os.makedirs(os.path.join(dst, "qrels"), exist_ok=True)
+    with open(os.path.join(dst, "corpus.jsonl"), "w") as f:
+        f.write("\n".join(kept) + "\n")
+    with open(os.path.join(dst, "qrels", "train.tsv"), "w") as f:
+        f.write("\n".join([qrels[0]] + [l for l in qrels[1:] if l.split("\t")[0] in claims]) + "\n")
+    with open(os.path.join(src, "queries.jsonl")) as f, open(os.path.join(dst, "queries.jsonl"), "w") as g:
+        g.writelines(l for l in f if json.loads(l)["_id"] in claims)
+    print(f"scifact-half: {len(kept)} of {len(lines)} abstracts, {len(claims)} of {len(cited)} train claims -> {dst}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     here = os.path.dirname(os.path.abspath(__file__))
@@ -508,6 +574,9 @@ def main():
     print(f"fin-ratios: {counts(ratio_splits)}, {len(ratio_qrels)} qrels"
           " -> fin-filings, splits ratios-dev, ratios-heldout and ratios-test")
     write(a.out, "fin-calls", *fin_calls(a.data, random.Random(19)))
+    for name in ("fin-filings", "fin-calls"):
+        dev_corpus(a.out, name)
+    scifact_half(a.data, a.out)
 
 if __name__ == "__main__":
     main()
