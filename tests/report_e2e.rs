@@ -1,7 +1,7 @@
 //! End-to-end: the real `sextant` binary writes plotted reports. `eval --report` on SciFact
-//! train and the fin-filings dev set (the CI corpora of `scripts/data/build_devsets.py`:
-//! half SciFact's abstracts, the dev companies' filings), `bench --report --peer` on the same
-//! SciFact half: the page holds each chart and each mode's name, every chart is well-formed
+//! train (over `scifact-half`, the half of its abstracts CI indexes, from
+//! `scripts/data/build_devsets.py`) and the fin-filings dev set, `bench --report --peer` on
+//! the same SciFact half: the page holds each chart and each mode's name, every chart is well-formed
 //! SVG, and `report.json` holds the very numbers the same run printed with `--json`.
 
 mod support;
@@ -66,7 +66,7 @@ fn eval_report_on_two_sets_matches_its_json_lines() {
     let tmp = tempfile::tempdir().unwrap();
     build_devsets(tmp.path());
     let scifact = tmp.path().join("scifact-half");
-    let filings = tmp.path().join("fin-filings-dev");
+    let filings = tmp.path().join("fin-filings");
     let dir = tmp.path().join("report");
     let stdout = ok(&[
         "eval",
@@ -89,9 +89,7 @@ fn eval_report_on_two_sets_matches_its_json_lines() {
     let report: Value = serde_json::from_str(&read(&dir.join("report.json"))).unwrap();
     let sets = report["sets"].as_array().unwrap();
     assert_eq!(sets.len(), 2);
-    for (i, (set, (name, split))) in
-        sets.iter().zip([("scifact-half", "train"), ("fin-filings-dev", "dev")]).enumerate()
-    {
+    for (i, (set, (name, split))) in sets.iter().zip([("scifact-half", "train"), ("fin-filings", "dev")]).enumerate() {
         assert_eq!((set["set"].as_str(), set["split"].as_str()), (Some(name), Some(split)));
         let entries = set["modes"].as_array().unwrap();
         let labels: Vec<&str> = entries.iter().map(|m| m["label"].as_str().unwrap()).collect();
@@ -141,11 +139,8 @@ fn eval_report_on_two_sets_matches_its_json_lines() {
     well_formed(&html, "index.html");
     assert!(!html.to_lowercase().contains("<script"));
     let ndcg = read(&dir.join("ndcg.svg"));
-    let svgs = [
-        &ndcg,
-        &read(&dir.join("winloss-scifact-half-train.svg")),
-        &read(&dir.join("winloss-fin-filings-dev-dev.svg")),
-    ];
+    let svgs =
+        [&ndcg, &read(&dir.join("winloss-scifact-half-train.svg")), &read(&dir.join("winloss-fin-filings-dev.svg"))];
     for svg in svgs {
         let elements = well_formed(svg, "a chart");
         assert!(elements["rect"] > 10 && elements["text"] > 10);
