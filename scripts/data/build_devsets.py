@@ -56,7 +56,7 @@ dev splits only; docs/quality.md's figures use the full sets):
     fin-ratios dev (0.4417 against 0.4509), where over every filing it is above, so CI
     keeps that corpus whole.
   - scifact-half: the SciFact abstracts whose id hashes to an even first byte, and the
-    train claims whose every cited abstract is among them (`qrels/train.tsv`).
+    train and test claims whose every cited abstract is among them.
 
     python3 scripts/data/build_devsets.py [--data ../shared/data] [--out DIR]
 
@@ -536,29 +536,34 @@ def dev_corpus(out, name):
 
 def scifact_half(data, out):
     """Writes `scifact-half` in `out`: the SciFact abstracts whose id hashes to an even
-    first byte (about half, chosen without looking at any claim), and the train claims
-    whose every cited abstract is among them, with their qrels (`qrels/train.tsv`). The
-    distractors are a random half of the corpus, as relevant abstracts are, so a claim
-    meets about as many of them per relevant abstract as in the full corpus. CI asserts
-    the default's properties here; docs/quality.md's SciFact figures use the full set."""
+    first byte (about half, chosen without looking at any claim), and for each split
+    (`train`, the one CI asserts on; `test`, which `sextant bench` draws its queries from)
+    the claims whose every cited abstract is among them, with their qrels. The distractors
+    are a random half of the corpus, as the relevant abstracts are, so a claim meets about
+    as many of them per relevant abstract as in the full corpus. docs/quality.md's SciFact
+    figures use the full set."""
     src, dst = os.path.join(data, "scifact"), os.path.join(out, "scifact-half")
     lines = open(os.path.join(src, "corpus.jsonl")).read().splitlines()
     kept = [l for l in lines if hashlib.sha1(json.loads(l)["_id"].encode()).digest()[0] % 2 == 0]
     ids = {json.loads(l)["_id"] for l in kept}
-    cited = defaultdict(set)
-    qrels = open(os.path.join(src, "qrels", "train.tsv")).read().splitlines()
-    for line in qrels[1:]:
-        qid, pid, _ = line.split("\t")
-        cited[qid].add(pid)
-    claims = {q for q, pids in cited.items() if pids <= ids}
     os.makedirs(os.path.join(dst, "qrels"), exist_ok=True)
     with open(os.path.join(dst, "corpus.jsonl"), "w") as f:
         f.write("\n".join(kept) + "\n")
-    with open(os.path.join(dst, "qrels", "train.tsv"), "w") as f:
-        f.write("\n".join([qrels[0]] + [l for l in qrels[1:] if l.split("\t")[0] in claims]) + "\n")
+    claims, said = set(), []
+    for split in ("train", "test"):
+        cited = defaultdict(set)
+        qrels = open(os.path.join(src, "qrels", f"{split}.tsv")).read().splitlines()
+        for line in qrels[1:]:
+            qid, pid, _ = line.split("\t")
+            cited[qid].add(pid)
+        asked = {q for q, pids in cited.items() if pids <= ids}
+        claims |= asked
+        with open(os.path.join(dst, "qrels", f"{split}.tsv"), "w") as f:
+            f.write("\n".join([qrels[0]] + [l for l in qrels[1:] if l.split("\t")[0] in asked]) + "\n")
+        said.append(f"{len(asked)} of {len(cited)} {split} claims")
     with open(os.path.join(src, "queries.jsonl")) as f, open(os.path.join(dst, "queries.jsonl"), "w") as g:
         g.writelines(l for l in f if json.loads(l)["_id"] in claims)
-    print(f"scifact-half: {len(kept)} of {len(lines)} abstracts, {len(claims)} of {len(cited)} train claims -> {dst}")
+    print(f"scifact-half: {len(kept)} of {len(lines)} abstracts, {', '.join(said)} -> {dst}")
 
 
 def main():
