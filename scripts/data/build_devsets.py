@@ -495,6 +495,8 @@ def add_questions(d, prefix, queries, qrels, splits):
                 seen.add(q["_id"])
                 f.write(json.dumps(q) + "\n")
     for split in ("dev", "heldout", "test"):
+        if split not in splits.values():
+            continue
         with open(os.path.join(d, "qrels", f"{prefix}{split}.tsv"), "w") as f:
             f.write("query-id\tcorpus-id\tscore\n")
             for qid, pid in sorted(set(qrels)):
@@ -502,36 +504,21 @@ def add_questions(d, prefix, queries, qrels, splits):
                     f.write(f"{qid}\t{pid}\t1\n")
 
 
-def dev_corpus(out, name):
-    """Writes `NAME-dev` beside the set `NAME` in `out`: the passages of its dev companies
-    only (the half `halves` gives), with every question and qrels file but the test
-    splits'. A dev question's relevant passages are all its own company's, so its qrels are
+def dev_companies(corpus, queries, qrels, splits):
+    """A set's corpus, questions, qrels and splits restricted to its dev companies (the half
+    `halves` gives): their passages only, and every question but the test ones. A dev
+    question's relevant passages are all its own company's (asserted), so its qrels are
     unchanged; what goes is the test companies' passages, which dev questions only meet as
-    distractors. CI asserts the default's properties on these (half the encoding of the
-    full sets); the figures of docs/quality.md are measured on the full sets."""
-    src, dst = os.path.join(out, name), os.path.join(out, f"{name}-dev")
-    corpus = [json.loads(l) for l in open(os.path.join(src, "corpus.jsonl"))]
+    distractors. CI asserts the default's properties on this (half the encoding of the
+    full set); the figures of docs/quality.md are measured on the full sets."""
     half = halves(d["metadata"]["ticker"] for d in corpus)
     kept = [d for d in corpus if half[d["metadata"]["ticker"]] == "dev"]
     ids = {d["_id"] for d in kept}
-    os.makedirs(os.path.join(dst, "qrels"), exist_ok=True)
-    with open(os.path.join(dst, "corpus.jsonl"), "w") as f:
-        for doc in kept:
-            f.write(json.dumps(doc) + "\n")
-    asked = set()
-    for qrels in sorted(os.listdir(os.path.join(src, "qrels"))):
-        if qrels.endswith("test.tsv"):
-            continue
-        lines = open(os.path.join(src, "qrels", qrels)).read().splitlines()
-        for line in lines[1:]:
-            qid, pid, _ = line.split("\t")
-            assert pid in ids, f"{name}: {qid} is relevant to {pid}, a test company's passage"
-            asked.add(qid)
-        with open(os.path.join(dst, "qrels", qrels), "w") as f:
-            f.write("\n".join(lines) + "\n")
-    with open(os.path.join(src, "queries.jsonl")) as f, open(os.path.join(dst, "queries.jsonl"), "w") as g:
-        g.writelines(l for l in f if json.loads(l)["_id"] in asked)
-    print(f"{name}-dev: {len(kept)} of {len(corpus)} passages (the dev companies'), {len(asked)} questions -> {dst}")
+    asked = {qid for qid, split in splits.items() if split != "test"}
+    for qid, pid in qrels:
+        assert qid not in asked or pid in ids, f"{qid} is relevant to {pid}, a test company's passage"
+    return (kept, [q for q in queries if q["_id"] in asked], [(q, p) for q, p in qrels if q in asked],
+            {q: s for q, s in splits.items() if q in asked})
 
 
 def scifact_half(data, out):
@@ -581,8 +568,9 @@ def main():
     add_questions(os.path.join(a.out, "fin-filings"), "ratios-", ratios, ratio_qrels, ratio_splits)
     print(f"fin-ratios: {counts(ratio_splits)}, {len(ratio_qrels)} qrels"
           " -> fin-filings, splits ratios-dev, ratios-heldout and ratios-test")
-    write(a.out, "fin-calls", *fin_calls(a.data, random.Random(19)))
-    dev_corpus(a.out, "fin-calls")
+    calls = fin_calls(a.data, random.Random(19))
+    write(a.out, "fin-calls", *calls)
+    write(a.out, "fin-calls-dev", *dev_companies(*calls))
     scifact_half(a.data, a.out)
 
 if __name__ == "__main__":
