@@ -749,7 +749,10 @@ fn infra_readme_iam_table_is_what_the_template_grants() {
 /// What `sam build` ships: stripped binaries (Lambda counts a function and its layers
 /// unzipped, 250 MB in all), built by cargo lambda, which SAM runs only with its beta
 /// features on (else `sam build` stops at a prompt): the example configuration opts in,
-/// and the instructions name the flag.
+/// and the instructions name the flag. Cargo lambda adds thin LTO and `panic = "abort"` to a
+/// release profile that leaves them out; the profile sets both, so that Lambda runs what the
+/// tests run (a handler's panic unwinds into an error answer; the ONNX Runtime loader's
+/// fallback catches a panic).
 #[test]
 fn sam_builds_stripped_binaries_with_its_rust_beta_opted_in() {
     let cargo = include_str!("../../../Cargo.toml");
@@ -760,6 +763,9 @@ fn sam_builds_stripped_binaries_with_its_rust_beta_opted_in() {
         .take_while(|l| !l.starts_with('['))
         .collect();
     assert!(release.iter().any(|l| l.trim() == "strip = true"), "the release profile does not strip: {release:?}");
+    for setting in ["panic = \"unwind\"", "lto = false"] {
+        assert!(release.iter().any(|l| l.trim() == setting), "the release profile leaves {setting} to cargo lambda");
+    }
     let samconfig = include_str!("../../../infra/samconfig.example.toml");
     let section = |name: &str| -> Vec<&str> {
         samconfig.lines().skip_while(|l| l.trim() != name).skip(1).take_while(|l| !l.starts_with('[')).collect()
