@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# What `sam build` deploys, built for arm64 and run under qemu-aarch64.
+#
+# The machine's Rust toolchain has no aarch64 standard library and rustup cannot fetch one,
+# so the build runs in a Debian trixie root (debootstrap) with Debian's own Rust toolchain
+# and its arm64 standard library (trixie-backports), cached under $SEXTANT_CACHE_DIR. There,
+# `cargo lambda build --release --arm64` (cargo-lambda and Zig from PyPI, as SAM's
+# rust-cargolambda build method runs it) builds the four functions and the `sextant` CLI.
+# Then, for each function:
+#   - what Lambda counts (its stripped `bootstrap` plus the models layer, unzipped) must be
+#     at most 250 MB, and its GLIBC symbol versions at most provided.al2023's 2.34;
+# and the arm64 `sextant` binary, under qemu-aarch64 with the layer's arm64 ONNX Runtime
+# and models, must encode a question and answer a search on a small index with the ONNX
+# Runtime backend (not the tract fallback), the same hits as this machine's own binary.
+#
+#   bash scripts/ci/arm64_build.sh [SEXTANT_X86]    (CI runs it; SEXTANT_X86 builds the index)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+cache=${SEXTANT_CACHE_DIR:-$HOME/.cache/sextant}
+x86=${1:-${CARGO_TARGET_DIR:-$repo/target}/debug/sextant}
+root="$cache/arm64-toolchain"              # the Debian root
+target=${SEXTANT_ARM64_TARGET_DIR:-$HOME/.cache/sextant-arm64-target}
+limit=$((250 * 1000 * 1000))               # Lambda: 250 MB for a function and its layers, unzipped
+glibc_max=2.34                             # provided.al2023's glibc
+packages="rustc cargo libstd-rust-dev:arm64"          # from trixie-backports
+tools="gcc libc6-dev python3 python3-venv ca-certificates"
+lambda="cargo-lambda==1.9.2 ziglang==0.17.1"          # as scripts/ci/cargo_lambda_events.sh
+stamp="trixie; backports: $packages; $tools; $lambda"
+functions="sextant-retrieve sextant-search sextant-index-build sextant-shard"
+
+step() { echo "== arm64: $1 (at $SECONDS s)"; }
+
+# The host's CA bundle, so the root reaches the registries through this machine's proxy.
+in_root() {
+  cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt"
+  chroot "$root" /usr/bin/env -i HOME=/root PATH=/opt/lambda/bin:/usr/local/bin:/usr/bin:/bin \
+    SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt PIP_CERT=/etc/ssl/certs/ca-certificates.crt "$@"
+}
+
+if [ "$(cat "$root/.sextant-stamp" 2>/dev/null)" != "$stamp" ]; then
+  step "the Debian root with Debian's Rust toolchain (once; cached)"
+  command -v debootstrap >/dev/null || apt-get install -y -q debootstrap >/dev/null \
+    || { apt-get update -q >/dev/null && apt-get install -y -q debootstrap >/dev/null; }
+  rm -rf "$root"
+  debootstrap --variant=minbase --include=ca-certificates trixie "$root" http://deb.debian.org/debian >/dev/null
+  printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: trixie-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+    > "$root/etc/apt/sources.list.d/backports.sources"
+  in_root dpkg --add-architecture arm64
+  in_root apt-get update -q >/dev/null
+  # shellcheck disable=SC2086
+  in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends -t trixie-backports $packages >/dev/null
+  # shellcheck disable=SC2086
+  in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $tools >/dev/null
+  in_root python3 -m venv /opt/lambda
+  # shellcheck disable=SC2086
+  in_root /opt/lambda/bin/pip install -q --disable-pip-version-check $lambda
+  echo "$stamp" > "$root/.sextant-stamp"
+fi
+in_root rustc --version
+
+# The sources read-only, the target directory and cargo's registry cache outside the root
+# (kept between runs), bound in a mount namespace of this script's own: the mounts end
+# with it, whatever happens.
+step "cargo lambda build --release --arm64 ($functions sextant-cli)"
+mkdir -p "$target" "$cache/arm64-cargo-home"
+bins=""
+for f in $functions sextant-cli; do bins="$bins -p $f"; done
+unshare --mount --propagation private bash -c '
+  set -euo pipefail
+  root=$1 repo=$2 target=$3 home=$4; shift 4
+  mkdir -p "$root/src" "$root/target" "$root/cargo-home" "$root/proc"
+  mount --bind "$repo" "$root/src" && mount -o remount,bind,ro "$root/src"
+  mount --bind "$target" "$root/target"
+  mount --bind "$home" "$root/cargo-home"
+  mount -t proc proc "$root/proc"
+  cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt"
+  chroot "$root" /usr/bin/env -i HOME=/root PATH=/opt/lambda/bin:/usr/local/bin:/usr/bin:/bin \
+    SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt CARGO_HOME=/cargo-home CARGO_TARGET_DIR=/target \
+    CARGO_TERM_COLOR=never bash -c "cd /src && cargo lambda build --release --arm64 --locked $*"
+' _ "$root" "$repo" "$target" "$cache/arm64-cargo-home" $bins
+bin="$target/lambda"                      # cargo lambda moves each binary to lambda/<binary>/bootstrap
+
+step "the models layer"
+layer=$(mktemp -d)
+trap 'rm -rf "$layer"' EXIT
+bash "$here/models_layer.sh" "$layer/layer" 2>/dev/null
+layer_bytes=$(du -sb "$layer/layer" | cut -f1)
+
+step "each function beside the layer, against Lambda's limits"
+fail=0
+for f in $functions sextant; do
+  b="$bin/$f/bootstrap"
+  [ -f "$b" ] || { echo "FAIL no arm64 binary $b" >&2; exit 1; }
+  file -b "$b" | grep -q "ARM aarch64" || { echo "FAIL $b is not an arm64 executable: $(file -b "$b")" >&2; exit 1; }
+  readelf -S "$b" | grep -q '\.symtab' && { echo "FAIL $f is not stripped" >&2; fail=1; }
+  size=$(stat -c %s "$b")
+  total=$((size + layer_bytes))
+  # The highest GLIBC_x.y that the binary asks of the C library.
+  need=$(readelf -V "$b" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -V | tail -n1)
+  awk -v f="$f" -v s="$size" -v l="$layer_bytes" -v n="$need" -v g="$glibc_max" 'BEGIN {
+    printf "%-20s %6.1f MB + layer %6.1f MB = %6.1f MB unzipped (limit 250), needs GLIBC %s (limit %s)\n",
+      f, s / 1e6, l / 1e6, (s + l) / 1e6, n, g }'
+  [ "$total" -le "$limit" ] || { echo "FAIL $f and the layer are over Lambda's 250 MB" >&2; fail=1; }
+  [ "$(printf '%s\n%s\n' "$need" "$glibc_max" | sort -V | tail -n1)" = "$glibc_max" ] \
+    || { echo "FAIL $f needs GLIBC $need, provided.al2023 has $glibc_max" >&2; fail=1; }
+done
+[ "$fail" = 0 ] || exit 1
+
+step "the arm64 sextant under qemu-aarch64: one search with the layer's ONNX Runtime"
+command -v qemu-aarch64 >/dev/null || apt-get install -y -q --no-install-recommends qemu-user >/dev/null \
+  || { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends qemu-user >/dev/null; }
+# The guest's root: the Debian root's arm64 libraries, and the /proc/cpuinfo and CPU lists of
+# a 2-core Graviton2 that ONNX Runtime's CPU detection reads (arm64_libs_check.sh says why).
+guest="$layer/guest"
+mkdir -p "$guest/proc" "$guest/sys/devices/system/cpu"
+ln -s "$root/usr/lib/aarch64-linux-gnu" "$guest/lib"
+for i in 0 1; do
+  printf 'processor\t: %s\nBogoMIPS\t: 243.75\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm lrcpc dcpop asimddp ssbs\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x3\nCPU part\t: 0xd0c\nCPU revision\t: 1\n\n' "$i"
+done > "$guest/proc/cpuinfo"
+for f in possible present online; do echo 0-1 > "$guest/sys/devices/system/cpu/$f"; done
+# A small index of the demo corpus (Mastercard's 16 filings), built by this machine's binary:
+# the index format does not depend on the architecture.
+"$x86" build --docs "$repo/data/demo/documents.jsonl.gz" --ticker MA --id demo --out "$layer/index" >/dev/null 2>&1
+question="How much did cross-border volume grow?"
+SEXTANT_MODEL_DIR="$layer/layer/models" SEXTANT_ORT_LIB="${SEXTANT_MODEL_DIR:-$cache/models}/onnxruntime/libonnxruntime.so" \
+  "$x86" --backend onnxruntime search --index "$layer/index" --json "$question" \
+  > "$layer/x86.json"
+SEXTANT_MODEL_DIR="$layer/layer/models" SEXTANT_ORT_LIB="$layer/layer/lib/libonnxruntime.so" SEXTANT_LOG=info \
+  qemu-aarch64 -L "$guest" "$bin/sextant/bootstrap" --backend onnxruntime search --index "$layer/index" --json "$question" \
+  > "$layer/arm64.json" 2> "$layer/arm64.log" || { cat "$layer/arm64.log" >&2; echo "FAIL the arm64 search" >&2; exit 1; }
+grep -q "encoding with ONNX Runtime" "$layer/arm64.log" && ! grep -q "encoding with tract" "$layer/arm64.log" \
+  || { cat "$layer/arm64.log" >&2; echo "FAIL the arm64 binary did not encode with ONNX Runtime" >&2; exit 1; }
+python3 - "$layer/x86.json" "$layer/arm64.json" <<'PY'
+import json, sys
+x86, arm = (json.load(open(p))["hits"] for p in sys.argv[1:3])
+if not arm:
+    sys.exit("FAIL the arm64 search found nothing")
+key = lambda hits: [(h["documentId"], h["text"]) for h in hits]
+if key(arm) != key(x86):
+    sys.exit(f"FAIL the arm64 hits differ from this machine's: {[h['documentId'] for h in arm]} against {[h['documentId'] for h in x86]}")
+diff = max(abs(a["score"] - b["score"]) for a, b in zip(arm, x86))
+if diff > 1e-3:
+    sys.exit(f"FAIL the arm64 scores differ from this machine's by up to {diff:.2e}")
+print(f"ok the arm64 sextant encoded with ONNX Runtime and found this machine's {len(arm)} hits in its order, scores within {diff:.1e}")
+PY
