@@ -123,8 +123,8 @@ for f in possible present online; do echo 0-1 > "$guest/sys/devices/system/cpu/$
 # the index format does not depend on the architecture.
 "$x86" build --docs "$repo/data/demo/documents.jsonl.gz" --ticker MA --id demo --out "$layer/index" >/dev/null 2>&1
 question="How much did cross-border volume grow?"
-SEXTANT_MODEL_DIR="$layer/layer/models" SEXTANT_ORT_LIB="${SEXTANT_MODEL_DIR:-$cache/models}/onnxruntime/libonnxruntime.so" \
-  "$x86" --backend onnxruntime search --index "$layer/index" --json "$question" \
+host_ort="${SEXTANT_MODEL_DIR:-$cache/models}/onnxruntime/libonnxruntime.so"   # this machine's own
+SEXTANT_MODEL_DIR="$layer/layer/models" SEXTANT_ORT_LIB="$host_ort" "$x86" --backend onnxruntime search --index "$layer/index" --json "$question" \
   > "$layer/x86.json"
 SEXTANT_MODEL_DIR="$layer/layer/models" SEXTANT_ORT_LIB="$layer/layer/lib/libonnxruntime.so" SEXTANT_LOG=info \
   qemu-aarch64 -L "$guest" "$bin/sextant/bootstrap" --backend onnxruntime search --index "$layer/index" --json "$question" \
