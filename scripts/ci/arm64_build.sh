@@ -14,11 +14,12 @@
 # Runtime backend (not the tract fallback), the same hits as this machine's own binary.
 #
 #   bash scripts/ci/arm64_build.sh [SEXTANT_X86]    (CI runs it; SEXTANT_X86 builds the index)
+#   bash scripts/ci/arm64_build.sh --cached         (exit 0: its caches are warm)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 cache=${SEXTANT_CACHE_DIR:-$HOME/.cache/sextant}
-x86=${1:-${CARGO_TARGET_DIR:-$repo/target}/debug/sextant}
+x86=${1:-${CARGO_TARGET_DIR:-$repo/target}/debug/sextant}   # or --cached
 root="$cache/arm64-toolchain"              # the Debian root
 target=${SEXTANT_ARM64_TARGET_DIR:-$HOME/.cache/sextant-arm64-target}
 limit=$((250 * 1000 * 1000))               # Lambda: 250 MB for a function and its layers, unzipped
@@ -27,9 +28,16 @@ packages="rustc cargo libstd-rust-dev:arm64"          # from trixie-backports
 tools="gcc libc6-dev python3 python3-venv ca-certificates"
 lambda="cargo-lambda==1.9.2 ziglang==0.17.1"          # as scripts/ci/cargo_lambda_events.sh
 stamp="trixie; backports: $packages; $tools; $lambda"
-functions="sextant-retrieve sextant-search sextant-index-build sextant-shard"
+functions=$(sed -n 's/^ *Binary: //p' "$repo/template.yaml" | sort -u | tr '\n' ' ')   # what SAM builds
 
 step() { echo "== arm64: $1 (at $SECONDS s)"; }
+
+# `--cached`: whether the Debian root and the target directory are already here (.ci/run
+# budgets the step by it), without doing anything.
+if [ "${1:-}" = --cached ]; then
+  [ "$(cat "$root/.sextant-stamp" 2>/dev/null)" = "$stamp" ] && [ -d "$target/lambda" ]
+  exit
+fi
 
 # The host's CA bundle, so the root reaches the registries through this machine's proxy.
 in_root() {
@@ -66,19 +74,19 @@ step "cargo lambda build --release --arm64 ($functions sextant-cli)"
 mkdir -p "$target" "$cache/arm64-cargo-home"
 bins=""
 for f in $functions sextant-cli; do bins="$bins -p $f"; done
+export root
+export -f in_root
 unshare --mount --propagation private bash -c '
   set -euo pipefail
-  root=$1 repo=$2 target=$3 home=$4; shift 4
+  repo=$1 target=$2 home=$3; shift 3
   mkdir -p "$root/src" "$root/target" "$root/cargo-home" "$root/proc"
   mount --bind "$repo" "$root/src" && mount -o remount,bind,ro "$root/src"
   mount --bind "$target" "$root/target"
   mount --bind "$home" "$root/cargo-home"
   mount -t proc proc "$root/proc"
-  cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt"
-  chroot "$root" /usr/bin/env -i HOME=/root PATH=/opt/lambda/bin:/usr/local/bin:/usr/bin:/bin \
-    SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt CARGO_HOME=/cargo-home CARGO_TARGET_DIR=/target \
-    CARGO_TERM_COLOR=never bash -c "cd /src && cargo lambda build --release --arm64 --locked $*"
-' _ "$root" "$repo" "$target" "$cache/arm64-cargo-home" $bins
+  in_root env CARGO_HOME=/cargo-home CARGO_TARGET_DIR=/target CARGO_TERM_COLOR=never \
+    bash -c "cd /src && cargo lambda build --release --arm64 --locked $*"
+' _ "$repo" "$target" "$cache/arm64-cargo-home" $bins
 bin="$target/lambda"                      # cargo lambda moves each binary to lambda/<binary>/bootstrap
 
 step "the models layer"
@@ -110,15 +118,10 @@ done
 step "the arm64 sextant under qemu-aarch64: one search with the layer's ONNX Runtime"
 command -v qemu-aarch64 >/dev/null || apt-get install -y -q --no-install-recommends qemu-user >/dev/null \
   || { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends qemu-user >/dev/null; }
-# The guest's root: the Debian root's arm64 libraries, and the /proc/cpuinfo and CPU lists of
-# a 2-core Graviton2 that ONNX Runtime's CPU detection reads (arm64_libs_check.sh says why).
+# The guest's root: the Debian root's arm64 libraries and a Graviton2's CPU files
+# (arm64_guest.sh says why).
 guest="$layer/guest"
-mkdir -p "$guest/proc" "$guest/sys/devices/system/cpu"
-ln -s "$root/usr/lib/aarch64-linux-gnu" "$guest/lib"
-for i in 0 1; do
-  printf 'processor\t: %s\nBogoMIPS\t: 243.75\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm lrcpc dcpop asimddp ssbs\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x3\nCPU part\t: 0xd0c\nCPU revision\t: 1\n\n' "$i"
-done > "$guest/proc/cpuinfo"
-for f in possible present online; do echo 0-1 > "$guest/sys/devices/system/cpu/$f"; done
+bash "$here/arm64_guest.sh" "$guest" "$root/usr/lib/aarch64-linux-gnu"
 # A small index of the demo corpus (Mastercard's 16 filings), built by this machine's binary:
 # the index format does not depend on the architecture.
 "$x86" build --docs "$repo/data/demo/documents.jsonl.gz" --ticker MA --id demo --out "$layer/index" >/dev/null 2>&1

@@ -4,9 +4,8 @@
 # gcc-aarch64-linux-gnu. What it checks: the arm64 ONNX Runtime the layer ships loads and is
 # the pinned version with the C API the ort crate asks for; it runs the layer's two converted
 # models and their outputs equal PyTorch's reference outputs (arm64_encode_check.py, by the
-# golden tests' tolerances); the arm64 PDFium loads and reads the test PDF page by page. What
-# it cannot check: the Rust binaries themselves on arm64 (no aarch64 Rust standard library
-# can be had on this machine: infra/README.md).
+# golden tests' tolerances); the arm64 PDFium loads and reads the test PDF page by page. The
+# Rust binaries on arm64 are arm64_build.sh's.
 #
 #   bash scripts/ci/arm64_libs_check.sh      (CI runs it)
 set -euo pipefail
@@ -27,18 +26,9 @@ ort_version=$(sed -n 's/^ORT_VERSION=\([0-9.]*\).*/\1/p' "$here/fetch_models.sh"
 out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
 aarch64-linux-gnu-gcc -O1 -Wall -Werror -o "$out/check" "$here/arm64_libs_check.c" -ldl
 file "$out/check" 2>/dev/null | grep -q aarch64 || { echo "not an arm64 binary" >&2; exit 1; }
-# The guest's root: Debian's arm64 libraries, and a /proc/cpuinfo and /sys CPU lists of a
-# 2-core Graviton2 (Neoverse N1, as Lambda's arm64 functions see) in place of the x86
-# host's, which qemu-user would otherwise show: ONNX Runtime's CPU detection (cpuinfo)
-# reads them while it loads, and on the host's x86 topology it dies (SIGSEGV) before any
-# call. qemu-user looks every absolute path up under -L first.
+# The guest's root: Debian's arm64 libraries and a Graviton2's CPU files (arm64_guest.sh).
 root="$out/root"
-mkdir -p "$root/proc" "$root/sys/devices/system/cpu"
-ln -s /usr/aarch64-linux-gnu/lib "$root/lib"
-for i in 0 1; do
-  printf 'processor\t: %s\nBogoMIPS\t: 243.75\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm lrcpc dcpop asimddp ssbs\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x3\nCPU part\t: 0xd0c\nCPU revision\t: 1\n\n' "$i"
-done > "$root/proc/cpuinfo"
-for f in possible present online; do echo 0-1 > "$root/sys/devices/system/cpu/$f"; done
+bash "$here/arm64_guest.sh" "$root" /usr/aarch64-linux-gnu/lib
 run() { qemu-aarch64 -L "$root" "$out/check" "$@"; }
 run ort "$lib" "$ort_version"
 # The layer's models on that ONNX Runtime, compared with PyTorch's outputs (../shared/golden).
