@@ -229,6 +229,24 @@ pub enum Command {
         #[command(flatten)]
         build: BuildArgs,
     },
+    /// What a router does with 4, 40 and 400 (by default) index shards' answers before
+    /// fusion: decoding them from the shard protocol's JSON, then merging each path's
+    /// lists, by the selection it runs beside a full sort and a cut, alternated in one
+    /// process, on synthetic lists.
+    BenchMerge {
+        /// Shard counts to merge from.
+        #[arg(long, value_delimiter = ',', default_values_t = [4, 40, 400])]
+        shards: Vec<usize>,
+        /// Candidates a shard returns a path, and the merged list's length.
+        #[arg(long, default_value_t = 200)]
+        depth: usize,
+        /// Retrieval paths a query merges.
+        #[arg(long, default_value_t = 3)]
+        paths: usize,
+        /// Queries (each its own synthetic lists).
+        #[arg(long, default_value_t = 300)]
+        queries: usize,
+    },
     /// A sharded build's plan at a synthetic size, planned in corpus parts as the build
     /// workflow plans it (one part after another), then gathered: each part's seconds and
     /// peak memory, the gather's, and one index shard's plan joined from its pieces.

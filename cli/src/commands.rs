@@ -177,6 +177,9 @@ pub fn run(cli: Cli) -> Result<()> {
             let dir = cache_dir().join("bench");
             crate::shard_bench::run(&engine, &texts, queries, (scale, shards), &dir, workers)
         }
+        Command::BenchMerge { shards, depth, paths, queries } => {
+            crate::merge_bench::run(&shards, depth, paths, queries)
+        }
         Command::BenchColdStart { beir, scale, s3, build } => {
             let set = load_beir(&beir, "test")?;
             let engine = open_engine(Arc::new(beir_index(&beir, &set, &models, &build)?), &models)?;

@@ -14,6 +14,7 @@ mod eval;
 mod index_admin;
 mod indexes;
 mod jsonl;
+mod merge_bench;
 mod plan_bench;
 mod progress;
 mod put;

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 use super::fetch::{Fetched, ResultsView, SearchScope};
+use super::merge::top_by_score;
 use super::protocol::{DenseQuery, FetchQuery, FetchedChunk, Shard, ShardQuery, ShardRequest, ShardResponse};
 use super::root::Shards;
 use crate::corpus::{Document, MetadataSchema};
@@ -530,8 +531,7 @@ impl ShardSet {
                 }
             }
             if served {
-                list.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-                list.truncate(k(p));
+                top_by_score(&mut list, k(p));
                 out.used_paths.push(p);
                 out.lists.push(list);
             }
