@@ -15,9 +15,11 @@
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use sextant_core::pipeline::{Path, PathHit};
+use sextant_core::pipeline::{top_by_full_sort, top_by_score, Path, PathHit};
 use sextant_core::shards::protocol::ShardAnswer;
-use sextant_core::shards::{top_by_full_sort, top_by_score, ShardResponse};
+use sextant_core::shards::ShardResponse;
+
+use crate::shard_bench::quantile;
 
 /// The golden ratio's fractional part: the step of the Weyl sequence of scores.
 const PHI_FRACTION: f64 = 0.618_033_988_749_894_9;
@@ -57,10 +59,9 @@ fn shard_answer(shards: usize, s: usize, depth: usize, paths: &[Path], query: us
     Ok(serde_json::to_vec(&ShardResponse::Retrieve(answer))?)
 }
 
-/// The `p`-quantile of `xs` (nearest rank), in milliseconds.
-fn quantile_ms(xs: &mut [f64], p: f64) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    xs[((p * xs.len() as f64).ceil() as usize).clamp(1, xs.len()) - 1] * 1e3
+/// The `p`-quantile of `seconds`, in milliseconds.
+fn quantile_ms(seconds: &mut [f64], p: f64) -> f64 {
+    quantile(seconds, p) * 1e3
 }
 
 /// Decodes and merges `queries` queries' answers of `paths` paths at each shard count of

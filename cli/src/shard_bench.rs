@@ -68,7 +68,7 @@ fn over_workers(engine: &Engine, dir: &Path) -> Result<ShardSet> {
 }
 
 /// The `p`-quantile of `xs` (nearest rank).
-fn quantile(xs: &mut [f64], p: f64) -> f64 {
+pub(crate) fn quantile(xs: &mut [f64], p: f64) -> f64 {
     xs.sort_by(f64::total_cmp);
     xs[((p * xs.len() as f64).ceil() as usize).clamp(1, xs.len()) - 1]
 }

@@ -12,6 +12,7 @@ use super::paths::{Bm25Path, DensePath, Path, PathHit, PathRetriever, PreparedQu
 use super::request::{Diagnostics, Hit, PathRank, Recency, RerankStatus, SearchOutcome, SearchRequest, StageTimings};
 use super::rerank::{Candidate, CrossEncoderReranker, Reranker};
 use super::settings::{FusionConfig, FusionMethod};
+use super::top::top_by_score;
 use crate::corpus::Date;
 use crate::encode::{encoders_take_turns, join_encoders, Backend, DenseEncoder, SparseEncoder};
 use crate::error::{Error, Result, Stage};
@@ -691,8 +692,7 @@ impl Engine {
             .filter(|&i| min.is_none_or(|min| scores[1][i] >= min))
             .map(|i| (found[i], scores[0][i]))
             .collect();
-        hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        hits.truncate(k);
+        top_by_score(&mut hits, k);
         Some((hits, gamma))
     }
 

@@ -15,6 +15,7 @@ mod request;
 mod rerank;
 mod settings;
 mod shared_models;
+mod top;
 
 pub use adaptive::{adaptive_weights, agreement, confidence, identifier_share, word_count};
 pub use cancel::{CancelFlag, CancelOnDrop};
@@ -34,6 +35,7 @@ pub use settings::{
     DEFAULT_PER_PATH_K, DEFAULT_RECALL_TAIL, RELEVANCE_RANKS, RELEVANCE_SCORES,
 };
 pub use shared_models::SharedModels;
+pub use top::{top_by_full_sort, top_by_score};
 
 #[cfg(test)]
 mod engine_tests;

@@ -21,14 +21,12 @@
 
 mod assign;
 mod fetch;
-mod merge;
 pub mod protocol;
 mod root;
 mod router;
 
 pub use assign::shard_of;
 pub use fetch::{Fetched, ResultsView};
-pub use merge::{top_by_full_sort, top_by_score};
 pub use protocol::{FetchQuery, FetchedChunk, Shard, ShardRequest, ShardResponse};
 pub use root::{
     load_shard, load_shard_store, load_sharded, read_root, remove_sharded, save_shard, save_sharded, shard_prefix,

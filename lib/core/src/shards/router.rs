@@ -9,14 +9,13 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 use super::fetch::{Fetched, ResultsView, SearchScope};
-use super::merge::top_by_score;
 use super::protocol::{DenseQuery, FetchQuery, FetchedChunk, Shard, ShardQuery, ShardRequest, ShardResponse};
 use super::root::Shards;
 use crate::corpus::{Document, MetadataSchema};
 use crate::error::{Error, Result};
 use crate::index::{Analyzer, Bitset, Index, LexicalStats, Manifest, Provenance, ShardStore};
 use crate::pipeline::{
-    ChunkSource, Engine, IndexView, Path, PathHit, Retrieved, SearchOutcome, SearchRequest, StageTimings,
+    top_by_score, ChunkSource, Engine, IndexView, Path, PathHit, Retrieved, SearchOutcome, SearchRequest, StageTimings,
 };
 
 /// The shards of one index searched as one index: a router. It asks each shard through

@@ -1,8 +1,10 @@
-//! The router's merge of one path's lists: the best `k` of every shard's candidates.
+//! The best `k` of a path's list, in the order one index ranks it: what a sharded index's
+//! router keeps of every shard's candidates, and what dense feedback keeps of its rescored
+//! ones.
 
 use std::cmp::Ordering;
 
-use crate::pipeline::PathHit;
+use super::PathHit;
 
 /// The order of a path's merged list, as one index ranks it: score descending, then the
 /// (global) chunk id ascending, so equal scores break as they would on the unsplit index.
@@ -15,7 +17,7 @@ fn by_score(a: &PathHit, b: &PathHit) -> Ordering {
 /// `O(n + k log k)` instead of `O(n log n)` for `n` hits (a selection of the `k`-th, then
 /// a sort of the `k` before it). A router over `K` shards merges `K × k` hits a path, so
 /// at 400 shards of 200 candidates that is 80,000 hits sorted for 200 kept
-/// (`sextant bench-merge` measures both: 1.2 against 15.6 ms p50 a query of 3 paths).
+/// (`sextant bench-merge` measures both: about 1.2 against 15 ms p50 a query of 3 paths).
 pub fn top_by_score(hits: &mut Vec<PathHit>, k: usize) {
     if k == 0 {
         hits.clear();
