@@ -203,13 +203,28 @@ impl Bm25Index {
         params: Bm25Params,
         stats: &LexicalStats,
     ) -> Self {
+        Self::build_with_stats_at(texts, params, stats, stats.avgdl())
+    }
+
+    /// [`build_with_stats`](Self::build_with_stats) with `avgdl` given rather than taken
+    /// from `stats`: `N = stats.chunks`, `df(t)` from `stats`, and each posting's impact
+    /// normalised by `avgdl`. The delta of an index shard is weighed so
+    /// ([`Index::with_sharded_delta`](crate::index::Index::with_sharded_delta)): `stats`
+    /// counts every chunk of every shard and of every shard's delta, `avgdl` is the built
+    /// chunks' alone, as [`build_beside`](Self::build_beside) weighs the delta of one index.
+    pub fn build_with_stats_at<'a>(
+        texts: impl IntoIterator<Item = &'a str>,
+        params: Bm25Params,
+        stats: &LexicalStats,
+        avgdl: f32,
+    ) -> Self {
         let (vocab, docs) = term_counts(texts, &Analyzer::new(params.stemming));
         let own = document_frequencies(&docs, vocab.len());
         let mut df = vec![0u32; vocab.len()];
         for (term, &id) in &vocab {
             df[id as usize] = stats.df.get(term).copied().unwrap_or(own[id as usize]);
         }
-        Self::weigh(params, vocab, docs, |t| df[t as usize], stats.chunks as f32, stats.avgdl())
+        Self::weigh(params, vocab, docs, |t| df[t as usize], stats.chunks as f32, avgdl.max(1.0))
     }
 
     /// Indexes `texts`, chunks appended after those of `main` (a delta), with the

@@ -274,6 +274,36 @@ impl Index {
     /// count) left out of every search. The built part is shared, not copied; the delta's
     /// BM25 is weighed with the statistics of both ([`Bm25Index::build_beside`]).
     pub fn with_delta(&self, appended: Appended, withdrawn: &[u32]) -> Result<Index> {
+        self.with_delta_weighed(appended, withdrawn, None)
+    }
+
+    /// [`with_delta`](Self::with_delta) for an index that is one shard of several: the
+    /// delta's BM25 is weighed with `whole`, the statistics of every chunk of every shard
+    /// and of every shard's delta, and `avgdl`, the built chunks' average length over
+    /// every shard ([`Bm25Index::build_with_stats_at`]):
+    ///
+    /// ```text
+    /// N = N_built + N_delta,  df(t) = df_built(t) + df_delta(t)   (over every shard)
+    /// ```
+    ///
+    /// which is how one index weighs a delta of the same documents, so a delta chunk
+    /// scores the same at any shard count.
+    pub fn with_sharded_delta(
+        &self,
+        appended: Appended,
+        withdrawn: &[u32],
+        whole: &LexicalStats,
+        avgdl: f32,
+    ) -> Result<Index> {
+        self.with_delta_weighed(appended, withdrawn, Some((whole, avgdl)))
+    }
+
+    fn with_delta_weighed(
+        &self,
+        appended: Appended,
+        withdrawn: &[u32],
+        weighed_with: Option<(&LexicalStats, f32)>,
+    ) -> Result<Index> {
         let Appended { documents, chunks, dense, sparse } = appended;
         let (base_docs, base_chunks) = (self.documents.base().len(), self.chunks.base().len());
         let dim = self.dense.dim;
@@ -298,10 +328,16 @@ impl Index {
             }
             gone.insert(d as usize);
         }
-        let avgdl = *self
-            .base_avgdl
-            .get_or_init(|| self.bm25.average_length(self.chunks.base().iter().map(|c| c.text.as_str())));
-        let bm25 = Bm25Index::build_beside(chunks.iter().map(|c| c.text.as_str()), &self.bm25, avgdl);
+        let texts = chunks.iter().map(|c| c.text.as_str());
+        let bm25 = match weighed_with {
+            Some((stats, avgdl)) => Bm25Index::build_with_stats_at(texts, self.bm25.params, stats, avgdl),
+            None => {
+                let avgdl = *self
+                    .base_avgdl
+                    .get_or_init(|| self.bm25.average_length(self.chunks.base().iter().map(|c| c.text.as_str())));
+                Bm25Index::build_beside(texts, &self.bm25, avgdl)
+            }
+        };
         let splade = SpladeIndex::build(self.splade.inverted.num_terms(), &sparse);
         let chunks: Vec<Chunk> = chunks.into_iter().map(|c| Chunk { doc: c.doc + base_docs as u32, ..c }).collect();
         Ok(Index {
@@ -317,6 +353,24 @@ impl Index {
             schema: OnceLock::new(),
             base_avgdl: self.base_avgdl.clone(),
         })
+    }
+
+    /// BM25's [`idf`] of `term` (an analysed term) over every chunk this index holds, its
+    /// delta's included:
+    ///
+    /// ```text
+    /// idf(t) = idf(N_built + N_delta, df_built(t) + df_delta(t))
+    /// ```
+    ///
+    /// the statistics the delta's own chunks are weighed with.
+    pub fn term_idf(&self, term: &str) -> f32 {
+        match &self.delta {
+            None => self.bm25.idf_of(term),
+            Some(d) => {
+                let n = self.bm25.inverted.num_chunks as u64 + d.bm25.inverted.num_chunks as u64;
+                idf(n.max(1) as f32, (self.bm25.df_of(term) + d.bm25.df_of(term)) as f32)
+            }
+        }
     }
 
     /// The bytes this index holds in memory once loaded, estimated from its sizes (what a

@@ -142,7 +142,7 @@ impl IndexView for Index {
         self.bm25.analyzer()
     }
     fn idf(&self, term: &str) -> f32 {
-        self.bm25.idf_of(term)
+        self.term_idf(term)
     }
     fn metadata_schema(&self) -> &MetadataSchema {
         Index::metadata_schema(self)

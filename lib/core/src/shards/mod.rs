@@ -32,7 +32,7 @@ pub use root::{
     load_shard, load_shard_store, load_sharded, read_root, remove_sharded, save_shard, save_sharded, shard_prefix,
     RootManifest, ShardEntry, Shards, ORDER_FILE, ROOT_MANIFEST, STATS_FILE,
 };
-pub use router::{Searcher, ShardSet, ShardedOutcome};
+pub use router::{LocalShards, Searcher, ShardSet, ShardedOutcome};
 
 #[cfg(test)]
 mod tests;

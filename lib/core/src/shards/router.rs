@@ -49,6 +49,20 @@ pub struct ShardSet {
     manifest: Manifest,
     /// The metadata fields of every shard's documents, worked out when first asked.
     schema: OnceLock<MetadataSchema>,
+    /// The shards' indexes, when every shard is an engine in this process
+    /// ([`ShardSet::new`]); empty when they are asked elsewhere.
+    local: Vec<Arc<Index>>,
+}
+
+/// The shards of a router that holds them in this process ([`ShardSet::local_shards`]).
+#[derive(Clone, Copy)]
+pub struct LocalShards<'a> {
+    /// Each shard's index, in shard order.
+    pub indexes: &'a [Arc<Index>],
+    /// Each shard's documents' ordinals among the whole index's.
+    pub order: &'a [Vec<u32>],
+    /// BM25's statistics over every shard.
+    pub stats: &'a LexicalStats,
 }
 
 /// A search's outcome on a sharded index, with how many shards answered.
@@ -99,8 +113,11 @@ impl ShardSet {
             return Err(Error::invalid("shards", "a sharded index needs at least one shard"));
         };
         let stores = engines.iter().map(|e| Arc::new(ShardStore::of(e.index()))).collect();
+        let local = engines.iter().map(|e| e.index().clone()).collect();
         let shards = engines.into_iter().map(|e| e as Arc<dyn Shard>).collect();
-        Self::with_shards(router, stores, shards, order, stats)
+        let mut set = Self::with_shards(router, stores, shards, order, stats)?;
+        set.local = local;
+        Ok(set)
     }
 
     /// The loaded shards `shards` in this process, each shard's engine made by `engine`
@@ -190,6 +207,7 @@ impl ShardSet {
             newest_day,
             manifest,
             schema: OnceLock::new(),
+            local: Vec::new(),
         })
     }
 
@@ -200,6 +218,23 @@ impl ShardSet {
     pub fn with_deadline(mut self, deadline: Duration) -> Self {
         self.deadline = Some(deadline);
         self
+    }
+
+    /// How long a search waits for a shard, when it does not wait for every one
+    /// ([`ShardSet::with_deadline`]).
+    pub fn deadline(&self) -> Option<Duration> {
+        self.deadline
+    }
+
+    /// The shards in this process, each one's documents' place among all and BM25's
+    /// statistics over all (what [`ShardSet::new`] was given): `None` when the shards are
+    /// asked elsewhere (worker processes, functions).
+    pub fn local_shards(&self) -> Option<LocalShards<'_>> {
+        (!self.local.is_empty()).then_some(LocalShards {
+            indexes: &self.local,
+            order: &self.global_doc,
+            stats: &self.stats,
+        })
     }
 
     /// The shards, in shard order, as the router asks them.
