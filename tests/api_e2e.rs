@@ -598,6 +598,100 @@ fn a_sharded_index_is_served_as_the_single_index_it_was_split_from() {
     assert_eq!(info(&one), info(&three));
 }
 
+/// Writes to a sharded index through the document API: each document is searchable when
+/// its answer comes, and the sharded index answers as the single index given the same
+/// writes does (results, scores, citations), after a restart and after a compaction into
+/// a new sharded version that encodes nothing.
+#[test]
+fn a_sharded_index_takes_writes_and_answers_as_the_single_index_given_the_same_writes() {
+    let (single, sharded) = apple_single_and_sharded();
+    let key = "sx_shard_writes_key";
+    // The writes live in a directory of their own, not beside the shared indexes.
+    let data = tempfile::tempdir().unwrap();
+    let serve = |dir: &Path, name: &str| {
+        let data = data.path().join(name);
+        serve_index(dir, key, &["--id", "apple", "--data-dir", data.to_str().unwrap()])
+    };
+    let auth = format!("Bearer {key}");
+    let call = |server: &Server, method: &str, path: &str, body: Option<Value>| {
+        let mut h = vec![("Authorization", auth.as_str())];
+        if body.is_some() {
+            h.push(("Content-Type", "application/json"));
+        }
+        let bytes = body.map(|b| b.to_string()).unwrap_or_default();
+        http(&server.addr, method, path, &h, bytes.as_bytes())
+    };
+    let ask = |server: &Server, path: &str, body: &Value| {
+        let r = call(server, "POST", path, Some(body.clone()));
+        assert_eq!(r.status, 200, "{path} {body}: {}", r.body);
+        r.body
+    };
+    let mut requests = support::cli::apple_requests();
+    requests.push(("/v1/search", json!({"index": "apple", "query": "Vision Pro headset shipments", "limit": 10})));
+    requests.push(("/v1/retrieve", json!({"index": "apple", "query": "services revenue App Store", "top_k": 8})));
+    let same = |one: &Server, three: &Server, when: &str| {
+        for (path, body) in &requests {
+            let (a, b) = (ask(one, path, body), ask(three, path, body));
+            let results = if *path == "/v1/retrieve" { "chunks" } else { "results" };
+            assert!(!a[results].as_array().unwrap().is_empty(), "{when}: {path} {body}");
+            assert_eq!(a[results], b[results], "{when}: {path} {body}: the same results, scores and citations");
+            assert_eq!(b["meta"]["shards"], json!({"answered": 3, "of": 3}), "{when}: {path} {body}");
+        }
+    };
+    let (one, three) = (serve(single, "one"), serve(sharded, "three"));
+    // Two built sections: one to replace, one to delete.
+    let built = ask(&one, "/v1/search", &requests[3].1);
+    let ids: Vec<String> = built["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["document"]["document_id"].as_str().unwrap().into())
+        .collect();
+    let (replaced, deleted) = (&ids[0], &ids[1]);
+    let batch = json!([
+        {"documentId": "notes/vision-pro.md", "title": "Vision Pro notes", "contentType": "text/markdown",
+         "text": "# Vision Pro\n\nHeadset shipments grew in the quarter as enterprise buyers ordered units."},
+        {"documentId": "notes/services.txt", "title": "Services notes",
+         "text": "Services revenue set a record on the App Store, advertising and cloud subscriptions."},
+        {"documentId": replaced, "title": "Share repurchases",
+         "text": "The board authorised a further share repurchase program and raised the dividend."},
+    ]);
+    for server in [&one, &three] {
+        let r = call(server, "POST", "/v1/indexes/apple/documents:batch", Some(batch.clone()));
+        assert_eq!((r.status, r.body["written"].as_u64()), (200, Some(3)), "{}", r.body);
+        let r = call(server, "DELETE", &format!("/v1/indexes/apple/documents/{}", urlencode(deleted)), None);
+        assert_eq!((r.status, r.body["deleted"].as_bool()), (200, Some(true)), "{}", r.body);
+    }
+    let found = ask(&three, "/v1/search", &requests[5].1);
+    assert_eq!(found["results"][0]["document"]["document_id"], json!("notes/vision-pro.md"), "{found}");
+    let after = ask(&three, "/v1/search", &requests[3].1);
+    let after: Vec<&str> =
+        after["results"].as_array().unwrap().iter().map(|r| r["document"]["document_id"].as_str().unwrap()).collect();
+    assert!(!after.contains(&deleted.as_str()), "a deleted document is never served: {after:?}");
+    same(&one, &three, "after the writes");
+    drop((one, three));
+
+    let (one, three) = (serve(single, "one"), serve(sharded, "three"));
+    same(&one, &three, "after a restart");
+    for server in [&one, &three] {
+        let r = call(server, "POST", "/v1/indexes/apple/compact", None);
+        assert_eq!((r.status, r.body["compacted"].as_bool()), (200, Some(true)), "{}", r.body);
+        assert_eq!(r.body["report"]["chunks_encoded"], 0, "every vector reused: {}", r.body);
+    }
+    assert!(data.path().join("three/apple/v000001/root.json").is_file(), "compacted into shards");
+    same(&one, &three, "after a compaction");
+}
+
+/// `s` with every byte outside the unreserved set percent-encoded (a document id in a path).
+fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 /// The shard workers a `sextant serve --shard-workers` (process `server`) started, each
 /// worker's pid in shard order.
 fn shard_workers(server: u32) -> Vec<u32> {

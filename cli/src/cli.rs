@@ -365,7 +365,7 @@ pub struct ServeArgs {
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub addr: std::net::SocketAddr,
     /// Serve these prebuilt index directories instead (repeatable): single indexes, or
-    /// sharded ones (`build --shards`), served read-only through their router.
+    /// sharded ones (`build --shards`), served through their router.
     #[arg(long = "index", value_name = "INDEX")]
     pub indexes: Vec<PathBuf>,
     /// On a sharded index, how long a search waits for each shard, in each round trip

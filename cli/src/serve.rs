@@ -17,6 +17,7 @@ use sextant_core::shards::{load_sharded, read_root, Searcher, ShardSet};
 use sextant_core::storage::LocalDir;
 use sextant_finance::{FactStore, Financials};
 use sextant_keys::{new_key, LocalKeyStore};
+use sextant_live::{LiveShards, Served};
 use sextant_server::{router, ApiConfig, AppState, Indexes, ServedIndex};
 
 use crate::cli::{BuildArgs, ServeArgs};
@@ -154,13 +155,18 @@ fn load_indexes(args: &ServeArgs, shared: SharedModels, state: &Arc<AppState>) -
     let models = shared.set();
     // Each index with the directory it was loaded from or saved in (its writes live beside
     // it, once every path is served).
-    let serve = |loaded: Vec<(Index, FactStore, PathBuf)>, sharded: Vec<ServedIndex>, ready: &[Path]| -> Result<()> {
+    let serve = |loaded: Vec<(Index, FactStore, PathBuf)>,
+                 sharded: Vec<(ServedIndex, PathBuf)>,
+                 ready: &[Path]|
+     -> Result<()> {
         state.set_loading("loading models");
         let mut indexes = Indexes::new();
-        for served in sharded {
-            indexes.insert(served.searcher.view().manifest().index_id.clone(), served);
-        }
         let mut dirs = Vec::new();
+        for (served, dir) in sharded {
+            let id = served.searcher.view().manifest().index_id.clone();
+            dirs.push((id.clone(), dir));
+            indexes.insert(id, served);
+        }
         for (index, facts, dir) in loaded {
             let financials = Financials::new(facts, &index);
             let (engine, _) = shared.engine(Arc::new(index))?;
@@ -207,7 +213,7 @@ fn load_indexes(args: &ServeArgs, shared: SharedModels, state: &Arc<AppState>) -
             state.set_loading(format!("loading index {}", dir.display()));
             let storage = LocalDir::new(dir);
             if let Some(served) = load_sharded_index(&storage, &shared, args)? {
-                sharded.push(served);
+                sharded.push((served, dir.clone()));
                 continue;
             }
             let index = Index::load(&storage).with_context(|| format!("loading index {}", dir.display()))?;
@@ -268,9 +274,8 @@ fn load_indexes(args: &ServeArgs, shared: SharedModels, state: &Arc<AppState>) -
     }
 }
 
-/// The sharded index in `storage` (a root manifest there), served read-only through its
-/// router with the facts of `--facts` (a sharded build keeps none); `None` for a single
-/// index.
+/// The sharded index in `storage` (a root manifest there), served through its router
+/// with the facts of `--facts` (a sharded build keeps none); `None` for a single index.
 fn load_sharded_index(storage: &LocalDir, shared: &SharedModels, args: &ServeArgs) -> Result<Option<ServedIndex>> {
     let location = storage.root().display().to_string();
     let Some((root, stats)) = read_root(storage).with_context(|| format!("loading index {location}"))? else {
@@ -295,7 +300,7 @@ fn load_sharded_index(storage: &LocalDir, shared: &SharedModels, args: &ServeArg
     let facts = if args.facts.is_empty() { FactStore::default() } else { FactStore::open(&args.facts)? };
     let financials = Financials::new(facts, &router);
     let how = if args.shard_workers { "each in a worker process" } else { "in this process" };
-    tracing::info!("index {} is sharded: {} shards {how}, served read-only", root.index_id, root.shards.len());
+    tracing::info!("index {} is sharded: {} shards {how}", root.index_id, root.shards.len());
     Ok(Some(ServedIndex::sharded(router, financials)))
 }
 
@@ -305,12 +310,14 @@ fn describe(searcher: &Searcher) -> String {
     let chunks = searcher.view().manifest().chunks;
     match searcher.shard_count() {
         1 => format!("{chunks} chunks"),
-        k => format!("{chunks} chunks in {k} shards, read-only"),
+        k => format!("{chunks} chunks in {k} shards"),
     }
 }
 
 /// Makes index `id` (served, built in `dir`) writable: its writes are logged and
-/// compacted in `live_dir`, and each new state is swapped in for the one served.
+/// compacted in `live_dir`, and each new state is swapped in for the one served. A sharded
+/// index takes writes when its shards are in this process, each document in its shard
+/// ([`sextant_live::Served::Shards`]); one served by worker processes stays read-only.
 pub(crate) fn open_live(
     state: &Arc<AppState>,
     id: &str,
@@ -319,32 +326,37 @@ pub(crate) fn open_live(
     compact_at_chunks: usize,
 ) -> Result<()> {
     let served = state.loaded_index(id).context("the index was just served")?;
-    let Searcher::Single(engine) = &served.searcher else {
-        anyhow::bail!("index {id} is sharded: writes to a sharded index are not supported yet");
+    let original = match &served.searcher {
+        Searcher::Single(engine) => Served::Index(engine.index().clone()),
+        Searcher::Sharded(set) => match set.local_shards() {
+            Some(local) => Served::Shards(LiveShards {
+                indexes: local.indexes.to_vec(),
+                order: local.order.to_vec(),
+                stats: local.stats.clone(),
+            }),
+            None => {
+                println!("index {id} is served by shard worker processes: read-only (serve it without --shard-workers to write)");
+                return Ok(());
+            }
+        },
     };
+    let engine = served.engine();
     let encoders = (engine.dense_encoder()?.clone(), engine.sparse_encoder()?.clone());
     let publish_state = state.clone();
     let index_id = id.to_string();
-    let publish = Box::new(move |index: Arc<Index>| {
+    let publish = Box::new(move |next: Served| {
         let Some(now) = publish_state.loaded_index(&index_id) else { return };
-        match now.engine().with_index(index) {
-            Ok(engine) => publish_state.replace_index(
+        match searcher_of(&now.searcher, next) {
+            Ok(searcher) => publish_state.replace_index(
                 &index_id,
-                ServedIndex { searcher: Searcher::Single(Arc::new(engine)), financials: now.financials.clone() },
+                ServedIndex { searcher, financials: now.financials.clone() },
                 None,
             ),
             Err(e) => tracing::error!("index {index_id}: a new state could not be served: {e}"),
         }
     });
-    let live = sextant_live::LiveIndex::open(
-        live_dir,
-        engine.index().clone(),
-        dir,
-        encoders,
-        sextant_live::LiveOptions { compact_at_chunks },
-        publish,
-    );
-    match live {
+    let options = sextant_live::LiveOptions { compact_at_chunks };
+    match sextant_live::LiveIndex::open(live_dir, original, dir, encoders, options, publish) {
         Ok(live) => {
             state.set_document_store(id, Arc::new(live));
             println!(
@@ -358,6 +370,25 @@ pub(crate) fn open_live(
         }
     }
     Ok(())
+}
+
+/// What searches `next`, a new state of a writable index, with the models and settings
+/// of `now`, what searches it today (a sharded index's router keeps its deadline).
+fn searcher_of(now: &Searcher, next: Served) -> sextant_core::Result<Searcher> {
+    let engine = now.engine();
+    Ok(match next {
+        Served::Index(index) => Searcher::Single(Arc::new(engine.with_index(index)?)),
+        Served::Shards(s) => {
+            let engines = s.indexes.into_iter().map(|i| engine.with_index(i)).collect::<sextant_core::Result<_>>()?;
+            let mut set = ShardSet::new(engines, Some(s.order), s.stats)?;
+            if let Searcher::Sharded(old) = now {
+                if let Some(deadline) = old.deadline() {
+                    set = set.with_deadline(deadline);
+                }
+            }
+            Searcher::Sharded(Arc::new(set))
+        }
+    })
 }
 
 /// The BM25-only index of `documents` (see [`lexical_only`]): chunked and indexed as the

@@ -9,11 +9,18 @@
 //! log records it holds. After a crash at any point, [`LiveIndex::open`] serves exactly the
 //! writes that were acknowledged: the version the pointer names and the log after it (a
 //! record cut short by the crash was never acknowledged and is dropped).
+//!
+//! A sharded index takes writes the same way, each document in its shard, and answers as
+//! one index holding the same writes would ([`Served::Shards`]).
 
+mod base;
 mod error;
 mod store;
+#[cfg(test)]
+mod testing;
 mod wal;
 
+pub use base::{LiveShards, Served};
 pub use error::{Error, Result};
 pub use store::{CompactionReport, DocumentInfo, LiveIndex, LiveOptions, Page, WriteOutcome};
 pub use wal::{Op, Record};

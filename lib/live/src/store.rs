@@ -9,6 +9,10 @@
 //!   vector cache, flushed to disk before `CURRENT` names it.
 //!
 //! Without `CURRENT`, the built index is the one the server started from.
+//!
+//! A built version is one index or the shards of one (a root manifest and `shards/NNN/`,
+//! [`sextant_core::shards`]); a compaction writes the next version as the same number of
+//! shards ([`crate::base`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,14 +20,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
-use sextant_core::build::{
-    build, encode_documents, index_vectors, BuildOptions, EncodedDocument, InProcess, Previous, VectorCache,
-};
+use sextant_core::build::{encode_documents, BuildOptions, EncodedDocument, Previous, VectorCache};
 use sextant_core::corpus::{Document, MetadataSchema};
 use sextant_core::encode::{DenseEncoder, SparseEncoder};
-use sextant_core::index::Index;
-use sextant_core::storage::{LocalDir, Storage};
+use sextant_core::storage::LocalDir;
 
+use crate::base::{Base, Place, Served, Writes};
 use crate::error::{Error, Result};
 use crate::wal::{sync_dir, Op, Record, Wal};
 
@@ -102,7 +104,7 @@ pub struct CompactionReport {
 
 /// The in-memory state: the built index and the writes since.
 struct State {
-    base: Arc<Index>,
+    base: Base,
     base_dir: PathBuf,
     version: u64,
     applied_seq: u64,
@@ -111,16 +113,16 @@ struct State {
     delta: BTreeMap<String, (u64, EncodedDocument)>,
     /// Ids deleted since the built index, with the sequence of the delete.
     deleted: BTreeMap<String, u64>,
-    /// The built index's documents by id (in id order, for listings).
-    base_ids: BTreeMap<String, u32>,
+    /// The built index's documents by id (in id order, for listings), with their place.
+    base_ids: BTreeMap<String, Place>,
     /// Metadata fields of every document served, with their types.
     schema: MetadataSchema,
     wal: Wal,
-    current: Arc<Index>,
+    current: Served,
 }
 
 /// Receives each new state of the index to serve.
-pub type Publish = Box<dyn Fn(Arc<Index>) + Send + Sync>;
+pub type Publish = Box<dyn Fn(Served) + Send + Sync>;
 
 /// A writable index: see the crate documentation. Cloning shares it.
 #[derive(Clone)]
@@ -167,11 +169,14 @@ fn write_pointer(dir: &Path, p: &Pointer) -> Result<()> {
     sync_dir(dir)
 }
 
-/// Flushes every file of `dir` and the directory itself.
+/// Flushes every file under `dir` (a sharded version's shards are in directories of their
+/// own) and every directory.
 fn sync_tree(dir: &Path) -> Result<()> {
     for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
         let path = entry.map_err(|e| Error::io(dir, e))?.path();
-        if path.is_file() {
+        if path.is_dir() {
+            sync_tree(&path)?;
+        } else if path.is_file() {
             std::fs::File::open(&path).and_then(|f| f.sync_all()).map_err(|e| Error::io(&path, e))?;
         }
     }
@@ -181,16 +186,12 @@ fn sync_tree(dir: &Path) -> Result<()> {
 impl State {
     /// The index to serve: the built one, the delta beside it, the replaced and deleted
     /// documents withdrawn.
-    fn serve(&self) -> Result<Arc<Index>> {
-        if self.delta.is_empty() && self.deleted.is_empty() {
-            return Ok(self.base.clone());
-        }
-        // Only the ids written since can withdraw a built document: a write costs the size
-        // of the delta, not of the index.
-        let withdrawn: Vec<u32> =
-            self.delta.keys().chain(self.deleted.keys()).filter_map(|id| self.base_ids.get(id).copied()).collect();
-        let appended = EncodedDocument::appended(self.delta.values().map(|(_, d)| d));
-        Ok(Arc::new(self.base.with_delta(appended, &withdrawn)?))
+    fn serve(&self) -> Result<Served> {
+        self.base.serve(&self.writes())
+    }
+
+    fn writes(&self) -> Writes<'_> {
+        Writes { delta: &self.delta, deleted: &self.deleted, built: &self.base_ids }
     }
 
     fn apply(&mut self, record: Record) {
@@ -224,27 +225,23 @@ impl State {
         if self.deleted.contains_key(id) {
             return None;
         }
-        let &ord = self.base_ids.get(id)?;
+        let &place = self.base_ids.get(id)?;
         Some(DocumentInfo {
-            document: self.base.documents[ord as usize].clone(),
-            chunks: self.base.chunks_of(ord).len(),
+            document: self.base.document(place).clone(),
+            chunks: self.base.chunk_count(place),
             layer: "live",
         })
     }
 }
 
-fn ids_of(index: &Index) -> BTreeMap<String, u32> {
-    index.documents.iter().enumerate().map(|(i, d)| (d.document_id.clone(), i as u32)).collect()
-}
-
 impl LiveIndex {
     /// Opens the writable index whose live directory is `dir`, over `original` (the index
-    /// the server built or loaded, in `original_dir`) unless a compacted version is named
-    /// by `dir/CURRENT`; replays the log, and hands the index to serve to `publish` now and
-    /// after every write.
+    /// the server built or loaded, in `original_dir`: one index or the shards of one)
+    /// unless a compacted version is named by `dir/CURRENT`; replays the log, and hands
+    /// the index to serve to `publish` now and after every write.
     pub fn open(
         dir: &Path,
-        original: Arc<Index>,
+        original: Served,
         original_dir: &Path,
         encoders: (Arc<DenseEncoder>, Arc<SparseEncoder>),
         live: LiveOptions,
@@ -255,11 +252,11 @@ impl LiveIndex {
         let (base, base_dir, version, applied_seq) = match &pointer {
             Some(p) => {
                 let vdir = dir.join(&p.version);
-                let index = Index::load(&LocalDir::new(&vdir))?;
+                let base = Base::load(&vdir)?;
                 let n = p.version.trim_start_matches('v').parse().unwrap_or(0);
-                (Arc::new(index), vdir, n, p.applied_seq)
+                (base, vdir, n, p.applied_seq)
             }
-            None => (original, original_dir.to_path_buf(), 0, 0),
+            None => (Base::new(original), original_dir.to_path_buf(), 0, 0),
         };
         // Versions a crash left half-written, or that a later one replaced.
         if let Ok(entries) = std::fs::read_dir(dir) {
@@ -274,10 +271,10 @@ impl LiveIndex {
         if dropped > 0 {
             tracing::warn!("{}: dropped {dropped} bytes of a log record cut short (never acknowledged)", dir.display());
         }
-        let schema = base.metadata_schema().clone();
+        let schema = base.schema();
         let mut state = State {
-            base_ids: ids_of(&base),
-            current: base.clone(),
+            base_ids: base.ids(),
+            current: base.0.clone(),
             base,
             base_dir,
             version,
@@ -300,7 +297,7 @@ impl LiveIndex {
         );
         publish(state.current.clone());
         let (dense, sparse) = encoders;
-        let options = BuildOptions::of_manifest(&state.base.manifest);
+        let options = BuildOptions::of_manifest(state.base.manifest());
         let inner = Inner {
             dir: dir.to_path_buf(),
             options,
@@ -316,7 +313,7 @@ impl LiveIndex {
     }
 
     /// The index served now.
-    pub fn current(&self) -> Arc<Index> {
+    pub fn current(&self) -> Served {
         self.inner.state.lock().expect("live state").current.clone()
     }
 
@@ -475,53 +472,38 @@ impl LiveIndex {
             (s.base.clone(), s.base_dir.clone(), s.version, s.seq, s.delta.clone(), s.deleted.clone())
         };
         let writes = delta.len() + deleted.len();
-        let mut documents: Vec<Document> = base
-            .documents
-            .iter()
-            .filter(|d| !delta.contains_key(&d.document_id) && !deleted.contains_key(&d.document_id))
-            .cloned()
-            .collect();
+        let base_ids = base.ids();
+        let mut documents = base.kept_documents(&Writes { delta: &delta, deleted: &deleted, built: &base_ids });
         documents.extend(delta.values().map(|(_, d)| d.document.clone()));
         let base_storage = LocalDir::new(&base_dir);
         let mut previous = Previous::read(&base_storage);
+        let encoders = (&*self.inner.dense, &*self.inner.sparse);
         // The built version's own vectors, for an index saved without its shard cache (every
         // compacted version has one: reading them back would plan the whole corpus again).
-        let tokenizers = (self.inner.dense.tokenizer(), self.inner.sparse.tokenizer());
         if previous.cache.is_empty() {
-            previous.cache.insert(index_vectors(&base, &self.inner.options, tokenizers)?);
+            previous.cache.insert(base.vectors(&self.inner.options, encoders)?);
         }
         previous.cache.insert(delta.values().flat_map(|(_, d)| d.vectors.iter().cloned()));
         // Files of other crates saved with the built version (the financial facts) go on.
-        let attachments: Vec<(String, Vec<u8>)> = base
-            .manifest
-            .files
-            .iter()
-            .filter(|f| !Index::owns(&f.name))
-            .map(|f| base_storage.read(&f.name).map(|b| (f.name.clone(), b.to_vec())))
-            .collect::<std::result::Result<_, _>>()?;
-        let runner = InProcess { dense: &self.inner.dense, sparse: &self.inner.sparse };
+        let attachments = base.attachments(&base_storage)?;
         // A previous fingerprint would make a build of the same inputs "unchanged": this
         // build always writes its version.
         previous.manifest = None;
-        let built = build(documents, attachments, &self.inner.options, tokenizers, &previous, &runner, &|_, _, _| {})?;
-        let chunks_encoded = built.report.chunks_encoded;
+        previous.root = None;
         let next = version + 1;
         let vdir = self.inner.dir.join(version_name(next));
         let _ = std::fs::remove_dir_all(&vdir);
         let vstore = LocalDir::new(&vdir);
-        if built.index.is_none() {
-            return Err(Error::Format("the compaction built nothing".into()));
-        }
-        built.save(&vstore, &Previous::none())?;
+        let chunks_encoded = base.rebuild(documents, attachments, &self.inner.options, encoders, &previous, &vstore)?;
         sync_tree(&vdir)?;
-        let new_base = Arc::new(Index::load(&vstore)?);
+        let new_base = Base::load(&vdir)?;
         write_pointer(&self.inner.dir, &Pointer { version: version_name(next), applied_seq: upto })?;
-        let (documents, chunks) = (new_base.documents.len(), new_base.chunks.len());
+        let (documents, chunks) = new_base.sizes();
         {
             let mut s = self.inner.state.lock().expect("live state");
             s.delta.retain(|_, (seq, _)| *seq > upto);
             s.deleted.retain(|_, seq| *seq > upto);
-            s.base_ids = ids_of(&new_base);
+            s.base_ids = new_base.ids();
             s.base = new_base;
             s.base_dir = vdir;
             s.version = next;
@@ -572,39 +554,18 @@ impl LiveIndex {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::OnceLock;
-
-    use sextant_core::build::DEFAULT_SHARD_CHUNKS;
-    use sextant_core::encode::ModelSet;
-    use sextant_core::index::format::ModelRef;
-    use sextant_core::index::Bm25Params;
+    use sextant_core::build::{build, InProcess};
+    use sextant_core::index::Index;
     use sextant_core::pipeline::{Engine, SearchRequest};
-    use sextant_core::testutil::{model_dir, test_document};
+    use sextant_core::testutil::test_document;
 
     use super::*;
-
-    fn encoders() -> (Arc<DenseEncoder>, Arc<SparseEncoder>) {
-        static E: OnceLock<(Arc<DenseEncoder>, Arc<SparseEncoder>)> = OnceLock::new();
-        E.get_or_init(|| {
-            let m = ModelSet::under(&model_dir());
-            (Arc::new(DenseEncoder::load(&m.dense).unwrap()), Arc::new(SparseEncoder::load(&m.sparse).unwrap()))
-        })
-        .clone()
-    }
+    use crate::testing::{encoders, options};
 
     /// The original index, built and saved in `dir` as `serve` does.
     fn original(dir: &Path) -> Arc<Index> {
         let (dense, sparse) = encoders();
-        let options = BuildOptions {
-            index_id: "team".into(),
-            chunk_tokens: 64,
-            chunk_overlap: 0,
-            dense_window: 32,
-            bm25: Bm25Params::default(),
-            dense_model: ModelRef { id: "d".into(), weights_sha256: "x".into() },
-            sparse_model: ModelRef { id: "s".into(), weights_sha256: "y".into() },
-            shard_chunks: DEFAULT_SHARD_CHUNKS,
-        };
+        let options = options();
         let docs = vec![
             test_document("ko", "KO", "2024-02-10", &["Concentrate sales rose as unit case volume grew."]),
             test_document("fx", "AAPL", "2024-11-01", &["Foreign currency exchange rates weighed on gross margin."]),
@@ -624,19 +585,20 @@ mod tests {
         Arc::new(Index::load(&LocalDir::new(dir)).unwrap())
     }
 
-    fn open(root: &Path, served: Arc<Mutex<Option<Arc<Index>>>>) -> LiveIndex {
+    fn open(root: &Path, served: Arc<Mutex<Option<Served>>>) -> LiveIndex {
         open_with(root, LiveOptions { compact_at_chunks: 0 }, Box::new(move |i| *served.lock().unwrap() = Some(i)))
     }
 
     /// The writable index over `root/built`, its writes in `root/live`.
     fn open_with(root: &Path, live: LiveOptions, publish: Publish) -> LiveIndex {
         let base = Index::load(&LocalDir::new(root.join("built"))).unwrap();
-        LiveIndex::open(&root.join("live"), Arc::new(base), &root.join("built"), encoders(), live, publish).unwrap()
+        let base = Served::Index(Arc::new(base));
+        LiveIndex::open(&root.join("live"), base, &root.join("built"), encoders(), live, publish).unwrap()
     }
 
-    fn top(index: &Arc<Index>, q: &str) -> Vec<String> {
+    fn top(served: &Served, q: &str) -> Vec<String> {
         let (dense, sparse) = encoders();
-        let engine = Engine::new(index.clone(), dense, sparse, None);
+        let engine = Engine::new(served.single().expect("one index").clone(), dense, sparse, None);
         let mut req = SearchRequest::new(q, 5);
         req.rerank = false;
         let out = engine.search(&req).unwrap();
