@@ -290,15 +290,8 @@ impl Base {
 /// avgdl = max(1, Σ_shards Σ_chunks |terms(text)| / Σ_shards chunks)
 /// ```
 fn built_avgdl(built: &LiveShards) -> f32 {
-    let analyzer = built.indexes[0].bm25.analyzer();
-    let (mut total, mut n) = (0usize, 0usize);
-    for index in &built.indexes {
-        for chunk in index.chunks.base() {
-            total += analyzer.terms(&chunk.text).len();
-            n += 1;
-        }
-    }
-    (total as f32 / n.max(1) as f32).max(1.0)
+    let texts = built.indexes.iter().flat_map(|i| i.chunks.base().iter().map(|c| c.text.as_str()));
+    built.indexes[0].bm25.average_length(texts)
 }
 
 /// Each shard of `built` with its documents of the delta beside it (see the module
