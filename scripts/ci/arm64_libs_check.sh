@@ -3,8 +3,9 @@
 # qemu-aarch64 by a small C harness (arm64_libs_check.c) cross-compiled with Debian's
 # gcc-aarch64-linux-gnu. What it checks: the arm64 ONNX Runtime the layer ships loads and is
 # the pinned version with the C API the ort crate asks for; it runs the layer's two converted
-# models and their outputs equal PyTorch's reference outputs (arm64_encode_check.py, by the
-# golden tests' tolerances); the arm64 PDFium loads and reads the test PDF page by page. The
+# models and their outputs equal PyTorch's reference outputs on two golden lines
+# (arm64_encode_check.py, by the golden tests' tolerances; its --long adds the 256-token line,
+# 10 CPU-minutes under qemu); the arm64 PDFium loads and reads the test PDF page by page. The
 # Rust binaries on arm64 are arm64_build.sh's.
 #
 #   bash scripts/ci/arm64_libs_check.sh      (CI runs it)
