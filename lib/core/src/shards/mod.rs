@@ -21,6 +21,7 @@
 
 mod assign;
 mod fetch;
+pub mod packed;
 pub mod protocol;
 mod root;
 mod router;

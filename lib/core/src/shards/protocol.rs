@@ -117,7 +117,9 @@ pub enum ShardResponse {
 /// Each path's candidates on one shard, with their raw scores: no text.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ShardAnswer {
-    /// Each served path's list, best first, of `(shard chunk id, score)`.
+    /// Each served path's list, best first, of `(shard chunk id, score)`; on the wire one
+    /// base64 string a list, 8 bytes a hit ([`packed`](super::packed)).
+    #[serde(with = "super::packed")]
     pub lists: Vec<Vec<PathHit>>,
     /// The paths that served, in the request's order.
     pub used_paths: Vec<Path>,
@@ -287,6 +289,8 @@ mod tests {
         let m = serde_json::to_string(&a).unwrap();
         assert_eq!(serde_json::from_str::<ShardResponse>(&m).unwrap(), a);
         assert!(m.starts_with(r#"{"op":"retrieve""#), "{m}");
+        let lists = &serde_json::from_str::<serde_json::Value>(&m).unwrap()["lists"];
+        assert_eq!(lists[0].as_str(), Some(crate::shards::packed::pack(&[(3, 0.812_345_7), (9, 1.0e-7)]).as_str()));
         let f = ShardRequest::Fetch(FetchQuery { chunks: vec![4, 1], segments: true });
         let m = serde_json::to_string(&f).unwrap();
         assert_eq!(serde_json::from_str::<ShardRequest>(&m).unwrap(), f);
