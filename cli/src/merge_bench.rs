@@ -87,6 +87,11 @@ fn shard_answer(shards: usize, s: usize, depth: usize, paths: &[Path], query: us
     Ok([serde_json::to_vec(&ShardResponse::Retrieve(answer))?, serde_json::to_vec(&pairs)?])
 }
 
+/// Every shard's answer of `wire` in its form `form` (0: packed, 1: JSON pairs), decoded.
+fn decode_all<T: serde::de::DeserializeOwned>(wire: &[[Vec<u8>; 2]], form: usize) -> Result<Vec<T>> {
+    wire.iter().map(|w| serde_json::from_slice(&w[form])).collect::<Result<_, _>>().context("decoding")
+}
+
 /// Each path's hits of every shard of `answers`, with global ids, as the router gathers
 /// them.
 fn gather<'a>(answers: impl Iterator<Item = &'a Vec<Vec<PathHit>>>, shards: usize, paths: usize) -> Vec<Vec<PathHit>> {
@@ -132,18 +137,10 @@ pub fn run(shard_counts: &[usize], depth: usize, paths: usize, queries: usize) -
             for turn in 0..2 {
                 let start = Instant::now();
                 if (q + turn) % 2 == 0 {
-                    packed = wire
-                        .iter()
-                        .map(|w| serde_json::from_slice(&w[0]))
-                        .collect::<Result<_, _>>()
-                        .context("decoding")?;
+                    packed = decode_all(&wire, 0)?;
                     decode.push(start.elapsed().as_secs_f64());
                 } else {
-                    pairs = wire
-                        .iter()
-                        .map(|w| serde_json::from_slice(&w[1]))
-                        .collect::<Result<_, _>>()
-                        .context("decoding")?;
+                    pairs = decode_all(&wire, 1)?;
                     decode_pairs.push(start.elapsed().as_secs_f64());
                 }
             }
