@@ -9,9 +9,10 @@
 //!
 //! Why not JSON pairs: a router over 400 shards decodes 240,000 hits a query, and the
 //! shard answer is an internally tagged enum, which serde buffers whole before it reads
-//! the variant, one allocation per number. As pairs that took 64.7 ms p50 a query on one
-//! core; as one string a list, the base64 decode of 1.9 MB (`sextant bench-merge` runs
-//! both in one process). Scores keep every bit (a NaN included, which JSON cannot carry).
+//! the variant, one allocation per number. As pairs that took 45.8 ms p50 a query on one
+//! core; packed, 2.89 ms, mostly the base64 decode of 1.9 MB (release build, 2026-12-04,
+//! `sextant bench-merge`, which times both in one process). Scores keep every bit (a NaN
+//! included, which JSON cannot carry).
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
