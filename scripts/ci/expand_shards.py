@@ -1,6 +1,6 @@
 """Expand template.yaml's Fn::ForEach with SAM CLI's implementation of the
 AWS::LanguageExtensions transform (what `sam build` runs; CloudFormation runs its own at
-deploy), for each ShardCount, and check what comes out: one shard function per shard (named
+deploy), with no parameter given and for each ShardCount, and check what comes out: one shard function per shard (named
 <stack>-shard-<k>, SEXTANT_SHARD = k, created only when the index is sharded) with an alarm
 on its Lambda errors, and the routers pointed at them. SAM CLI resolves what it can for a
 local build (a !Sub becomes a plain string), so names are checked by their ending.
@@ -24,6 +24,13 @@ def main(path):
     with open(path) as f:
         template = yaml_parse(f.read())
     counts = template["Parameters"]["ShardCount"]["AllowedValues"]
+    # With no parameter given, as a plain `sam build` expands it: the template's own default
+    # (SAM CLI refused a number there, "Fn::FindInMap layout is incorrect").
+    default = template["Parameters"]["ShardCount"]["Default"]
+    out = process_template(template, parameter_values={})["Resources"]
+    assert sorted(k for k in out if k.startswith("ShardFunction")) == sorted(
+        k for k in expand(template, default) if k.startswith("ShardFunction")
+    ), default
     for count in counts:
         resources = expand(template, count)
         def numbered(prefix):

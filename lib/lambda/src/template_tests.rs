@@ -880,7 +880,7 @@ fn every_shard_count_has_its_shard_numbers_up_to_the_builders_most() {
         .expect("ShardCount's AllowedValues")
         .trim_end_matches(']')
         .split(", ")
-        .map(|c| c.parse().unwrap())
+        .map(|c| c.trim_matches('\'').parse().unwrap())
         .collect();
     assert_eq!(counts.iter().max(), Some(&sextant_aws::build_job::MAX_INDEX_SHARDS), "{counts:?}");
     for count in counts {
