@@ -4,7 +4,7 @@
 # OUT/lib/libpdfium.so (PDF text extraction, from the pypdfium2 wheel).
 # The stand-in cross-encoder is never included: it is a test fixture, not a reranker.
 #
-#   bash scripts/ci/models_layer.sh OUT     (run by `sam build` through the Makefile)
+#   bash scripts/ci/models_layer.sh OUT     (run by `sam build` through infra/layer/Makefile)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:?usage: models_layer.sh OUT}
